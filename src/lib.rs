@@ -1,0 +1,7 @@
+//! mongoload: constant or scheduled synthetic load for MongoDB, with
+//! Prometheus metrics. The binary in `main.rs` only parses the command line
+//! and calls into this library, so tests and benches reach everything.
+#![forbid(unsafe_code)]
+
+pub mod error_kind;
+pub mod sim;
