@@ -3,5 +3,6 @@
 //! and calls into this library, so tests and benches reach everything.
 #![forbid(unsafe_code)]
 
+pub mod cli;
 pub mod error_kind;
 pub mod sim;

@@ -6,3 +6,17 @@
 pub mod aggregate;
 pub mod query;
 pub mod update;
+
+/// `mongoload sim` options.
+#[derive(Debug, clap::Args)]
+pub struct SimArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:27017")]
+    pub listen: std::net::SocketAddr,
+}
+
+/// Runs the simulator until SIGINT or SIGTERM.
+pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
+    let _ = args;
+    anyhow::bail!("not built yet")
+}
