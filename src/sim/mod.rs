@@ -2,21 +2,241 @@
 //! protocol well enough for the official drivers and every built-in
 //! workload, with fault injection. A test double and demo target, never a
 //! database: no persistence, no replication, no real transactions.
+//!
+//! In Rust: [`start`] a simulator, keep the [`SimHandle`], point a driver at
+//! [`SimHandle::uri`], and change faults through [`SimHandle::faults`].
 
 pub mod aggregate;
+pub mod commands;
+pub mod cursor;
+pub mod faults;
 pub mod query;
+pub mod server;
+pub mod store;
 pub mod update;
+pub mod wire;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use faults::{Decision, ErrorFault, FaultConfig, Faults, LatencyDist, Stall};
+use server::Shared;
+
+/// How to start a simulator.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Address to listen on; port 0 picks a free port.
+    pub listen: SocketAddr,
+    /// Faults active from the start.
+    pub faults: FaultConfig,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            faults: FaultConfig::default(),
+        }
+    }
+}
+
+type Listener = (CancellationToken, JoinHandle<()>);
+
+/// A running simulator. Dropping it shuts the simulator down.
+pub struct SimHandle {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    root: CancellationToken,
+    listener: Mutex<Option<Listener>>,
+}
+
+/// Starts a simulator on `config.listen` and returns once it accepts connections.
+pub async fn start(config: SimConfig) -> std::io::Result<SimHandle> {
+    let shared = Arc::new(Shared::new(Faults::new(config.faults)));
+    let root = CancellationToken::new();
+    let (addr, stop, task) = server::listen(config.listen, shared.clone(), &root).await?;
+    tokio::spawn(server::reap_cursors(shared.clone(), root.clone()));
+    Ok(SimHandle {
+        addr,
+        shared,
+        root,
+        listener: Mutex::new(Some((stop, task))),
+    })
+}
+
+impl SimHandle {
+    /// The address it listens on (the real port when started with port 0).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A connection string for the driver: `mongodb://127.0.0.1:PORT/`.
+    pub fn uri(&self) -> String {
+        format!("mongodb://{}/", self.addr)
+    }
+
+    /// The fault-injection handle; changes apply to the next command.
+    pub fn faults(&self) -> &Faults {
+        &self.shared.faults
+    }
+
+    /// Connections open now.
+    pub fn connections(&self) -> u64 {
+        self.shared
+            .stats
+            .conns_current
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Stops listening (new connections are refused by the OS) and closes
+    /// every open connection, as if the server went down. Data is kept.
+    pub async fn stop_listener(&self) {
+        let current = self
+            .listener
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some((stop, task)) = current {
+            stop.cancel();
+            let _ = task.await;
+        }
+        self.shared.faults.drop_connections();
+    }
+
+    /// Listens again on the same address after [`SimHandle::stop_listener`].
+    pub async fn restart_listener(&self) -> std::io::Result<()> {
+        if self
+            .listener
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+        {
+            return Ok(());
+        }
+        let (_, stop, task) = server::listen(self.addr, self.shared.clone(), &self.root).await?;
+        let mut slot = self.listener.lock().unwrap_or_else(|e| e.into_inner());
+        match slot.as_ref() {
+            // Another restart won the race: keep it and drop ours.
+            Some(_) => stop.cancel(),
+            None => *slot = Some((stop, task)),
+        }
+        Ok(())
+    }
+
+    /// Stops listening, closes every connection and waits for the listener to end.
+    pub async fn shutdown(self) {
+        self.root.cancel();
+        let current = self
+            .listener
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some((_, task)) = current {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for SimHandle {
+    fn drop(&mut self) {
+        self.root.cancel();
+    }
+}
 
 /// `mongoload sim` options.
 #[derive(Debug, clap::Args)]
 pub struct SimArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:27017")]
-    pub listen: std::net::SocketAddr,
+    pub listen: SocketAddr,
+    /// Fixed latency added to every command (e.g. 2ms).
+    #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "latency_dist")]
+    pub latency: Option<Duration>,
+    /// Latency drawn per command: fixed:2ms, uniform:1ms..5ms or exp:2ms.
+    #[arg(long)]
+    pub latency_dist: Option<LatencyDist>,
+    /// Hold every reply for D once every P, written D/P (e.g. 1s/10s).
+    #[arg(long)]
+    pub stall: Option<Stall>,
+    /// Probability (0..=1) of answering a command with --error-code instead of running it.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub error_rate: f64,
+    /// The error code injected (10107 NotWritablePrimary, 91 ShutdownInProgress, 112 WriteConflict, 50 MaxTimeMSExpired, ...).
+    #[arg(long, default_value_t = 10107)]
+    pub error_code: i32,
+    /// Commands the errors apply to (comma-separated); default every command but the handshake.
+    #[arg(long, value_delimiter = ',')]
+    pub error_commands: Vec<String>,
+    /// Probability (0..=1) of closing the connection instead of answering a command.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub drop_rate: f64,
+    /// Close every new connection at once.
+    #[arg(long)]
+    pub refuse: bool,
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let r: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if (0.0..=1.0).contains(&r) {
+        Ok(r)
+    } else {
+        Err(format!("{r} is not a probability between 0 and 1"))
+    }
+}
+
+impl SimArgs {
+    /// The fault configuration these flags describe.
+    pub fn fault_config(&self) -> FaultConfig {
+        FaultConfig {
+            latency: self
+                .latency
+                .map(LatencyDist::Fixed)
+                .or_else(|| self.latency_dist.clone()),
+            stall: self.stall,
+            error: (self.error_rate > 0.0).then(|| ErrorFault {
+                rate: self.error_rate,
+                code: self.error_code,
+                commands: self.error_commands.clone(),
+            }),
+            drop_rate: self.drop_rate,
+            refuse: self.refuse,
+        }
+    }
 }
 
 /// Runs the simulator until SIGINT or SIGTERM.
 pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
-    let _ = args;
-    anyhow::bail!("not built yet")
+    // The lead unifies logging later; until then make sure logs reach stderr.
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .try_init();
+    let faults = args.fault_config();
+    let handle = start(SimConfig {
+        listen: args.listen,
+        faults: faults.clone(),
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
+    tracing::info!(
+        addr = %handle.addr(),
+        uri = %handle.uri(),
+        faults = ?faults,
+        "mongoload sim listening (an in-memory test double, not a database)"
+    );
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r?,
+        _ = term.recv() => {}
+    }
+    tracing::info!("mongoload sim shutting down");
+    handle.shutdown().await;
+    Ok(())
 }

@@ -1,0 +1,276 @@
+//! The TCP side of the simulator: the accept loop (stoppable and
+//! restartable on the same port), one task per connection reading frames,
+//! applying faults, running commands and writing replies from a reused
+//! buffer.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mongodb::bson::{Bson, Document};
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+use super::commands::{self, command_name};
+use super::cursor::{Cursors, IDLE_TIMEOUT};
+use super::faults::Faults;
+use super::store::Store;
+use super::wire::{self, Request, WireError, HEADER_LEN};
+
+/// Counters `serverStatus` reports.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub insert: AtomicU64,
+    pub query: AtomicU64,
+    pub update: AtomicU64,
+    pub delete: AtomicU64,
+    pub getmore: AtomicU64,
+    pub command: AtomicU64,
+    pub conns_current: AtomicU64,
+    pub conns_total: AtomicU64,
+}
+
+/// Everything the connections of one simulator share.
+pub struct Shared {
+    pub store: Store,
+    pub cursors: Cursors,
+    pub faults: Faults,
+    pub stats: Stats,
+    pub started: Instant,
+    next_connection: AtomicI64,
+    next_request: AtomicI64,
+}
+
+impl Shared {
+    pub fn new(faults: Faults) -> Shared {
+        Shared {
+            store: Store::default(),
+            cursors: Cursors::default(),
+            faults,
+            stats: Stats::default(),
+            started: Instant::now(),
+            next_connection: AtomicI64::new(1),
+            next_request: AtomicI64::new(1),
+        }
+    }
+}
+
+/// Accepts connections until `stop` is cancelled (the listener is then dropped).
+pub async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    stop: CancellationToken,
+    root: CancellationToken,
+) {
+    loop {
+        let accepted = tokio::select! {
+            _ = stop.cancelled() => return,
+            a = listener.accept() => a,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                if shared.faults.refusing() {
+                    tracing::debug!(%peer, "refusing connection (fault injection)");
+                    drop(stream);
+                    continue;
+                }
+                let shared = shared.clone();
+                let root = root.clone();
+                tokio::spawn(async move {
+                    shared.stats.conns_current.fetch_add(1, Ordering::Relaxed);
+                    shared.stats.conns_total.fetch_add(1, Ordering::Relaxed);
+                    let id = shared.next_connection.fetch_add(1, Ordering::Relaxed);
+                    match serve(stream, &shared, id, &root).await {
+                        Ok(()) => tracing::debug!(%peer, connection = id, "connection closed"),
+                        Err(reason) => {
+                            tracing::info!(%peer, connection = id, %reason, "connection closed")
+                        }
+                    }
+                    shared.stats.conns_current.fetch_sub(1, Ordering::Relaxed);
+                });
+            }
+            Err(e) => {
+                // EMFILE and friends: back off instead of spinning.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// Why a connection ended.
+#[derive(Debug, thiserror::Error)]
+enum Closed {
+    #[error("malformed message: {0}")]
+    Wire(#[from] WireError),
+    #[error("i/o error: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("dropped by fault injection")]
+    Dropped,
+    #[error("all connections dropped by request")]
+    Killed,
+    #[error("simulator shut down")]
+    Shutdown,
+}
+
+async fn read_frame(
+    reader: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
+    buf: &mut Vec<u8>,
+) -> Result<bool, Closed> {
+    let mut head = [0u8; HEADER_LEN];
+    match reader.read_exact(&mut head).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+        Err(e) => return Err(e.into()),
+    }
+    let header = wire::parse_header(&head)?;
+    buf.clear();
+    buf.extend_from_slice(&head);
+    buf.resize(header.length, 0);
+    reader.read_exact(&mut buf[HEADER_LEN..]).await?;
+    Ok(true)
+}
+
+async fn serve(
+    stream: TcpStream,
+    shared: &Shared,
+    connection_id: i64,
+    root: &CancellationToken,
+) -> Result<(), Closed> {
+    stream.set_nodelay(true)?;
+    let (rd, mut wr) = stream.into_split();
+    let mut reader = BufReader::with_capacity(64 * 1024, rd);
+    let mut frame = Vec::with_capacity(16 * 1024);
+    let mut out = Vec::with_capacity(16 * 1024);
+    let mut rng = SmallRng::from_os_rng();
+    let epoch = shared.faults.kill_epoch();
+    loop {
+        let kill = shared.faults.kill_notify().notified();
+        tokio::pin!(kill);
+        kill.as_mut().enable();
+        if shared.faults.kill_epoch() != epoch {
+            return Err(Closed::Killed);
+        }
+        let got = tokio::select! {
+            r = read_frame(&mut reader, &mut frame) => r?,
+            _ = &mut kill => return Err(Closed::Killed),
+            _ = root.cancelled() => return Err(Closed::Shutdown),
+        };
+        if !got {
+            return Ok(());
+        }
+        let (request_id, body, reply_legacy, no_reply) = match wire::parse_message(&frame)? {
+            Request::Msg {
+                request_id,
+                more_to_come,
+                body,
+                ..
+            } => (request_id, body, false, more_to_come),
+            Request::Query {
+                request_id,
+                collection,
+                query,
+            } => {
+                if !collection.ends_with(".$cmd") {
+                    return Err(WireError::UnknownOpcode(wire::OP_QUERY).into());
+                }
+                let mut q = query;
+                if !q.contains_key("$db") {
+                    let db = collection.trim_end_matches(".$cmd").to_owned();
+                    q.insert("$db", db);
+                }
+                (request_id, q, true, false)
+            }
+        };
+        let reply = tokio::select! {
+            r = respond(shared, connection_id, body, &mut rng) => r?,
+            _ = &mut kill => return Err(Closed::Killed),
+            _ = root.cancelled() => return Err(Closed::Shutdown),
+        };
+        if no_reply {
+            continue;
+        }
+        out.clear();
+        let id = shared.next_request.fetch_add(1, Ordering::Relaxed) as i32;
+        if reply_legacy {
+            wire::encode_reply(&mut out, id, request_id, &reply);
+        } else {
+            wire::encode_msg(&mut out, id, request_id, &reply);
+        }
+        wr.write_all(&out).await?;
+        if out.capacity() > 1024 * 1024 {
+            // Do not keep a huge buffer per idle connection after one big reply.
+            out = Vec::with_capacity(16 * 1024);
+        }
+    }
+}
+
+/// Applies faults, then runs the command.
+async fn respond(
+    shared: &Shared,
+    connection_id: i64,
+    body: Document,
+    rng: &mut SmallRng,
+) -> Result<Document, Closed> {
+    let name = command_name(&body).to_owned();
+    let decision = shared.faults.decide(&name, rng);
+    if decision.drop {
+        return Err(Closed::Dropped);
+    }
+    if !decision.delay.is_zero() {
+        let max_time = body.get("maxTimeMS").and_then(|v| match *v {
+            Bson::Int32(n) => Some(n as i64),
+            Bson::Int64(n) => Some(n),
+            Bson::Double(n) => Some(n as i64),
+            _ => None,
+        });
+        if let Some(ms) = max_time.filter(|&ms| ms > 0) {
+            let limit = Duration::from_millis(ms as u64);
+            if decision.delay > limit {
+                tokio::time::sleep(limit).await;
+                return Ok(commands::injected_error(50, false));
+            }
+        }
+        tokio::time::sleep(decision.delay).await;
+    }
+    if let Some(code) = decision.error {
+        return Ok(commands::injected_error(
+            code,
+            body.contains_key("txnNumber"),
+        ));
+    }
+    Ok(commands::execute(shared, connection_id, body))
+}
+
+/// Binds `addr` and starts accepting in a task.
+pub async fn listen(
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    root: &CancellationToken,
+) -> std::io::Result<(SocketAddr, CancellationToken, tokio::task::JoinHandle<()>)> {
+    let listener = TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    let stop = root.child_token();
+    let task = tokio::spawn(accept_loop(listener, shared, stop.clone(), root.clone()));
+    Ok((local, stop, task))
+}
+
+/// Frees idle cursors every so often until `root` is cancelled.
+pub async fn reap_cursors(shared: Arc<Shared>, root: CancellationToken) {
+    let mut tick = tokio::time::interval(Duration::from_secs(30));
+    loop {
+        tokio::select! {
+            _ = root.cancelled() => return,
+            _ = tick.tick() => {
+                let n = shared.cursors.expire(IDLE_TIMEOUT);
+                if n > 0 {
+                    tracing::debug!(expired = n, "idle cursors freed");
+                }
+            }
+        }
+    }
+}
