@@ -92,6 +92,11 @@ impl SimHandle {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Server-side cursors open now.
+    pub fn open_cursors(&self) -> usize {
+        self.shared.cursors.len()
+    }
+
     /// Stops listening (new connections are refused by the OS) and closes
     /// every open connection, as if the server went down. Data is kept.
     pub async fn stop_listener(&self) {
