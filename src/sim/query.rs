@@ -1207,8 +1207,8 @@ impl SortSpec {
         let mut fields = Vec::with_capacity(spec.len());
         for (k, v) in spec {
             let dir = match number_as_f64(v) {
-                Some(n) if n == 1.0 => 1,
-                Some(n) if n == -1.0 => -1,
+                Some(1.0) => 1,
+                Some(-1.0) => -1,
                 _ => {
                     return Err(QueryError::new(
                         15975,
@@ -1334,30 +1334,6 @@ impl ValueExpr {
                 Some(Bson::Document(out))
             }
         }
-    }
-
-    /// A reference to the value when the expression is a plain top-level
-    /// or nested document path, so accumulators avoid a clone.
-    pub(crate) fn eval_ref<'a>(&self, root: &'a Document) -> Option<&'a Bson> {
-        match self {
-            ValueExpr::Path(parts) => {
-                let mut cur = root.get(&parts[0])?;
-                for p in &parts[1..] {
-                    match cur {
-                        Bson::Document(d) => cur = d.get(p)?,
-                        _ => return None,
-                    }
-                }
-                Some(cur)
-            }
-            _ => None,
-        }
-    }
-
-    /// Whether `eval_ref` answers for every document (no arrays on the way
-    /// aside, which `eval_ref` refuses and `eval` handles).
-    pub(crate) fn is_path(&self) -> bool {
-        matches!(self, ValueExpr::Path(_))
     }
 }
 
@@ -1559,7 +1535,7 @@ fn flatten(spec: &Document, prefix: &str, out: &mut Vec<(String, Kind)>) -> Resu
             return Err(QueryError::new(
                 16410,
                 "Location16410",
-                format!("FieldPath field names may not start with '$'. Consider using $getField or $setField."),
+                "FieldPath field names may not start with '$'. Consider using $getField or $setField.",
             ));
         }
         let path = if prefix.is_empty() {
