@@ -738,3 +738,80 @@ async fn dropped_refused_connections_and_listener_restart() {
         }
     }
 }
+
+/// Writes raw bytes to the simulator and reads one reply frame, if any.
+async fn raw_exchange(addr: std::net::SocketAddr, bytes: &[u8]) -> Option<Vec<u8>> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(bytes).await.unwrap();
+    let mut len = [0u8; 4];
+    match tokio::time::timeout(Duration::from_secs(5), s.read_exact(&mut len))
+        .await
+        .expect("server answers or closes")
+    {
+        Ok(_) => {}
+        Err(_) => return None,
+    }
+    let n = i32::from_le_bytes(len) as usize;
+    let mut rest = vec![0u8; n - 4];
+    s.read_exact(&mut rest).await.unwrap();
+    let mut frame = len.to_vec();
+    frame.extend(rest);
+    Some(frame)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_op_query_handshake_and_malformed_frames() {
+    let sim = sim::start(SimConfig::default()).await.unwrap();
+    // OP_QUERY isMaster on admin.$cmd gets an OP_REPLY.
+    let mut q = Vec::new();
+    q.extend_from_slice(&[0; 4]);
+    q.extend_from_slice(&77i32.to_le_bytes());
+    q.extend_from_slice(&0i32.to_le_bytes());
+    q.extend_from_slice(&2004i32.to_le_bytes());
+    q.extend_from_slice(&0i32.to_le_bytes());
+    q.extend_from_slice(b"admin.$cmd\0");
+    q.extend_from_slice(&0i32.to_le_bytes());
+    q.extend_from_slice(&(-1i32).to_le_bytes());
+    doc! {"isMaster": 1, "helloOk": true}
+        .to_writer(&mut q)
+        .unwrap();
+    let len = q.len() as i32;
+    q[..4].copy_from_slice(&len.to_le_bytes());
+    let reply = raw_exchange(sim.addr(), &q).await.expect("a reply");
+    assert_eq!(
+        i32::from_le_bytes(reply[8..12].try_into().unwrap()),
+        77,
+        "responseTo"
+    );
+    assert_eq!(
+        i32::from_le_bytes(reply[12..16].try_into().unwrap()),
+        1,
+        "OP_REPLY"
+    );
+    let d = Document::from_reader(&reply[36..]).unwrap();
+    assert_eq!(d.get_bool("ismaster"), Ok(true));
+    assert_eq!(d.get_i32("maxWireVersion"), Ok(21));
+
+    // Malformed frames close that connection only.
+    let bad_len = [1u8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xdd, 7, 0, 0];
+    assert!(raw_exchange(sim.addr(), &bad_len).await.is_none());
+    let mut too_big = 48_000_001i32.to_le_bytes().to_vec();
+    too_big.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0xdd, 7, 0, 0]);
+    assert!(raw_exchange(sim.addr(), &too_big).await.is_none());
+    let mut unknown_op = 16i32.to_le_bytes().to_vec();
+    unknown_op.extend_from_slice(&[0; 8]);
+    unknown_op.extend_from_slice(&2010i32.to_le_bytes());
+    assert!(raw_exchange(sim.addr(), &unknown_op).await.is_none());
+    let mut bad_bson = 26i32.to_le_bytes().to_vec();
+    bad_bson.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0xdd, 7, 0, 0]);
+    bad_bson.extend_from_slice(&[0, 0, 0, 0, 0, 5, 0, 0, 0, 0x42]);
+    assert!(raw_exchange(sim.addr(), &bad_bson).await.is_none());
+    // The server still serves drivers.
+    let client = client_for(&sim, true).await;
+    client
+        .database("admin")
+        .run_command(doc! {"ping": 1})
+        .await
+        .unwrap();
+}

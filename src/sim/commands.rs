@@ -146,13 +146,16 @@ pub fn execute(shared: &Shared, connection_id: i64, cmd: Document) -> Document {
     let name = command_name(&cmd).to_owned();
     let db = cmd.get_str("$db").unwrap_or("test").to_owned();
     let c = &shared.stats;
+    // Writes are counted per document or statement by their handlers.
     let counter = match name.as_str() {
-        "find" => &c.query,
-        "getMore" => &c.getmore,
-        "insert" | "update" | "delete" => &c.command, // counted per document below
-        _ => &c.command,
+        "find" => Some(&c.query),
+        "getMore" => Some(&c.getmore),
+        "insert" | "update" | "delete" => None,
+        _ => Some(&c.command),
     };
-    counter.fetch_add(1, AtomicOrdering::Relaxed);
+    if let Some(counter) = counter {
+        counter.fetch_add(1, AtomicOrdering::Relaxed);
+    }
     let result = match name.as_str() {
         "hello" => Ok(hello(connection_id, false)),
         "isMaster" | "ismaster" => Ok(hello(connection_id, true)),
