@@ -1,0 +1,99 @@
+//! Throughput of the simulator through the official driver: find-by-`_id`
+//! and 100-document `insert_many`, from 16 concurrent tasks on the same
+//! machine. Prints the median of several runs. `cargo bench --bench sim`.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mongodb::bson::{doc, Document};
+use mongodb::options::ClientOptions;
+use mongodb::Client;
+use mongoload::sim::{self, SimConfig};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+const TASKS: usize = 16;
+const RUNS: usize = 5;
+const RUN_TIME: Duration = Duration::from_secs(3);
+const PRELOAD: i64 = 100_000;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// Runs TASKS tasks of `kind` for RUN_TIME; returns operations (or documents) per second.
+async fn run_tasks(client: &Client, kind: &'static str) -> f64 {
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for t in 0..TASKS {
+        let coll = client
+            .database("bench")
+            .collection::<Document>(if kind == "find" { "read" } else { "write" });
+        let (stop, count) = (stop.clone(), count.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut rng = SmallRng::seed_from_u64(t as u64);
+            let mut next_id = (t as i64) << 40;
+            while !stop.load(Ordering::Relaxed) {
+                if kind == "find" {
+                    let id = rng.random_range(0..PRELOAD);
+                    let d = coll.find_one(doc! {"_id": id}).await.expect("find_one");
+                    assert!(d.is_some());
+                    count.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    let docs: Vec<Document> = (0..100)
+                        .map(|_| {
+                            next_id += 1;
+                            doc! {"_id": next_id, "k": rng.random_range(0..1_000_000i64), "c": "x".repeat(100)}
+                        })
+                        .collect();
+                    coll.insert_many(docs).await.expect("insert_many");
+                    count.fetch_add(100, Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    let start = Instant::now();
+    tokio::time::sleep(RUN_TIME).await;
+    stop.store(true, Ordering::Relaxed);
+    let n = count.load(Ordering::Relaxed);
+    let secs = start.elapsed().as_secs_f64();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    n as f64 / secs
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let sim = sim::start(SimConfig::default()).await.unwrap();
+        let mut opts = ClientOptions::parse(sim.uri()).await.unwrap();
+        opts.max_pool_size = Some(TASKS as u32);
+        opts.min_pool_size = Some(TASKS as u32);
+        let client = Client::with_options(opts).unwrap();
+        client.warm_connection_pool().await;
+        let read = client.database("bench").collection::<Document>("read");
+        for chunk in (0..PRELOAD).collect::<Vec<_>>().chunks(10_000) {
+            read.insert_many(chunk.iter().map(|&i| doc! {"_id": i, "k": i % 1000, "c": "y".repeat(100)}))
+                .await
+                .unwrap();
+        }
+        let mut finds = Vec::new();
+        let mut inserts = Vec::new();
+        for _ in 0..RUNS {
+            finds.push(run_tasks(&client, "find").await);
+            inserts.push(run_tasks(&client, "insert").await);
+        }
+        let f = median(finds.clone());
+        let i = median(inserts.clone());
+        println!("sim find-by-_id     : median {f:>10.0} ops/s over {RUNS} runs of {RUN_TIME:?}, {TASKS} tasks (runs: {finds:.0?})");
+        println!("sim insert_many(100): median {i:>10.0} docs/s = {:.0} batches/s (runs: {inserts:.0?})", i / 100.0);
+        sim.shutdown().await;
+    });
+}
