@@ -245,3 +245,80 @@ pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
     handle.shutdown().await;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        sim: SimArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<SimArgs, clap::Error> {
+        Wrap::try_parse_from(std::iter::once("sim").chain(args.iter().copied())).map(|w| w.sim)
+    }
+
+    #[test]
+    fn flags_become_a_fault_config() {
+        let a = parse(&[
+            "--listen",
+            "127.0.0.1:4000",
+            "--latency-dist",
+            "uniform:1ms..5ms",
+            "--stall",
+            "1s/10s",
+            "--error-rate",
+            "0.01",
+            "--error-code",
+            "91",
+            "--error-commands",
+            "insert,update",
+            "--drop-rate",
+            "0.5",
+            "--refuse",
+        ])
+        .unwrap();
+        assert_eq!(a.listen, "127.0.0.1:4000".parse().unwrap());
+        let f = a.fault_config();
+        assert_eq!(
+            f.latency,
+            Some(LatencyDist::Uniform {
+                min: Duration::from_millis(1),
+                max: Duration::from_millis(5)
+            })
+        );
+        assert_eq!(
+            f.stall,
+            Some(Stall {
+                duration: Duration::from_secs(1),
+                period: Duration::from_secs(10)
+            })
+        );
+        assert_eq!(
+            f.error,
+            Some(ErrorFault {
+                rate: 0.01,
+                code: 91,
+                commands: vec!["insert".into(), "update".into()]
+            })
+        );
+        assert_eq!((f.drop_rate, f.refuse), (0.5, true));
+        assert_eq!(
+            parse(&["--latency", "2ms"]).unwrap().fault_config().latency,
+            Some(LatencyDist::Fixed(Duration::from_millis(2)))
+        );
+        assert_eq!(parse(&[]).unwrap().fault_config(), FaultConfig::default());
+    }
+
+    #[test]
+    fn bad_flags_are_rejected() {
+        assert!(parse(&["--error-rate", "1.5"]).is_err());
+        assert!(parse(&["--drop-rate", "-0.1"]).is_err());
+        assert!(parse(&["--stall", "10s/1s"]).is_err());
+        assert!(parse(&["--latency-dist", "gauss:1ms"]).is_err());
+        assert!(parse(&["--latency", "2ms", "--latency-dist", "exp:1ms"]).is_err());
+    }
+}
