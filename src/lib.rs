@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod config;
 pub mod error_kind;
 pub mod schedule;
 pub mod sim;
