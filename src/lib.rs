@@ -8,3 +8,4 @@ pub mod config;
 pub mod error_kind;
 pub mod schedule;
 pub mod sim;
+pub mod workload;
