@@ -137,6 +137,14 @@ pub struct KeyError {
     pub reason: String,
 }
 
+impl std::fmt::Display for KeyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.key, self.reason)
+    }
+}
+
+impl std::error::Error for KeyError {}
+
 impl KeyError {
     fn new(key: impl Into<String>, reason: impl Into<String>) -> KeyError {
         KeyError {
@@ -220,8 +228,8 @@ impl TargetConfig {
         }
         let Some(path) = &self.uri_file else {
             return Err(ConfigError::UriFile {
-                path: PathBuf::new(),
-                reason: "neither uri nor uri_file is set".into(),
+                path: PathBuf::from("target.uri_file"),
+                reason: "neither target.uri nor target.uri_file is set".into(),
             });
         };
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError::UriFile {

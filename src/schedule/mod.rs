@@ -652,6 +652,29 @@ mod tests {
     }
 
     #[test]
+    fn ramp_down_to_zero_ends_cleanly() {
+        // 1000 → 0 over 10 s: 5000 ops, all before the end, the gaps growing.
+        let s = Stage::new(
+            "d",
+            Mode::Rate,
+            Shape::Ramp {
+                from: 1000.0,
+                to: 0.0,
+            },
+            secs(10.0),
+        )
+        .unwrap();
+        let total = s.total_ops();
+        assert!((4999..=5000).contains(&total), "{total}");
+        let last = s.intended_offset(total - 1).unwrap();
+        assert!(last < secs(10.0));
+        assert_eq!(s.intended_offset(total), None);
+        assert_eq!(s.intended_offset(u64::MAX / 2), None);
+        assert_eq!(s.rate_at(secs(10.0)), 0.0);
+        assert_eq!(s.rate_at(secs(2.5)), 750.0);
+    }
+
+    #[test]
     fn steps_hold_each_level() {
         let s = Stage::new(
             "sweep",
