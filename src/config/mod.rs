@@ -632,7 +632,10 @@ pub fn default_path() -> PathBuf {
 
 /// Loads, overrides from the process environment, and validates a config.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    load_with_env(path, std::env::vars())
+    // vars() would panic on a non-Unicode variable; such ones are not keys.
+    let env = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
+    load_with_env(path, env)
 }
 
 /// As [`load`], with the environment given explicitly (tests pass their own
@@ -660,8 +663,8 @@ pub fn parse_with_env(
     let overrides: HashMap<String, String> = env
         .into_iter()
         .filter(|(k, _)| {
-            k.len() > ENV_PREFIX.len()
-                && k[..ENV_PREFIX.len()].eq_ignore_ascii_case(ENV_PREFIX)
+            k.get(..ENV_PREFIX.len())
+                .is_some_and(|p| p.eq_ignore_ascii_case(ENV_PREFIX))
                 && k[ENV_PREFIX.len()..].contains("__")
         })
         .collect();

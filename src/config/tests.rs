@@ -95,6 +95,8 @@ fn environment_overrides_keys_and_ignores_non_keys() {
             ("MONGOLOAD_CONFIG", "/somewhere/else.toml"),
             ("MONGOLOAD_TEST_URI", "mongodb://127.0.0.1:1"),
             ("PATH", "/usr/bin"),
+            ("MONGOLOADÖ__X", "x"),
+            ("MONGOLOAD_", "x"),
         ],
     )
     .unwrap();
