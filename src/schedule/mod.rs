@@ -15,6 +15,8 @@
 //! (`i / rate` for a hold, the inverse of the integral of the rate for a
 //! ramp), never accumulated, so a long stage does not drift.
 
+pub mod window;
+
 use std::fmt;
 use std::time::Duration;
 
