@@ -4,5 +4,8 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod config;
 pub mod error_kind;
+pub mod schedule;
 pub mod sim;
+pub mod workload;

@@ -1,0 +1,963 @@
+//! The configuration file: its schema, loading (TOML through the `config`
+//! crate plus `MONGOLOAD_` environment overrides), validation with errors
+//! that name file, key and reason, and the plan description `check-config`
+//! prints.
+//!
+//! # Shape
+//!
+//! ```toml
+//! [target]
+//! uri = "mongodb://localhost:27017"   # or uri_file = "/run/credentials/mongoload.service/uri"
+//! database = "mongoload"              # default "mongoload"
+//! app_name = "mongoload"              # default "mongoload"
+//! pool_size = 0                       # 0 = sized to the plan (see Config::planned_connections)
+//! connect_timeout = "5s"
+//! server_selection_timeout = "5s"
+//! operation_timeout = "10s"
+//!
+//! [http]
+//! listen = "127.0.0.1:9480"
+//!
+//! [run]
+//! shutdown_grace = "10s"
+//!
+//! [[workloads]]
+//! name = "mixed"                      # required, unique: the `workload` label
+//! kind = "mixed"                      # required
+//! max_inflight = 256                  # open loop: bound on operations in flight
+//! max_lag = "10s"                     # open loop: an op later than this is missed, not sent
+//! seed = 1                            # optional: deterministic generators
+//! repeat = false                      # play the stage list forever
+//! [workloads.mixed]                   # parameters of the kind (all optional)
+//! insert = 6.5
+//! update = 3
+//! delete = 3
+//! find = 87.5
+//! find_by_k = 0                       # find by the secondary key
+//! update_by_k = 0                     # update by the secondary key
+//! doc_size = "76KB"                   # or a number of bytes; KB = 1024
+//! initial_docs = 10000
+//! load_batch = 100
+//! collection = "mixed"
+//! [[workloads.stages]]
+//! name = "warm"                       # optional, default "stage-N" (1-based)
+//! rate = 500                          # ops/s, open loop — exactly one of rate / concurrency
+//! duration = "30s"
+//! [[workloads.stages]]
+//! concurrency = 16                    # closed-loop workers
+//! duration = "1m"
+//! [[workloads.stages]]
+//! rate = { from = 100, to = 2000 }    # linear ramp over the duration
+//! duration = "5m"
+//! [[workloads.stages]]
+//! concurrency = { steps = [3, 6, 15, 25, 50], each = "1m" }   # a sweep; no duration
+//! ```
+//!
+//! Environment variables `MONGOLOAD_<SECTION>__<KEY>` override the file
+//! (`MONGOLOAD_TARGET__URI`, `MONGOLOAD_HTTP__LISTEN`); variables without
+//! the `__` separator (`MONGOLOAD_CONFIG`, `MONGOLOAD_TEST_URI`, …) are not
+//! keys and are ignored.
+
+mod types;
+mod uri;
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::schedule::{Mode, Schedule, Shape, Stage};
+
+pub use types::{ByteSize, LevelSpec};
+pub use uri::{redact_uri, uri_hosts, SecretUri};
+
+/// Where the daemon looks for its config when `--config` is not given.
+pub const DEFAULT_PATH: &str = "/etc/mongoload/mongoload.toml";
+
+/// The environment variable naming the config file.
+pub const CONFIG_ENV: &str = "MONGOLOAD_CONFIG";
+
+/// Prefix of environment overrides.
+const ENV_PREFIX: &str = "MONGOLOAD_";
+
+/// How far ahead `check-config` prints the timeline.
+pub const TIMELINE_HORIZON: Duration = Duration::from_secs(24 * 3600);
+
+/// At most this many timeline rows are printed (a repeating schedule of
+/// short stages would otherwise print thousands).
+const TIMELINE_MAX_ROWS: usize = 60;
+
+/// Smallest `doc_size` accepted: room for `_id`, `k` and a little padding.
+const MIN_DOC_SIZE: u64 = 64;
+
+/// Largest `doc_size` accepted: MongoDB's 16 MiB document limit.
+const MAX_DOC_SIZE: u64 = 16 << 20;
+
+/// A config that cannot be used: names the file, the key and the reason.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{}: cannot read: {reason}", path.display())]
+    Read { path: PathBuf, reason: String },
+    /// The file is not valid TOML.
+    #[error("{}: {reason}", path.display())]
+    Syntax { path: PathBuf, reason: String },
+    /// A key has a bad value, is unknown or is missing. `key` is a dotted
+    /// path such as `workloads[0].stages[1].rate`.
+    #[error("{}: {key}: {reason}", path.display())]
+    Invalid {
+        path: PathBuf,
+        key: String,
+        reason: String,
+    },
+    /// `uri_file` could not be read when resolving the connection string.
+    #[error("{}: cannot read uri_file: {reason}", path.display())]
+    UriFile { path: PathBuf, reason: String },
+}
+
+impl ConfigError {
+    /// The dotted key at fault, when the error is about one key.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            ConfigError::Invalid { key, .. } => Some(key),
+            _ => None,
+        }
+    }
+}
+
+/// A key and reason before the file name is known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyError {
+    /// Dotted path of the key.
+    pub key: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl std::fmt::Display for KeyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.key, self.reason)
+    }
+}
+
+impl std::error::Error for KeyError {}
+
+impl KeyError {
+    fn new(key: impl Into<String>, reason: impl Into<String>) -> KeyError {
+        KeyError {
+            key: key.into(),
+            reason: reason.into(),
+        }
+    }
+
+    fn in_file(self, path: &Path) -> ConfigError {
+        ConfigError::Invalid {
+            path: path.to_path_buf(),
+            key: self.key,
+            reason: self.reason,
+        }
+    }
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The MongoDB deployment under load.
+    #[serde(default)]
+    pub target: TargetConfig,
+    /// The metrics and health endpoint.
+    #[serde(default)]
+    pub http: HttpConfig,
+    /// Process lifecycle.
+    #[serde(default)]
+    pub run: RunConfig,
+    /// The workloads, each with its own schedule; at least one.
+    #[serde(default)]
+    pub workloads: Vec<WorkloadConfig>,
+}
+
+/// `[target]`: where and how to connect.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TargetConfig {
+    /// The connection string; exactly one of `uri` and `uri_file`.
+    pub uri: Option<SecretUri>,
+    /// A file holding the connection string (systemd `LoadCredential=`).
+    pub uri_file: Option<PathBuf>,
+    /// The database the workloads create their collections in.
+    pub database: String,
+    /// The driver's `appName` (shows in the server's logs and `currentOp`).
+    pub app_name: String,
+    /// The driver's max pool size; 0 sizes it to the plan.
+    pub pool_size: u32,
+    /// Connect timeout of the driver.
+    #[serde(with = "humantime_serde")]
+    pub connect_timeout: Duration,
+    /// Server selection timeout of the driver.
+    #[serde(with = "humantime_serde")]
+    pub server_selection_timeout: Duration,
+    /// Per-operation timeout applied by the target layer.
+    #[serde(with = "humantime_serde")]
+    pub operation_timeout: Duration,
+}
+
+impl Default for TargetConfig {
+    fn default() -> Self {
+        TargetConfig {
+            uri: None,
+            uri_file: None,
+            database: "mongoload".into(),
+            app_name: "mongoload".into(),
+            pool_size: 0,
+            connect_timeout: Duration::from_secs(5),
+            server_selection_timeout: Duration::from_secs(5),
+            operation_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl TargetConfig {
+    /// The connection string: `uri`, or the trimmed contents of `uri_file`.
+    pub fn resolve_uri(&self) -> Result<SecretUri, ConfigError> {
+        if let Some(uri) = &self.uri {
+            return Ok(uri.clone());
+        }
+        let Some(path) = &self.uri_file else {
+            return Err(ConfigError::UriFile {
+                path: PathBuf::from("target.uri_file"),
+                reason: "neither target.uri nor target.uri_file is set".into(),
+            });
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::UriFile {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+        let uri = text.trim();
+        check_uri_scheme(uri).map_err(|reason| ConfigError::UriFile {
+            path: path.clone(),
+            reason,
+        })?;
+        Ok(SecretUri::new(uri))
+    }
+
+    /// What `describe` and the start-up log line show for the target.
+    fn describe_uri(&self) -> String {
+        match (&self.uri, &self.uri_file) {
+            (Some(u), _) => u.redacted(),
+            (None, Some(p)) => format!("(from uri_file {})", p.display()),
+            (None, None) => "(none)".into(),
+        }
+    }
+}
+
+fn check_uri_scheme(uri: &str) -> Result<(), String> {
+    if uri.starts_with("mongodb://") || uri.starts_with("mongodb+srv://") {
+        Ok(())
+    } else {
+        Err(format!(
+            "must start with mongodb:// or mongodb+srv://, got {:?}",
+            redact_uri(uri)
+        ))
+    }
+}
+
+/// `[http]`: the metrics and health endpoint.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpConfig {
+    /// Address `/metrics`, `/healthz`, `/readyz` and `/status` listen on.
+    pub listen: SocketAddr,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 9480)),
+        }
+    }
+}
+
+/// `[run]`: process lifecycle.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunConfig {
+    /// How long in-flight operations may finish after SIGTERM.
+    #[serde(with = "humantime_serde")]
+    pub shutdown_grace: Duration,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The built-in workload kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkloadKind {
+    /// Weighted insert / update / delete / find by `_id`.
+    Mixed,
+}
+
+impl<'de> Deserialize<'de> for WorkloadKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<WorkloadKind, D::Error> {
+        let s = String::deserialize(d)?;
+        WorkloadKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| {
+                let known: Vec<&str> = WorkloadKind::ALL.iter().map(|k| k.as_str()).collect();
+                serde::de::Error::custom(format!(
+                    "unknown workload kind {s:?}; known kinds: {}",
+                    known.join(", ")
+                ))
+            })
+    }
+}
+
+impl WorkloadKind {
+    /// Every kind, for messages and docs.
+    pub const ALL: [WorkloadKind; 1] = [WorkloadKind::Mixed];
+
+    /// The name as written in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkloadKind::Mixed => "mixed",
+        }
+    }
+}
+
+/// `[[workloads]]`: one workload and its schedule.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadConfig {
+    /// Unique name, the `workload` metric label.
+    pub name: String,
+    /// Which built-in workload.
+    pub kind: WorkloadKind,
+    /// Open loop: at most this many operations in flight.
+    #[serde(default = "default_max_inflight")]
+    pub max_inflight: u32,
+    /// Open loop: an operation whose intended start is further behind than
+    /// this is counted missed instead of sent.
+    #[serde(default = "default_max_lag", with = "humantime_serde")]
+    pub max_lag: Duration,
+    /// Seed of the generators; random when absent.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Repeat the stage list forever.
+    #[serde(default)]
+    pub repeat: bool,
+    /// Parameters of kind `mixed`.
+    #[serde(default)]
+    pub mixed: Option<MixedConfig>,
+    /// The stages, in order.
+    #[serde(default)]
+    pub stages: Vec<StageConfig>,
+}
+
+fn default_max_inflight() -> u32 {
+    256
+}
+
+fn default_max_lag() -> Duration {
+    Duration::from_secs(10)
+}
+
+impl WorkloadConfig {
+    /// The parameters of kind `mixed` (defaults when the table is absent).
+    pub fn mixed_params(&self) -> MixedConfig {
+        self.mixed.clone().unwrap_or_default()
+    }
+
+    /// Builds the schedule. Errors carry the key relative to this workload
+    /// (`stages[1].rate`).
+    pub fn schedule(&self) -> Result<Schedule, KeyError> {
+        if self.stages.is_empty() {
+            return Err(KeyError::new("stages", "at least one stage is required"));
+        }
+        let stages = self
+            .stages
+            .iter()
+            .enumerate()
+            .map(|(i, s)| s.build(i))
+            .collect::<Result<Vec<_>, _>>()?;
+        Schedule::new(stages, self.repeat).map_err(|e| KeyError::new("stages", e.to_string()))
+    }
+
+    /// The most workers or in-flight operations this workload's plan can
+    /// use at once: `max_inflight` if any stage is open loop, and the largest
+    /// concurrency level of its closed-loop stages.
+    pub fn peak_concurrency(&self) -> u32 {
+        let mut peak = 0u32;
+        for s in &self.stages {
+            match (&s.rate, &s.concurrency) {
+                (Some(_), _) => peak = peak.max(self.max_inflight),
+                (None, Some(c)) => {
+                    let top = match c {
+                        LevelSpec::Hold(v) => *v,
+                        LevelSpec::Ramp { from, to } => from.max(*to),
+                        LevelSpec::Steps { steps, .. } => steps.iter().copied().fold(0.0, f64::max),
+                    };
+                    peak = peak.max(top.clamp(0.0, u32::MAX as f64) as u32);
+                }
+                (None, None) => {}
+            }
+        }
+        peak
+    }
+
+    fn validate(&self) -> Result<(), KeyError> {
+        if self.name.trim().is_empty() {
+            return Err(KeyError::new("name", "must not be empty"));
+        }
+        if self.max_inflight == 0 {
+            return Err(KeyError::new("max_inflight", "must be at least 1, got 0"));
+        }
+        if self.max_lag.is_zero() {
+            return Err(KeyError::new("max_lag", "must be greater than zero"));
+        }
+        match self.kind {
+            WorkloadKind::Mixed => self.mixed_params().validate().map_err(|e| KeyError {
+                key: format!("mixed.{}", e.key),
+                reason: e.reason,
+            })?,
+        }
+        self.schedule().map(|_| ())
+    }
+}
+
+/// `[workloads.mixed]`: parameters of kind `mixed`. Weights are relative
+/// (they need not sum to 100).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MixedConfig {
+    /// Weight of inserts of a new document.
+    pub insert: f64,
+    /// Weight of updates of one document by `_id`.
+    pub update: f64,
+    /// Weight of deletes of one document by `_id`.
+    pub delete: f64,
+    /// Weight of finds of one document by `_id`.
+    pub find: f64,
+    /// Weight of finds by the secondary key `k`.
+    pub find_by_k: f64,
+    /// Weight of updates of one document by the secondary key `k`.
+    pub update_by_k: f64,
+    /// Target BSON size of each document.
+    pub doc_size: ByteSize,
+    /// Documents loaded by the prepare step (`_id` 0..initial_docs).
+    pub initial_docs: u64,
+    /// Documents per insert call during the prepare step.
+    pub load_batch: usize,
+    /// The collection's name.
+    pub collection: String,
+}
+
+impl Default for MixedConfig {
+    fn default() -> Self {
+        MixedConfig {
+            insert: 6.5,
+            update: 3.0,
+            delete: 3.0,
+            find: 87.5,
+            find_by_k: 0.0,
+            update_by_k: 0.0,
+            doc_size: ByteSize(76 * 1024),
+            initial_docs: 10_000,
+            load_batch: 100,
+            collection: "mixed".into(),
+        }
+    }
+}
+
+impl MixedConfig {
+    /// The weights in the order of the mixed workload's op names.
+    pub fn weights(&self) -> [(&'static str, f64); 6] {
+        [
+            ("insert", self.insert),
+            ("update", self.update),
+            ("delete", self.delete),
+            ("find", self.find),
+            ("find_by_k", self.find_by_k),
+            ("update_by_k", self.update_by_k),
+        ]
+    }
+
+    fn validate(&self) -> Result<(), KeyError> {
+        let mut sum = 0.0;
+        for (k, w) in self.weights() {
+            if !(w.is_finite() && w >= 0.0) {
+                return Err(KeyError::new(
+                    k,
+                    format!("weight must be a number ≥ 0, got {w}"),
+                ));
+            }
+            sum += w;
+        }
+        if sum <= 0.0 {
+            return Err(KeyError::new(
+                "insert",
+                "the weights insert, update, delete, find, find_by_k, update_by_k sum to zero; \
+                 give at least one a positive weight",
+            ));
+        }
+        let size = self.doc_size.bytes();
+        if !(MIN_DOC_SIZE..=MAX_DOC_SIZE).contains(&size) {
+            return Err(KeyError::new(
+                "doc_size",
+                format!("must be between {MIN_DOC_SIZE} bytes and 16MiB, got {size} bytes"),
+            ));
+        }
+        if self.load_batch == 0 {
+            return Err(KeyError::new("load_batch", "must be at least 1, got 0"));
+        }
+        if self.collection.is_empty() || self.collection.contains(['$', '\0']) {
+            return Err(KeyError::new(
+                "collection",
+                format!("not a valid collection name: {:?}", self.collection),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `[[workloads.stages]]`: one stage. Exactly one of `rate` and
+/// `concurrency`; `duration` for holds and ramps, none for steps (a steps
+/// stage lasts `steps × each`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageConfig {
+    /// The `stage` label; default `stage-N` (1-based).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Open loop: operations per second.
+    #[serde(default)]
+    pub rate: Option<LevelSpec>,
+    /// Closed loop: workers.
+    #[serde(default)]
+    pub concurrency: Option<LevelSpec>,
+    /// How long the stage lasts (not with `steps`).
+    #[serde(default, with = "humantime_serde")]
+    pub duration: Option<Duration>,
+}
+
+impl StageConfig {
+    /// The stage's name: the configured one or `stage-N`.
+    pub fn display_name(&self, index: usize) -> String {
+        self.name
+            .clone()
+            .unwrap_or_else(|| format!("stage-{}", index + 1))
+    }
+
+    fn build(&self, index: usize) -> Result<Stage, KeyError> {
+        let at = |k: &str| format!("stages[{index}].{k}");
+        let (mode, field, spec) = match (&self.rate, &self.concurrency) {
+            (Some(r), None) => (Mode::Rate, "rate", r),
+            (None, Some(c)) => (Mode::Concurrency, "concurrency", c),
+            (Some(_), Some(_)) => {
+                return Err(KeyError::new(
+                    format!("stages[{index}]"),
+                    "give either rate (open loop) or concurrency (closed loop), not both",
+                ))
+            }
+            (None, None) => {
+                return Err(KeyError::new(
+                    format!("stages[{index}]"),
+                    "needs rate (open loop) or concurrency (closed loop)",
+                ))
+            }
+        };
+        if let Some(n) = &self.name {
+            if n.trim().is_empty() {
+                return Err(KeyError::new(at("name"), "must not be empty"));
+            }
+        }
+        let (shape, duration) = match spec {
+            LevelSpec::Hold(v) => (Shape::Hold(*v), self.duration),
+            LevelSpec::Ramp { from, to } => (
+                Shape::Ramp {
+                    from: *from,
+                    to: *to,
+                },
+                self.duration,
+            ),
+            LevelSpec::Steps { steps, each } => {
+                if self.duration.is_some() {
+                    return Err(KeyError::new(
+                        at("duration"),
+                        "not used with steps: the stage lasts steps × each",
+                    ));
+                }
+                (
+                    Shape::Steps {
+                        levels: steps.clone(),
+                        each: *each,
+                    },
+                    Some(each.saturating_mul(steps.len() as u32)),
+                )
+            }
+        };
+        let Some(duration) = duration else {
+            return Err(KeyError::new(at("duration"), "is required"));
+        };
+        Stage::new(self.display_name(index), mode, shape, duration).map_err(|e| {
+            use crate::schedule::StageError as E;
+            let key = match e {
+                E::ZeroDuration => match spec {
+                    LevelSpec::Steps { .. } => at(&format!("{field}.each")),
+                    _ => at("duration"),
+                },
+                E::NoSteps => at(&format!("{field}.steps")),
+                _ => at(field),
+            };
+            KeyError::new(key, e.to_string())
+        })
+    }
+}
+
+/// The config file's path: `$MONGOLOAD_CONFIG`, else [`DEFAULT_PATH`].
+pub fn default_path() -> PathBuf {
+    std::env::var_os(CONFIG_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_PATH))
+}
+
+/// Loads, overrides from the process environment, and validates a config.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    // vars() would panic on a non-Unicode variable; such ones are not keys.
+    let env = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
+    load_with_env(path, env)
+}
+
+/// As [`load`], with the environment given explicitly (tests pass their own
+/// instead of mutating the process's).
+pub fn load_with_env(
+    path: &Path,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    parse_with_env(&text, path, env)
+}
+
+/// Parses config text (`path` only names it in errors), applies the
+/// overrides in `env` and validates.
+pub fn parse_with_env(
+    text: &str,
+    path: &Path,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<Config, ConfigError> {
+    // Only MONGOLOAD_<SECTION>__<KEY> are keys: MONGOLOAD_CONFIG,
+    // MONGOLOAD_TEST_URI and friends must not reach deny_unknown_fields.
+    let overrides: HashMap<String, String> = env
+        .into_iter()
+        .filter(|(k, _)| {
+            k.get(..ENV_PREFIX.len())
+                .is_some_and(|p| p.eq_ignore_ascii_case(ENV_PREFIX))
+                && k[ENV_PREFIX.len()..].contains("__")
+        })
+        .collect();
+    let built = config::Config::builder()
+        .add_source(config::File::from_str(text, config::FileFormat::Toml))
+        .add_source(
+            config::Environment::with_prefix("MONGOLOAD")
+                .prefix_separator("_")
+                .separator("__")
+                .try_parsing(true)
+                .source(Some(overrides.clone().into_iter().collect())),
+        )
+        .build()
+        .map_err(|e| ConfigError::Syntax {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+    // Name the variable when an override is the culprit, or the user
+    // searches the file for a value that is not there.
+    let env_hint = |key: &str| -> String {
+        let var = format!("{ENV_PREFIX}{}", key.replace('.', "__")).to_ascii_uppercase();
+        if overrides.keys().any(|k| k.eq_ignore_ascii_case(&var)) {
+            format!(" (set by {var})")
+        } else {
+            String::new()
+        }
+    };
+    let cfg: Config = serde_path_to_error::deserialize(built).map_err(|e| {
+        let mut key = e.path().to_string();
+        let reason = match e.inner() {
+            // A missing required field: the path stops at its parent.
+            config::ConfigError::NotFound(k) => {
+                let field = k.rsplit(['.', ']']).next().unwrap_or(k);
+                key = if key == "." {
+                    field.to_string()
+                } else {
+                    format!("{key}.{field}")
+                };
+                "is required".to_string()
+            }
+            other => describe_de_error(other),
+        };
+        if key == "." {
+            key = "(top level)".into();
+        }
+        let reason = format!("{reason}{}", env_hint(&key));
+        ConfigError::Invalid {
+            path: path.to_path_buf(),
+            key,
+            reason,
+        }
+    })?;
+    cfg.validate().map_err(|mut e| {
+        e.reason.push_str(&env_hint(&e.key));
+        e.in_file(path)
+    })?;
+    Ok(cfg)
+}
+
+/// A deserialisation error's reason without the config crate's own key and
+/// origin decorations (we print the key ourselves).
+fn describe_de_error(e: &config::ConfigError) -> String {
+    match e {
+        config::ConfigError::Type {
+            unexpected,
+            expected,
+            ..
+        } => format!("expected {expected}, got {unexpected}"),
+        config::ConfigError::Message(m) if m.ends_with("expected a duration") => {
+            format!("{m} such as \"500ms\", \"30s\" or \"1h 30m\"")
+        }
+        config::ConfigError::Message(m) => m.clone(),
+        // The crate wraps errors with its own (unpunctuated) key; we print ours.
+        config::ConfigError::At { error, .. } => describe_de_error(error),
+        other => other.to_string(),
+    }
+}
+
+impl Config {
+    /// Checks what the types alone cannot: one of uri / uri_file, weights,
+    /// stages, unique names. Errors carry the full dotted key.
+    pub fn validate(&self) -> Result<(), KeyError> {
+        match (&self.target.uri, &self.target.uri_file) {
+            (None, None) => {
+                return Err(KeyError::new(
+                    "target.uri",
+                    "missing: set target.uri or target.uri_file",
+                ))
+            }
+            (Some(_), Some(_)) => {
+                return Err(KeyError::new(
+                    "target.uri_file",
+                    "give either target.uri or target.uri_file, not both",
+                ))
+            }
+            (Some(u), None) => {
+                check_uri_scheme(u.expose()).map_err(|r| KeyError::new("target.uri", r))?
+            }
+            (None, Some(p)) if p.as_os_str().is_empty() => {
+                return Err(KeyError::new("target.uri_file", "must not be empty"))
+            }
+            (None, Some(_)) => {}
+        }
+        if self.target.database.is_empty()
+            || self
+                .target
+                .database
+                .contains(['/', '\\', '.', ' ', '"', '$', '\0'])
+        {
+            return Err(KeyError::new(
+                "target.database",
+                format!("not a valid database name: {:?}", self.target.database),
+            ));
+        }
+        for (key, d) in [
+            ("target.connect_timeout", self.target.connect_timeout),
+            (
+                "target.server_selection_timeout",
+                self.target.server_selection_timeout,
+            ),
+            ("target.operation_timeout", self.target.operation_timeout),
+        ] {
+            if d.is_zero() {
+                return Err(KeyError::new(key, "must be greater than zero"));
+            }
+        }
+        if self.workloads.is_empty() {
+            return Err(KeyError::new(
+                "workloads",
+                "at least one [[workloads]] is required",
+            ));
+        }
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for (i, w) in self.workloads.iter().enumerate() {
+            w.validate().map_err(|e| KeyError {
+                key: format!("workloads[{i}].{}", e.key),
+                reason: e.reason,
+            })?;
+            if let Some(first) = seen.insert(w.name.as_str(), i) {
+                return Err(KeyError::new(
+                    format!("workloads[{i}].name"),
+                    format!(
+                        "duplicate workload name {:?} (also workloads[{first}])",
+                        w.name
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The connections the plan can use at once: the sum over workloads of
+    /// their peak concurrency. The driver's pool is sized to this when
+    /// `target.pool_size` is 0.
+    pub fn planned_connections(&self) -> u32 {
+        self.workloads
+            .iter()
+            .map(WorkloadConfig::peak_concurrency)
+            .fold(0u32, u32::saturating_add)
+    }
+
+    /// The pool size to give the driver: `target.pool_size`, or the planned
+    /// connections when that is 0 (at least 1).
+    pub fn effective_pool_size(&self) -> u32 {
+        if self.target.pool_size > 0 {
+            self.target.pool_size
+        } else {
+            self.planned_connections().max(1)
+        }
+    }
+
+    /// The resolved plan, as `check-config` prints it: target (redacted),
+    /// http, each workload with kind, parameters and stages, and the
+    /// timeline of the next 24 hours.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        let t = &self.target;
+        let hosts = t
+            .uri
+            .as_ref()
+            .map(|u| uri_hosts(u.expose()))
+            .unwrap_or_default();
+        let _ = writeln!(out, "target:");
+        let _ = writeln!(out, "  uri: {}", t.describe_uri());
+        if !hosts.is_empty() {
+            let _ = writeln!(out, "  hosts: {}", hosts.join(", "));
+        }
+        let _ = writeln!(out, "  database: {}", t.database);
+        let _ = writeln!(out, "  app_name: {}", t.app_name);
+        let pool = if t.pool_size == 0 {
+            format!("{} (sized to the plan)", self.effective_pool_size())
+        } else {
+            t.pool_size.to_string()
+        };
+        let _ = writeln!(out, "  pool_size: {pool}");
+        let _ = writeln!(
+            out,
+            "  timeouts: connect {}, server selection {}, operation {}",
+            humantime::format_duration(t.connect_timeout),
+            humantime::format_duration(t.server_selection_timeout),
+            humantime::format_duration(t.operation_timeout)
+        );
+        let _ = writeln!(out, "http:\n  listen: {}", self.http.listen);
+        let _ = writeln!(
+            out,
+            "run:\n  shutdown_grace: {}",
+            humantime::format_duration(self.run.shutdown_grace)
+        );
+        for w in &self.workloads {
+            let _ = writeln!(out, "workload {:?}:", w.name);
+            let _ = writeln!(out, "  kind: {}", w.kind.as_str());
+            let _ = writeln!(
+                out,
+                "  max_inflight: {}, max_lag: {}, seed: {}, repeat: {}",
+                w.max_inflight,
+                humantime::format_duration(w.max_lag),
+                w.seed.map_or("random".to_string(), |s| s.to_string()),
+                w.repeat
+            );
+            match w.kind {
+                WorkloadKind::Mixed => {
+                    let m = w.mixed_params();
+                    let weights: Vec<String> = m
+                        .weights()
+                        .iter()
+                        .filter(|(_, v)| *v > 0.0)
+                        .map(|(k, v)| format!("{k} {v}"))
+                        .collect();
+                    let _ = writeln!(out, "  weights: {}", weights.join(", "));
+                    let _ = writeln!(
+                        out,
+                        "  collection: {}, doc_size: {} ({} bytes), initial_docs: {}, load_batch: {}",
+                        m.collection,
+                        m.doc_size,
+                        m.doc_size.bytes(),
+                        m.initial_docs,
+                        m.load_batch
+                    );
+                }
+            }
+            let Ok(schedule) = w.schedule() else {
+                let _ = writeln!(out, "  (invalid schedule)");
+                continue;
+            };
+            let _ = writeln!(
+                out,
+                "  stages ({} per pass{}):",
+                humantime::format_duration(schedule.total_duration()),
+                if schedule.repeats() { ", repeated" } else { "" }
+            );
+            for (i, s) in schedule.stages().iter().enumerate() {
+                let _ = writeln!(out, "    {}. {s}", i + 1);
+            }
+            // A repeating schedule shows two passes, then a summary.
+            let max_rows = if schedule.repeats() {
+                (2 * schedule.stages().len()).min(TIMELINE_MAX_ROWS)
+            } else {
+                TIMELINE_MAX_ROWS
+            };
+            let rows = schedule.timeline(TIMELINE_HORIZON, max_rows);
+            let _ = writeln!(out, "  timeline (next 24h):");
+            for r in &rows {
+                let s = &schedule.stages()[r.stage];
+                let _ = writeln!(
+                    out,
+                    "    +{:<12} .. +{:<12} {}",
+                    humantime::format_duration(r.start).to_string(),
+                    humantime::format_duration(r.end).to_string(),
+                    s
+                );
+            }
+            let last_end = rows.last().map_or(Duration::ZERO, |r| r.end);
+            if last_end < TIMELINE_HORIZON {
+                if schedule.repeats() {
+                    let pass = schedule.total_duration();
+                    let passes = TIMELINE_HORIZON.as_nanos().div_ceil(pass.as_nanos());
+                    let _ = writeln!(
+                        out,
+                        "    … repeats every {} ({passes} passes in 24h)",
+                        humantime::format_duration(pass)
+                    );
+                } else {
+                    let _ = writeln!(
+                        out,
+                        "    +{} end: the workload stops",
+                        humantime::format_duration(last_end)
+                    );
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,208 @@
+//! MongoDB connection strings as secrets: a wrapper whose `Debug` and
+//! `Display` never show the password, and the redaction and host-listing
+//! helpers used for log lines, `/status` and `check-config`.
+
+use std::fmt;
+
+use serde::Deserialize;
+
+/// A connection string. Only [`SecretUri::expose`] gives the raw text; every
+/// formatting path shows the redacted form, so a `{:?}` of the config cannot
+/// leak the password into a log.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct SecretUri(String);
+
+impl SecretUri {
+    /// Wraps a raw connection string.
+    pub fn new(uri: impl Into<String>) -> SecretUri {
+        SecretUri(uri.into())
+    }
+
+    /// The raw connection string, password included: for the driver only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// The connection string with credentials replaced by `***`.
+    pub fn redacted(&self) -> String {
+        redact_uri(&self.0)
+    }
+}
+
+impl fmt::Debug for SecretUri {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SecretUri({:?})", self.redacted())
+    }
+}
+
+impl fmt::Display for SecretUri {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+/// Splits `scheme://authority/rest` into (scheme with `://`, authority,
+/// rest). The userinfo ends at the last `@` before the first `/`, so a
+/// (wrongly unescaped) `@` in the password still ends up inside it, while an
+/// `@` in the query (`appName=a@b`) does not.
+fn split(uri: &str) -> Option<(&str, &str, &str)> {
+    let body_start = uri.find("://")? + 3;
+    let body = &uri[body_start..];
+    let slash = body.find('/').unwrap_or(body.len());
+    let host_start = body[..slash].rfind('@').map_or(0, |i| i + 1);
+    let host_end = body[host_start..]
+        .find(['/', '?'])
+        .map_or(body.len(), |i| host_start + i);
+    Some((&uri[..body_start], &body[..host_end], &body[host_end..]))
+}
+
+/// Query parameter names whose values are secrets.
+fn is_secret_param(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.contains("password") || n.contains("secret") || n.contains("token")
+}
+
+/// Replaces the password of a `mongodb://` or `mongodb+srv://` connection
+/// string with `***` (`user:***@h1,h2/db?…`), and the values of query
+/// parameters that carry secrets (`password=`, `…token…`, and
+/// `AWS_SESSION_TOKEN:` inside `authMechanismProperties`). A string that
+/// does not parse as a URI but holds an `@` has everything before it hidden.
+pub fn redact_uri(uri: &str) -> String {
+    let Some((scheme, authority, rest)) = split(uri) else {
+        return match uri.rfind('@') {
+            Some(i) => format!("***{}", &uri[i..]),
+            None => uri.to_string(),
+        };
+    };
+    let mut out = String::with_capacity(uri.len());
+    out.push_str(scheme);
+    match authority.rfind('@') {
+        Some(at) => {
+            let userinfo = &authority[..at];
+            match userinfo.find(':') {
+                Some(colon) => {
+                    out.push_str(&userinfo[..colon]);
+                    out.push_str(":***");
+                }
+                None => out.push_str(userinfo),
+            }
+            out.push_str(&authority[at..]);
+        }
+        None => out.push_str(authority),
+    }
+    match rest.find('?') {
+        None => out.push_str(rest),
+        Some(q) => {
+            out.push_str(&rest[..=q]);
+            let params: Vec<String> = rest[q + 1..]
+                .split('&')
+                .map(|p| match p.split_once('=') {
+                    Some((k, _)) if is_secret_param(k) => format!("{k}=***"),
+                    Some((k, v)) if k.eq_ignore_ascii_case("authMechanismProperties") => {
+                        let props: Vec<String> = v
+                            .split(',')
+                            .map(|prop| match prop.split_once(':') {
+                                Some((pk, _)) if is_secret_param(pk) => format!("{pk}:***"),
+                                _ => prop.to_string(),
+                            })
+                            .collect();
+                        format!("{k}={}", props.join(","))
+                    }
+                    _ => p.to_string(),
+                })
+                .collect();
+            out.push_str(&params.join("&"));
+        }
+    }
+    out
+}
+
+/// The hosts of a connection string (`host:port` as written, or the SRV
+/// name), for log lines; empty when the string does not parse.
+pub fn uri_hosts(uri: &str) -> Vec<String> {
+    let Some((_, authority, _)) = split(uri) else {
+        return Vec::new();
+    };
+    let hosts = authority
+        .rfind('@')
+        .map_or(authority, |at| &authority[at + 1..]);
+    hosts
+        .split(',')
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_the_password() {
+        assert_eq!(
+            redact_uri("mongodb://admin:s3cr3t@h1:27017,h2:27018/db?replicaSet=rs0"),
+            "mongodb://admin:***@h1:27017,h2:27018/db?replicaSet=rs0"
+        );
+        assert_eq!(
+            redact_uri("mongodb+srv://u:p%40ss@cluster0.example.net/?retryWrites=true"),
+            "mongodb+srv://u:***@cluster0.example.net/?retryWrites=true"
+        );
+        // An unescaped '@' in the password stays hidden.
+        let r = redact_uri("mongodb://u:p@ss@h1/db");
+        assert_eq!(r, "mongodb://u:***@h1/db");
+        assert!(!r.contains("ss@"));
+    }
+
+    #[test]
+    fn leaves_uris_without_credentials_alone() {
+        for u in [
+            "mongodb://localhost:27017",
+            "mongodb://h1,h2/db?w=majority",
+            "mongodb://user@h1/?authMechanism=MONGODB-X509",
+        ] {
+            assert_eq!(redact_uri(u), u);
+        }
+    }
+
+    #[test]
+    fn redacts_secrets_in_the_query() {
+        let r = redact_uri(
+            "mongodb://h1/?password=hunter2&authMechanism=MONGODB-AWS\
+             &authMechanismProperties=AWS_SESSION_TOKEN:abc123,SERVICE_NAME:x&appName=a",
+        );
+        assert!(!r.contains("hunter2"), "{r}");
+        assert!(!r.contains("abc123"), "{r}");
+        assert!(r.contains("password=***"), "{r}");
+        assert!(r.contains("AWS_SESSION_TOKEN:***,SERVICE_NAME:x"), "{r}");
+        assert!(r.ends_with("&appName=a"), "{r}");
+    }
+
+    #[test]
+    fn malformed_strings_do_not_leak() {
+        assert_eq!(redact_uri("u:secret@host"), "***@host");
+        assert_eq!(redact_uri("localhost"), "localhost");
+    }
+
+    #[test]
+    fn lists_hosts() {
+        assert_eq!(
+            uri_hosts("mongodb://a:b@h1:27017,h2:27018/db?x=y"),
+            vec!["h1:27017", "h2:27018"]
+        );
+        assert_eq!(
+            uri_hosts("mongodb+srv://c.example.net"),
+            vec!["c.example.net"]
+        );
+        assert!(uri_hosts("nonsense").is_empty());
+    }
+
+    #[test]
+    fn debug_and_display_hide_the_password() {
+        let s = SecretUri::new("mongodb://u:topsecret@h/");
+        assert!(!format!("{s:?}").contains("topsecret"));
+        assert!(!format!("{s}").contains("topsecret"));
+        assert_eq!(s.expose(), "mongodb://u:topsecret@h/");
+    }
+}

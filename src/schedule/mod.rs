@@ -1,0 +1,850 @@
+//! Schedules: a workload's list of stages over time, and the pure math that
+//! turns a stage into intended start times (open loop) or a worker count
+//! (closed loop). No clocks here: every function takes an elapsed
+//! [`Duration`], so the engine drives it with real time and tests with plain
+//! values.
+//!
+//! A stage has a mode (open loop at a *rate* in operations per second, or
+//! closed loop with a *concurrency* of workers), a shape and a duration:
+//! - `Hold(level)`: the level for the whole stage;
+//! - `Ramp { from, to }`: linear from → to over the stage;
+//! - `Steps { levels, each }`: each level in turn for `each`; the stage lasts
+//!   `levels.len() × each` (a concurrency sweep such as 3, 6, 15, 25, 50).
+//!
+//! Open-loop offsets are computed from the operation's index `i` directly
+//! (`i / rate` for a hold, the inverse of the integral of the rate for a
+//! ramp), never accumulated, so a long stage does not drift.
+
+pub mod window;
+
+use std::fmt;
+use std::time::Duration;
+
+const NANOS_PER_SEC: f64 = 1e9;
+
+/// The load a stage asks for at one instant.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Load {
+    /// Open loop: operations per second, each with an intended start time.
+    Rate(f64),
+    /// Closed loop: workers that each issue the next operation when the last
+    /// one returns.
+    Concurrency(u32),
+}
+
+/// Whether a stage is open loop (rate) or closed loop (concurrency).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Levels are operations per second.
+    Rate,
+    /// Levels are worker counts.
+    Concurrency,
+}
+
+/// How the level changes over a stage. Levels are ops/s in rate mode and
+/// worker counts in concurrency mode.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Shape {
+    /// One level for the whole stage.
+    Hold(f64),
+    /// Linear from `from` to `to` over the stage's duration.
+    Ramp { from: f64, to: f64 },
+    /// Each level in turn, for `each`.
+    Steps { levels: Vec<f64>, each: Duration },
+}
+
+/// Why a stage could not be built. The config layer adds file and key.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StageError {
+    /// A hold or step level that is not a positive finite number (or, for
+    /// concurrency, not a whole number ≥ 1).
+    #[error("must be a positive number, got {0}")]
+    BadLevel(f64),
+    /// A concurrency level that is not a whole number.
+    #[error("concurrency must be a whole number, got {0}")]
+    FractionalConcurrency(f64),
+    /// A ramp end that is negative or not finite, or a ramp from 0 to 0.
+    #[error("ramp ends must be ≥ 0 and not both 0, got {from} → {to}")]
+    BadRamp { from: f64, to: f64 },
+    /// A zero duration (or zero step length).
+    #[error("duration must be greater than zero")]
+    ZeroDuration,
+    /// A steps shape without levels.
+    #[error("steps need at least one level")]
+    NoSteps,
+}
+
+/// One stage of a schedule, validated, with the step boundaries precomputed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stage {
+    name: String,
+    mode: Mode,
+    shape: Shape,
+    duration: Duration,
+    /// For `Steps` in rate mode: the index of the first operation of each
+    /// step, plus the total at the end (len = levels + 1). Empty otherwise.
+    step_bases: Vec<u64>,
+}
+
+impl Stage {
+    /// Builds a stage. For `Shape::Steps` the `duration` argument is ignored
+    /// and the stage lasts `levels.len() × each`.
+    pub fn new(
+        name: impl Into<String>,
+        mode: Mode,
+        shape: Shape,
+        duration: Duration,
+    ) -> Result<Stage, StageError> {
+        let check_level = |l: f64| -> Result<(), StageError> {
+            if !(l.is_finite() && l > 0.0) {
+                return Err(StageError::BadLevel(l));
+            }
+            if mode == Mode::Concurrency && l.fract() != 0.0 {
+                return Err(StageError::FractionalConcurrency(l));
+            }
+            if mode == Mode::Concurrency && l > u32::MAX as f64 {
+                return Err(StageError::BadLevel(l));
+            }
+            Ok(())
+        };
+        let duration = match &shape {
+            Shape::Hold(l) => {
+                check_level(*l)?;
+                duration
+            }
+            Shape::Ramp { from, to } => {
+                let ok = |v: f64| v.is_finite() && v >= 0.0;
+                if !ok(*from) || !ok(*to) || (*from == 0.0 && *to == 0.0) {
+                    return Err(StageError::BadRamp {
+                        from: *from,
+                        to: *to,
+                    });
+                }
+                if mode == Mode::Concurrency {
+                    for v in [*from, *to] {
+                        if v.fract() != 0.0 {
+                            return Err(StageError::FractionalConcurrency(v));
+                        }
+                    }
+                }
+                duration
+            }
+            Shape::Steps { levels, each } => {
+                if levels.is_empty() {
+                    return Err(StageError::NoSteps);
+                }
+                for l in levels {
+                    check_level(*l)?;
+                }
+                if each.is_zero() {
+                    return Err(StageError::ZeroDuration);
+                }
+                each.saturating_mul(levels.len() as u32)
+            }
+        };
+        if duration.is_zero() {
+            return Err(StageError::ZeroDuration);
+        }
+        let mut stage = Stage {
+            name: name.into(),
+            mode,
+            shape,
+            duration,
+            step_bases: Vec::new(),
+        };
+        if let (Mode::Rate, Shape::Steps { levels, each }) = (mode, &stage.shape) {
+            let mut bases = Vec::with_capacity(levels.len() + 1);
+            let mut total = 0u64;
+            bases.push(0);
+            for &l in levels {
+                total += hold_count(l, *each);
+                bases.push(total);
+            }
+            stage.step_bases = bases;
+        }
+        Ok(stage)
+    }
+
+    /// Shorthand for a hold at a rate.
+    pub fn rate(
+        name: impl Into<String>,
+        rate: f64,
+        duration: Duration,
+    ) -> Result<Stage, StageError> {
+        Stage::new(name, Mode::Rate, Shape::Hold(rate), duration)
+    }
+
+    /// Shorthand for a hold at a concurrency.
+    pub fn concurrency(
+        name: impl Into<String>,
+        workers: u32,
+        duration: Duration,
+    ) -> Result<Stage, StageError> {
+        Stage::new(
+            name,
+            Mode::Concurrency,
+            Shape::Hold(workers as f64),
+            duration,
+        )
+    }
+
+    /// The stage's name (the `stage` label of `mongoload_phase_info`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Open or closed loop.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The shape as configured.
+    pub fn shape(&self) -> &Shape {
+        &self.shape
+    }
+
+    /// How long the stage lasts.
+    pub fn duration(&self) -> Duration {
+        self.duration
+    }
+
+    /// The level (ops/s or workers, unrounded) at `elapsed` into the stage,
+    /// clamped to the stage's end.
+    fn level_at(&self, elapsed: Duration) -> f64 {
+        let elapsed = elapsed.min(self.duration);
+        match &self.shape {
+            Shape::Hold(l) => *l,
+            Shape::Ramp { from, to } => {
+                let f = elapsed.as_secs_f64() / self.duration.as_secs_f64();
+                from + (to - from) * f
+            }
+            Shape::Steps { levels, each } => {
+                let j = (elapsed.as_nanos() / each.as_nanos()) as usize;
+                levels[j.min(levels.len() - 1)]
+            }
+        }
+    }
+
+    /// The scheduled rate at `elapsed` into the stage (for the
+    /// `mongoload_target_rate` gauge); 0 in concurrency mode.
+    pub fn rate_at(&self, elapsed: Duration) -> f64 {
+        match self.mode {
+            Mode::Rate => self.level_at(elapsed),
+            Mode::Concurrency => 0.0,
+        }
+    }
+
+    /// The scheduled number of workers at `elapsed` into the stage; 0 in rate
+    /// mode. A ramp is rounded to the nearest whole worker.
+    pub fn concurrency_at(&self, elapsed: Duration) -> u32 {
+        match self.mode {
+            Mode::Rate => 0,
+            Mode::Concurrency => self.level_at(elapsed).round() as u32,
+        }
+    }
+
+    /// The load at `elapsed` into the stage.
+    pub fn load_at(&self, elapsed: Duration) -> Load {
+        match self.mode {
+            Mode::Rate => Load::Rate(self.rate_at(elapsed)),
+            Mode::Concurrency => Load::Concurrency(self.concurrency_at(elapsed)),
+        }
+    }
+
+    /// Open loop: the intended start of operation `i` (0-based) relative to
+    /// the stage's start, or `None` when it would fall at or past the end of
+    /// the stage (or the mode is concurrency).
+    pub fn intended_offset(&self, i: u64) -> Option<Duration> {
+        if self.mode != Mode::Rate {
+            return None;
+        }
+        let nanos = self.offset_nanos(i)?;
+        if nanos >= self.duration.as_nanos() {
+            return None;
+        }
+        Some(Duration::from_nanos(nanos as u64))
+    }
+
+    /// Unbounded offset of op `i` in ns, `None` when the rate never reaches
+    /// it (a ramp down that integrates to less than `i`).
+    fn offset_nanos(&self, i: u64) -> Option<u128> {
+        match &self.shape {
+            Shape::Hold(r) => Some(hold_offset_nanos(i, *r)),
+            Shape::Ramp { from, to } => {
+                let (a, b) = (*from, *to);
+                let d = self.duration.as_secs_f64();
+                let n = i as f64;
+                let t = if a == b {
+                    n / a
+                } else {
+                    // Integral N(t) = a·t + k·t², k = (b − a) / 2D. Solve
+                    // N(t) = i with the cancellation-free root 2i / (a + √…).
+                    let k = (b - a) / (2.0 * d);
+                    let disc = a * a + 4.0 * k * n;
+                    if disc < 0.0 {
+                        return None;
+                    }
+                    let denom = a + disc.sqrt();
+                    if denom <= 0.0 {
+                        // i = 0 with a ramp from 0.
+                        0.0
+                    } else {
+                        2.0 * n / denom
+                    }
+                };
+                if !t.is_finite() {
+                    return None;
+                }
+                Some((t * NANOS_PER_SEC).round() as u128)
+            }
+            Shape::Steps { levels, each } => {
+                // The step holding op i: the last base ≤ i.
+                let j = self.step_bases.partition_point(|&b| b <= i) - 1;
+                if j >= levels.len() {
+                    return Some(u128::MAX);
+                }
+                let within = hold_offset_nanos(i - self.step_bases[j], levels[j]);
+                Some(each.as_nanos() * j as u128 + within)
+            }
+        }
+    }
+
+    /// Open loop: how many operations have an intended start ≤ `elapsed`
+    /// (capped at the stage's total). The engine compares it with what it
+    /// issued to count missed operations. Consistent with
+    /// [`Stage::intended_offset`]: `ops_due(intended_offset(i)) > i`.
+    pub fn ops_due(&self, elapsed: Duration) -> u64 {
+        if self.mode != Mode::Rate {
+            return 0;
+        }
+        let limit = elapsed
+            .as_nanos()
+            .min(self.duration.as_nanos().saturating_sub(1));
+        if elapsed >= self.duration {
+            return self.total_ops();
+        }
+        self.count_upto(limit)
+    }
+
+    /// Open loop: the number of operations in the whole stage.
+    pub fn total_ops(&self) -> u64 {
+        if self.mode != Mode::Rate {
+            return 0;
+        }
+        self.count_upto(self.duration.as_nanos() - 1)
+    }
+
+    /// Number of i with offset_nanos(i) ≤ t: a float estimate from the
+    /// integral, corrected against the exact offset function so that both
+    /// always agree.
+    fn count_upto(&self, t: u128) -> u64 {
+        let secs = t as f64 / NANOS_PER_SEC;
+        let estimate = match &self.shape {
+            Shape::Hold(r) => secs * r,
+            Shape::Ramp { from, to } => {
+                let d = self.duration.as_secs_f64();
+                from * secs + (to - from) * secs * secs / (2.0 * d)
+            }
+            Shape::Steps { levels, each } => {
+                let j = ((t / each.as_nanos()) as usize).min(levels.len() - 1);
+                let within = t as f64 / NANOS_PER_SEC - each.as_secs_f64() * j as f64;
+                self.step_bases[j] as f64 + within * levels[j]
+            }
+        };
+        let mut n = if estimate.is_finite() && estimate > 0.0 {
+            estimate.floor() as u64 + 1
+        } else {
+            1
+        };
+        let le = |i: u64| matches!(self.offset_nanos(i), Some(o) if o <= t);
+        while n > 0 && !le(n - 1) {
+            n -= 1;
+        }
+        while le(n) {
+            n += 1;
+        }
+        n
+    }
+}
+
+/// Offset of op `i` at a constant rate, in ns. Integral rates use exact
+/// integer arithmetic (1000/s gives exactly 1 ms apart).
+fn hold_offset_nanos(i: u64, rate: f64) -> u128 {
+    if rate.fract() == 0.0 && rate <= u64::MAX as f64 {
+        (i as u128 * 1_000_000_000) / rate as u128
+    } else {
+        (i as f64 * NANOS_PER_SEC / rate).round() as u128
+    }
+}
+
+/// Number of ops of a hold of `rate` that start before `d`.
+fn hold_count(rate: f64, d: Duration) -> u64 {
+    let t = d.as_nanos() - 1;
+    let mut n = (t as f64 / NANOS_PER_SEC * rate).floor() as u64 + 1;
+    while n > 0 && hold_offset_nanos(n - 1, rate) > t {
+        n -= 1;
+    }
+    while hold_offset_nanos(n, rate) <= t {
+        n += 1;
+    }
+    n
+}
+
+impl fmt::Display for Stage {
+    /// One line for check-config and logs, e.g. `warm: rate 500/s for 30s`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let unit = match self.mode {
+            Mode::Rate => "/s",
+            Mode::Concurrency => " workers",
+        };
+        let what = match self.mode {
+            Mode::Rate => "rate",
+            Mode::Concurrency => "concurrency",
+        };
+        write!(f, "{}: {what} ", self.name)?;
+        match &self.shape {
+            Shape::Hold(l) => write!(f, "{l}{unit}")?,
+            Shape::Ramp { from, to } => write!(f, "ramp {from} → {to}{unit}")?,
+            Shape::Steps { levels, each } => {
+                let ls: Vec<String> = levels.iter().map(|l| l.to_string()).collect();
+                write!(
+                    f,
+                    "steps [{}]{unit}, {} each",
+                    ls.join(", "),
+                    humantime::format_duration(*each)
+                )?
+            }
+        }
+        write!(f, " for {}", humantime::format_duration(self.duration))
+    }
+}
+
+/// Why a schedule could not be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ScheduleError {
+    /// A schedule needs at least one stage.
+    #[error("a schedule needs at least one stage")]
+    Empty,
+}
+
+/// A workload's stages in order, played once or repeated forever.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Schedule {
+    stages: Vec<Stage>,
+    repeat: bool,
+    /// Start offset of each stage within one pass, plus the pass length.
+    starts: Vec<Duration>,
+}
+
+/// One row of [`Schedule::timeline`]: a stage occurrence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimelineEntry {
+    /// Offset from the schedule's start.
+    pub start: Duration,
+    /// Offset of the end (exclusive), clipped to the horizon.
+    pub end: Duration,
+    /// Which pass of a repeating schedule (0 for the first).
+    pub cycle: u64,
+    /// Index into [`Schedule::stages`].
+    pub stage: usize,
+}
+
+impl Schedule {
+    /// Builds a schedule from stages (at least one).
+    pub fn new(stages: Vec<Stage>, repeat: bool) -> Result<Schedule, ScheduleError> {
+        if stages.is_empty() {
+            return Err(ScheduleError::Empty);
+        }
+        let mut starts = Vec::with_capacity(stages.len() + 1);
+        let mut t = Duration::ZERO;
+        for s in &stages {
+            starts.push(t);
+            t = t.saturating_add(s.duration());
+        }
+        starts.push(t);
+        Ok(Schedule {
+            stages,
+            repeat,
+            starts,
+        })
+    }
+
+    /// The stages in order.
+    pub fn stages(&self) -> &[Stage] {
+        &self.stages
+    }
+
+    /// Whether the stage list repeats forever.
+    pub fn repeats(&self) -> bool {
+        self.repeat
+    }
+
+    /// Length of one pass through the stages.
+    pub fn total_duration(&self) -> Duration {
+        self.starts[self.stages.len()]
+    }
+
+    /// The stage running at `elapsed` since the schedule's start and the
+    /// offset (since the schedule's start) at which that stage occurrence
+    /// began; `None` once a non-repeating schedule has ended.
+    pub fn stage_at(&self, elapsed: Duration) -> Option<(usize, Duration)> {
+        let total = self.total_duration();
+        let (cycle_start, within) = if elapsed < total {
+            (Duration::ZERO, elapsed)
+        } else if self.repeat {
+            let total_ns = total.as_nanos();
+            let cycles = elapsed.as_nanos() / total_ns;
+            let start = nanos_to_duration(cycles * total_ns);
+            (start, elapsed - start)
+        } else {
+            return None;
+        };
+        // The last stage start ≤ within.
+        let idx = self.starts[..self.stages.len()].partition_point(|&s| s <= within) - 1;
+        Some((idx, cycle_start + self.starts[idx]))
+    }
+
+    /// The stage occurrences that overlap `[0, horizon)`, in order; stops at
+    /// `max_entries` rows so a repeating schedule of short stages stays
+    /// printable.
+    pub fn timeline(&self, horizon: Duration, max_entries: usize) -> Vec<TimelineEntry> {
+        let mut out = Vec::new();
+        let mut cycle = 0u64;
+        let mut cycle_start = Duration::ZERO;
+        while cycle_start < horizon && out.len() < max_entries {
+            for (i, s) in self.stages.iter().enumerate() {
+                let start = cycle_start + self.starts[i];
+                if start >= horizon || out.len() >= max_entries {
+                    break;
+                }
+                out.push(TimelineEntry {
+                    start,
+                    end: (start + s.duration()).min(horizon),
+                    cycle,
+                    stage: i,
+                });
+            }
+            if !self.repeat {
+                break;
+            }
+            cycle += 1;
+            cycle_start += self.total_duration();
+        }
+        out
+    }
+}
+
+fn nanos_to_duration(n: u128) -> Duration {
+    Duration::new((n / 1_000_000_000) as u64, (n % 1_000_000_000) as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secs(s: f64) -> Duration {
+        Duration::from_secs_f64(s)
+    }
+
+    #[test]
+    fn hold_offsets_are_exact_at_1000_per_second() {
+        let s = Stage::rate("a", 1000.0, secs(10.0)).unwrap();
+        assert_eq!(s.intended_offset(0), Some(Duration::ZERO));
+        assert_eq!(s.intended_offset(1), Some(Duration::from_millis(1)));
+        assert_eq!(s.intended_offset(1234), Some(Duration::from_millis(1234)));
+        assert_eq!(s.intended_offset(9999), Some(Duration::from_millis(9999)));
+        // The op at exactly 10 s belongs to the next stage.
+        assert_eq!(s.intended_offset(10_000), None);
+        assert_eq!(s.total_ops(), 10_000);
+    }
+
+    #[test]
+    fn fractional_rate_does_not_drift() {
+        let s = Stage::rate("a", 3.0, secs(1e6)).unwrap();
+        // 3 ops per second: op 3·k starts at exactly k seconds even far out.
+        assert_eq!(s.intended_offset(3 * 500_000), Some(secs(500_000.0)));
+        let s = Stage::rate("b", 0.5, secs(100.0)).unwrap();
+        assert_eq!(s.intended_offset(7), Some(secs(14.0)));
+        assert_eq!(s.total_ops(), 50);
+    }
+
+    #[test]
+    fn ops_due_agrees_with_intended_offset() {
+        let stages = [
+            Stage::rate("h", 1000.0, secs(2.0)).unwrap(),
+            Stage::rate("f", 333.3, secs(2.0)).unwrap(),
+            Stage::new(
+                "r",
+                Mode::Rate,
+                Shape::Ramp {
+                    from: 0.0,
+                    to: 900.0,
+                },
+                secs(2.0),
+            )
+            .unwrap(),
+            Stage::new(
+                "d",
+                Mode::Rate,
+                Shape::Ramp {
+                    from: 900.0,
+                    to: 10.0,
+                },
+                secs(2.0),
+            )
+            .unwrap(),
+            Stage::new(
+                "s",
+                Mode::Rate,
+                Shape::Steps {
+                    levels: vec![100.0, 250.5, 7.0],
+                    each: secs(0.7),
+                },
+                Duration::ZERO,
+            )
+            .unwrap(),
+        ];
+        for s in &stages {
+            let total = s.total_ops();
+            assert!(total > 0);
+            let mut last = Duration::ZERO;
+            for i in 0..total {
+                let o = s
+                    .intended_offset(i)
+                    .unwrap_or_else(|| panic!("{s}: op {i} of {total}"));
+                assert!(o >= last, "{s}: offsets must not decrease at {i}");
+                last = o;
+                assert!(s.ops_due(o) > i, "{s}: ops_due({o:?}) ≤ {i}");
+                if let Some(before) = o.checked_sub(Duration::from_nanos(1)) {
+                    assert!(s.ops_due(before) <= i, "{s}: op {i} due before its offset");
+                }
+            }
+            assert_eq!(s.intended_offset(total), None, "{s}");
+            assert_eq!(s.ops_due(s.duration()), total);
+            assert_eq!(s.ops_due(secs(1e9)), total);
+        }
+    }
+
+    #[test]
+    fn ramp_matches_its_integral() {
+        // 0 → 1000 ops/s over 10 s: 5000 ops, N(t) = 50 t².
+        let s = Stage::new(
+            "r",
+            Mode::Rate,
+            Shape::Ramp {
+                from: 0.0,
+                to: 1000.0,
+            },
+            secs(10.0),
+        )
+        .unwrap();
+        let total = s.total_ops();
+        assert!((4999..=5001).contains(&total), "{total}");
+        // Op 1250 is due when 50 t² = 1250: t = 5 s.
+        let t = s.intended_offset(1250).unwrap().as_secs_f64();
+        assert!((t - 5.0).abs() < 1e-6, "{t}");
+        assert_eq!(s.rate_at(secs(5.0)), 500.0);
+        // Over the second half the achieved rate averages 750/s.
+        let second_half = s.ops_due(secs(9.999_999)) - s.ops_due(secs(5.0));
+        assert!((3740..=3760).contains(&second_half), "{second_half}");
+        // Gaps shrink as the rate rises.
+        let gap = |i| s.intended_offset(i + 1).unwrap() - s.intended_offset(i).unwrap();
+        assert!(gap(100) > gap(1000));
+        assert!(gap(1000) > gap(4000));
+    }
+
+    #[test]
+    fn ramp_down_to_zero_ends_cleanly() {
+        // 1000 → 0 over 10 s: 5000 ops, all before the end, the gaps growing.
+        let s = Stage::new(
+            "d",
+            Mode::Rate,
+            Shape::Ramp {
+                from: 1000.0,
+                to: 0.0,
+            },
+            secs(10.0),
+        )
+        .unwrap();
+        let total = s.total_ops();
+        assert!((4999..=5000).contains(&total), "{total}");
+        let last = s.intended_offset(total - 1).unwrap();
+        assert!(last < secs(10.0));
+        assert_eq!(s.intended_offset(total), None);
+        assert_eq!(s.intended_offset(u64::MAX / 2), None);
+        assert_eq!(s.rate_at(secs(10.0)), 0.0);
+        assert_eq!(s.rate_at(secs(2.5)), 750.0);
+    }
+
+    #[test]
+    fn steps_hold_each_level() {
+        let s = Stage::new(
+            "sweep",
+            Mode::Concurrency,
+            Shape::Steps {
+                levels: vec![3.0, 6.0, 15.0],
+                each: secs(60.0),
+            },
+            Duration::ZERO,
+        )
+        .unwrap();
+        assert_eq!(s.duration(), secs(180.0));
+        assert_eq!(s.concurrency_at(secs(0.0)), 3);
+        assert_eq!(s.concurrency_at(secs(59.9)), 3);
+        assert_eq!(s.concurrency_at(secs(60.0)), 6);
+        assert_eq!(s.concurrency_at(secs(179.0)), 15);
+        assert_eq!(s.rate_at(secs(1.0)), 0.0);
+        assert_eq!(s.intended_offset(0), None);
+
+        let r = Stage::new(
+            "rates",
+            Mode::Rate,
+            Shape::Steps {
+                levels: vec![10.0, 100.0],
+                each: secs(1.0),
+            },
+            Duration::ZERO,
+        )
+        .unwrap();
+        assert_eq!(r.total_ops(), 110);
+        assert_eq!(r.intended_offset(9), Some(secs(0.9)));
+        assert_eq!(r.intended_offset(10), Some(secs(1.0)));
+        assert_eq!(r.intended_offset(11), Some(secs(1.01)));
+    }
+
+    #[test]
+    fn concurrency_ramp_rounds_to_workers() {
+        let s = Stage::new(
+            "c",
+            Mode::Concurrency,
+            Shape::Ramp {
+                from: 1.0,
+                to: 11.0,
+            },
+            secs(10.0),
+        )
+        .unwrap();
+        assert_eq!(s.concurrency_at(secs(0.0)), 1);
+        assert_eq!(s.concurrency_at(secs(5.0)), 6);
+        assert_eq!(s.concurrency_at(secs(100.0)), 11);
+        assert_eq!(s.load_at(secs(5.0)), Load::Concurrency(6));
+    }
+
+    #[test]
+    fn bad_stages_are_rejected() {
+        assert_eq!(
+            Stage::rate("x", -5.0, secs(1.0)),
+            Err(StageError::BadLevel(-5.0))
+        );
+        assert_eq!(
+            Stage::rate("x", 0.0, secs(1.0)),
+            Err(StageError::BadLevel(0.0))
+        );
+        assert!(Stage::rate("x", f64::NAN, secs(1.0)).is_err());
+        assert_eq!(
+            Stage::rate("x", 1.0, Duration::ZERO),
+            Err(StageError::ZeroDuration)
+        );
+        assert_eq!(
+            Stage::new("x", Mode::Concurrency, Shape::Hold(2.5), secs(1.0)),
+            Err(StageError::FractionalConcurrency(2.5))
+        );
+        assert!(Stage::new(
+            "x",
+            Mode::Rate,
+            Shape::Ramp { from: 0.0, to: 0.0 },
+            secs(1.0)
+        )
+        .is_err());
+        assert!(Stage::new(
+            "x",
+            Mode::Rate,
+            Shape::Ramp {
+                from: -1.0,
+                to: 5.0
+            },
+            secs(1.0)
+        )
+        .is_err());
+        assert_eq!(
+            Stage::new(
+                "x",
+                Mode::Rate,
+                Shape::Steps {
+                    levels: vec![],
+                    each: secs(1.0)
+                },
+                secs(1.0)
+            ),
+            Err(StageError::NoSteps)
+        );
+        assert_eq!(Schedule::new(vec![], false), Err(ScheduleError::Empty));
+    }
+
+    fn two_stage(repeat: bool) -> Schedule {
+        Schedule::new(
+            vec![
+                Stage::rate("a", 100.0, secs(30.0)).unwrap(),
+                Stage::concurrency("b", 4, secs(60.0)).unwrap(),
+            ],
+            repeat,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn stage_at_finds_the_stage_and_detects_the_end() {
+        let s = two_stage(false);
+        assert_eq!(s.total_duration(), secs(90.0));
+        assert_eq!(s.stage_at(secs(0.0)), Some((0, secs(0.0))));
+        assert_eq!(s.stage_at(secs(29.999)), Some((0, secs(0.0))));
+        assert_eq!(s.stage_at(secs(30.0)), Some((1, secs(30.0))));
+        assert_eq!(s.stage_at(secs(89.9)), Some((1, secs(30.0))));
+        assert_eq!(s.stage_at(secs(90.0)), None);
+        assert_eq!(s.stage_at(secs(1e6)), None);
+    }
+
+    #[test]
+    fn repeat_wraps() {
+        let s = two_stage(true);
+        assert_eq!(s.stage_at(secs(90.0)), Some((0, secs(90.0))));
+        assert_eq!(s.stage_at(secs(125.0)), Some((1, secs(120.0))));
+        // Far out, the cycle start is still exact.
+        let day = 86_400.0 * 365.0;
+        let (idx, start) = s.stage_at(secs(day)).unwrap();
+        let cycle = (day / 90.0).floor() * 90.0;
+        let expect = if day - cycle < 30.0 {
+            (0, cycle)
+        } else {
+            (1, cycle + 30.0)
+        };
+        assert_eq!((idx, start), (expect.0, secs(expect.1)));
+    }
+
+    #[test]
+    fn timeline_lists_occurrences_to_the_horizon() {
+        let t = two_stage(true).timeline(secs(200.0), 100);
+        let rows: Vec<(u64, usize, u64, u64)> = t
+            .iter()
+            .map(|e| (e.cycle, e.stage, e.start.as_secs(), e.end.as_secs()))
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                (0, 0, 0, 30),
+                (0, 1, 30, 90),
+                (1, 0, 90, 120),
+                (1, 1, 120, 180),
+                (2, 0, 180, 200)
+            ]
+        );
+        assert_eq!(two_stage(false).timeline(secs(86_400.0), 100).len(), 2);
+        assert_eq!(two_stage(true).timeline(secs(86_400.0), 10).len(), 10);
+    }
+
+    #[test]
+    fn display_is_readable() {
+        let s = Stage::rate("warm", 500.0, secs(30.0)).unwrap();
+        assert_eq!(s.to_string(), "warm: rate 500/s for 30s");
+    }
+}

@@ -1,0 +1,223 @@
+//! Workloads as data: each built-in workload says which collections it
+//! uses, how to prepare them, and generates operations ([`Op`]) that the
+//! target layer executes with the driver. Nothing here talks to MongoDB, so
+//! the operation mix and the documents are tested on plain values.
+//!
+//! The engine builds a workload once ([`build`]), runs its
+//! [`Workload::prepare`] steps in order, then asks for one [`OpSource`] per
+//! worker (or per pacer) and calls [`OpSource::next_op`] on the hot path.
+
+pub mod gen;
+pub mod mixed;
+
+use std::fmt;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use mongodb::bson::Document;
+
+use crate::config::{WorkloadConfig, WorkloadKind};
+
+/// One operation to execute.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Op {
+    /// Index into [`Workload::op_names`]: the `op` metric label.
+    pub op: usize,
+    /// What to send.
+    pub action: Action,
+}
+
+/// A driver call, as data. `collection` indexes [`Workload::collections`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// `insert_one(doc)`.
+    InsertOne { collection: usize, doc: Document },
+    /// `insert_many(docs)` (ordered).
+    InsertMany {
+        collection: usize,
+        docs: Vec<Document>,
+    },
+    /// `find_one(filter)`.
+    FindOne { collection: usize, filter: Document },
+    /// `find(filter)` with options, the cursor drained.
+    Find {
+        collection: usize,
+        filter: Document,
+        sort: Option<Document>,
+        limit: i64,
+        projection: Option<Document>,
+    },
+    /// `update_one(filter, update)`.
+    UpdateOne {
+        collection: usize,
+        filter: Document,
+        update: Document,
+    },
+    /// `update_many(filter, update)`.
+    UpdateMany {
+        collection: usize,
+        filter: Document,
+        update: Document,
+    },
+    /// `replace_one(filter, replacement)`.
+    ReplaceOne {
+        collection: usize,
+        filter: Document,
+        replacement: Document,
+    },
+    /// `delete_one(filter)`.
+    DeleteOne { collection: usize, filter: Document },
+    /// `delete_many(filter)`.
+    DeleteMany { collection: usize, filter: Document },
+    /// `aggregate(pipeline)`, the cursor drained.
+    Aggregate {
+        collection: usize,
+        pipeline: Vec<Document>,
+    },
+    /// `count_documents(filter)`.
+    Count { collection: usize, filter: Document },
+    /// `distinct(field, filter)`.
+    Distinct {
+        collection: usize,
+        field: String,
+        filter: Document,
+    },
+}
+
+impl Action {
+    /// The collection index the action targets.
+    pub fn collection(&self) -> usize {
+        match self {
+            Action::InsertOne { collection, .. }
+            | Action::InsertMany { collection, .. }
+            | Action::FindOne { collection, .. }
+            | Action::Find { collection, .. }
+            | Action::UpdateOne { collection, .. }
+            | Action::UpdateMany { collection, .. }
+            | Action::ReplaceOne { collection, .. }
+            | Action::DeleteOne { collection, .. }
+            | Action::DeleteMany { collection, .. }
+            | Action::Aggregate { collection, .. }
+            | Action::Count { collection, .. }
+            | Action::Distinct { collection, .. } => *collection,
+        }
+    }
+}
+
+/// Makes document number `i` of a [`PrepareStep::Load`].
+pub type DocMaker = Arc<dyn Fn(u64) -> Document + Send + Sync>;
+
+/// One step of a workload's prepare phase, run in order by the target
+/// layer before the first stage. Every step is idempotent, so a prepare
+/// interrupted halfway can be run again.
+#[derive(Clone)]
+pub enum PrepareStep {
+    /// `createIndexes` (a no-op when the index exists).
+    CreateIndex {
+        collection: usize,
+        keys: Document,
+        unique: bool,
+        name: Option<String>,
+    },
+    /// Load documents `make(0) .. make(count - 1)` in batches of `batch`.
+    /// `make(i)` has `_id: i` (as i64), so a loader can resume: skip the
+    /// ids already present (e.g. from the highest `_id`) and insert the
+    /// rest unordered, ignoring duplicate keys.
+    Load {
+        collection: usize,
+        count: u64,
+        batch: usize,
+        make: DocMaker,
+    },
+    /// Find the highest integer `_id` in the collection and raise `counter`
+    /// to one past it (`fetch_max`), so inserts after a restart take fresh
+    /// keys instead of colliding with documents of the previous run.
+    SeekKeys {
+        collection: usize,
+        counter: Arc<AtomicU64>,
+    },
+}
+
+impl fmt::Debug for PrepareStep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PrepareStep::CreateIndex {
+                collection,
+                keys,
+                unique,
+                name,
+            } => f
+                .debug_struct("CreateIndex")
+                .field("collection", collection)
+                .field("keys", keys)
+                .field("unique", unique)
+                .field("name", name)
+                .finish(),
+            PrepareStep::Load {
+                collection,
+                count,
+                batch,
+                ..
+            } => f
+                .debug_struct("Load")
+                .field("collection", collection)
+                .field("count", count)
+                .field("batch", batch)
+                .finish_non_exhaustive(),
+            PrepareStep::SeekKeys {
+                collection,
+                counter,
+            } => f
+                .debug_struct("SeekKeys")
+                .field("collection", collection)
+                .field("counter", counter)
+                .finish(),
+        }
+    }
+}
+
+/// A built-in workload: its collections, prepare steps and operation
+/// sources. Shared by all workers (`Arc<dyn Workload>`).
+pub trait Workload: Send + Sync {
+    /// The kind as written in the config (`mixed`).
+    fn kind(&self) -> &'static str;
+    /// The `op` metric labels; [`Op::op`] indexes this list.
+    fn op_names(&self) -> &[&'static str];
+    /// Collection names (in the target database); actions index this list.
+    fn collections(&self) -> &[String];
+    /// The prepare steps, in order.
+    fn prepare(&self) -> Vec<PrepareStep>;
+    /// A per-worker operation source with its own RNG and buffers. The same
+    /// (`seed`, `worker_id`) gives the same stream of choices.
+    fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource>;
+}
+
+/// Generates one worker's operations.
+pub trait OpSource: Send {
+    /// The next operation to execute.
+    fn next_op(&mut self) -> Op;
+}
+
+/// A workload config that cannot be built (normally caught by config
+/// validation first).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("workload {workload:?}: {reason}")]
+pub struct BuildError {
+    /// The workload's name.
+    pub workload: String,
+    /// Why it cannot be built.
+    pub reason: String,
+}
+
+/// Builds the workload a config describes.
+pub fn build(cfg: &WorkloadConfig) -> Result<Arc<dyn Workload>, BuildError> {
+    let seed = cfg.seed.unwrap_or(0);
+    match cfg.kind {
+        WorkloadKind::Mixed => mixed::Mixed::new(&cfg.mixed_params(), seed)
+            .map(|w| Arc::new(w) as Arc<dyn Workload>)
+            .map_err(|reason| BuildError {
+                workload: cfg.name.clone(),
+                reason,
+            }),
+    }
+}
