@@ -21,7 +21,10 @@ pub enum Command {
 
 /// Runs the parsed command line and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("mongoload: cannot start the async runtime: {e}");

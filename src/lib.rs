@@ -5,4 +5,5 @@
 
 pub mod cli;
 pub mod error_kind;
+pub mod metrics;
 pub mod sim;

@@ -18,7 +18,11 @@ pub struct QueryError {
 impl QueryError {
     /// Code 2, BadValue: the usual answer to a malformed filter, update or stage.
     pub fn bad_value(message: impl Into<String>) -> Self {
-        QueryError { code: 2, code_name: "BadValue", message: message.into() }
+        QueryError {
+            code: 2,
+            code_name: "BadValue",
+            message: message.into(),
+        }
     }
 }
 
