@@ -5,5 +5,6 @@
 
 pub mod cli;
 pub mod error_kind;
+pub mod http;
 pub mod metrics;
 pub mod sim;
