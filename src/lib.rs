@@ -6,5 +6,7 @@
 pub mod cli;
 pub mod error_kind;
 pub mod http;
+pub mod logging;
 pub mod metrics;
+pub mod service;
 pub mod sim;
