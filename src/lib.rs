@@ -6,6 +6,10 @@
 pub mod cli;
 pub mod config;
 pub mod error_kind;
+pub mod http;
+pub mod logging;
+pub mod metrics;
 pub mod schedule;
+pub mod service;
 pub mod sim;
 pub mod workload;

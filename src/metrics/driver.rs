@@ -1,0 +1,378 @@
+//! Connection-pool and topology metrics from the driver's CMAP and SDAM
+//! events, so client-side queueing and failovers show on the dashboard
+//! without wrapping driver calls.
+//!
+//! Metrics: `mongoload_pool_connections{state="open"|"in_use"}`,
+//! `mongoload_pool_checkout_wait_seconds` (histogram),
+//! `mongoload_pool_checkout_failures_total{reason}`,
+//! `mongoload_pool_clears_total`, `mongoload_topology_servers{type}`,
+//! `mongoload_primary_changes_total`.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::Hash;
+use std::sync::{Mutex, PoisonError};
+
+use mongodb::bson::oid::ObjectId;
+use mongodb::event::cmap::{CmapEvent, ConnectionCheckoutFailedReason};
+use mongodb::event::sdam::SdamEvent;
+use mongodb::options::ServerAddress;
+use mongodb::ServerType;
+use prometheus::{
+    Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+};
+use serde::Serialize;
+
+use super::LATENCY_BUCKETS;
+
+/// `type` label values of `mongoload_topology_servers`, in SDAM spec order.
+pub const SERVER_TYPES: [&str; 9] = [
+    "standalone",
+    "mongos",
+    "rs_primary",
+    "rs_secondary",
+    "rs_arbiter",
+    "rs_other",
+    "rs_ghost",
+    "load_balancer",
+    "unknown",
+];
+
+/// `reason` label values of `mongoload_pool_checkout_failures_total`.
+pub const CHECKOUT_FAILURE_REASONS: [&str; 3] = ["timeout", "connection_error", "other"];
+
+/// The `type` label of a server type; types added by later drivers count as
+/// "unknown".
+pub fn server_type_label(t: ServerType) -> &'static str {
+    match t {
+        ServerType::Standalone => "standalone",
+        ServerType::Mongos => "mongos",
+        ServerType::RsPrimary => "rs_primary",
+        ServerType::RsSecondary => "rs_secondary",
+        ServerType::RsArbiter => "rs_arbiter",
+        ServerType::RsOther => "rs_other",
+        ServerType::RsGhost => "rs_ghost",
+        ServerType::LoadBalancer => "load_balancer",
+        _ => "unknown",
+    }
+}
+
+/// What the last topology event said, for `/status` and readiness.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TopologyView {
+    /// The driver's topology type (`Single`, `ReplicaSetWithPrimary`, …);
+    /// empty before the first SDAM event.
+    pub topology_type: String,
+    /// Servers by `type` label; only types with at least one server.
+    pub servers: BTreeMap<&'static str, u64>,
+    /// Address of the primary, if one is known.
+    pub primary: Option<String>,
+    /// Whether the driver can select a server for writes.
+    pub writable: bool,
+    /// Primary changes seen since start.
+    pub primary_changes: u64,
+}
+
+/// Which connections are checked out, per pool, so a connection closed
+/// while checked out (its pool closed under it) still leaves `in_use`.
+#[derive(Debug)]
+pub(crate) struct PoolBook<K> {
+    checked_out: HashMap<K, HashSet<u32>>,
+}
+
+impl<K: Hash + Eq + Clone> PoolBook<K> {
+    pub(crate) fn new() -> Self {
+        PoolBook {
+            checked_out: HashMap::new(),
+        }
+    }
+
+    /// True if the connection was not already counted as checked out.
+    pub(crate) fn check_out(&mut self, pool: &K, id: u32) -> bool {
+        match self.checked_out.get_mut(pool) {
+            Some(set) => set.insert(id),
+            None => {
+                self.checked_out.insert(pool.clone(), HashSet::from([id]));
+                true
+            }
+        }
+    }
+
+    /// True if the connection was counted as checked out (check-in, or
+    /// close of a checked-out connection).
+    pub(crate) fn release(&mut self, pool: &K, id: u32) -> bool {
+        self.checked_out
+            .get_mut(pool)
+            .is_some_and(|set| set.remove(&id))
+    }
+
+    /// Forgets a closed pool; returns how many connections it had out.
+    pub(crate) fn close_pool(&mut self, pool: &K) -> usize {
+        self.checked_out.remove(pool).map_or(0, |set| set.len())
+    }
+}
+
+/// Counts primary changes: a primary at a different address, or the same
+/// address after a new election (a higher election id), excluding the first
+/// primary seen. A period without primary is not a change by itself.
+#[derive(Debug, Default)]
+pub(crate) struct PrimaryTracker {
+    last: Option<(String, Option<ObjectId>)>,
+}
+
+impl PrimaryTracker {
+    /// Feeds the primary of a new topology description; true on a change.
+    pub(crate) fn observe(&mut self, primary: Option<&str>, election: Option<ObjectId>) -> bool {
+        let Some(addr) = primary else {
+            return false;
+        };
+        let changed = match &self.last {
+            None => false,
+            Some((last_addr, last_election)) => {
+                last_addr != addr
+                    || matches!((last_election, election), (Some(a), Some(b)) if *a != b)
+            }
+        };
+        self.last = Some((addr.to_owned(), election));
+        changed
+    }
+}
+
+struct TopologyState {
+    tracker: PrimaryTracker,
+    view: TopologyView,
+}
+
+pub(crate) struct DriverMetrics {
+    open: IntGauge,
+    in_use: IntGauge,
+    connections: IntGaugeVec,
+    checkout_wait: Histogram,
+    checkout_failures: IntCounterVec,
+    clears: IntCounter,
+    servers: IntGaugeVec,
+    primary_changes: IntCounter,
+    pool: Mutex<PoolBook<ServerAddress>>,
+    topology: Mutex<TopologyState>,
+}
+
+impl DriverMetrics {
+    pub(crate) fn new() -> Result<Self, prometheus::Error> {
+        let connections = IntGaugeVec::new(
+            Opts::new(
+                "mongoload_pool_connections",
+                "Driver pool connections: open (established or being established) and in_use (checked out).",
+            ),
+            &["state"],
+        )?;
+        // Checkout waits are usually microseconds: three buckets below 100 µs.
+        let mut buckets = vec![0.00001, 0.00002, 0.00005];
+        buckets.extend_from_slice(&LATENCY_BUCKETS);
+        let checkout_failures = IntCounterVec::new(
+            Opts::new(
+                "mongoload_pool_checkout_failures_total",
+                "Connection checkouts that failed, by reason.",
+            ),
+            &["reason"],
+        )?;
+        for reason in CHECKOUT_FAILURE_REASONS {
+            checkout_failures.with_label_values(&[reason]);
+        }
+        let servers = IntGaugeVec::new(
+            Opts::new(
+                "mongoload_topology_servers",
+                "Servers of the deployment by type, as the driver sees them.",
+            ),
+            &["type"],
+        )?;
+        for t in SERVER_TYPES {
+            servers.with_label_values(&[t]).set(0);
+        }
+        Ok(DriverMetrics {
+            open: connections.with_label_values(&["open"]),
+            in_use: connections.with_label_values(&["in_use"]),
+            connections,
+            checkout_wait: Histogram::with_opts(
+                HistogramOpts::new(
+                    "mongoload_pool_checkout_wait_seconds",
+                    "Time operations waited to check a connection out of the driver pool.",
+                )
+                .buckets(buckets),
+            )?,
+            checkout_failures,
+            clears: IntCounter::new(
+                "mongoload_pool_clears_total",
+                "Times the driver cleared a connection pool (after network errors or a step-down).",
+            )?,
+            servers,
+            primary_changes: IntCounter::new(
+                "mongoload_primary_changes_total",
+                "Replica set primary changes (new primary or new election) seen by the driver.",
+            )?,
+            pool: Mutex::new(PoolBook::new()),
+            topology: Mutex::new(TopologyState {
+                tracker: PrimaryTracker::default(),
+                view: TopologyView::default(),
+            }),
+        })
+    }
+
+    pub(crate) fn register(&self, registry: &Registry) -> Result<(), prometheus::Error> {
+        registry.register(Box::new(self.connections.clone()))?;
+        registry.register(Box::new(self.checkout_wait.clone()))?;
+        registry.register(Box::new(self.checkout_failures.clone()))?;
+        registry.register(Box::new(self.clears.clone()))?;
+        registry.register(Box::new(self.servers.clone()))?;
+        registry.register(Box::new(self.primary_changes.clone()))?;
+        Ok(())
+    }
+
+    pub(crate) fn on_cmap(&self, event: &CmapEvent) {
+        match event {
+            CmapEvent::ConnectionCreated(_) => self.open.inc(),
+            CmapEvent::ConnectionClosed(ev) => {
+                self.open.dec();
+                self.release(&ev.address, ev.connection_id);
+            }
+            CmapEvent::ConnectionCheckedOut(ev) => {
+                self.checkout_wait.observe(ev.duration.as_secs_f64());
+                if self.book().check_out(&ev.address, ev.connection_id) {
+                    self.in_use.inc();
+                }
+            }
+            CmapEvent::ConnectionCheckedIn(ev) => self.release(&ev.address, ev.connection_id),
+            CmapEvent::ConnectionCheckoutFailed(ev) => {
+                let reason = match ev.reason {
+                    ConnectionCheckoutFailedReason::Timeout => "timeout",
+                    ConnectionCheckoutFailedReason::ConnectionError => "connection_error",
+                    _ => "other",
+                };
+                self.checkout_failures.with_label_values(&[reason]).inc();
+            }
+            CmapEvent::PoolCleared(_) => self.clears.inc(),
+            CmapEvent::PoolClosed(ev) => {
+                let out = self.book().close_pool(&ev.address);
+                self.in_use.sub(i64::try_from(out).unwrap_or(i64::MAX));
+            }
+            _ => {}
+        }
+    }
+
+    /// A connection went back or was closed: no longer in use, if it was.
+    fn release(&self, pool: &ServerAddress, id: u32) {
+        if self.book().release(pool, id) {
+            self.in_use.dec();
+        }
+    }
+
+    fn book(&self) -> std::sync::MutexGuard<'_, PoolBook<ServerAddress>> {
+        self.pool.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn on_sdam(&self, event: &SdamEvent) {
+        let SdamEvent::TopologyDescriptionChanged(ev) = event else {
+            return;
+        };
+        let desc = &ev.new_description;
+        let servers = desc.servers();
+        let mut counts = BTreeMap::new();
+        let mut primary = None;
+        for (addr, info) in &servers {
+            let label = server_type_label(info.server_type());
+            *counts.entry(label).or_insert(0u64) += 1;
+            if info.server_type() == ServerType::RsPrimary {
+                primary = Some(addr.to_string());
+            }
+        }
+        for t in SERVER_TYPES {
+            let n = counts.get(t).copied().unwrap_or(0);
+            self.servers
+                .with_label_values(&[t])
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+        let mut state = self.topology.lock().unwrap_or_else(PoisonError::into_inner);
+        if state
+            .tracker
+            .observe(primary.as_deref(), desc.max_election_id())
+        {
+            self.primary_changes.inc();
+        }
+        state.view = TopologyView {
+            topology_type: desc.topology_type().to_string(),
+            servers: counts,
+            primary,
+            writable: desc.has_writable_server(),
+            primary_changes: self.primary_changes.get(),
+        };
+    }
+
+    pub(crate) fn topology(&self) -> TopologyView {
+        self.topology
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .view
+            .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_book_counts_each_connection_once() {
+        let mut book = PoolBook::new();
+        let a = "a:27017".to_owned();
+        let b = "b:27017".to_owned();
+        assert!(book.check_out(&a, 1));
+        assert!(!book.check_out(&a, 1), "duplicate checkout counted twice");
+        assert!(book.check_out(&b, 1), "ids are per pool");
+        assert!(book.release(&a, 1));
+        assert!(!book.release(&a, 1), "double check-in counted twice");
+        assert!(!book.release(&a, 7), "unknown connection");
+        assert!(book.check_out(&b, 2));
+        assert_eq!(book.close_pool(&b), 2);
+        assert_eq!(book.close_pool(&b), 0);
+        assert!(!book.release(&b, 1), "closed pool forgotten");
+    }
+
+    #[test]
+    fn primary_changes_counted_on_new_address_or_new_election() {
+        let e1 = ObjectId::from_bytes([0; 12]);
+        let e2 = ObjectId::from_bytes([1; 12]);
+        let mut t = PrimaryTracker::default();
+        assert!(!t.observe(None, None), "no primary yet");
+        assert!(
+            !t.observe(Some("a:1"), Some(e1)),
+            "first primary is no change"
+        );
+        assert!(!t.observe(Some("a:1"), Some(e1)), "same primary");
+        assert!(!t.observe(None, Some(e1)), "losing the primary alone");
+        assert!(t.observe(Some("b:1"), Some(e2)), "failover to b");
+        assert!(
+            t.observe(Some("b:1"), Some(e1)),
+            "re-election of b with another id"
+        );
+        assert!(
+            !t.observe(Some("b:1"), None),
+            "unknown election id is no evidence"
+        );
+    }
+
+    #[test]
+    fn server_type_labels_are_the_declared_ones() {
+        for t in [
+            ServerType::Standalone,
+            ServerType::Mongos,
+            ServerType::RsPrimary,
+            ServerType::RsSecondary,
+            ServerType::RsArbiter,
+            ServerType::RsOther,
+            ServerType::RsGhost,
+            ServerType::LoadBalancer,
+            ServerType::Unknown,
+        ] {
+            assert!(SERVER_TYPES.contains(&server_type_label(t)), "{t:?}");
+        }
+        assert_eq!(server_type_label(ServerType::RsPrimary), "rs_primary");
+    }
+}

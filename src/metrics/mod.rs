@@ -1,0 +1,330 @@
+//! The Prometheus registry of the daemon and the hot-path recorder: every
+//! metric of the contract in DESIGN.md, the driver's pool and topology
+//! metrics, and the HdrHistogram window summary.
+//!
+//! Child metrics are resolved once, when a workload is registered
+//! ([`Metrics::workload`]); the handles it returns touch only atomics (and one
+//! uncontended per-thread lock for the HdrHistogram) per operation.
+
+mod driver;
+mod window;
+mod workload;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use prometheus::{
+    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
+};
+
+pub use driver::{server_type_label, TopologyView, CHECKOUT_FAILURE_REASONS, SERVER_TYPES};
+pub use window::{LatencySummary, WindowConfig, WINDOW_QUANTILES};
+pub use workload::{OpMetrics, WorkloadMetrics};
+
+use driver::DriverMetrics;
+use window::WindowCollector;
+
+/// Content type of [`Metrics::encode`]'s output (Prometheus text format 0.0.4).
+pub const TEXT_CONTENT_TYPE: &str = prometheus::TEXT_FORMAT;
+
+/// Upper bounds of the latency histogram buckets in seconds: 1-2-5 per decade
+/// from 100 µs, ending at 60 s. The default Prometheus buckets start at 5 ms,
+/// too coarse for MongoDB point reads.
+pub const LATENCY_BUCKETS: [f64; 19] = [
+    0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0,
+    10.0, 20.0, 50.0, 60.0,
+];
+
+/// The revision compiled into `mongoload_build_info`: set the environment
+/// variable `MONGOLOAD_BUILD_REVISION` (e.g. to `git rev-parse --short HEAD`)
+/// when building.
+pub const BUILD_REVISION: &str = match option_env!("MONGOLOAD_BUILD_REVISION") {
+    Some(rev) => rev,
+    None => "unknown",
+};
+
+/// Why the metrics could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum MetricsError {
+    /// A metric could not be created or registered (a programming error:
+    /// a clashing name or label set).
+    #[error("cannot register metric: {0}")]
+    Prometheus(#[from] prometheus::Error),
+    /// The latency window configuration is unusable.
+    #[error("invalid latency window: {0}")]
+    Window(String),
+    /// The registry could not be encoded as text.
+    #[error("cannot encode metrics: {0}")]
+    Encode(String),
+}
+
+/// The process-wide metrics: one registry holding every metric the daemon
+/// exports. Create once, share as `Arc<Metrics>`.
+pub struct Metrics {
+    registry: Registry,
+    target_up: IntGauge,
+    vecs: Vecs,
+    driver: Arc<DriverMetrics>,
+    windows: Arc<WindowCollector>,
+    /// Workloads already registered, so a second `workload()` call for the
+    /// same name (a config reload) reuses the same children and windows.
+    phase_stages: Mutex<BTreeMap<String, Arc<Mutex<Option<String>>>>>,
+}
+
+/// The labelled families behind [`WorkloadMetrics`].
+#[derive(Clone)]
+pub(crate) struct Vecs {
+    pub(crate) operations: IntCounterVec,
+    pub(crate) documents: IntCounterVec,
+    pub(crate) errors: IntCounterVec,
+    pub(crate) latency: HistogramVec,
+    pub(crate) target_rate: GaugeVec,
+    pub(crate) target_concurrency: IntGaugeVec,
+    pub(crate) inflight: IntGaugeVec,
+    pub(crate) schedule_lag: GaugeVec,
+    pub(crate) missed: IntCounterVec,
+    pub(crate) phase_info: IntGaugeVec,
+}
+
+impl Metrics {
+    /// Creates the registry with every metric of the contract, the process
+    /// collector and a 60 s latency window.
+    pub fn new() -> Result<Self, MetricsError> {
+        Self::with_window(WindowConfig::default())
+    }
+
+    /// Like [`Metrics::new`], with a chosen latency window for
+    /// `mongoload_latency_window_seconds`.
+    pub fn with_window(window: WindowConfig) -> Result<Self, MetricsError> {
+        window.validate()?;
+        let registry = Registry::new();
+
+        let build_info = IntGaugeVec::new(
+            Opts::new(
+                "mongoload_build_info",
+                "Always 1; the labels say which build is running.",
+            ),
+            &["version", "revision"],
+        )?;
+        build_info
+            .with_label_values(&[env!("CARGO_PKG_VERSION"), BUILD_REVISION])
+            .set(1);
+        registry.register(Box::new(build_info))?;
+
+        let target_up = IntGauge::new(
+            "mongoload_target_up",
+            "1 while the MongoDB deployment answers, 0 otherwise.",
+        )?;
+        registry.register(Box::new(target_up.clone()))?;
+
+        let vecs = Vecs::new()?;
+        vecs.register(&registry)?;
+
+        let driver = Arc::new(DriverMetrics::new()?);
+        driver.register(&registry)?;
+
+        let windows = Arc::new(WindowCollector::new(window)?);
+        registry.register(Box::new(window::SharedCollector(Arc::clone(&windows))))?;
+
+        #[cfg(target_os = "linux")]
+        registry.register(Box::new(
+            prometheus::process_collector::ProcessCollector::for_self(),
+        ))?;
+
+        Ok(Metrics {
+            registry,
+            target_up,
+            vecs,
+            driver,
+            windows,
+            phase_stages: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    /// The registry, for callers that want to add metrics of their own.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Sets `mongoload_target_up`.
+    pub fn set_target_up(&self, up: bool) {
+        self.target_up.set(i64::from(up));
+    }
+
+    /// Resolves every child metric of one workload and its operations. Call
+    /// once per workload at start (and again on reload: the same name gets
+    /// the same series back, counters are never reset). Error children are
+    /// created for every [`ErrorKind`] so they are exported at 0.
+    pub fn workload(&self, name: &str, op_names: &[&str]) -> WorkloadMetrics {
+        let stage = Arc::clone(
+            self.phase_stages
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(name.to_owned())
+                .or_default(),
+        );
+        let ops = op_names
+            .iter()
+            .map(|op| {
+                let window = self.windows.window(name, op);
+                OpMetrics::resolve(&self.vecs, name, op, window)
+            })
+            .collect();
+        WorkloadMetrics::resolve(&self.vecs, name, ops, stage)
+    }
+
+    /// A CMAP event handler for `ClientOptions::cmap_event_handler`: pool
+    /// connections open and in use, checkout wait, failed checkouts, clears.
+    pub fn cmap_handler(&self) -> mongodb::event::EventHandler<mongodb::event::cmap::CmapEvent> {
+        let driver = Arc::clone(&self.driver);
+        mongodb::event::EventHandler::callback(move |event| driver.on_cmap(&event))
+    }
+
+    /// An SDAM event handler for `ClientOptions::sdam_event_handler`: servers
+    /// by type and primary changes.
+    pub fn sdam_handler(&self) -> mongodb::event::EventHandler<mongodb::event::sdam::SdamEvent> {
+        let driver = Arc::clone(&self.driver);
+        mongodb::event::EventHandler::callback(move |event| driver.on_sdam(&event))
+    }
+
+    /// What the SDAM events said last: servers by type, whether a primary is
+    /// known (for `/status` and readiness).
+    pub fn topology(&self) -> TopologyView {
+        self.driver.topology()
+    }
+
+    /// The exact latency quantiles of one operation over the sliding window
+    /// (the numbers `mongoload_latency_window_seconds` exports), or `None`
+    /// when that workload and op were never registered.
+    pub fn latency_window(&self, workload: &str, op: &str) -> Option<LatencySummary> {
+        self.windows.summary(workload, op, Instant::now())
+    }
+
+    /// Moves the latency recorded by the workers into the sliding window.
+    /// Scrapes do this too; calling it every second (see
+    /// [`Metrics::run_window_ticker`]) keeps the window's time slots exact
+    /// when scrapes are rare.
+    pub fn flush_windows(&self) {
+        self.windows.flush(Instant::now());
+    }
+
+    /// Calls [`Metrics::flush_windows`] every second until `shutdown` is
+    /// cancelled. Spawn it once next to the engine.
+    pub async fn run_window_ticker(&self, shutdown: tokio_util::sync::CancellationToken) {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tick.tick() => self.flush_windows(),
+            }
+        }
+    }
+
+    /// The whole registry in the Prometheus text format 0.0.4
+    /// ([`TEXT_CONTENT_TYPE`]).
+    pub fn encode(&self) -> Result<String, MetricsError> {
+        let families = self.registry.gather();
+        let mut buf = Vec::with_capacity(16 * 1024);
+        TextEncoder::new()
+            .encode(&families, &mut buf)
+            .map_err(|e| MetricsError::Encode(e.to_string()))?;
+        String::from_utf8(buf).map_err(|e| MetricsError::Encode(e.to_string()))
+    }
+}
+
+impl Vecs {
+    fn new() -> Result<Self, prometheus::Error> {
+        let wl = &["workload"];
+        let wl_op = &["workload", "op"];
+        Ok(Vecs {
+            operations: IntCounterVec::new(
+                Opts::new(
+                    "mongoload_operations_total",
+                    "Finished operations by outcome (ok or error).",
+                ),
+                &["workload", "op", "outcome"],
+            )?,
+            documents: IntCounterVec::new(
+                Opts::new(
+                    "mongoload_documents_total",
+                    "Documents written or returned by successful operations.",
+                ),
+                wl_op,
+            )?,
+            errors: IntCounterVec::new(
+                Opts::new(
+                    "mongoload_errors_total",
+                    "Failed operations by error class.",
+                ),
+                &["workload", "op", "kind"],
+            )?,
+            latency: HistogramVec::new(
+                HistogramOpts::new(
+                    "mongoload_latency_seconds",
+                    "Response time of operations (from the intended start in open loop).",
+                )
+                .buckets(LATENCY_BUCKETS.to_vec()),
+                wl_op,
+            )?,
+            target_rate: GaugeVec::new(
+                Opts::new(
+                    "mongoload_target_rate",
+                    "Scheduled operations per second (0 in closed loop).",
+                ),
+                wl,
+            )?,
+            target_concurrency: IntGaugeVec::new(
+                Opts::new(
+                    "mongoload_target_concurrency",
+                    "Scheduled workers (0 in open loop).",
+                ),
+                wl,
+            )?,
+            inflight: IntGaugeVec::new(
+                Opts::new("mongoload_inflight_operations", "Operations in flight."),
+                wl,
+            )?,
+            schedule_lag: GaugeVec::new(
+                Opts::new(
+                    "mongoload_schedule_lag_seconds",
+                    "How far dispatch is behind the schedule.",
+                ),
+                wl,
+            )?,
+            missed: IntCounterVec::new(
+                Opts::new(
+                    "mongoload_missed_operations_total",
+                    "Operations the schedule asked for and could not issue.",
+                ),
+                wl,
+            )?,
+            phase_info: IntGaugeVec::new(
+                Opts::new(
+                    "mongoload_phase_info",
+                    "1 for the stage a workload is running now.",
+                ),
+                &["workload", "stage"],
+            )?,
+        })
+    }
+
+    fn register(&self, registry: &Registry) -> Result<(), prometheus::Error> {
+        registry.register(Box::new(self.operations.clone()))?;
+        registry.register(Box::new(self.documents.clone()))?;
+        registry.register(Box::new(self.errors.clone()))?;
+        registry.register(Box::new(self.latency.clone()))?;
+        registry.register(Box::new(self.target_rate.clone()))?;
+        registry.register(Box::new(self.target_concurrency.clone()))?;
+        registry.register(Box::new(self.inflight.clone()))?;
+        registry.register(Box::new(self.schedule_lag.clone()))?;
+        registry.register(Box::new(self.missed.clone()))?;
+        registry.register(Box::new(self.phase_info.clone()))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

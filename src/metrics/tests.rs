@@ -1,0 +1,306 @@
+//! Tests of the registry as a scrape sees it: exact sample lines of the
+//! encoded text.
+
+use std::time::Duration;
+
+use super::*;
+use crate::error_kind::ErrorKind;
+
+fn lines(text: &str) -> Vec<&str> {
+    text.lines().collect()
+}
+
+fn assert_has(text: &str, line: &str) {
+    assert!(
+        lines(text).contains(&line),
+        "missing line {line:?} in:\n{text}"
+    );
+}
+
+fn assert_lacks_prefix(text: &str, prefix: &str) {
+    assert!(
+        !text.lines().any(|l| l.starts_with(prefix)),
+        "unexpected line starting {prefix:?} in:\n{text}"
+    );
+}
+
+/// The value of the one sample line that starts with `prefix`.
+fn sample(text: &str, prefix: &str) -> f64 {
+    let hits: Vec<&str> = text.lines().filter(|l| l.starts_with(prefix)).collect();
+    assert_eq!(hits.len(), 1, "{prefix:?} matched {hits:?}");
+    hits[0][prefix.len()..].trim().parse().expect("a number")
+}
+
+#[test]
+fn recorded_operations_appear_as_exact_samples() {
+    let m = Metrics::new().unwrap();
+    let w = m.workload("mixed1", &["find", "insert"]);
+    let find = w.op("find").unwrap().clone();
+    find.record_ok(Duration::from_micros(1500), 3);
+    find.record_ok(Duration::from_micros(150), 1);
+    find.record_error(Duration::from_millis(20), ErrorKind::Timeout);
+    w.op("insert")
+        .unwrap()
+        .record_error(Duration::from_secs(61), ErrorKind::DuplicateKey);
+
+    let text = m.encode().unwrap();
+    for line in [
+        r#"mongoload_operations_total{op="find",outcome="ok",workload="mixed1"} 2"#,
+        r#"mongoload_operations_total{op="find",outcome="error",workload="mixed1"} 1"#,
+        r#"mongoload_operations_total{op="insert",outcome="ok",workload="mixed1"} 0"#,
+        r#"mongoload_operations_total{op="insert",outcome="error",workload="mixed1"} 1"#,
+        r#"mongoload_documents_total{op="find",workload="mixed1"} 4"#,
+        r#"mongoload_documents_total{op="insert",workload="mixed1"} 0"#,
+        r#"mongoload_errors_total{kind="timeout",op="find",workload="mixed1"} 1"#,
+        r#"mongoload_errors_total{kind="duplicate_key",op="insert",workload="mixed1"} 1"#,
+        r#"mongoload_latency_seconds_bucket{op="find",workload="mixed1",le="0.0001"} 0"#,
+        r#"mongoload_latency_seconds_bucket{op="find",workload="mixed1",le="0.0002"} 1"#,
+        r#"mongoload_latency_seconds_bucket{op="find",workload="mixed1",le="0.001"} 1"#,
+        r#"mongoload_latency_seconds_bucket{op="find",workload="mixed1",le="0.002"} 2"#,
+        r#"mongoload_latency_seconds_bucket{op="find",workload="mixed1",le="0.01"} 2"#,
+        r#"mongoload_latency_seconds_bucket{op="find",workload="mixed1",le="0.02"} 3"#,
+        r#"mongoload_latency_seconds_bucket{op="find",workload="mixed1",le="+Inf"} 3"#,
+        r#"mongoload_latency_seconds_count{op="find",workload="mixed1"} 3"#,
+        r#"mongoload_latency_seconds_bucket{op="insert",workload="mixed1",le="60"} 0"#,
+        r#"mongoload_latency_seconds_bucket{op="insert",workload="mixed1",le="+Inf"} 1"#,
+        r#"mongoload_latency_window_seconds_count{op="find",workload="mixed1"} 3"#,
+        r#"mongoload_target_up 0"#,
+        r#"mongoload_missed_operations_total{workload="mixed1"} 0"#,
+    ] {
+        assert_has(&text, line);
+    }
+    let sum = sample(
+        &text,
+        r#"mongoload_latency_seconds_sum{op="find",workload="mixed1"}"#,
+    );
+    assert!((sum - 0.02165).abs() < 1e-9, "{sum}");
+    let max = sample(
+        &text,
+        r#"mongoload_latency_window_seconds{op="find",workload="mixed1",quantile="1"}"#,
+    );
+    assert!((max - 0.020).abs() < 0.020 * 0.001, "{max}");
+    let median = sample(
+        &text,
+        r#"mongoload_latency_window_seconds{op="find",workload="mixed1",quantile="0.5"}"#,
+    );
+    assert!((median - 0.0015).abs() < 0.0015 * 0.001, "{median}");
+    assert_eq!(find.ok_total(), 2);
+    assert_eq!(find.error_total(), 1);
+    assert_eq!(find.errors_of(ErrorKind::Timeout), 1);
+}
+
+#[test]
+fn every_error_kind_exists_at_zero() {
+    let m = Metrics::new().unwrap();
+    let _w = m.workload("w", &["find"]);
+    let text = m.encode().unwrap();
+    for kind in ErrorKind::ALL {
+        assert_has(
+            &text,
+            &format!(
+                r#"mongoload_errors_total{{kind="{}",op="find",workload="w"}} 0"#,
+                kind.as_str()
+            ),
+        );
+    }
+}
+
+#[test]
+fn bucket_layout_is_log_spaced_from_100us_to_60s() {
+    assert_eq!(LATENCY_BUCKETS[0], 0.0001);
+    assert_eq!(*LATENCY_BUCKETS.last().unwrap(), 60.0);
+    for pair in LATENCY_BUCKETS.windows(2) {
+        let ratio = pair[1] / pair[0];
+        assert!((1.19..=2.51).contains(&ratio), "{pair:?}");
+    }
+    let m = Metrics::new().unwrap();
+    let _w = m.workload("w", &["find"]);
+    let text = m.encode().unwrap();
+    let les: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("mongoload_latency_seconds_bucket{"))
+        .map(|l| l.split("le=\"").nth(1).unwrap().split('"').next().unwrap())
+        .collect();
+    assert_eq!(
+        les,
+        [
+            "0.0001", "0.0002", "0.0005", "0.001", "0.002", "0.005", "0.01", "0.02", "0.05", "0.1",
+            "0.2", "0.5", "1", "2", "5", "10", "20", "50", "60", "+Inf"
+        ]
+    );
+}
+
+#[test]
+fn gauges_and_build_info() {
+    let m = Metrics::new().unwrap();
+    let w = m.workload("w", &[]);
+    w.target_rate.set(2000.0);
+    w.target_concurrency.set(0);
+    w.inflight.set(17);
+    w.schedule_lag_seconds.set(0.25);
+    w.missed_operations.inc_by(5);
+    m.set_target_up(true);
+    let text = m.encode().unwrap();
+    for line in [
+        r#"mongoload_target_rate{workload="w"} 2000"#,
+        r#"mongoload_target_concurrency{workload="w"} 0"#,
+        r#"mongoload_inflight_operations{workload="w"} 17"#,
+        r#"mongoload_schedule_lag_seconds{workload="w"} 0.25"#,
+        r#"mongoload_missed_operations_total{workload="w"} 5"#,
+        r#"mongoload_target_up 1"#,
+        r#"mongoload_pool_connections{state="open"} 0"#,
+        r#"mongoload_pool_connections{state="in_use"} 0"#,
+        r#"mongoload_topology_servers{type="rs_primary"} 0"#,
+        r#"mongoload_primary_changes_total 0"#,
+        r#"mongoload_pool_checkout_wait_seconds_count 0"#,
+    ] {
+        assert_has(&text, line);
+    }
+    assert_has(
+        &text,
+        &format!(
+            r#"mongoload_build_info{{revision="{BUILD_REVISION}",version="{}"}} 1"#,
+            env!("CARGO_PKG_VERSION")
+        ),
+    );
+    // The process collector is registered (its samples need /proc).
+    assert!(text.contains("# TYPE process_cpu_seconds_total counter"));
+}
+
+#[test]
+fn phase_info_names_one_stage_at_a_time() {
+    let m = Metrics::new().unwrap();
+    let w = m.workload("w", &["find"]);
+    let other = m.workload("v", &["find"]);
+    other.set_stage("warmup");
+    w.set_stage("ramp");
+    let text = m.encode().unwrap();
+    assert_has(
+        &text,
+        r#"mongoload_phase_info{stage="ramp",workload="w"} 1"#,
+    );
+
+    w.set_stage("hold");
+    let text = m.encode().unwrap();
+    assert_has(
+        &text,
+        r#"mongoload_phase_info{stage="hold",workload="w"} 1"#,
+    );
+    assert_lacks_prefix(&text, r#"mongoload_phase_info{stage="ramp""#);
+    assert_has(
+        &text,
+        r#"mongoload_phase_info{stage="warmup",workload="v"} 1"#,
+    );
+    assert_eq!(w.stage().as_deref(), Some("hold"));
+
+    // Setting the same stage again keeps one series.
+    w.set_stage("hold");
+    let text = m.encode().unwrap();
+    let n = text
+        .lines()
+        .filter(|l| l.starts_with("mongoload_phase_info{") && l.contains(r#"workload="w""#))
+        .count();
+    assert_eq!(n, 1);
+
+    // A reload re-registers the workload: the new handle knows the stage.
+    let reloaded = m.workload("w", &["find"]);
+    reloaded.set_stage("steps");
+    let text = m.encode().unwrap();
+    assert_lacks_prefix(&text, r#"mongoload_phase_info{stage="hold""#);
+    assert_has(
+        &text,
+        r#"mongoload_phase_info{stage="steps",workload="w"} 1"#,
+    );
+
+    reloaded.clear_stage();
+    let text = m.encode().unwrap();
+    assert_lacks_prefix(&text, r#"mongoload_phase_info{stage="steps""#);
+    assert_has(
+        &text,
+        r#"mongoload_phase_info{stage="warmup",workload="v"} 1"#,
+    );
+}
+
+#[test]
+fn reregistering_a_workload_keeps_counters_and_window() {
+    let m = Metrics::new().unwrap();
+    let first = m.workload("w", &["find"]);
+    first.ops()[0].record_ok(Duration::from_millis(1), 1);
+    let second = m.workload("w", &["find"]);
+    second.ops()[0].record_ok(Duration::from_millis(3), 1);
+    assert_eq!(first.ops()[0].ok_total(), 2);
+    let text = m.encode().unwrap();
+    assert_has(
+        &text,
+        r#"mongoload_operations_total{op="find",outcome="ok",workload="w"} 2"#,
+    );
+    assert_has(
+        &text,
+        r#"mongoload_latency_window_seconds_count{op="find",workload="w"} 2"#,
+    );
+    let summary = m.latency_window("w", "find").unwrap();
+    assert_eq!(summary.count, 2);
+    assert!(m.latency_window("w", "nope").is_none());
+}
+
+#[test]
+fn empty_window_exports_nan_quantiles() {
+    let m = Metrics::new().unwrap();
+    let _w = m.workload("w", &["find"]);
+    let text = m.encode().unwrap();
+    assert_has(
+        &text,
+        r#"mongoload_latency_window_seconds{op="find",workload="w",quantile="0.99"} NaN"#,
+    );
+    assert_has(
+        &text,
+        r#"mongoload_latency_window_seconds_count{op="find",workload="w"} 0"#,
+    );
+}
+
+#[test]
+fn invalid_window_is_an_error() {
+    let err = Metrics::with_window(WindowConfig {
+        window: Duration::from_secs(60),
+        slots: 0,
+    })
+    .err()
+    .expect("0 slots rejected");
+    assert!(err.to_string().contains("slots"), "{err}");
+}
+
+/// The real driver, pointed at a loopback port nobody listens on: its SDAM
+/// events must reach the topology gauges through `sdam_handler`.
+#[tokio::test]
+async fn real_driver_events_reach_the_topology_gauges() {
+    use mongodb::options::ClientOptions;
+
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().port()
+    };
+    let m = Metrics::new().unwrap();
+    let mut options = ClientOptions::parse(format!(
+        "mongodb://127.0.0.1:{port}/?serverSelectionTimeoutMS=300&connectTimeoutMS=300"
+    ))
+    .await
+    .unwrap();
+    options.sdam_event_handler = Some(m.sdam_handler());
+    options.cmap_event_handler = Some(m.cmap_handler());
+    let client = mongodb::Client::with_options(options).unwrap();
+    let result = client
+        .database("mongoload")
+        .run_command(mongodb::bson::doc! { "ping": 1 })
+        .await;
+    assert!(result.is_err(), "nothing listens on {port}");
+
+    let view = m.topology();
+    assert_eq!(view.servers.get("unknown"), Some(&1), "{view:?}");
+    assert!(!view.writable);
+    assert_eq!(view.primary, None);
+    let text = m.encode().unwrap();
+    assert_has(&text, r#"mongoload_topology_servers{type="unknown"} 1"#);
+    assert_has(&text, r#"mongoload_topology_servers{type="standalone"} 0"#);
+    assert_has(&text, r#"mongoload_pool_connections{state="in_use"} 0"#);
+    client.shutdown().await;
+}

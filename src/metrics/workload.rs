@@ -1,0 +1,197 @@
+//! Per-workload and per-operation metric handles, resolved once so the hot
+//! path never hashes label values or takes the registry's locks.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use prometheus::{Gauge, Histogram, IntCounter, IntGauge, IntGaugeVec};
+
+use super::window::LatencyWindow;
+use super::Vecs;
+use crate::error_kind::ErrorKind;
+
+/// The metrics of one workload: its schedule gauges, its stage, and one
+/// [`OpMetrics`] per operation. Cloning shares the same series.
+#[derive(Clone)]
+pub struct WorkloadMetrics {
+    name: Arc<str>,
+    /// `mongoload_target_rate{workload}`: scheduled ops/s, 0 in closed loop.
+    pub target_rate: Gauge,
+    /// `mongoload_target_concurrency{workload}`: scheduled workers, 0 in open loop.
+    pub target_concurrency: IntGauge,
+    /// `mongoload_inflight_operations{workload}`.
+    pub inflight: IntGauge,
+    /// `mongoload_schedule_lag_seconds{workload}`.
+    pub schedule_lag_seconds: Gauge,
+    /// `mongoload_missed_operations_total{workload}`.
+    pub missed_operations: IntCounter,
+    phase_info: IntGaugeVec,
+    /// The stage whose `mongoload_phase_info` series is 1; shared by every
+    /// handle of this workload name so a reload removes the right series.
+    stage: Arc<Mutex<Option<String>>>,
+    ops: Vec<OpMetrics>,
+}
+
+impl WorkloadMetrics {
+    pub(super) fn resolve(
+        vecs: &Vecs,
+        name: &str,
+        ops: Vec<OpMetrics>,
+        stage: Arc<Mutex<Option<String>>>,
+    ) -> Self {
+        let wl = &[name];
+        WorkloadMetrics {
+            name: Arc::from(name),
+            target_rate: vecs.target_rate.with_label_values(wl),
+            target_concurrency: vecs.target_concurrency.with_label_values(wl),
+            inflight: vecs.inflight.with_label_values(wl),
+            schedule_lag_seconds: vecs.schedule_lag.with_label_values(wl),
+            missed_operations: vecs.missed.with_label_values(wl),
+            phase_info: vecs.phase_info.clone(),
+            stage,
+            ops,
+        }
+    }
+
+    /// The workload's name (its `workload` label).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The operations, in the order their names were given to
+    /// [`super::Metrics::workload`].
+    pub fn ops(&self) -> &[OpMetrics] {
+        &self.ops
+    }
+
+    /// The operation with this `op` label, if registered.
+    pub fn op(&self, name: &str) -> Option<&OpMetrics> {
+        self.ops.iter().find(|op| op.name() == name)
+    }
+
+    /// Marks `stage` as the current stage: `mongoload_phase_info{stage}` is
+    /// set to 1 and the previous stage's series is removed, so
+    /// `mongoload_phase_info == 1` always names one stage.
+    pub fn set_stage(&self, stage: &str) {
+        let mut current = self.stage.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(previous) = current.as_deref() {
+            if previous != stage {
+                // NotFound only if someone removed it behind our back: nothing to do.
+                let _ = self
+                    .phase_info
+                    .remove_label_values(&[&*self.name, previous]);
+            }
+        }
+        self.phase_info
+            .with_label_values(&[&*self.name, stage])
+            .set(1);
+        *current = Some(stage.to_owned());
+    }
+
+    /// Removes the current stage's `mongoload_phase_info` series (the
+    /// workload finished or was removed by a reload).
+    pub fn clear_stage(&self) {
+        let mut current = self.stage.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(previous) = current.take() {
+            let _ = self
+                .phase_info
+                .remove_label_values(&[&*self.name, previous.as_str()]);
+        }
+    }
+
+    /// The stage set last by [`WorkloadMetrics::set_stage`].
+    pub fn stage(&self) -> Option<String> {
+        self.stage
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// The handles of one operation of one workload. Cloning is one reference
+/// count; give each worker its own clone.
+#[derive(Clone)]
+pub struct OpMetrics {
+    inner: Arc<OpInner>,
+}
+
+struct OpInner {
+    name: String,
+    ok: IntCounter,
+    error: IntCounter,
+    documents: IntCounter,
+    /// Indexed by `ErrorKind as usize` (the order of [`ErrorKind::ALL`]).
+    errors: [IntCounter; ErrorKind::ALL.len()],
+    latency: Histogram,
+    window: Arc<LatencyWindow>,
+}
+
+impl OpMetrics {
+    pub(super) fn resolve(
+        vecs: &Vecs,
+        workload: &str,
+        op: &str,
+        window: Arc<LatencyWindow>,
+    ) -> Self {
+        let errors = ErrorKind::ALL.map(|kind| {
+            vecs.errors
+                .with_label_values(&[workload, op, kind.as_str()])
+        });
+        OpMetrics {
+            inner: Arc::new(OpInner {
+                name: op.to_owned(),
+                ok: vecs.operations.with_label_values(&[workload, op, "ok"]),
+                error: vecs.operations.with_label_values(&[workload, op, "error"]),
+                documents: vecs.documents.with_label_values(&[workload, op]),
+                errors,
+                latency: vecs.latency.with_label_values(&[workload, op]),
+                window,
+            }),
+        }
+    }
+
+    /// The operation's name (its `op` label).
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Counts one successful operation that took `latency` and wrote or
+    /// returned `docs` documents.
+    #[inline]
+    pub fn record_ok(&self, latency: Duration, docs: u64) {
+        let inner = &*self.inner;
+        inner.ok.inc();
+        if docs > 0 {
+            inner.documents.inc_by(docs);
+        }
+        inner.latency.observe(latency.as_secs_f64());
+        inner.window.record(latency);
+    }
+
+    /// Counts one failed operation of class `kind` that took `latency`.
+    /// Failed operations are in the latency histogram and window too, so
+    /// histogram counts equal operation counts.
+    #[inline]
+    pub fn record_error(&self, latency: Duration, kind: ErrorKind) {
+        let inner = &*self.inner;
+        inner.error.inc();
+        inner.errors[kind as usize].inc();
+        inner.latency.observe(latency.as_secs_f64());
+        inner.window.record(latency);
+    }
+
+    /// Operations counted as ok so far (since process start).
+    pub fn ok_total(&self) -> u64 {
+        self.inner.ok.get()
+    }
+
+    /// Operations counted as errors so far (since process start).
+    pub fn error_total(&self) -> u64 {
+        self.inner.error.get()
+    }
+
+    /// Errors of one class so far (since process start).
+    pub fn errors_of(&self, kind: ErrorKind) -> u64 {
+        self.inner.errors[kind as usize].get()
+    }
+}

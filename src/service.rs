@@ -1,0 +1,229 @@
+//! systemd integration: `sd_notify` states for `Type=notify-reload` units
+//! (READY, STATUS, RELOADING with MONOTONIC_USEC, STOPPING, WATCHDOG), the
+//! watchdog interval, and the signals that stop or reload the daemon.
+//!
+//! Every notify function is a no-op returning `Ok(())` when NOTIFY_SOCKET is
+//! unset (not run by systemd). Errors are worth a warning, never fatal.
+
+use std::io;
+use std::time::Duration;
+
+use sd_notify::NotifyState;
+use tokio::signal::unix::{signal, SignalKind};
+
+/// Tells systemd the service is up (READY=1): send it once `/metrics`
+/// listens and the plan runs, and again after a reload.
+pub fn notify_ready() -> io::Result<()> {
+    sd_notify::notify(false, &[NotifyState::Ready])
+}
+
+/// Sets the one-line status `systemctl status` shows (STATUS=…). Newlines
+/// would end the field early, so they become spaces.
+pub fn notify_status(status: &str) -> io::Result<()> {
+    let line = one_line(status);
+    sd_notify::notify(false, &[NotifyState::Status(&line)])
+}
+
+/// Tells systemd a reload started (RELOADING=1 with MONOTONIC_USEC, as
+/// `Type=notify-reload` requires); follow with [`notify_ready`] when done.
+pub fn notify_reloading() -> io::Result<()> {
+    let now = NotifyState::monotonic_usec_now()?;
+    sd_notify::notify(false, &[NotifyState::Reloading, now])
+}
+
+/// Tells systemd the service is shutting down (STOPPING=1).
+pub fn notify_stopping() -> io::Result<()> {
+    sd_notify::notify(false, &[NotifyState::Stopping])
+}
+
+/// Pets the watchdog (WATCHDOG=1). Call it from the load loop every
+/// [`watchdog_interval`], so a wedged engine, not just a live process, is
+/// caught.
+pub fn notify_watchdog() -> io::Result<()> {
+    sd_notify::notify(false, &[NotifyState::Watchdog])
+}
+
+/// How often to call [`notify_watchdog`]: half of WATCHDOG_USEC, as
+/// sd_watchdog_enabled(3) advises; `None` when the watchdog is off or meant
+/// for another process (WATCHDOG_PID).
+pub fn watchdog_interval() -> Option<Duration> {
+    let usec = std::env::var("WATCHDOG_USEC").ok();
+    let pid = std::env::var("WATCHDOG_PID").ok();
+    watchdog_interval_from(usec.as_deref(), pid.as_deref(), std::process::id())
+}
+
+/// [`watchdog_interval`] on plain values: WATCHDOG_USEC, WATCHDOG_PID and
+/// this process's id.
+pub fn watchdog_interval_from(
+    usec: Option<&str>,
+    pid: Option<&str>,
+    my_pid: u32,
+) -> Option<Duration> {
+    let usec: u64 = usec?.trim().parse().ok()?;
+    if usec == 0 {
+        return None;
+    }
+    if let Some(pid) = pid {
+        if pid.trim().parse::<u32>().ok()? != my_pid {
+            return None;
+        }
+    }
+    Some(Duration::from_micros(usec / 2))
+}
+
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+        .collect()
+}
+
+/// What a signal asks the daemon to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// SIGTERM or SIGINT: stop dispatch, drain, exit.
+    Terminate,
+    /// SIGHUP: validate and apply the config file again.
+    Reload,
+}
+
+/// The daemon's signal handlers. Once created, SIGTERM, SIGINT and SIGHUP no
+/// longer kill the process: they are delivered here.
+pub struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Installs the handlers. Needs a Tokio runtime with I/O enabled.
+    pub fn new() -> io::Result<Self> {
+        Ok(Signals {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+            hup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    /// The next signal. Cancel-safe, so it can sit in a `select!` loop.
+    /// `None` only if the runtime shuts the handlers down.
+    pub async fn recv(&mut self) -> Option<Signal> {
+        tokio::select! {
+            s = self.term.recv() => s.map(|()| Signal::Terminate),
+            s = self.int.recv() => s.map(|()| Signal::Terminate),
+            s = self.hup.recv() => s.map(|()| Signal::Reload),
+        }
+    }
+
+    /// The signals as a stream.
+    pub fn into_stream(self) -> impl futures::Stream<Item = Signal> {
+        futures::stream::unfold(self, |mut signals| async move {
+            signals.recv().await.map(|s| (s, signals))
+        })
+    }
+}
+
+/// Installs the handlers: shorthand for [`Signals::new`].
+pub fn signals() -> io::Result<Signals> {
+    Signals::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::net::UnixDatagram;
+
+    #[test]
+    fn watchdog_interval_is_half_of_watchdog_usec_for_this_process() {
+        assert_eq!(
+            watchdog_interval_from(Some("20000000"), None, 7),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(
+            watchdog_interval_from(Some("20000000"), Some("7"), 7),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(watchdog_interval_from(Some("20000000"), Some("8"), 7), None);
+        assert_eq!(watchdog_interval_from(Some("0"), None, 7), None);
+        assert_eq!(watchdog_interval_from(Some("ten"), None, 7), None);
+        assert_eq!(watchdog_interval_from(None, Some("7"), 7), None);
+        assert_eq!(watchdog_interval_from(Some("1000"), Some("x"), 7), None);
+    }
+
+    /// The one test that touches NOTIFY_SOCKET and WATCHDOG_*: environment
+    /// variables are process-wide, so everything that depends on them runs
+    /// here, in sequence.
+    #[test]
+    fn notifications_reach_a_real_notify_socket() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notify.sock");
+        let socket = UnixDatagram::bind(&path).unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let recv = || {
+            let mut buf = [0u8; 4096];
+            let n = socket.recv(&mut buf).unwrap();
+            String::from_utf8(buf[..n].to_vec()).unwrap()
+        };
+
+        std::env::remove_var("NOTIFY_SOCKET");
+        notify_ready().expect("no-op without NOTIFY_SOCKET");
+        notify_reloading().expect("no-op without NOTIFY_SOCKET");
+
+        std::env::set_var("NOTIFY_SOCKET", &path);
+        notify_ready().unwrap();
+        assert_eq!(recv(), "READY=1\n");
+        notify_status("stage hold\n2000 ops/s").unwrap();
+        assert_eq!(recv(), "STATUS=stage hold 2000 ops/s\n");
+        notify_reloading().unwrap();
+        let msg = recv();
+        let mut lines = msg.lines();
+        assert_eq!(lines.next(), Some("RELOADING=1"));
+        let usec: u64 = lines
+            .next()
+            .and_then(|l| l.strip_prefix("MONOTONIC_USEC="))
+            .expect("MONOTONIC_USEC follows RELOADING")
+            .parse()
+            .unwrap();
+        assert!(usec > 0);
+        notify_watchdog().unwrap();
+        assert_eq!(recv(), "WATCHDOG=1\n");
+        notify_stopping().unwrap();
+        assert_eq!(recv(), "STOPPING=1\n");
+
+        std::env::set_var("WATCHDOG_USEC", "3000000");
+        std::env::set_var("WATCHDOG_PID", std::process::id().to_string());
+        assert_eq!(watchdog_interval(), Some(Duration::from_millis(1500)));
+        std::env::remove_var("WATCHDOG_PID");
+        std::env::remove_var("WATCHDOG_USEC");
+        assert_eq!(watchdog_interval(), None);
+
+        // A socket that went away is an error the caller can log.
+        drop(socket);
+        assert!(notify_ready().is_err());
+        std::env::remove_var("NOTIFY_SOCKET");
+    }
+
+    /// Real signals sent to this process with kill(1): the handlers are
+    /// installed first, so the default actions never run.
+    #[tokio::test]
+    async fn signals_map_to_terminate_and_reload() {
+        let mut signals = signals().unwrap();
+        let pid = std::process::id().to_string();
+        for (name, expected) in [
+            ("-HUP", Signal::Reload),
+            ("-TERM", Signal::Terminate),
+            ("-INT", Signal::Terminate),
+        ] {
+            let status = std::process::Command::new("kill")
+                .args([name, &pid])
+                .status()
+                .unwrap();
+            assert!(status.success());
+            let got = tokio::time::timeout(Duration::from_secs(5), signals.recv())
+                .await
+                .expect("signal delivered");
+            assert_eq!(got, Some(expected), "{name}");
+        }
+    }
+}
