@@ -1,9 +1,23 @@
 //! The command line: one binary, several subcommands. `main.rs` parses
-//! this and calls [`run`]; everything here maps straight onto the library.
+//! this and calls [`run`]; each subcommand maps straight onto the library.
 
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{self, Config, ConfigError, SecretUri};
+use crate::daemon;
+use crate::service::{self, Signal};
+
+/// Exit status for a configuration error (sysexits' EX_CONFIG); the systemd
+/// unit lists it in RestartPreventExitStatus so a bad config does not loop.
+pub const EX_CONFIG: u8 = 78;
+
+/// The config `mongoload demo` runs, bundled into the binary.
+pub const DEMO_CONFIG: &str = include_str!("../etc/examples/demo.toml");
 
 /// Constant or scheduled synthetic load for MongoDB, with Prometheus metrics.
 #[derive(Debug, Parser)]
@@ -15,29 +29,199 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the load daemon with a config file.
+    Run(ConfigArg),
+    /// Validate a config file and print the resolved plan and timeline.
+    CheckConfig(ConfigArg),
     /// Run the built-in MongoDB wire-protocol simulator (a test double, not a database).
     Sim(crate::sim::SimArgs),
+    /// Start the simulator and the daemon against it with a bundled example config.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigArg {
+    /// Config file [default: $MONGOLOAD_CONFIG, else /etc/mongoload/mongoload.toml].
+    #[arg(long, short)]
+    pub config: Option<PathBuf>,
+}
+
+impl ConfigArg {
+    fn path(&self) -> PathBuf {
+        self.config.clone().unwrap_or_else(config::default_path)
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where to serve /metrics, /healthz, /readyz and /status.
+    #[arg(long, default_value = "127.0.0.1:9480")]
+    pub http_listen: SocketAddr,
+    /// Where the simulator listens (port 0: a free port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub sim_listen: SocketAddr,
 }
 
 /// Runs the parsed command line and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    match cli.command {
+        Command::CheckConfig(arg) => check_config(&arg.path()),
+        Command::Run(arg) => {
+            crate::logging::init("info");
+            let path = arg.path();
+            let config = match config::load(&path) {
+                Ok(c) => c,
+                Err(e) => return config_error(&e),
+            };
+            block_on(run_daemon(config, Some(path)))
+        }
+        Command::Sim(args) => block_on(async move {
+            match crate::sim::run_cli(args).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("mongoload sim: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }),
+        Command::Demo(args) => {
+            crate::logging::init("info");
+            block_on(demo(args))
+        }
+    }
+}
+
+fn block_on(f: impl Future<Output = ExitCode>) -> ExitCode {
+    match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
-        Ok(rt) => rt,
+        Ok(rt) => rt.block_on(f),
         Err(e) => {
             eprintln!("mongoload: cannot start the async runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn config_error(e: &ConfigError) -> ExitCode {
+    eprintln!("mongoload: invalid config: {e}");
+    ExitCode::from(EX_CONFIG)
+}
+
+fn check_config(path: &Path) -> ExitCode {
+    match config::load(path) {
+        Ok(config) => {
+            println!("{path}: ok\n\n{}", config.describe(), path = path.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => config_error(&e),
+    }
+}
+
+/// Runs the daemon until its schedules end or SIGTERM/SIGINT; SIGHUP
+/// re-validates the config file (`path`) and reports the result.
+async fn run_daemon(config: Config, path: Option<PathBuf>) -> ExitCode {
+    let mut signals = match service::signals() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("mongoload: cannot install signal handlers: {e}");
             return ExitCode::FAILURE;
         }
     };
-    match cli.command {
-        Command::Sim(args) => match runtime.block_on(crate::sim::run_cli(args)) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("mongoload sim: {e:#}");
-                ExitCode::FAILURE
-            }
-        },
+    let running = match daemon::start(config).await {
+        Ok(r) => r,
+        Err(daemon::StartError::Config(e)) => return config_error(&e),
+        Err(e) => {
+            tracing::error!("cannot start: {e}");
+            eprintln!("mongoload: cannot start: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let cancel = running.cancel_token();
+    let mut done = tokio::spawn(running.wait());
+    let finished = loop {
+        tokio::select! {
+            r = &mut done => break r,
+            signal = signals.recv() => match signal {
+                Some(Signal::Terminate) | None if !cancel.is_cancelled() => {
+                    tracing::info!("stopping: dispatch stopped, draining in-flight operations");
+                    cancel.cancel();
+                }
+                Some(Signal::Terminate) | None => {}
+                Some(Signal::Reload) => reload(path.as_deref()),
+            },
+        }
+    };
+    match finished {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("run task failed: {e}");
+            ExitCode::FAILURE
+        }
     }
+}
+
+/// SIGHUP: validate the file again. Applying a new plan without a restart
+/// is not built yet; the running plan goes on either way.
+fn reload(path: Option<&Path>) {
+    let Some(path) = path else {
+        tracing::info!("SIGHUP ignored: this run has no config file");
+        return;
+    };
+    match config::load(path) {
+        Ok(_) => tracing::warn!(
+            "SIGHUP: {} is valid, but live reload is not built yet; restart to apply it",
+            path.display()
+        ),
+        Err(e) => tracing::error!("SIGHUP: {e}; the running plan goes on"),
+    }
+}
+
+/// `mongoload demo`: the simulator in-process, the daemon against it with
+/// the bundled config.
+async fn demo(args: DemoArgs) -> ExitCode {
+    let sim = match crate::sim::start(crate::sim::SimConfig {
+        listen: args.sim_listen,
+        ..Default::default()
+    })
+    .await
+    {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!(
+                "mongoload demo: cannot start the simulator on {}: {e}",
+                args.sim_listen
+            );
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut config = match demo_config() {
+        Ok(c) => c,
+        Err(e) => return config_error(&e),
+    };
+    config.target.uri = Some(SecretUri::new(sim.uri()));
+    config.target.uri_file = None;
+    config.http.listen = args.http_listen;
+    println!(
+        "mongoload demo: simulator (an in-memory test double, not a database) at {}",
+        sim.uri()
+    );
+    println!(
+        "mongoload demo: metrics at http://{}/metrics  status at http://{}/status",
+        args.http_listen, args.http_listen
+    );
+    println!("mongoload demo: Ctrl-C stops both");
+    let code = run_daemon(config, None).await;
+    sim.shutdown().await;
+    code
+}
+
+/// The bundled demo config, parsed as if from etc/examples/demo.toml.
+pub fn demo_config() -> Result<Config, ConfigError> {
+    config::parse_with_env(
+        DEMO_CONFIG,
+        Path::new("etc/examples/demo.toml"),
+        std::iter::empty(),
+    )
 }

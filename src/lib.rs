@@ -5,6 +5,8 @@
 
 pub mod cli;
 pub mod config;
+pub mod daemon;
+pub mod engine;
 pub mod error_kind;
 pub mod http;
 pub mod logging;
@@ -12,4 +14,5 @@ pub mod metrics;
 pub mod schedule;
 pub mod service;
 pub mod sim;
+pub mod target;
 pub mod workload;

@@ -1,0 +1,338 @@
+//! `mongoload run`: wires the validated config to the driver, the engine,
+//! the metrics registry, the HTTP endpoint and systemd. [`start`] returns
+//! once everything is up (the HTTP address is known); [`Running::wait`]
+//! returns when every schedule has ended or [`Running::stop`] was called
+//! and in-flight operations have drained.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mongodb::bson::doc;
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{uri_hosts, Config, ConfigError};
+use crate::engine::{self, WorkloadRun, WorkloadStatus, PREPARE_OP};
+use crate::http::{self, HttpState};
+use crate::metrics::{Metrics, MetricsError};
+use crate::service;
+use crate::target::{self, Handlers, Target, Timeouts};
+
+/// How often the deployment is pinged for `mongoload_target_up`.
+const PING_INTERVAL: Duration = Duration::from_secs(2);
+
+/// Why the daemon could not start. Messages never contain the password.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("workload '{name}': {reason}")]
+    Workload { name: String, reason: String },
+    #[error("cannot listen for HTTP on {addr}: {source}")]
+    Http {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot set up the MongoDB client for {hosts}: {reason}")]
+    Client { hosts: String, reason: String },
+    #[error(transparent)]
+    Metrics(#[from] MetricsError),
+}
+
+/// A started daemon.
+pub struct Running {
+    /// Where `/metrics`, `/healthz`, `/readyz` and `/status` are served.
+    pub http_addr: SocketAddr,
+    pub metrics: Arc<Metrics>,
+    cancel: CancellationToken,
+    done: tokio::task::JoinHandle<Summary>,
+}
+
+/// What a run did, per workload, for the final log line.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Summary {
+    pub elapsed_seconds: f64,
+    pub workloads: Vec<WorkloadSummary>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct WorkloadSummary {
+    pub name: String,
+    pub ok: u64,
+    pub errors: u64,
+    pub missed: u64,
+}
+
+impl Running {
+    /// Stops dispatch; in-flight operations get the configured grace period.
+    pub fn stop(&self) {
+        self.cancel.cancel();
+    }
+
+    /// A token that stops the daemon when cancelled.
+    pub fn cancel_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// Waits until the run has ended and returns its summary.
+    pub async fn wait(self) -> Summary {
+        match self.done.await {
+            Ok(summary) => summary,
+            Err(e) => {
+                tracing::error!("the run task failed: {e}");
+                Summary {
+                    elapsed_seconds: 0.0,
+                    workloads: Vec::new(),
+                }
+            }
+        }
+    }
+}
+
+/// Starts the daemon: HTTP listening, driver client created, workloads
+/// preparing. An unreachable deployment is not an error: it shows as
+/// `mongoload_target_up 0`, errors counted by class, and retries.
+pub async fn start(config: Config) -> Result<Running, StartError> {
+    let started = Instant::now();
+    let metrics = Arc::new(Metrics::new()?);
+    let uri = config.target.resolve_uri()?;
+    let hosts = uri_hosts(uri.expose()).join(",");
+
+    let mut plans = Vec::with_capacity(config.workloads.len());
+    for w in &config.workloads {
+        let workload = crate::workload::build(w).map_err(|e| StartError::Workload {
+            name: w.name.clone(),
+            reason: e.to_string(),
+        })?;
+        let schedule = w.schedule().map_err(|e| StartError::Workload {
+            name: w.name.clone(),
+            reason: e.to_string(),
+        })?;
+        plans.push((w, workload, schedule));
+    }
+
+    let pool_size = config.effective_pool_size();
+    let handlers = Handlers {
+        cmap: Some(metrics.cmap_handler()),
+        sdam: Some(metrics.sdam_handler()),
+    };
+    let timeouts = Timeouts {
+        connect: config.target.connect_timeout,
+        server_selection: config.target.server_selection_timeout,
+    };
+    let client = target::connect(
+        uri.expose(),
+        &config.target.app_name,
+        pool_size,
+        timeouts,
+        handlers,
+    )
+    .await
+    .map_err(|e| StartError::Client {
+        hosts: hosts.clone(),
+        reason: scrub(&e.to_string(), uri.expose()),
+    })?;
+    let db = client.database(&config.target.database);
+
+    let listener = TcpListener::bind(config.http.listen)
+        .await
+        .map_err(|source| StartError::Http {
+            addr: config.http.listen,
+            source,
+        })?;
+    let http_addr = listener.local_addr().map_err(|source| StartError::Http {
+        addr: config.http.listen,
+        source,
+    })?;
+
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        hosts = %hosts,
+        database = %config.target.database,
+        pool_size,
+        workloads = %config.workloads.iter().map(|w| format!("{} ({})", w.name, w.kind.as_str())).collect::<Vec<_>>().join(", "),
+        "mongoload {} starting against {hosts}; metrics on http://{http_addr}/metrics",
+        env!("CARGO_PKG_VERSION"),
+    );
+
+    let cancel = CancellationToken::new();
+    let target_up = Arc::new(AtomicBool::new(false));
+    let mut statuses = Vec::new();
+    let mut workloads = JoinSet::new();
+    for (w, workload, schedule) in plans {
+        let mut op_names: Vec<&str> = workload.op_names().to_vec();
+        op_names.push(PREPARE_OP);
+        let status = Arc::new(WorkloadStatus::default());
+        statuses.push((w.name.clone(), w.kind.as_str(), status.clone()));
+        let run = WorkloadRun {
+            name: w.name.clone(),
+            target: Target::new(
+                db.clone(),
+                workload.as_ref(),
+                config.target.operation_timeout,
+            ),
+            metrics: metrics.workload(&w.name, &op_names),
+            workers: w.peak_concurrency() as usize,
+            max_lag: w.max_lag,
+            seed: w.seed.unwrap_or_else(rand::random),
+            workload,
+            schedule,
+            status,
+        };
+        workloads.spawn(engine::run(
+            run,
+            cancel.child_token(),
+            config.run.shutdown_grace,
+        ));
+    }
+
+    let statuses = Arc::new(statuses);
+    let state = HttpState::new(metrics.clone())
+        .with_ready({
+            let (up, statuses) = (target_up.clone(), statuses.clone());
+            move || up.load(Ordering::Relaxed) && statuses.iter().all(|(_, _, s)| s.stage().state == "running")
+        })
+        .with_status({
+            let (up, statuses, hosts, database) = (target_up.clone(), statuses.clone(), hosts.clone(), config.target.database.clone());
+            move || {
+                json!({
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "uptime_seconds": started.elapsed().as_secs_f64(),
+                    "target": { "hosts": hosts, "database": database, "up": up.load(Ordering::Relaxed) },
+                    "workloads": statuses.iter().map(|(name, kind, s)| json!({
+                        "name": name,
+                        "kind": kind,
+                        "stage": s.stage(),
+                        "operations_ok": s.ok.load(Ordering::Relaxed),
+                        "operations_error": s.errors.load(Ordering::Relaxed),
+                        "missed": s.missed.load(Ordering::Relaxed),
+                    })).collect::<Vec<_>>(),
+                })
+            }
+        });
+    let http_stop = CancellationToken::new();
+    let http_task = tokio::spawn(http::serve(listener, state, http_stop.clone()));
+
+    let ping_stop = CancellationToken::new();
+    let ping_task = tokio::spawn(ping_loop(
+        db.clone(),
+        metrics.clone(),
+        target_up.clone(),
+        ping_stop.clone(),
+    ));
+
+    // Warm the pool in the background so an unreachable deployment does not
+    // hold up the start; the workloads' prepare steps wait on the driver's
+    // server selection anyway.
+    let warm_client = client.clone();
+    tokio::spawn(async move { warm_client.warm_connection_pool().await });
+
+    let _ = service::notify_ready();
+    let _ = service::notify_status(&format!(
+        "running {} workload(s) against {hosts}",
+        config.workloads.len()
+    ));
+
+    let done = tokio::spawn(async move {
+        while workloads.join_next().await.is_some() {}
+        let _ = service::notify_stopping();
+        ping_stop.cancel();
+        let _ = ping_task.await;
+        let summary = Summary {
+            elapsed_seconds: started.elapsed().as_secs_f64(),
+            workloads: statuses
+                .iter()
+                .map(|(name, _, s)| WorkloadSummary {
+                    name: name.clone(),
+                    ok: s.ok.load(Ordering::Relaxed),
+                    errors: s.errors.load(Ordering::Relaxed),
+                    missed: s.missed.load(Ordering::Relaxed),
+                })
+                .collect(),
+        };
+        for w in &summary.workloads {
+            tracing::info!(workload = %w.name, "final: {} operations ok, {} errors, {} missed in {:.1}s", w.ok, w.errors, w.missed, summary.elapsed_seconds);
+        }
+        http_stop.cancel();
+        let _ = http_task.await;
+        client.shutdown().immediate(true).await;
+        summary
+    });
+
+    Ok(Running {
+        http_addr,
+        metrics,
+        cancel,
+        done,
+    })
+}
+
+/// Pings the deployment every couple of seconds and keeps
+/// `mongoload_target_up` and readiness current. `ping` needs no privilege.
+async fn ping_loop(
+    db: mongodb::Database,
+    metrics: Arc<Metrics>,
+    up: Arc<AtomicBool>,
+    stop: CancellationToken,
+) {
+    let mut was: Option<bool> = None;
+    loop {
+        let ok = tokio::select! {
+            r = tokio::time::timeout(PING_INTERVAL * 2, db.run_command(doc! {"ping": 1})) => matches!(r, Ok(Ok(_))),
+            _ = stop.cancelled() => return,
+        };
+        up.store(ok, Ordering::Relaxed);
+        metrics.set_target_up(ok);
+        if was != Some(ok) {
+            if ok {
+                tracing::info!("deployment reachable");
+            } else {
+                tracing::warn!(
+                    "deployment unreachable; operations are counted as errors and retried"
+                );
+            }
+            was = Some(ok);
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(PING_INTERVAL) => {}
+            _ = stop.cancelled() => return,
+        }
+    }
+}
+
+/// Removes the URI's password from a message, in case an error echoes
+/// part of the URI back.
+fn scrub(message: &str, uri: &str) -> String {
+    let redacted = crate::config::redact_uri(uri);
+    let mut out = message.replace(uri, &redacted);
+    if let Some(password) = password_of(uri) {
+        if !password.is_empty() {
+            out = out.replace(password, "***");
+        }
+    }
+    out
+}
+
+fn password_of(uri: &str) -> Option<&str> {
+    let rest = uri.split_once("://")?.1;
+    let userinfo = &rest[..rest.rfind('@')?];
+    Some(userinfo.split_once(':')?.1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scrub_removes_password_and_uri() {
+        let uri = "mongodb://app:s3cr%3Et@db1:27017,db2/?replicaSet=rs0";
+        let msg = format!("bad thing with {uri} and s3cr%3Et");
+        let out = scrub(&msg, uri);
+        assert!(!out.contains("s3cr%3Et"), "{out}");
+        assert!(out.contains("db1:27017"), "{out}");
+    }
+}

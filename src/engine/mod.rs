@@ -1,0 +1,409 @@
+//! The engine: drives one workload through its schedule. A fixed set of
+//! worker tasks (no task per operation) executes operations; in open loop
+//! they claim numbered tickets whose intended start times come from the
+//! stage (`start + offset(i)`, absolute, no drift) and latency counts from
+//! that intended instant, so a stalled server shows in the percentiles; in
+//! closed loop the first N workers issue back to back. In-flight work is
+//! bounded by the number of workers; what the schedule asked for and could
+//! not be issued is counted as missed.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::error_kind::ErrorKind;
+use crate::metrics::{OpMetrics, WorkloadMetrics};
+use crate::schedule::{Mode, Schedule, Stage};
+use crate::target::{classify, Target};
+use crate::workload::Workload;
+
+/// The `op` label under which failed prepare steps are counted.
+pub const PREPARE_OP: &str = "prepare";
+
+/// Everything one workload's run needs.
+pub struct WorkloadRun {
+    pub name: String,
+    pub workload: Arc<dyn Workload>,
+    pub schedule: Schedule,
+    pub target: Target,
+    pub metrics: WorkloadMetrics,
+    /// Worker tasks: the open-loop bound on operations in flight, or the
+    /// highest closed-loop concurrency, whichever is larger.
+    pub workers: usize,
+    /// Open loop: an operation whose send is later than this behind its
+    /// intended start is counted missed instead of sent.
+    pub max_lag: Duration,
+    pub seed: u64,
+    pub status: Arc<WorkloadStatus>,
+}
+
+/// Live figures of a workload for `/status` and the final summary.
+#[derive(Debug, Default)]
+pub struct WorkloadStatus {
+    pub ok: AtomicU64,
+    pub errors: AtomicU64,
+    pub missed: AtomicU64,
+    stage: Mutex<StageLabel>,
+}
+
+/// The current stage as `/status` shows it.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct StageLabel {
+    pub index: Option<usize>,
+    pub name: String,
+    pub rate: f64,
+    pub concurrency: u32,
+    pub state: &'static str,
+}
+
+impl WorkloadStatus {
+    pub fn stage(&self) -> StageLabel {
+        self.stage.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    fn set_stage(&self, label: StageLabel) {
+        if let Ok(mut s) = self.stage.lock() {
+            *s = label;
+        }
+    }
+}
+
+/// What the workers are told to do; replaced at every stage change.
+#[derive(Clone)]
+enum Phase {
+    /// Nothing to do yet, or between stages.
+    Idle,
+    Stage(Arc<ActiveStage>),
+    /// The schedule has ended or the run is stopping.
+    Done,
+}
+
+struct ActiveStage {
+    stage: Stage,
+    start: Instant,
+    /// Next open-loop ticket (operation number within the stage).
+    next_ticket: AtomicU64,
+}
+
+/// Runs the workload: its prepare steps (retried while the deployment is
+/// unreachable), then its schedule until it ends or `cancel` fires; then
+/// lets in-flight operations finish for up to `grace`.
+pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
+    let run = Arc::new(run);
+    run.status.set_stage(StageLabel {
+        state: "preparing",
+        ..Default::default()
+    });
+    if !prepare(&run, &cancel).await {
+        run.status.set_stage(StageLabel {
+            state: "stopped",
+            ..Default::default()
+        });
+        return;
+    }
+
+    let (phase_tx, phase_rx) = watch::channel(Phase::Idle);
+    let workers_stop = CancellationToken::new();
+    let mut workers = JoinSet::new();
+    let op_metrics: Arc<[OpMetrics]> = run.metrics.ops().into();
+    for id in 0..run.workers.max(1) {
+        let worker = Worker {
+            id: id as u32,
+            run: run.clone(),
+            ops: op_metrics.clone(),
+            phase: phase_rx.clone(),
+            stop: workers_stop.clone(),
+        };
+        workers.spawn(worker.run());
+    }
+
+    drive(&run, &phase_tx, &cancel).await;
+
+    let _ = phase_tx.send(Phase::Done);
+    workers_stop.cancel();
+    let drained = tokio::time::timeout(grace, async {
+        while workers.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(workload = %run.name, grace = ?grace, "in-flight operations did not finish within the grace period; abandoning them");
+        workers.abort_all();
+    }
+    run.metrics.inflight.set(0);
+    run.metrics.clear_stage();
+    run.status.set_stage(StageLabel {
+        state: "stopped",
+        ..Default::default()
+    });
+}
+
+/// Runs the prepare steps, retrying with backoff while they fail (the
+/// deployment may be down at start: that is counted, not fatal). Returns
+/// false when cancelled first.
+async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
+    let steps = run.workload.prepare();
+    let prepare_metrics = run.metrics.op(PREPARE_OP).cloned();
+    for (n, step) in steps.iter().enumerate() {
+        let mut backoff = Duration::from_millis(500);
+        loop {
+            let started = std::time::Instant::now();
+            let mut last_log = started;
+            let name = &run.name;
+            let progress = |done: u64, total: u64| {
+                let now = std::time::Instant::now();
+                if now.duration_since(last_log) >= Duration::from_secs(5) || done == total {
+                    last_log = now;
+                    let secs = now.duration_since(started).as_secs_f64().max(1e-3);
+                    let rate = done as f64 / secs;
+                    let eta = if rate > 0.0 {
+                        (total - done) as f64 / rate
+                    } else {
+                        f64::INFINITY
+                    };
+                    let percent = if total == 0 {
+                        100.0
+                    } else {
+                        100.0 * done as f64 / total as f64
+                    };
+                    tracing::info!(workload = %name, step = n, "prepare: {done}/{total} documents ({percent:.1}%), {rate:.0} docs/s, ETA {eta:.0}s");
+                }
+            };
+            let result = tokio::select! {
+                r = run.target.prepare(step, progress) => r,
+                _ = cancel.cancelled() => return false,
+            };
+            match result {
+                Ok(()) => break,
+                Err(e) => {
+                    let kind = classify(&e);
+                    if let Some(m) = &prepare_metrics {
+                        m.record_error(started.elapsed(), kind);
+                    }
+                    tracing::warn!(workload = %run.name, step = n, error_kind = %kind, "prepare failed, retrying in {backoff:?}: {e}");
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = cancel.cancelled() => return false,
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(30));
+                }
+            }
+        }
+    }
+    true
+}
+
+/// The controller: walks the schedule, publishes each stage to the
+/// workers, keeps the target gauges current, and counts the operations a
+/// finished stage asked for that were never claimed.
+async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &CancellationToken) {
+    let t0 = Instant::now();
+    loop {
+        let now = Instant::now();
+        let Some((index, offset)) = run.schedule.stage_at(now - t0) else {
+            tracing::info!(workload = %run.name, "schedule finished");
+            return;
+        };
+        let stage = run.schedule.stages()[index].clone();
+        let start = t0 + offset;
+        let active = Arc::new(ActiveStage {
+            stage: stage.clone(),
+            start,
+            next_ticket: AtomicU64::new(0),
+        });
+        run.metrics.set_stage(stage.name());
+        log_stage(run, index, &stage);
+        let _ = phase.send(Phase::Stage(active.clone()));
+
+        let end = start + stage.duration();
+        // Refresh the target gauges every second so ramps show as ramps.
+        loop {
+            let elapsed = Instant::now().saturating_duration_since(start);
+            update_targets(run, index, &stage, elapsed);
+            let tick = (Instant::now() + Duration::from_secs(1)).min(end);
+            tokio::select! {
+                _ = tokio::time::sleep_until(tick) => {}
+                _ = cancel.cancelled() => return,
+            }
+            if Instant::now() >= end {
+                break;
+            }
+        }
+        if let Mode::Rate = stage.mode() {
+            let due = stage.ops_due(stage.duration());
+            let claimed = active.next_ticket.load(Ordering::Relaxed).min(due);
+            let unclaimed = due - claimed;
+            if unclaimed > 0 {
+                run.metrics.missed_operations.inc_by(unclaimed);
+                run.status.missed.fetch_add(unclaimed, Ordering::Relaxed);
+                tracing::warn!(workload = %run.name, stage = %stage.name(), "{unclaimed} operations missed: all {} workers were busy", run.workers);
+            }
+        }
+    }
+}
+
+fn log_stage(run: &WorkloadRun, index: usize, stage: &Stage) {
+    tracing::info!(workload = %run.name, stage = %stage.name(), "stage {index} {stage}");
+    let _ = crate::service::notify_status(&format!("workload {}: stage {index} {stage}", run.name));
+}
+
+fn update_targets(run: &WorkloadRun, index: usize, stage: &Stage, elapsed: Duration) {
+    let (rate, concurrency) = match stage.mode() {
+        Mode::Rate => (stage.rate_at(elapsed), 0),
+        Mode::Concurrency => (0.0, stage.concurrency_at(elapsed)),
+    };
+    run.metrics.target_rate.set(rate);
+    run.metrics.target_concurrency.set(i64::from(concurrency));
+    run.status.set_stage(StageLabel {
+        index: Some(index),
+        name: stage.name().to_owned(),
+        rate,
+        concurrency,
+        state: "running",
+    });
+}
+
+struct Worker {
+    id: u32,
+    run: Arc<WorkloadRun>,
+    ops: Arc<[OpMetrics]>,
+    phase: watch::Receiver<Phase>,
+    stop: CancellationToken,
+}
+
+impl Worker {
+    async fn run(mut self) {
+        let mut source = self
+            .run
+            .workload
+            .worker(self.id, self.run.seed.wrapping_add(u64::from(self.id)));
+        let mut errors = ErrorLog::default();
+        loop {
+            if self.stop.is_cancelled() {
+                return;
+            }
+            let phase = self.phase.borrow_and_update().clone();
+            let active = match phase {
+                Phase::Done => return,
+                Phase::Idle => {
+                    if !self.wait_change().await {
+                        return;
+                    }
+                    continue;
+                }
+                Phase::Stage(active) => active,
+            };
+            match active.stage.mode() {
+                Mode::Rate => {
+                    let i = active.next_ticket.fetch_add(1, Ordering::Relaxed);
+                    let Some(offset) = active.stage.intended_offset(i) else {
+                        // Past the end of this stage: wait for the next one.
+                        if !self.wait_change().await {
+                            return;
+                        }
+                        continue;
+                    };
+                    let intended = active.start + offset;
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(intended) => {}
+                        _ = self.stop.cancelled() => return,
+                    }
+                    let lag = Instant::now().saturating_duration_since(intended);
+                    self.run.metrics.schedule_lag_seconds.set(lag.as_secs_f64());
+                    if lag > self.run.max_lag {
+                        self.run.metrics.missed_operations.inc();
+                        self.run.status.missed.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    self.execute(source.as_mut(), intended, &mut errors).await;
+                }
+                Mode::Concurrency => {
+                    let elapsed = Instant::now().saturating_duration_since(active.start);
+                    if self.id >= active.stage.concurrency_at(elapsed) {
+                        // Not needed at this level; look again when the
+                        // stage changes or, for ramps, a little later.
+                        tokio::select! {
+                            changed = self.phase.changed() => if changed.is_err() { return },
+                            _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                            _ = self.stop.cancelled() => return,
+                        }
+                        continue;
+                    }
+                    if self.phase.has_changed().unwrap_or(true) {
+                        continue;
+                    }
+                    let start = Instant::now();
+                    self.execute(source.as_mut(), start, &mut errors).await;
+                }
+            }
+        }
+    }
+
+    /// Waits for the next phase; false when the run is over.
+    async fn wait_change(&mut self) -> bool {
+        tokio::select! {
+            changed = self.phase.changed() => changed.is_ok(),
+            _ = self.stop.cancelled() => false,
+        }
+    }
+
+    async fn execute(
+        &self,
+        source: &mut dyn crate::workload::OpSource,
+        from: Instant,
+        errors: &mut ErrorLog,
+    ) {
+        let op = source.next_op();
+        let metrics = &self.ops[op.op];
+        self.run.metrics.inflight.inc();
+        let outcome = self.run.target.execute(&op.action).await;
+        let latency = Instant::now().saturating_duration_since(from);
+        self.run.metrics.inflight.dec();
+        match outcome {
+            Ok(docs) => {
+                metrics.record_ok(latency, docs);
+                self.run.status.ok.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => {
+                let kind = classify(&e);
+                metrics.record_error(latency, kind);
+                self.run.status.errors.fetch_add(1, Ordering::Relaxed);
+                errors.log(
+                    &self.run.name,
+                    self.run.workload.op_names()[op.op],
+                    kind,
+                    &e,
+                );
+            }
+        }
+    }
+}
+
+/// Logs operation errors without flooding the journal: the first of each
+/// class at once, then at most one line per class every 10 s per worker
+/// with the number seen since. Every error is counted in metrics regardless.
+#[derive(Default)]
+struct ErrorLog {
+    last: [Option<(Instant, u64)>; ErrorKind::ALL.len()],
+}
+
+impl ErrorLog {
+    fn log(&mut self, workload: &str, op: &str, kind: ErrorKind, err: &mongodb::error::Error) {
+        let now = Instant::now();
+        let slot = &mut self.last[kind as usize];
+        match slot {
+            Some((at, suppressed)) if now.duration_since(*at) < Duration::from_secs(10) => {
+                *suppressed += 1
+            }
+            _ => {
+                let suppressed = slot.map_or(0, |(_, n)| n);
+                tracing::warn!(workload, op, error_kind = %kind, suppressed, "operation failed: {err}");
+                *slot = Some((now, 0));
+            }
+        }
+    }
+}

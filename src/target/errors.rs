@@ -1,0 +1,124 @@
+//! Classifies driver errors into the classes of `mongoload_errors_total`.
+//! The driver's `ErrorKind` is `#[non_exhaustive]`: match what we know and
+//! fall through to `Other`, so a new driver variant is counted, not lost.
+
+use std::error::Error as _;
+
+use mongodb::error::{Error, ErrorKind as DriverKind, WriteFailure};
+
+use crate::error_kind::ErrorKind;
+
+/// Server codes that mean "this node cannot take writes or is going away"
+/// (NotWritablePrimary, NotPrimaryNoSecondaryOk, NotPrimaryOrSecondary,
+/// InterruptedAtShutdown, InterruptedDueToReplStateChange, PrimarySteppedDown,
+/// ShutdownInProgress, LegacyNotPrimary).
+const NOT_PRIMARY_CODES: &[i32] = &[10107, 13435, 13436, 11600, 11602, 189, 91, 10058];
+/// MaxTimeMSExpired, ExceededTimeLimit, NetworkInterfaceExceededTimeLimit,
+/// NetworkTimeout.
+const TIMEOUT_CODES: &[i32] = &[50, 262, 202, 89];
+/// HostUnreachable, HostNotFound, SocketException.
+const NETWORK_CODES: &[i32] = &[6, 7, 9001];
+/// DuplicateKey and its legacy forms.
+const DUPLICATE_KEY_CODES: &[i32] = &[11000, 11001, 12582];
+/// Unauthorized, AuthenticationFailed.
+const AUTH_CODES: &[i32] = &[13, 18];
+const WRITE_CONFLICT: i32 = 112;
+
+/// The class an error is counted under.
+pub fn classify(err: &Error) -> ErrorKind {
+    if let Some(code) = server_code(err) {
+        return classify_code(code).unwrap_or(ErrorKind::Other);
+    }
+    match err.kind.as_ref() {
+        DriverKind::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => ErrorKind::Timeout,
+        DriverKind::Io(_)
+        | DriverKind::ConnectionPoolCleared { .. }
+        | DriverKind::DnsResolve { .. } => ErrorKind::Network,
+        DriverKind::ServerSelection { .. } => ErrorKind::ServerSelection,
+        DriverKind::Authentication { .. } => ErrorKind::Auth,
+        _ => match err.source().and_then(|s| s.downcast_ref::<Error>()) {
+            Some(inner) => classify(inner),
+            None => ErrorKind::Other,
+        },
+    }
+}
+
+/// The class of a server error code, if the code is one we name.
+pub fn classify_code(code: i32) -> Option<ErrorKind> {
+    if DUPLICATE_KEY_CODES.contains(&code) {
+        Some(ErrorKind::DuplicateKey)
+    } else if code == WRITE_CONFLICT {
+        Some(ErrorKind::WriteConflict)
+    } else if NOT_PRIMARY_CODES.contains(&code) {
+        Some(ErrorKind::NotPrimary)
+    } else if TIMEOUT_CODES.contains(&code) {
+        Some(ErrorKind::Timeout)
+    } else if NETWORK_CODES.contains(&code) {
+        Some(ErrorKind::Network)
+    } else if AUTH_CODES.contains(&code) {
+        Some(ErrorKind::Auth)
+    } else {
+        None
+    }
+}
+
+/// The server's error code, from a command error, a write error, a write
+/// concern error or the first write error of a batch.
+fn server_code(err: &Error) -> Option<i32> {
+    match err.kind.as_ref() {
+        DriverKind::Command(c) => Some(c.code),
+        DriverKind::Write(WriteFailure::WriteError(w)) => Some(w.code),
+        DriverKind::Write(WriteFailure::WriteConcernError(w)) => Some(w.code),
+        DriverKind::InsertMany(m) => m
+            .write_errors
+            .as_ref()
+            .and_then(|e| e.first().map(|e| e.code))
+            .or_else(|| m.write_concern_error.as_ref().map(|w| w.code)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mongodb::bson::{doc, from_document};
+    use mongodb::error::CommandError;
+
+    use super::*;
+
+    fn command_error(code: i32) -> Error {
+        let c: CommandError =
+            from_document(doc! {"code": code, "codeName": "X", "errmsg": "x"}).unwrap();
+        Error::from(DriverKind::Command(c))
+    }
+
+    #[test]
+    fn server_codes_map_to_classes() {
+        let cases = [
+            (11000, ErrorKind::DuplicateKey),
+            (112, ErrorKind::WriteConflict),
+            (10107, ErrorKind::NotPrimary),
+            (91, ErrorKind::NotPrimary),
+            (50, ErrorKind::Timeout),
+            (9001, ErrorKind::Network),
+            (18, ErrorKind::Auth),
+            (2, ErrorKind::Other),
+            (59, ErrorKind::Other),
+        ];
+        for (code, want) in cases {
+            assert_eq!(classify(&command_error(code)), want, "code {code}");
+        }
+    }
+
+    #[test]
+    fn io_errors_are_network_or_timeout() {
+        let timed_out = Error::from(std::io::Error::from(std::io::ErrorKind::TimedOut));
+        assert_eq!(classify(&timed_out), ErrorKind::Timeout);
+        let reset = Error::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert_eq!(classify(&reset), ErrorKind::Network);
+    }
+
+    #[test]
+    fn unknown_errors_are_other() {
+        assert_eq!(classify(&Error::custom(5u8)), ErrorKind::Other);
+    }
+}

@@ -1,0 +1,301 @@
+//! The MongoDB side: building the driver client from the config, running
+//! a workload's prepare steps, executing generated operations, and
+//! classifying errors. Everything here goes through the official driver and
+//! needs only `readWrite` on the configured database.
+
+pub mod errors;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::TryStreamExt;
+use mongodb::bson::{doc, Document};
+use mongodb::options::{ClientOptions, IndexOptions};
+use mongodb::{Client, Collection, Database, IndexModel};
+
+use crate::workload::{Action, PrepareStep, Workload};
+
+pub use errors::classify;
+
+/// A workload's view of the deployment: its database and collection handles,
+/// resolved once so the hot path does no name lookups.
+#[derive(Clone)]
+pub struct Target {
+    db: Database,
+    collections: Arc<[Collection<Document>]>,
+    operation_timeout: Duration,
+}
+
+/// What an operation returned: documents written or returned.
+pub type Outcome = Result<u64, mongodb::error::Error>;
+
+impl Target {
+    pub fn new(db: Database, workload: &dyn Workload, operation_timeout: Duration) -> Self {
+        let collections = workload
+            .collections()
+            .iter()
+            .map(|name| db.collection::<Document>(name))
+            .collect();
+        Target {
+            db,
+            collections,
+            operation_timeout,
+        }
+    }
+
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
+    /// Executes one operation, bounded by the operation timeout. A timeout
+    /// is reported as an I/O `TimedOut` error so it is classified `timeout`.
+    pub async fn execute(&self, action: &Action) -> Outcome {
+        match tokio::time::timeout(self.operation_timeout, self.execute_unbounded(action)).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into()),
+        }
+    }
+
+    async fn execute_unbounded(&self, action: &Action) -> Outcome {
+        let c = &self.collections;
+        match action {
+            Action::InsertOne { collection, doc } => {
+                c[*collection].insert_one(doc).await?;
+                Ok(1)
+            }
+            Action::InsertMany { collection, docs } => {
+                let r = c[*collection].insert_many(docs).await?;
+                Ok(r.inserted_ids.len() as u64)
+            }
+            Action::FindOne { collection, filter } => Ok(c[*collection]
+                .find_one(filter.clone())
+                .await?
+                .map_or(0, |_| 1)),
+            Action::Find {
+                collection,
+                filter,
+                sort,
+                limit,
+                projection,
+            } => {
+                let mut find = c[*collection].find(filter.clone()).limit(*limit);
+                if let Some(sort) = sort {
+                    find = find.sort(sort.clone());
+                }
+                if let Some(projection) = projection {
+                    find = find.projection(projection.clone());
+                }
+                let mut cursor = find.await?;
+                let mut n = 0;
+                while cursor.advance().await? {
+                    n += 1;
+                }
+                Ok(n)
+            }
+            Action::UpdateOne {
+                collection,
+                filter,
+                update,
+            } => {
+                let r = c[*collection]
+                    .update_one(filter.clone(), update.clone())
+                    .await?;
+                Ok(r.modified_count + u64::from(r.upserted_id.is_some()))
+            }
+            Action::UpdateMany {
+                collection,
+                filter,
+                update,
+            } => {
+                let r = c[*collection]
+                    .update_many(filter.clone(), update.clone())
+                    .await?;
+                Ok(r.modified_count + u64::from(r.upserted_id.is_some()))
+            }
+            Action::ReplaceOne {
+                collection,
+                filter,
+                replacement,
+            } => {
+                let r = c[*collection]
+                    .replace_one(filter.clone(), replacement)
+                    .await?;
+                Ok(r.modified_count + u64::from(r.upserted_id.is_some()))
+            }
+            Action::DeleteOne { collection, filter } => Ok(c[*collection]
+                .delete_one(filter.clone())
+                .await?
+                .deleted_count),
+            Action::DeleteMany { collection, filter } => Ok(c[*collection]
+                .delete_many(filter.clone())
+                .await?
+                .deleted_count),
+            Action::Aggregate {
+                collection,
+                pipeline,
+            } => {
+                let docs: Vec<Document> = c[*collection]
+                    .aggregate(pipeline.clone())
+                    .await?
+                    .try_collect()
+                    .await?;
+                Ok(docs.len() as u64)
+            }
+            Action::Count { collection, filter } => {
+                c[*collection].count_documents(filter.clone()).await?;
+                Ok(1)
+            }
+            Action::Distinct {
+                collection,
+                field,
+                filter,
+            } => Ok(c[*collection].distinct(field, filter.clone()).await?.len() as u64),
+        }
+    }
+
+    /// Runs one prepare step. Loads are idempotent and resumable: documents
+    /// are keyed by their sequence number, so a load counts what is there and
+    /// inserts from the first missing key on; `progress` is told how many of
+    /// `count` are in place after each batch.
+    pub async fn prepare(
+        &self,
+        step: &PrepareStep,
+        mut progress: impl FnMut(u64, u64),
+    ) -> Result<(), mongodb::error::Error> {
+        match step {
+            PrepareStep::CreateIndex {
+                collection,
+                keys,
+                unique,
+                name,
+            } => {
+                let options = IndexOptions::builder()
+                    .unique(*unique)
+                    .name(name.clone())
+                    .build();
+                let model = IndexModel::builder()
+                    .keys(keys.clone())
+                    .options(options)
+                    .build();
+                self.collections[*collection].create_index(model).await?;
+                Ok(())
+            }
+            PrepareStep::Load {
+                collection,
+                count,
+                batch,
+                make,
+            } => {
+                let coll = &self.collections[*collection];
+                let mut next = resume_point(coll, *count).await?;
+                progress(next, *count);
+                let batch = (*batch).max(1) as u64;
+                while next < *count {
+                    let end = (next + batch).min(*count);
+                    let docs: Vec<Document> = (next..end).map(|i| make(i)).collect();
+                    match coll.insert_many(docs).ordered(false).await {
+                        Ok(_) => {}
+                        // A resumed load may overlap documents already there.
+                        Err(e) if classify(&e) == crate::error_kind::ErrorKind::DuplicateKey => {}
+                        Err(e) => return Err(e),
+                    }
+                    next = end;
+                    progress(next, *count);
+                }
+                Ok(())
+            }
+            PrepareStep::SeekKeys {
+                collection,
+                counter,
+            } => {
+                // Inserts take keys above the highest existing `_id`, so a
+                // restarted daemon does not collide with its own documents.
+                let top = self.collections[*collection]
+                    .find_one(doc! {})
+                    .sort(doc! {"_id": -1})
+                    .projection(doc! {"_id": 1})
+                    .await?;
+                if let Some(id) = top.and_then(|d| d.get("_id").and_then(bson_to_u64)) {
+                    counter.fetch_max(id + 1, std::sync::atomic::Ordering::Relaxed);
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn bson_to_u64(v: &mongodb::bson::Bson) -> Option<u64> {
+    use mongodb::bson::Bson;
+    match v {
+        Bson::Int32(i) => u64::try_from(*i).ok(),
+        Bson::Int64(i) => u64::try_from(*i).ok(),
+        Bson::Double(d) if *d >= 0.0 => Some(*d as u64),
+        _ => None,
+    }
+}
+
+/// Where an interrupted load resumes: the first sequence number whose
+/// document is missing, found by binary search on `_id` presence. Loads
+/// insert in ascending `_id` order in batches, so what is there is a prefix
+/// (up to the last, partially written, batch, whose duplicates are ignored).
+async fn resume_point(
+    coll: &Collection<Document>,
+    count: u64,
+) -> Result<u64, mongodb::error::Error> {
+    let present = coll.estimated_document_count().await?;
+    if present == 0 {
+        return Ok(0);
+    }
+    let (mut lo, mut hi) = (0u64, count);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let found = coll
+            .find_one(doc! {"_id": mid as i64})
+            .projection(doc! {"_id": 1})
+            .await?
+            .is_some();
+        if found {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(lo)
+}
+
+/// Builds the driver client. The pool is sized to `pool_size` and kept warm
+/// at that size (min = max), because a cold pool queues operations behind
+/// connection establishment and that would be measured as server latency.
+pub async fn connect(
+    uri: &str,
+    app_name: &str,
+    pool_size: u32,
+    timeouts: Timeouts,
+    handlers: Handlers,
+) -> Result<Client, mongodb::error::Error> {
+    let mut options = ClientOptions::parse(uri).await?;
+    if options.app_name.is_none() {
+        options.app_name = Some(app_name.to_owned());
+    }
+    options.max_pool_size = Some(pool_size.max(1));
+    options.min_pool_size = Some(pool_size.max(1));
+    options.connect_timeout = Some(timeouts.connect);
+    options.server_selection_timeout = Some(timeouts.server_selection);
+    options.cmap_event_handler = handlers.cmap;
+    options.sdam_event_handler = handlers.sdam;
+    Client::with_options(options)
+}
+
+/// Driver timeouts from the config.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    pub connect: Duration,
+    pub server_selection: Duration,
+}
+
+/// Driver event handlers the metrics subscribe with.
+#[derive(Default)]
+pub struct Handlers {
+    pub cmap: Option<mongodb::event::EventHandler<mongodb::event::cmap::CmapEvent>>,
+    pub sdam: Option<mongodb::event::EventHandler<mongodb::event::sdam::SdamEvent>>,
+}
