@@ -1,0 +1,672 @@
+//! End to end: every dashboard query and every rule expression returns data
+//! from a real Prometheus scraping a real mongoload and node_exporter.
+//!
+//! The test starts Debian's `prometheus` (scrape and rule evaluation every
+//! 1 s, the rules of etc/prometheus loaded), `prometheus-node-exporter`, and
+//! `mongoload demo` (the simulator and the daemon under load), all on
+//! loopback ports, waits for 25 scrapes of each, and then asks Prometheus'
+//! HTTP API (`/api/v1/query`, evaluated now):
+//!
+//! - every panel target and annotation query of every dashboard, with the
+//!   template variables filled as Grafana would (`job`, `instance` = this
+//!   daemon, `workload` = one seen in the data, `db_host` = this
+//!   node_exporter, `device` = `.+` as "All", `$__rate_interval` = 15s,
+//!   `$__interval` = 5s, `$__range` = 30s), must return at least one series;
+//! - every `label_values(selector, label)` variable query, run as
+//!   `count by (label) (selector)`, must return a series carrying the label;
+//! - every rule must be healthy in `/api/v1/rules` (evaluated without
+//!   error); every recording rule's expression and its recorded series must
+//!   return at least one series;
+//! - every alert expression must evaluate without error. A healthy system
+//!   makes an alert expression return nothing, so emptiness proves nothing;
+//!   instead the expression is cut at its top-level comparison and set
+//!   operators (`> 1`, `==`, `and`, `unless`, ...), parenthesised groups and
+//!   `absent(...)` are opened, numeric thresholds are dropped, and `offset
+//!   1d` / `offset 1w` are removed (a fresh Prometheus has no history a day
+//!   back). Each remaining operand — the alert's condition without its
+//!   threshold — must return at least one series. A misspelt metric, label
+//!   or matcher value then shows as an empty operand.
+//!
+//! A misspelt metric or label name in a dashboard or a rule therefore fails
+//! this test. Children are killed when the test ends, panics included.
+//!
+//! Set `MONGOLOAD_E2E_METRICS_ADDR=host:port` to scrape an already running
+//! mongoload instead of starting `mongoload demo`.
+
+mod prometheus_tools;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use prometheus_tools::{
+    dashboard_queries, dashboards, fill_variables, require_tool, rule_files, variables,
+    NODE_EXPORTER, PROMETHEUS,
+};
+use serde_json::Value;
+
+/// How many 1 s scrapes to wait for before querying: enough for the 5 m
+/// rates of the rules (two samples) and the 15 s dashboard rates.
+const SCRAPES: u64 = 25;
+
+/// Child processes, killed and reaped on drop (also when a test panics).
+struct Children(Vec<(&'static str, Child)>);
+
+impl Children {
+    /// Panics with the child's log if it has exited: a dead child would
+    /// otherwise show only as missing data.
+    fn assert_running(&mut self, logs: &Path) {
+        for (name, child) in &mut self.0 {
+            if let Ok(Some(status)) = child.try_wait() {
+                let log =
+                    std::fs::read_to_string(logs.join(format!("{name}.log"))).unwrap_or_default();
+                panic!("{name} exited early ({status}):\n{log}");
+            }
+        }
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for (_, child) in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn spawn(children: &mut Children, logs: &Path, name: &'static str, cmd: &mut Command) {
+    let log = std::fs::File::create(logs.join(format!("{name}.log"))).expect("log file");
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("log file"))
+        .stderr(log)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {name} ({cmd:?}): {e}"));
+    children.0.push((name, child));
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
+/// Percent-encodes a query parameter value (RFC 3986 unreserved kept).
+fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() * 2);
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// A plain HTTP/1.0 GET on loopback: status and body. HTTP/1.0 keeps the
+/// body unchunked and the connection closed at its end.
+fn http_get(addr: &str, target: &str) -> Result<(u16, String), String> {
+    let mut s = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(20))).ok();
+    write!(s, "GET {target} HTTP/1.0\r\nHost: {addr}\r\n\r\n").map_err(|e| e.to_string())?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)
+        .map_err(|e| format!("read {addr}{target}: {e}"))?;
+    let text = String::from_utf8_lossy(&raw);
+    let (head, body) = text.split_once("\r\n\r\n").ok_or("no end of headers")?;
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("bad status line in {head:?}"))?;
+    Ok((status, body.to_owned()))
+}
+
+struct Prometheus {
+    addr: String,
+    /// Evaluation time (Unix seconds) for every query once set, so related
+    /// queries see the same instant.
+    at: Option<f64>,
+}
+
+impl Prometheus {
+    fn api(&self, target: &str) -> Result<Value, String> {
+        let (_, body) = http_get(&self.addr, target)?;
+        let v: Value = serde_json::from_str(&body).map_err(|e| format!("{e}: {body}"))?;
+        if v["status"] != "success" {
+            return Err(format!("{}: {}", v["errorType"], v["error"]));
+        }
+        Ok(v["data"].clone())
+    }
+
+    /// An instant query now; the result series (vector) or an error.
+    fn query(&self, expr: &str) -> Result<Vec<Value>, String> {
+        let time = self.at.map(|t| format!("&time={t:.3}")).unwrap_or_default();
+        let data = self.api(&format!("/api/v1/query?query={}{time}", encode(expr)))?;
+        match data["resultType"].as_str() {
+            Some("vector") | Some("matrix") => {
+                Ok(data["result"].as_array().cloned().unwrap_or_default())
+            }
+            // a scalar or string is one value
+            _ => Ok(vec![data["result"].clone()]),
+        }
+    }
+}
+
+fn wait_for(what: &str, limit: Duration, mut ok: impl FnMut() -> bool, mut check: impl FnMut()) {
+    let start = Instant::now();
+    while !ok() {
+        check();
+        assert!(
+            start.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Cutting an alert expression into the operands of its condition.
+
+fn is_ident(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b':' || b == b'.'
+}
+
+/// Splits a PromQL expression at its top level (outside any brackets and
+/// strings) on comparison operators and `and`/`or`/`unless`, and strips the
+/// `bool`, `on(...)`, `ignoring(...)` and `group_*(...)` modifiers that
+/// follow an operator. Arithmetic stays inside the operands.
+fn split_top_level(expr: &str) -> Vec<String> {
+    let b = expr.as_bytes();
+    let (mut parts, mut start, mut depth, mut i) = (Vec::new(), 0, 0i32, 0);
+    let mut quote: Option<u8> = None;
+    while i < b.len() {
+        let c = b[i];
+        if let Some(q) = quote {
+            if c == b'\\' {
+                i += 1;
+            } else if c == q {
+                quote = None;
+            }
+            i += 1;
+            continue;
+        }
+        match c {
+            b'"' | b'\'' | b'`' => quote = Some(c),
+            b'(' | b'{' | b'[' => depth += 1,
+            b')' | b'}' | b']' => depth -= 1,
+            _ if depth > 0 => {}
+            b'=' | b'!' | b'>' | b'<' => {
+                let len = if b.get(i + 1) == Some(&b'=') { 2 } else { 1 };
+                if len == 1 && (c == b'=' || c == b'!') {
+                    i += 1; // not an operator at the top level
+                    continue;
+                }
+                parts.push(expr[start..i].to_owned());
+                i += len;
+                start = i;
+                continue;
+            }
+            _ if is_ident(c) => {
+                let from = i;
+                while i < b.len() && is_ident(b[i]) {
+                    i += 1;
+                }
+                if matches!(&expr[from..i], "and" | "or" | "unless") {
+                    parts.push(expr[start..from].to_owned());
+                    start = i;
+                }
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    parts.push(expr[start..].to_owned());
+    parts.into_iter().map(|p| strip_modifiers(&p)).collect()
+}
+
+/// Removes leading `bool`, `on(...)`, `ignoring(...)`, `group_left(...)`,
+/// `group_right(...)`.
+fn strip_modifiers(s: &str) -> String {
+    let mut s = s.trim();
+    loop {
+        let word_end = s
+            .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+            .unwrap_or(s.len());
+        let word = &s[..word_end];
+        if !matches!(
+            word,
+            "bool" | "on" | "ignoring" | "group_left" | "group_right"
+        ) {
+            return s.to_owned();
+        }
+        let rest = s[word_end..].trim_start();
+        s = match (word, rest.starts_with('(')) {
+            (_, true) if word != "bool" => match rest.find(')') {
+                Some(close) => rest[close + 1..].trim_start(),
+                None => return s.to_owned(),
+            },
+            _ => rest,
+        };
+    }
+}
+
+/// The inside of `(...)` when the parentheses enclose the whole string.
+fn unwrap_parens(s: &str) -> Option<&str> {
+    let inner = s.strip_prefix('(')?.strip_suffix(')')?;
+    // the first '(' must close at the end, not earlier as in "(a) + (b)"
+    let mut depth = 0;
+    for c in inner.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' if depth == 0 => return None,
+            ')' => depth -= 1,
+            _ => {}
+        }
+    }
+    Some(inner)
+}
+
+fn normalise(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The operands of an alert's condition without its thresholds and
+/// offsets: each should return series on a system that produces the
+/// metrics, healthy or not.
+fn alert_operands(expr: &str) -> Vec<String> {
+    let expr = expr.trim();
+    let parts = split_top_level(expr);
+    if parts.len() > 1 {
+        return parts
+            .iter()
+            .filter(|p| p.trim().parse::<f64>().is_err())
+            .flat_map(|p| alert_operands(p))
+            .collect();
+    }
+    if let Some(inner) = unwrap_parens(expr) {
+        return alert_operands(inner);
+    }
+    if let Some(inner) = expr
+        .strip_prefix("absent")
+        .map(str::trim_start)
+        .and_then(unwrap_parens)
+    {
+        return alert_operands(inner);
+    }
+    vec![normalise(&strip_offsets(expr))]
+}
+
+/// Removes `offset <duration>` modifiers, keeping a bracket that closes
+/// right after the duration ("(x offset 1d)" becomes "(x )").
+fn strip_offsets(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find("offset") {
+        let before_ok = i == 0 || !is_ident(rest.as_bytes()[i - 1]);
+        let after = &rest[i + "offset".len()..];
+        if before_ok && after.starts_with(char::is_whitespace) {
+            out.push_str(&rest[..i]);
+            let dur = after.trim_start();
+            let end = dur
+                .find(|c: char| !c.is_ascii_alphanumeric())
+                .unwrap_or(dur.len());
+            rest = &dur[end..];
+        } else {
+            out.push_str(&rest[..i + "offset".len()]);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `label_values(selector, label)` as `(selector, label)`; `label_values(label)`
+/// as `("{label!=\"\"}", label)`.
+fn parse_label_values(q: &str) -> Option<(String, String)> {
+    let inner = q.trim().strip_prefix("label_values(")?.strip_suffix(')')?;
+    match inner.rsplit_once(',') {
+        Some((sel, label)) => Some((sel.trim().to_owned(), label.trim().to_owned())),
+        None => Some((
+            format!("{{{}!=\"\"}}", inner.trim()),
+            inner.trim().to_owned(),
+        )),
+    }
+}
+
+// ---------------------------------------------------------------------------
+
+#[test]
+fn alert_operands_drop_thresholds_offsets_and_modifiers() {
+    let ops = |e| alert_operands(e);
+    assert_eq!(ops("max by (job) (lag) > 1"), vec!["max by (job) (lag)"]);
+    assert_eq!(ops(r#"absent(up{job="m"})"#), vec![r#"up{job="m"}"#]);
+    assert_eq!(
+        ops(r#"x{a!="b", c=~"<|>"} >= 0.5"#),
+        vec![r#"x{a!="b", c=~"<|>"}"#]
+    );
+    assert_eq!(
+        ops("(a < 0.8 * (a offset 1d)) and (b == (b offset 1w))"),
+        vec!["a", "0.8 * (a )", "b", "b"]
+    );
+    assert_eq!(
+        ops("a / on (job) group_left () b > bool 2 unless ignoring(op) c"),
+        vec!["a / on (job) group_left () b", "c"]
+    );
+    assert_eq!(
+        ops("sort_desc(x) or vector(1)"),
+        vec!["sort_desc(x)", "vector(1)"]
+    );
+    assert_eq!(ops("(a) + (b) != 0"), vec!["(a) + (b)"]);
+    assert_eq!(
+        ops(r#"up{job="mongoload"} == 0"#),
+        vec![r#"up{job="mongoload"}"#]
+    );
+}
+
+#[test]
+fn label_values_queries_are_parsed() {
+    assert_eq!(
+        parse_label_values(r#"label_values(m{job=~"$job"}, instance)"#),
+        Some((r#"m{job=~"$job"}"#.to_owned(), "instance".to_owned()))
+    );
+    assert_eq!(
+        parse_label_values("label_values(job)"),
+        Some((r#"{job!=""}"#.to_owned(), "job".to_owned()))
+    );
+    assert_eq!(parse_label_values("query_result(x)"), None);
+}
+
+#[test]
+#[ignore = "needs mongoload demo"]
+fn dashboards_and_rules_return_data_from_a_real_prometheus() {
+    let Some(prometheus) = require_tool(PROMETHEUS) else {
+        return;
+    };
+    let Some(node_exporter) = require_tool(NODE_EXPORTER) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let logs = tmp.path();
+    let mut children = Children(Vec::new());
+
+    let node_addr = format!("127.0.0.1:{}", free_port());
+    spawn(
+        &mut children,
+        logs,
+        "node_exporter",
+        Command::new(node_exporter).arg(format!("--web.listen-address={node_addr}")),
+    );
+    let daemon_addr = match std::env::var("MONGOLOAD_E2E_METRICS_ADDR") {
+        Ok(addr) => addr,
+        Err(_) => {
+            let addr = format!("127.0.0.1:{}", free_port());
+            spawn(
+                &mut children,
+                logs,
+                "mongoload",
+                Command::new(env!("CARGO_BIN_EXE_mongoload"))
+                    .args(["demo", "--http-listen", &addr])
+                    .env("RUST_LOG", "warn"),
+            );
+            addr
+        }
+    };
+
+    let rules: Vec<String> = rule_files()
+        .iter()
+        .map(|p| format!("  - {}\n", p.display()))
+        .collect();
+    let config = logs.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
+             rule_files:\n{}\
+             scrape_configs:\n\
+             \x20 - job_name: mongoload\n    static_configs:\n      - targets: ['{daemon_addr}']\n\
+             \x20 - job_name: node\n    static_configs:\n      - targets: ['{node_addr}']\n",
+            rules.concat()
+        ),
+    )
+    .expect("write prometheus.yml");
+    let mut prom = Prometheus {
+        addr: format!("127.0.0.1:{}", free_port()),
+        at: None,
+    };
+    spawn(
+        &mut children,
+        logs,
+        "prometheus",
+        Command::new(prometheus)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                logs.join("data").display()
+            ))
+            .arg(format!("--web.listen-address={}", prom.addr)),
+    );
+
+    let started = Instant::now();
+    wait_for(
+        "Prometheus to be ready",
+        Duration::from_secs(30),
+        || http_get(&prom.addr, "/-/ready").is_ok_and(|(s, _)| s == 200),
+        || children.assert_running(logs),
+    );
+    // SCRAPES successful scrapes of both targets
+    let scraped = |job: &str| {
+        let q = format!("sum_over_time(up{{job=\"{job}\"}}[1m])");
+        prom.query(&q)
+            .ok()
+            .and_then(|r| {
+                r.first()
+                    .and_then(|s| s["value"][1].as_str()?.parse::<f64>().ok())
+            })
+            .unwrap_or(0.0)
+    };
+    wait_for(
+        &format!("{SCRAPES} scrapes of mongoload and node_exporter"),
+        Duration::from_secs(SCRAPES + 30),
+        || scraped("mongoload") >= SCRAPES as f64 && scraped("node") >= SCRAPES as f64,
+        || children.assert_running(logs),
+    );
+
+    // one instant for all queries, a little in the past so every target's
+    // latest scrape is in
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64();
+    prom.at = Some(now - 1.0);
+    let workloads = prom
+        .query(r#"count by (workload) (mongoload_operations_total{job="mongoload"})"#)
+        .expect("workloads");
+    let workload = workloads
+        .iter()
+        .filter_map(|s| s["metric"]["workload"].as_str())
+        .min()
+        .unwrap_or_else(|| panic!("mongoload exports no mongoload_operations_total"))
+        .to_owned();
+    let values = [
+        ("datasource", "prometheus"),
+        ("job", "mongoload"),
+        ("instance", daemon_addr.as_str()),
+        ("workload", workload.as_str()),
+        ("db_host", node_addr.as_str()),
+        ("device", ".+"),
+        ("__rate_interval", "15s"),
+        ("__interval", "5s"),
+        ("__range", "30s"),
+    ];
+
+    let mut failures: Vec<String> = Vec::new();
+    let mut checked = 0;
+    let mut expect_series = |what: &str, expr: &str, failures: &mut Vec<String>| {
+        checked += 1;
+        match prom.query(expr) {
+            Ok(r) if !r.is_empty() => {}
+            Ok(_) => failures.push(format!("{what}: no series for {expr}")),
+            Err(e) => failures.push(format!("{what}: {e} in {expr}")),
+        }
+    };
+
+    for d in dashboards() {
+        for q in dashboard_queries(&d) {
+            match fill_variables(&q.expr, &values) {
+                Ok(expr) => expect_series(&q.source, &expr, &mut failures),
+                Err(e) => failures.push(format!("{}: {e}", q.source)),
+            }
+        }
+        for (name, kind, query) in variables(&d.json) {
+            if kind != "query" {
+                continue;
+            }
+            let Some((sel, label)) = parse_label_values(&query) else {
+                failures.push(format!(
+                    "{}: variable {name}: not label_values(...): {query}",
+                    d.file
+                ));
+                continue;
+            };
+            match fill_variables(&sel, &values)
+                .map(|s| prom.query(&format!("count by ({label}) ({s})")))
+            {
+                Ok(Ok(r)) if r.iter().any(|s| s["metric"][&label].is_string()) => {}
+                other => failures.push(format!(
+                    "{}: variable {name} ({query}) lists nothing: {other:?}",
+                    d.file
+                )),
+            }
+        }
+    }
+
+    // the per-operation host cost divides node_exporter series by
+    // mongoload's: check the join gives exactly host rate / op rate per host
+    let mut cost_checked = 0;
+    for d in dashboards() {
+        for q in dashboard_queries(&d) {
+            let Some((host, ops)) = q.expr.split_once(" / on () group_left () ") else {
+                continue;
+            };
+            let fill = |e: &str| fill_variables(e, &values).expect("filled above");
+            let value = |s: &Value| s["value"][1].as_str().and_then(|v| v.parse::<f64>().ok());
+            let (Ok(full), Ok(host), Ok(ops)) = (
+                prom.query(&fill(&q.expr)),
+                prom.query(&fill(host)),
+                prom.query(&fill(ops)),
+            ) else {
+                failures.push(format!("{}: a part does not evaluate", q.source));
+                continue;
+            };
+            let ops = ops.first().and_then(value).unwrap_or(f64::NAN);
+            assert!(
+                ops > 0.0,
+                "{}: no operations/s ({ops}) in {}",
+                q.source,
+                q.expr
+            );
+            assert_eq!(
+                full.len(),
+                host.len(),
+                "{}: one result per database host",
+                q.source
+            );
+            for h in &host {
+                let got = full
+                    .iter()
+                    .find(|f| f["metric"] == h["metric"])
+                    .and_then(value)
+                    .unwrap_or(f64::NAN);
+                let want = value(h).unwrap_or(f64::NAN) / ops;
+                assert!(
+                    (got - want).abs() <= 1e-9 * want.abs().max(1.0),
+                    "{}: {got} != host {} / ops {ops}",
+                    q.source,
+                    h["value"][1]
+                );
+            }
+            cost_checked += 1;
+        }
+    }
+    assert!(
+        cost_checked >= 4,
+        "only {cost_checked} per-operation cost queries"
+    );
+
+    // the rules: evaluated without error; recording rules and alert
+    // conditions return series
+    let mut rules_seen = 0;
+    wait_for(
+        "every rule to be evaluated",
+        Duration::from_secs(10),
+        || {
+            prom.api("/api/v1/rules").is_ok_and(|d| {
+                d["groups"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|g| g["rules"].as_array().into_iter().flatten())
+                    .all(|r| r["health"] != "unknown")
+            })
+        },
+        || {},
+    );
+    let data = prom.api("/api/v1/rules").expect("rules");
+    for g in data["groups"].as_array().expect("groups") {
+        for r in g["rules"].as_array().expect("rules") {
+            rules_seen += 1;
+            let name = r["name"].as_str().unwrap_or("?");
+            let expr = r["query"].as_str().unwrap_or("");
+            if r["health"] != "ok" {
+                failures.push(format!(
+                    "rule {name}: health {} {}",
+                    r["health"], r["lastError"]
+                ));
+            }
+            if r["type"] == "recording" {
+                expect_series(&format!("recording rule {name}"), expr, &mut failures);
+                expect_series(&format!("recorded series {name}"), name, &mut failures);
+            } else {
+                if let Err(e) = prom.query(expr) {
+                    failures.push(format!("alert {name}: {e}"));
+                }
+                let operands = alert_operands(expr);
+                assert!(!operands.is_empty(), "alert {name}: no operands in {expr}");
+                for op in operands {
+                    expect_series(&format!("alert {name} operand"), &op, &mut failures);
+                }
+            }
+        }
+    }
+    let rule_count: usize = rule_files()
+        .iter()
+        .map(|p| {
+            let t = std::fs::read_to_string(p).expect("rules");
+            t.lines()
+                .filter(|l| {
+                    l.trim_start().starts_with("- alert:")
+                        || l.trim_start().starts_with("- record:")
+                })
+                .count()
+        })
+        .sum();
+    assert_eq!(rules_seen, rule_count, "Prometheus did not load every rule");
+
+    eprintln!(
+        "checked {checked} queries against Prometheus after {:?} (workload {workload})",
+        started.elapsed()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of the queries failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
