@@ -384,7 +384,7 @@ fn label_values_queries_are_parsed() {
 }
 
 #[test]
-#[ignore = "needs mongoload demo"]
+
 fn dashboards_and_rules_return_data_from_a_real_prometheus() {
     let Some(prometheus) = require_tool(PROMETHEUS) else {
         return;
