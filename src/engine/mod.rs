@@ -19,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 use crate::error_kind::ErrorKind;
 use crate::metrics::{OpMetrics, WorkloadMetrics};
 use crate::schedule::{Mode, Schedule, Stage};
-use crate::target::{classify, Target};
-use crate::workload::Workload;
+use crate::target::{classify, Outcome, Target};
+use crate::workload::{Action, Op, OpSource, Workload};
 
 /// The `op` label under which failed prepare steps are counted.
 pub const PREPARE_OP: &str = "prepare";
@@ -351,18 +351,50 @@ impl Worker {
         }
     }
 
-    async fn execute(
-        &self,
-        source: &mut dyn crate::workload::OpSource,
-        from: Instant,
-        errors: &mut ErrorLog,
-    ) {
+    async fn execute(&self, source: &mut dyn OpSource, from: Instant, errors: &mut ErrorLog) {
         let op = source.next_op();
-        let metrics = &self.ops[op.op];
         self.run.metrics.inflight.inc();
-        let outcome = self.run.target.execute(&op.action).await;
+        let outcome = match &op.action {
+            Action::Sequence(steps) => self.execute_sequence(steps, errors).await,
+            action => self.run.target.execute(action).await,
+        };
         let latency = Instant::now().saturating_duration_since(from);
         self.run.metrics.inflight.dec();
+        self.record(op.op, latency, outcome, errors);
+    }
+
+    /// Runs a sequence's steps in order, each timed from its own send and
+    /// recorded under its own label; stops at the first failure, which is
+    /// then also the sequence's outcome.
+    async fn execute_sequence(&self, steps: &[Op], errors: &mut ErrorLog) -> Outcome {
+        let mut docs = 0;
+        for step in steps {
+            let sent = Instant::now();
+            let outcome = self.run.target.execute(&step.action).await;
+            let latency = sent.elapsed();
+            match outcome {
+                Ok(n) => {
+                    docs += n;
+                    self.ops[step.op].record_ok(latency, n);
+                }
+                Err(e) => {
+                    let kind = classify(&e);
+                    self.ops[step.op].record_error(latency, kind);
+                    errors.log(
+                        &self.run.name,
+                        self.run.workload.op_names()[step.op],
+                        kind,
+                        &e,
+                    );
+                    return Err(e);
+                }
+            }
+        }
+        Ok(docs)
+    }
+
+    fn record(&self, op: usize, latency: Duration, outcome: Outcome, errors: &mut ErrorLog) {
+        let metrics = &self.ops[op];
         match outcome {
             Ok(docs) => {
                 metrics.record_ok(latency, docs);
@@ -372,12 +404,7 @@ impl Worker {
                 let kind = classify(&e);
                 metrics.record_error(latency, kind);
                 self.run.status.errors.fetch_add(1, Ordering::Relaxed);
-                errors.log(
-                    &self.run.name,
-                    self.run.workload.op_names()[op.op],
-                    kind,
-                    &e,
-                );
+                errors.log(&self.run.name, self.run.workload.op_names()[op], kind, &e);
             }
         }
     }

@@ -145,6 +145,10 @@ impl Target {
                 c[*collection].count_documents(filter.clone()).await?;
                 Ok(1)
             }
+            // The engine runs sequences step by step, to count each step.
+            Action::Sequence(_) => Err(mongodb::error::Error::custom(
+                "an operation sequence must be run step by step by the engine",
+            )),
             Action::Distinct {
                 collection,
                 field,

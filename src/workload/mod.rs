@@ -82,10 +82,14 @@ pub enum Action {
         field: String,
         filter: Document,
     },
+    /// Operations run one after another, each counted under its own `op`
+    /// label with its own latency, the whole under the outer op's label
+    /// (a sysbench transaction). The first failure ends the sequence.
+    Sequence(Vec<Op>),
 }
 
 impl Action {
-    /// The collection index the action targets.
+    /// The collection index the action targets (a sequence: its first step's).
     pub fn collection(&self) -> usize {
         match self {
             Action::InsertOne { collection, .. }
@@ -100,6 +104,7 @@ impl Action {
             | Action::Aggregate { collection, .. }
             | Action::Count { collection, .. }
             | Action::Distinct { collection, .. } => *collection,
+            Action::Sequence(ops) => ops.first().map_or(0, |op| op.action.collection()),
         }
     }
 }
