@@ -159,6 +159,9 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         env!("CARGO_PKG_VERSION"),
     );
 
+    let run_info = Arc::new(crate::report::RunInfo::new(config.run.log.clone()));
+    tracing::info!(run_id = %run_info.id, "run {} started; stage reports go to the journal{}", run_info.id,
+        run_info.log.as_ref().map_or(String::new(), |p| format!(" and {}", p.display())));
     let cancel = CancellationToken::new();
     let target_up = Arc::new(AtomicBool::new(false));
     let mut statuses = Vec::new();
@@ -182,6 +185,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
             workload,
             schedule,
             status,
+            run_info: run_info.clone(),
         };
         workloads.spawn(engine::run(
             run,

@@ -80,6 +80,7 @@ pub(crate) struct Vecs {
     pub(crate) documents: IntCounterVec,
     pub(crate) errors: IntCounterVec,
     pub(crate) latency: HistogramVec,
+    pub(crate) service_time: HistogramVec,
     pub(crate) target_rate: GaugeVec,
     pub(crate) target_concurrency: IntGaugeVec,
     pub(crate) inflight: IntGaugeVec,
@@ -269,6 +270,15 @@ impl Vecs {
                 .buckets(LATENCY_BUCKETS.to_vec()),
                 wl_op,
             )?,
+            service_time: HistogramVec::new(
+                HistogramOpts::new(
+                    "mongoload_service_time_seconds",
+                    "Service time of operations: from the actual send to the reply \
+                     (equals the response time in closed loop).",
+                )
+                .buckets(LATENCY_BUCKETS.to_vec()),
+                wl_op,
+            )?,
             target_rate: GaugeVec::new(
                 Opts::new(
                     "mongoload_target_rate",
@@ -316,6 +326,7 @@ impl Vecs {
         registry.register(Box::new(self.documents.clone()))?;
         registry.register(Box::new(self.errors.clone()))?;
         registry.register(Box::new(self.latency.clone()))?;
+        registry.register(Box::new(self.service_time.clone()))?;
         registry.register(Box::new(self.target_rate.clone()))?;
         registry.register(Box::new(self.target_concurrency.clone()))?;
         registry.register(Box::new(self.inflight.clone()))?;
