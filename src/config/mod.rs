@@ -784,6 +784,14 @@ impl Config {
             }
             (None, Some(_)) => {}
         }
+        if let Some(log) = &self.run.log {
+            if log.as_os_str().is_empty() || log.to_string_lossy().ends_with('/') {
+                return Err(KeyError::new(
+                    "run.log",
+                    format!("must be a file path, got {:?}", log.display().to_string()),
+                ));
+            }
+        }
         if self.target.database.is_empty()
             || self
                 .target

@@ -110,8 +110,9 @@ impl LatencyNs {
 #[derive(Debug, Clone)]
 pub struct StageStats {
     /// Successful completions in each whole second since the start of
-    /// measurement; grown on demand.
-    per_second: Vec<u64>,
+    /// measurement; grown on demand. u32: 4 bytes a second keeps a day-long
+    /// stage at 340 KB.
+    per_second: Vec<u32>,
     all: OpStats,
     ops: Vec<OpStats>,
     errors: [u64; ErrorKind::ALL.len()],
@@ -152,7 +153,7 @@ impl StageStats {
                 if second >= self.per_second.len() {
                     self.per_second.resize(second + 1, 0);
                 }
-                self.per_second[second] += 1;
+                self.per_second[second] = self.per_second[second].saturating_add(1);
             }
             Err(kind) => self.errors[kind as usize] += 1,
         }
@@ -169,7 +170,7 @@ impl StageStats {
             self.per_second.resize(other.per_second.len(), 0);
         }
         for (a, b) in self.per_second.iter_mut().zip(&other.per_second) {
-            *a += b;
+            *a = a.saturating_add(*b);
         }
         self.all.merge(&other.all);
         for (a, b) in self.ops.iter_mut().zip(&other.ops) {
@@ -205,7 +206,7 @@ impl StageStats {
     /// seconds of measurement (seconds without any are 0).
     pub fn per_second(&self, seconds: u64) -> Vec<u64> {
         let n = seconds.min(MAX_SECONDS + 1) as usize;
-        let mut v = self.per_second.clone();
+        let mut v: Vec<u64> = self.per_second.iter().map(|&c| u64::from(c)).collect();
         v.resize(n, 0);
         v
     }
