@@ -68,8 +68,9 @@ pub struct Metrics {
     vecs: Vecs,
     driver: Arc<DriverMetrics>,
     windows: Arc<WindowCollector>,
-    /// Workloads already registered, so a second `workload()` call for the
-    /// same name (a config reload) reuses the same children and windows.
+    /// The current stage of each workload name, shared by every
+    /// `WorkloadMetrics` of that name, so after a reload the new handle
+    /// removes the series the old one set.
     phase_stages: Mutex<BTreeMap<String, Arc<Mutex<Option<String>>>>>,
 }
 
