@@ -157,7 +157,7 @@ impl Metrics {
     /// Resolves every child metric of one workload and its operations. Call
     /// once per workload at start (and again on reload: the same name gets
     /// the same series back, counters are never reset). Error children are
-    /// created for every [`ErrorKind`] so they are exported at 0.
+    /// created for every [`ErrorKind`](crate::error_kind::ErrorKind) so they are exported at 0.
     pub fn workload(&self, name: &str, op_names: &[&str]) -> WorkloadMetrics {
         let stage = Arc::clone(
             self.phase_stages
