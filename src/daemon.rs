@@ -160,8 +160,11 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     );
 
     let run_info = Arc::new(crate::report::RunInfo::new(config.run.log.clone()));
-    tracing::info!(run_id = %run_info.id, "run {} started; stage reports go to the journal{}", run_info.id,
-        run_info.log.as_ref().map_or(String::new(), |p| format!(" and {}", p.display())));
+    let report_to = match &run_info.log {
+        Some(p) => format!("the journal and {}", p.display()),
+        None => "the journal".to_owned(),
+    };
+    tracing::info!(run_id = %run_info.id, "run {}: stage reports go to {report_to}", run_info.id);
     let cancel = CancellationToken::new();
     let target_up = Arc::new(AtomicBool::new(false));
     let mut statuses = Vec::new();
@@ -221,6 +224,13 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let http_stop = CancellationToken::new();
     let http_task = tokio::spawn(http::serve(listener, state, http_stop.clone()));
 
+    // Keeps the latency window's time slots exact between scrapes.
+    let window_stop = CancellationToken::new();
+    let window_task = {
+        let (metrics, stop) = (metrics.clone(), window_stop.clone());
+        tokio::spawn(async move { metrics.run_window_ticker(stop).await })
+    };
+
     let ping_stop = CancellationToken::new();
     let ping_task = tokio::spawn(ping_loop(
         db.clone(),
@@ -263,6 +273,8 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         }
         http_stop.cancel();
         let _ = http_task.await;
+        window_stop.cancel();
+        let _ = window_task.await;
         client.shutdown().immediate(true).await;
         summary
     });
