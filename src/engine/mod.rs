@@ -16,6 +16,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::control::{effective_stage, ControlState};
 use crate::error_kind::ErrorKind;
 use crate::metrics::{OpMetrics, WorkloadMetrics};
 use crate::schedule::{Mode, Schedule, Stage};
@@ -40,6 +41,10 @@ pub struct WorkloadRun {
     pub max_lag: Duration,
     pub seed: u64,
     pub status: Arc<WorkloadStatus>,
+    /// Runtime control (pause, overrides, scale); the controller re-publishes
+    /// the stage whenever it changes. A receiver whose sender is gone (or
+    /// that never changes) leaves the schedule as configured.
+    pub control: watch::Receiver<ControlState>,
 }
 
 /// Live figures of a workload for `/status` and the final summary.
@@ -197,73 +202,166 @@ async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
     true
 }
 
-/// The controller: walks the schedule, publishes each stage to the
-/// workers, keeps the target gauges current, and counts the operations a
-/// finished stage asked for that were never claimed.
+/// The controller: walks the schedule, publishes each stage (as runtime
+/// control makes it effective) to the workers, keeps the target gauges
+/// current, and counts the operations a stage asked for that were never
+/// claimed. A control change mid-stage re-publishes the stage anchored at
+/// its start, with the ticket counter moved to the first operation due
+/// from now on.
 async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &CancellationToken) {
     let t0 = Instant::now();
+    let mut control = run.control.clone();
+    let mut control_open = true;
     loop {
         let now = Instant::now();
-        let Some((index, offset)) = run.schedule.stage_at(now - t0) else {
+        let Some(occurrence) = run.schedule.occurrence(now - t0, chrono::Utc::now()) else {
             tracing::info!(workload = %run.name, "schedule finished");
             return;
         };
-        let stage = run.schedule.stages()[index].clone();
-        let start = t0 + offset;
-        let active = Arc::new(ActiveStage {
-            stage: stage.clone(),
-            start,
-            next_ticket: AtomicU64::new(0),
-        });
-        run.metrics.set_stage(stage.name());
-        log_stage(run, index, &stage);
-        let _ = phase.send(Phase::Stage(active.clone()));
+        let start = t0 + occurrence.start;
+        let end = start + occurrence.duration;
+        let scheduled = occurrence.stage.as_ref();
+        let label = scheduled.map_or(IDLE_STAGE, |s| s.name());
+        run.metrics.set_stage(label);
+        log_stage(run, occurrence.index, scheduled, occurrence.duration);
+        let mut ctl = control.borrow_and_update().clone();
+        let mut active = publish(phase, scheduled, &ctl, start, false);
 
-        let end = start + stage.duration();
         // Refresh the target gauges every second so ramps show as ramps.
         loop {
             let elapsed = Instant::now().saturating_duration_since(start);
-            update_targets(run, index, &stage, elapsed);
+            update_targets(
+                run,
+                occurrence.index,
+                label,
+                active.as_deref(),
+                elapsed,
+                &ctl,
+            );
             let tick = (Instant::now() + Duration::from_secs(1)).min(end);
             tokio::select! {
                 _ = tokio::time::sleep_until(tick) => {}
+                changed = control.changed(), if control_open => {
+                    if changed.is_err() {
+                        control_open = false;
+                        continue;
+                    }
+                    let new = control.borrow_and_update().clone();
+                    let effective = scheduled.and_then(|s| effective_stage(s, &new));
+                    if effective.as_ref() != active.as_ref().map(|a| &a.stage) {
+                        if let Some(a) = &active {
+                            settle(run, a, Instant::now());
+                        }
+                        active = publish(phase, scheduled, &new, start, true);
+                    }
+                    ctl = new;
+                }
                 _ = cancel.cancelled() => return,
             }
             if Instant::now() >= end {
                 break;
             }
         }
-        if let Mode::Rate = stage.mode() {
-            let due = stage.ops_due(stage.duration());
-            let claimed = active.next_ticket.load(Ordering::Relaxed).min(due);
-            let unclaimed = due - claimed;
-            if unclaimed > 0 {
-                run.metrics.missed_operations.inc_by(unclaimed);
-                run.status.missed.fetch_add(unclaimed, Ordering::Relaxed);
-                tracing::warn!(workload = %run.name, stage = %stage.name(), "{unclaimed} operations missed: all {} workers were busy", run.workers);
-            }
+        if let Some(a) = &active {
+            settle(run, a, end);
         }
     }
 }
 
-fn log_stage(run: &WorkloadRun, index: usize, stage: &Stage) {
-    tracing::info!(workload = %run.name, stage = %stage.name(), "stage {index} {stage}");
-    let _ = crate::service::notify_status(&format!("workload {}: stage {index} {stage}", run.name));
+/// The `stage` label while a window schedule has no level to run.
+const IDLE_STAGE: &str = "idle";
+
+/// Tells the workers what to run: the effective stage, or idle. `rebase`:
+/// the stage is re-published mid-way, so tickets due before now are
+/// skipped (they belonged to a pause or another level).
+fn publish(
+    phase: &watch::Sender<Phase>,
+    scheduled: Option<&Stage>,
+    control: &ControlState,
+    start: Instant,
+    rebase: bool,
+) -> Option<Arc<ActiveStage>> {
+    let Some(stage) = scheduled.and_then(|s| effective_stage(s, control)) else {
+        let _ = phase.send(Phase::Idle);
+        return None;
+    };
+    let first = if rebase {
+        stage.first_ticket_at(Instant::now().saturating_duration_since(start))
+    } else {
+        0
+    };
+    let active = Arc::new(ActiveStage {
+        stage,
+        start,
+        next_ticket: AtomicU64::new(first),
+    });
+    let _ = phase.send(Phase::Stage(active.clone()));
+    Some(active)
 }
 
-fn update_targets(run: &WorkloadRun, index: usize, stage: &Stage, elapsed: Duration) {
-    let (rate, concurrency) = match stage.mode() {
-        Mode::Rate => (stage.rate_at(elapsed), 0),
-        Mode::Concurrency => (0.0, stage.concurrency_at(elapsed)),
+/// Open loop: counts as missed the operations of `active` due before `at`
+/// that no worker claimed (all were busy).
+fn settle(run: &WorkloadRun, active: &ActiveStage, at: Instant) {
+    let stage = &active.stage;
+    if stage.mode() != Mode::Rate {
+        return;
+    }
+    let due = stage.first_ticket_at(at.saturating_duration_since(active.start));
+    let claimed = active.next_ticket.load(Ordering::Relaxed).min(due);
+    let unclaimed = due - claimed;
+    if unclaimed > 0 {
+        run.metrics.missed_operations.inc_by(unclaimed);
+        run.status.missed.fetch_add(unclaimed, Ordering::Relaxed);
+        tracing::warn!(workload = %run.name, stage = %stage.name(), "{unclaimed} operations missed: all {} workers were busy", run.workers);
+    }
+}
+
+fn log_stage(run: &WorkloadRun, index: Option<usize>, stage: Option<&Stage>, duration: Duration) {
+    let what = match (index, stage) {
+        (Some(index), Some(stage)) => format!("stage {index} {stage}"),
+        _ => format!(
+            "idle outside every window for {}",
+            humantime::format_duration(Duration::from_secs(duration.as_secs()))
+        ),
+    };
+    tracing::info!(workload = %run.name, stage = %stage.map_or(IDLE_STAGE, |s| s.name()), "{what}");
+    let _ = crate::service::notify_status(&format!("workload {}: {what}", run.name));
+}
+
+fn update_targets(
+    run: &WorkloadRun,
+    index: Option<usize>,
+    label: &str,
+    active: Option<&ActiveStage>,
+    elapsed: Duration,
+    control: &ControlState,
+) {
+    let (rate, concurrency) = match active.map(|a| (&a.stage, a.stage.mode())) {
+        Some((stage, Mode::Rate)) => (stage.rate_at(elapsed), 0),
+        // More workers than the pool has cannot run: show what runs.
+        Some((stage, Mode::Concurrency)) => (
+            0.0,
+            stage
+                .concurrency_at(elapsed)
+                .min(u32::try_from(run.workers).unwrap_or(u32::MAX)),
+        ),
+        None => (0.0, 0),
     };
     run.metrics.target_rate.set(rate);
     run.metrics.target_concurrency.set(i64::from(concurrency));
+    let state = if control.paused {
+        "paused"
+    } else if active.is_none() {
+        "idle"
+    } else {
+        "running"
+    };
     run.status.set_stage(StageLabel {
-        index: Some(index),
-        name: stage.name().to_owned(),
+        index,
+        name: label.to_owned(),
         rate,
         concurrency,
-        state: "running",
+        state,
     });
 }
 
@@ -310,6 +408,15 @@ impl Worker {
                     let intended = active.start + offset;
                     tokio::select! {
                         _ = tokio::time::sleep_until(intended) => {}
+                        // Re-published (control change, next stage): this
+                        // ticket is not due yet and the new phase has its
+                        // own, so drop it rather than send a burst.
+                        changed = self.phase.changed() => {
+                            if changed.is_err() {
+                                return;
+                            }
+                            continue;
+                        }
                         _ = self.stop.cancelled() => return,
                     }
                     let lag = Instant::now().saturating_duration_since(intended);
