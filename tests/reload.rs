@@ -5,7 +5,6 @@
 mod common;
 
 use std::io::Write;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -194,7 +193,7 @@ async fn sighup_reloads_the_binary() {
     let addr = format!("127.0.0.1:{port}");
     let text = common::config_text(&sim.uri(), 100.0, None).replace("127.0.0.1:0", &addr);
     std::fs::write(&path, &text).unwrap();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
         .args(["run", "--config"])
         .arg(&path)
         .env_remove("NOTIFY_SOCKET")
