@@ -1063,7 +1063,11 @@ impl Config {
                 w.max_inflight,
                 humantime::format_duration(w.max_lag),
                 w.seed.map_or("random".to_string(), |s| s.to_string()),
-                w.repeat
+                if w.windows.is_empty() {
+                    w.repeat.to_string()
+                } else {
+                    "forever (windows)".to_string()
+                }
             );
             match w.kind {
                 WorkloadKind::Mixed => {
