@@ -407,6 +407,10 @@ impl Worker {
                     };
                     let intended = active.start + offset;
                     tokio::select! {
+                        // A ticket already due is sent even if the phase
+                        // changed meanwhile: it was claimed, so dropping it
+                        // would lose it from the missed count.
+                        biased;
                         _ = tokio::time::sleep_until(intended) => {}
                         // Re-published (control change, next stage): this
                         // ticket is not due yet and the new phase has its
