@@ -173,3 +173,87 @@ impl<R: tokio::io::AsyncRead> TakeLimited for R {
         self.take(1 << 20)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    fn echo_handler() -> Handler {
+        Arc::new(|c: Command| match c.workload() {
+            Some("nosuch") => Err("no workload \"nosuch\"".into()),
+            _ => Ok(json!({"message": c.to_string()})),
+        })
+    }
+
+    #[test]
+    fn answers_wrap_ok_and_errors() {
+        let h = echo_handler();
+        assert_eq!(
+            answer("pause w", &h),
+            json!({"ok": true, "message": "pause w"})
+        );
+        assert_eq!(
+            answer("pause nosuch", &h),
+            json!({"ok": false, "error": "no workload \"nosuch\""})
+        );
+        let bad = answer("fly w", &h);
+        assert_eq!(bad["ok"], false);
+        assert!(bad["error"].as_str().unwrap().contains("unknown command"));
+    }
+
+    #[tokio::test]
+    async fn bind_replaces_stale_sockets_and_refuses_live_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.sock");
+        // A stale socket file: bound, then its listener dropped.
+        drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+        assert!(path.exists());
+        let live = ControlSocket::bind(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let e = ControlSocket::bind(&path).err().expect("in use");
+        assert_eq!(e.kind(), io::ErrorKind::AddrInUse);
+        drop(live);
+        assert!(!path.exists(), "removed on drop");
+
+        let file = dir.path().join("plain");
+        std::fs::write(&file, "x").unwrap();
+        let e = ControlSocket::bind(&file).err().expect("not a socket");
+        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
+        assert!(file.exists(), "a regular file is never removed");
+    }
+
+    #[tokio::test]
+    async fn serves_several_lines_per_connection_and_stops() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.sock");
+        let socket = ControlSocket::bind(&path).unwrap();
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(socket.serve(echo_handler(), stop.clone()));
+
+        let mut s = UnixStream::connect(&path).await.unwrap();
+        s.write_all(b"status\nreset w\n").await.unwrap();
+        s.shutdown().await.unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        let lines: Vec<serde_json::Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "{out}");
+        assert_eq!(lines[1]["message"], "reset w");
+
+        // An endless line is refused and the connection closed.
+        let mut s = UnixStream::connect(&path).await.unwrap();
+        s.write_all(&vec![b'a'; MAX_LINE + 10]).await.unwrap();
+        s.write_all(b"\n").await.unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        assert!(out.contains("request longer than"), "{out}");
+
+        stop.cancel();
+        task.await.unwrap();
+        assert!(!path.exists(), "removed when the server stops");
+    }
+}
