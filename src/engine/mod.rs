@@ -5,7 +5,9 @@
 //! that intended instant, so a stalled server shows in the percentiles; in
 //! closed loop the first N workers issue back to back. In-flight work is
 //! bounded by the number of workers; what the schedule asked for and could
-//! not be issued is counted as missed.
+//! not be issued is counted as missed. Runtime control (a
+//! `watch::Receiver<ControlState>`) pauses, overrides or scales the
+//! current stage; the controller re-publishes it anchored at its start.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
