@@ -18,7 +18,6 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -474,12 +473,6 @@ pub fn control(
         "control": c,
         "message": format!("workload {}: {after}", slot.name),
     }))
-}
-
-/// How long a test or caller may wait for a reload that drains workloads:
-/// the grace period plus a margin.
-pub fn reload_timeout(config: &Config) -> Duration {
-    config.run.shutdown_grace + Duration::from_secs(5)
 }
 
 #[cfg(test)]
