@@ -25,6 +25,11 @@ use crate::workload::{Action, Op, OpSource, Workload};
 /// The `op` label under which failed prepare steps are counted.
 pub const PREPARE_OP: &str = "prepare";
 
+/// The ticket counter of a finished stage: far past any stage's last
+/// operation, so a late claim finds no intended start and waits for the
+/// next stage (32-bit headroom for the workers' increments after it).
+const TICKETS_CLOSED: u64 = u64::MAX / 2;
+
 /// Everything one workload's run needs.
 pub struct WorkloadRun {
     pub name: String,
@@ -235,7 +240,13 @@ async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &Cancell
         }
         if let Mode::Rate = stage.mode() {
             let due = stage.ops_due(stage.duration());
-            let claimed = active.next_ticket.load(Ordering::Relaxed).min(due);
+            // Close the stage's tickets in the same atomic step as reading
+            // them: a lagging worker could otherwise still claim (and send)
+            // a ticket just counted as missed.
+            let claimed = active
+                .next_ticket
+                .swap(TICKETS_CLOSED, Ordering::Relaxed)
+                .min(due);
             let unclaimed = due - claimed;
             if unclaimed > 0 {
                 run.metrics.missed_operations.inc_by(unclaimed);
@@ -308,7 +319,12 @@ impl Worker {
                         continue;
                     };
                     let intended = active.start + offset;
+                    // Biased: a ticket already due when the run stops is
+                    // still sent (the schedule asked for it and it was
+                    // claimed, so it is not counted missed); only tickets
+                    // still in the future are dropped on stop.
                     tokio::select! {
+                        biased;
                         _ = tokio::time::sleep_until(intended) => {}
                         _ = self.stop.cancelled() => return,
                     }
