@@ -27,7 +27,7 @@ pub const PREPARE_OP: &str = "prepare";
 
 /// The ticket counter of a finished stage: far past any stage's last
 /// operation, so a late claim finds no intended start and waits for the
-/// next stage (32-bit headroom for the workers' increments after it).
+/// next stage (with room for any number of late increments).
 const TICKETS_CLOSED: u64 = u64::MAX / 2;
 
 /// Everything one workload's run needs.
