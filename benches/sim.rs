@@ -25,6 +25,15 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Runs TASKS tasks of `kind` for RUN_TIME; returns operations (or documents) per second.
 async fn run_tasks(client: &Client, kind: &'static str) -> f64 {
+    if kind == "insert" {
+        // Each run starts from an empty collection, so ids never collide and memory stays flat.
+        client
+            .database("bench")
+            .collection::<Document>("write")
+            .drop()
+            .await
+            .unwrap();
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let count = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
@@ -66,6 +75,45 @@ async fn run_tasks(client: &Client, kind: &'static str) -> f64 {
     n as f64 / secs
 }
 
+/// The same find-by-`_id` from TASKS raw connections that encode OP_MSG
+/// themselves: what the simulator sustains when the client costs little.
+async fn run_raw(addr: std::net::SocketAddr) -> f64 {
+    use mongoload::sim::wire;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for t in 0..TASKS {
+        let (stop, count) = (stop.clone(), count.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+            s.set_nodelay(true).unwrap();
+            let mut rng = SmallRng::seed_from_u64(100 + t as u64);
+            let (mut out, mut buf) = (Vec::new(), vec![0u8; 64 * 1024]);
+            while !stop.load(Ordering::Relaxed) {
+                let id = rng.random_range(0..PRELOAD);
+                let cmd = doc! {"find": "read", "filter": {"_id": id}, "limit": 1, "singleBatch": true, "$db": "bench"};
+                out.clear();
+                wire::encode_msg(&mut out, 1, 0, &cmd);
+                s.write_all(&out).await.unwrap();
+                s.read_exact(&mut buf[..4]).await.unwrap();
+                let n = i32::from_le_bytes(buf[..4].try_into().unwrap()) as usize;
+                s.read_exact(&mut buf[4..n]).await.unwrap();
+                count.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    let start = Instant::now();
+    tokio::time::sleep(RUN_TIME).await;
+    stop.store(true, Ordering::Relaxed);
+    let n = count.load(Ordering::Relaxed);
+    let secs = start.elapsed().as_secs_f64();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    n as f64 / secs
+}
+
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -86,7 +134,9 @@ fn main() {
         }
         let mut finds = Vec::new();
         let mut inserts = Vec::new();
+        let mut raws = Vec::new();
         for _ in 0..RUNS {
+            raws.push(run_raw(sim.addr()).await);
             finds.push(run_tasks(&client, "find").await);
             inserts.push(run_tasks(&client, "insert").await);
         }
@@ -94,6 +144,8 @@ fn main() {
         let i = median(inserts.clone());
         println!("sim find-by-_id     : median {f:>10.0} ops/s over {RUNS} runs of {RUN_TIME:?}, {TASKS} tasks (runs: {finds:.0?})");
         println!("sim insert_many(100): median {i:>10.0} docs/s = {:.0} batches/s (runs: {inserts:.0?})", i / 100.0);
+        let r = median(raws.clone());
+        println!("sim find-by-_id, raw OP_MSG client (no driver): median {r:>10.0} ops/s (runs: {raws:.0?})");
         sim.shutdown().await;
     });
 }

@@ -56,8 +56,9 @@ pub struct SimHandle {
 
 /// Starts a simulator on `config.listen` and returns once it accepts connections.
 pub async fn start(config: SimConfig) -> std::io::Result<SimHandle> {
-    let shared = Arc::new(Shared::new(Faults::new(config.faults)));
-    let root = CancellationToken::new();
+    let faults = Faults::new(config.faults);
+    let root = faults.root().clone();
+    let shared = Arc::new(Shared::new(faults));
     let (addr, stop, task) = server::listen(config.listen, shared.clone(), &root).await?;
     tokio::spawn(server::reap_cursors(shared.clone(), root.clone()));
     Ok(SimHandle {
