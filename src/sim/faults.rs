@@ -31,16 +31,21 @@ impl LatencyDist {
                 if max <= min {
                     min
                 } else {
-                    min + (max - min).mul_f64(rng.random::<f64>())
+                    min + scale(max - min, rng.random::<f64>())
                 }
             }
             LatencyDist::Exponential { mean } => {
                 let u: f64 = rng.random();
                 // 1 - u is in (0, 1], so the logarithm is finite.
-                mean.mul_f64(-(1.0 - u).ln())
+                scale(mean, -(1.0 - u).ln())
             }
         }
     }
+}
+
+/// `d * factor`, saturating instead of panicking on overflow.
+fn scale(d: Duration, factor: f64) -> Duration {
+    Duration::try_from_secs_f64(d.as_secs_f64() * factor).unwrap_or(Duration::MAX)
 }
 
 /// A malformed fault option.
