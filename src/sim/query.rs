@@ -360,9 +360,8 @@ pub fn get_path<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
 /// them: through arrays of embedded documents, and with arrays at the end
 /// of the path expanded into their elements.
 pub fn values_at_path<'a>(doc: &'a Document, path: &str) -> Vec<&'a Bson> {
-    let parts: Vec<&str> = path.split('.').collect();
     let mut out = Vec::new();
-    walk_doc(doc, &parts, Leaf::Elements, &mut |v| {
+    walk_doc(doc, path, Leaf::Elements, &mut |v| {
         if let Some(v) = v {
             out.push(v);
         }
@@ -385,28 +384,37 @@ enum Leaf {
 static UNDEFINED: Bson = Bson::Undefined;
 static NULL: Bson = Bson::Null;
 
-/// Calls `f` on each value at `parts` below `doc` as a query sees them
-/// (`None` where the path is missing) until `f` says true; returns whether
-/// it did. No allocation: this is the hot path of `matches`.
-fn walk_doc<'a, S: AsRef<str>, F: FnMut(Option<&'a Bson>) -> bool>(
-    doc: &'a Document,
-    parts: &[S],
-    leaf: Leaf,
-    f: &mut F,
-) -> bool {
-    match doc.get(parts[0].as_ref()) {
-        None => f(None),
-        Some(v) => walk(v, &parts[1..], leaf, f),
+/// Splits a dotted path into its first component and the rest.
+fn split_first(path: &str) -> (&str, Option<&str>) {
+    match path.split_once('.') {
+        Some((head, tail)) => (head, Some(tail)),
+        None => (path, None),
     }
 }
 
-fn walk<'a, S: AsRef<str>, F: FnMut(Option<&'a Bson>) -> bool>(
-    v: &'a Bson,
-    rest: &[S],
+/// Calls `f` on each value at the dotted `path` below `doc` as a query sees
+/// them (`None` where the path is missing) until `f` says true; returns
+/// whether it did. No allocation: this is the hot path of `matches`.
+fn walk_doc<'a, F: FnMut(Option<&'a Bson>) -> bool>(
+    doc: &'a Document,
+    path: &str,
     leaf: Leaf,
     f: &mut F,
 ) -> bool {
-    if rest.is_empty() {
+    let (head, tail) = split_first(path);
+    match doc.get(head) {
+        None => f(None),
+        Some(v) => walk(v, tail, leaf, f),
+    }
+}
+
+fn walk<'a, F: FnMut(Option<&'a Bson>) -> bool>(
+    v: &'a Bson,
+    rest: Option<&str>,
+    leaf: Leaf,
+    f: &mut F,
+) -> bool {
+    let Some(rest) = rest else {
         if let Bson::Array(a) = v {
             match leaf {
                 Leaf::Whole => {}
@@ -424,15 +432,16 @@ fn walk<'a, S: AsRef<str>, F: FnMut(Option<&'a Bson>) -> bool>(
             }
         }
         return f(Some(v));
-    }
+    };
     match v {
         Bson::Document(d) => walk_doc(d, rest, leaf, f),
         Bson::Array(a) => {
             let mut produced = false;
-            if let Some(i) = array_index(rest[0].as_ref()) {
+            let (head, tail) = split_first(rest);
+            if let Some(i) = array_index(head) {
                 if let Some(e) = a.get(i) {
                     produced = true;
-                    if walk(e, &rest[1..], leaf, f) {
+                    if walk(e, tail, leaf, f) {
                         return true;
                     }
                 }
@@ -686,11 +695,7 @@ enum Expr {
     And(Vec<Expr>),
     Or(Vec<Expr>),
     Nor(Vec<Expr>),
-    Cond {
-        path: String,
-        parts: Vec<String>,
-        pred: Pred,
-    },
+    Cond { path: String, pred: Pred },
 }
 
 fn eq_match(x: Option<&Bson>, v: &Bson) -> bool {
@@ -798,28 +803,28 @@ pub(crate) fn truthy(v: &Bson) -> bool {
     }
 }
 
-fn eval_pred(pred: &Pred, doc: &Document, parts: &[String]) -> bool {
+fn eval_pred(pred: &Pred, doc: &Document, path: &str) -> bool {
     match pred {
-        Pred::Eq(v) => walk_doc(doc, parts, Leaf::ElementsAndWhole, &mut |x| eq_match(x, v)),
-        Pred::Ne(v) => !walk_doc(doc, parts, Leaf::ElementsAndWhole, &mut |x| eq_match(x, v)),
-        Pred::Cmp(op, v) => walk_doc(doc, parts, Leaf::ElementsAndWhole, &mut |x| {
+        Pred::Eq(v) => walk_doc(doc, path, Leaf::ElementsAndWhole, &mut |x| eq_match(x, v)),
+        Pred::Ne(v) => !walk_doc(doc, path, Leaf::ElementsAndWhole, &mut |x| eq_match(x, v)),
+        Pred::Cmp(op, v) => walk_doc(doc, path, Leaf::ElementsAndWhole, &mut |x| {
             cmp_match(*op, x, v)
         }),
-        Pred::In(vs) => walk_doc(doc, parts, Leaf::ElementsAndWhole, &mut |x| {
+        Pred::In(vs) => walk_doc(doc, path, Leaf::ElementsAndWhole, &mut |x| {
             vs.iter().any(|v| eq_match(x, v))
         }),
-        Pred::Nin(vs) => !walk_doc(doc, parts, Leaf::ElementsAndWhole, &mut |x| {
+        Pred::Nin(vs) => !walk_doc(doc, path, Leaf::ElementsAndWhole, &mut |x| {
             vs.iter().any(|v| eq_match(x, v))
         }),
-        Pred::Exists(want) => walk_doc(doc, parts, Leaf::Whole, &mut |x| x.is_some()) == *want,
-        Pred::Not(ps) => !ps.iter().all(|p| eval_pred(p, doc, parts)),
+        Pred::Exists(want) => walk_doc(doc, path, Leaf::Whole, &mut |x| x.is_some()) == *want,
+        Pred::Not(ps) => !ps.iter().all(|p| eval_pred(p, doc, path)),
         Pred::All(vs) => {
             !vs.is_empty()
                 && vs
                     .iter()
-                    .all(|v| walk_doc(doc, parts, Leaf::ElementsAndWhole, &mut |x| eq_match(x, v)))
+                    .all(|v| walk_doc(doc, path, Leaf::ElementsAndWhole, &mut |x| eq_match(x, v)))
         }
-        _ => walk_doc(doc, parts, Leaf::Whole, &mut |x| {
+        _ => walk_doc(doc, path, Leaf::Whole, &mut |x| {
             x.is_some_and(|x| value_pred(pred, x))
         }),
     }
@@ -878,7 +883,7 @@ impl Expr {
             Expr::And(es) => es.iter().all(|e| e.matches(doc)),
             Expr::Or(es) => es.iter().any(|e| e.matches(doc)),
             Expr::Nor(es) => !es.iter().any(|e| e.matches(doc)),
-            Expr::Cond { parts, pred, .. } => eval_pred(pred, doc, parts),
+            Expr::Cond { path, pred } => eval_pred(pred, doc, path),
         }
     }
 
@@ -1009,11 +1014,9 @@ fn parse_expr(filter: &Document) -> Result<Expr, QueryError> {
                 }
             }
         } else {
-            let parts = split_path(key);
             for pred in parse_field(value)? {
                 terms.push(Expr::Cond {
                     path: key.clone(),
-                    parts: parts.clone(),
                     pred,
                 });
             }
@@ -1172,14 +1175,13 @@ impl Filter {
 #[derive(Debug, Clone)]
 pub struct SortSpec {
     fields: Vec<(String, i32)>,
-    parts: Vec<Vec<String>>,
 }
 
-/// The value a document sorts by on `parts`: the smallest element of an
+/// The value a document sorts by on `path`: the smallest element of an
 /// array ascending, the largest descending; null when missing.
-fn sort_key<'a>(doc: &'a Document, parts: &[String], dir: i32) -> &'a Bson {
+fn sort_key<'a>(doc: &'a Document, path: &str, dir: i32) -> &'a Bson {
     let mut best: Option<&'a Bson> = None;
-    walk_doc(doc, parts, Leaf::Elements, &mut |x| {
+    walk_doc(doc, path, Leaf::Elements, &mut |x| {
         let x = x.unwrap_or(&NULL);
         let better = match best {
             None => true,
@@ -1226,8 +1228,7 @@ impl SortSpec {
             }
             fields.push((k.clone(), dir));
         }
-        let parts = fields.iter().map(|(k, _)| split_path(k)).collect();
-        Ok(SortSpec { fields, parts })
+        Ok(SortSpec { fields })
     }
 
     /// The sort keys in order, with direction 1 or -1.
@@ -1238,8 +1239,8 @@ impl SortSpec {
     /// Orders two documents by this spec (missing fields sort as null).
     /// Use a stable sort so that ties keep their input order.
     pub fn compare(&self, a: &Document, b: &Document) -> Ordering {
-        for ((_, dir), parts) in self.fields.iter().zip(&self.parts) {
-            let o = compare(sort_key(a, parts, *dir), sort_key(b, parts, *dir));
+        for (path, dir) in &self.fields {
+            let o = compare(sort_key(a, path, *dir), sort_key(b, path, *dir));
             let o = if *dir < 0 { o.reverse() } else { o };
             if o != Ordering::Equal {
                 return o;
