@@ -362,7 +362,8 @@ pub fn get_path<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
 pub fn values_at_path<'a>(doc: &'a Document, path: &str) -> Vec<&'a Bson> {
     let mut out = Vec::new();
     walk_doc(doc, path, Leaf::Elements, &mut |v| {
-        if let Some(v) = v {
+        // An empty array stands for undefined in sort keys; distinct skips it.
+        if let Some(v) = v.filter(|v| !std::ptr::eq(*v, &UNDEFINED)) {
             out.push(v);
         }
         false
@@ -436,27 +437,19 @@ fn walk<'a, F: FnMut(Option<&'a Bson>) -> bool>(
     match v {
         Bson::Document(d) => walk_doc(d, rest, leaf, f),
         Bson::Array(a) => {
-            let mut produced = false;
             let (head, tail) = split_first(rest);
             if let Some(i) = array_index(head) {
                 if let Some(e) = a.get(i) {
-                    produced = true;
                     if walk(e, tail, leaf, f) {
                         return true;
                     }
                 }
             }
-            for e in a {
-                if let Bson::Document(d) = e {
-                    produced = true;
-                    if walk_doc(d, rest, leaf, f) {
-                        return true;
-                    }
-                }
-            }
-            // An array with no embedded document to descend into leaves the
-            // path missing, as a scalar would.
-            !produced && f(None)
+            // Only embedded documents carry the path on (and count as
+            // missing when they lack it): scalars and an empty array give
+            // nothing, so `{"a.b": null}` does not match `a: [5]` or `a: []`.
+            a.iter()
+                .any(|e| matches!(e, Bson::Document(d) if walk_doc(d, rest, leaf, f)))
         }
         _ => f(None),
     }
@@ -1074,6 +1067,11 @@ fn parse_ops(ops: &Document) -> Result<Vec<Pred>, QueryError> {
             "$all" => Pred::All(array_arg(op, arg)?.clone()),
             "$exists" => Pred::Exists(truthy(arg)),
             "$not" => match arg {
+                Bson::RegularExpression(_) => {
+                    return Err(QueryError::bad_value(
+                        "regular expressions are not supported by the mongoload simulator",
+                    ))
+                }
                 Bson::Document(d) if d.is_empty() => {
                     return Err(QueryError::bad_value("$not cannot be empty"))
                 }
@@ -1532,7 +1530,8 @@ impl Projection {
 
 fn flatten(spec: &Document, prefix: &str, out: &mut Vec<(String, Kind)>) -> Result<(), QueryError> {
     for (k, v) in spec {
-        if k.starts_with('$') {
+        if k.split('.').any(|part| part.starts_with('$')) {
+            // Covers the positional `a.$` projection, which the simulator lacks.
             return Err(QueryError::new(
                 16410,
                 "Location16410",
@@ -1820,6 +1819,8 @@ mod tests {
         let d = doc! {"a": [{"b": 1}, {"b": [2, 3]}, {"c": 4}]};
         let vals: Vec<Bson> = values_at_path(&d, "a.b").into_iter().cloned().collect();
         assert_eq!(vals, vec![Bson::Int32(1), Bson::Int32(2), Bson::Int32(3)]);
+        assert!(values_at_path(&doc! {"a": []}, "a").is_empty());
+        assert!(values_at_path(&doc! {"b": 1}, "a").is_empty());
     }
 
     #[test]
@@ -1913,6 +1914,19 @@ mod tests {
         assert!(!m(doc! {"a": null}, doc! {"a": 0}));
         assert!(!m(doc! {"a": null}, doc! {"a": Bson::Undefined}));
         assert!(m(doc! {"a.b": null}, doc! {"a": 5}));
+        // MongoDB's jstests/core/null2.js: through an array, only embedded
+        // documents lacking the field count as null.
+        let null2 = [
+            (doc! {"a": [{"b": 5}]}, false),
+            (doc! {"a": [{}]}, true),
+            (doc! {"a": []}, false),
+            (doc! {"a": [{}, {"b": 5}]}, true),
+            (doc! {"a": [5, {"b": 5}]}, false),
+        ];
+        for (d, want) in null2 {
+            assert_eq!(m(doc! {"a.b": null}, d.clone()), want, "{d}");
+            assert_eq!(m(doc! {"a.b": {"$in": [null]}}, d.clone()), want, "{d}");
+        }
         assert!(m(doc! {"a": {"$gte": null}}, doc! {}));
         assert!(!m(doc! {"a": {"$ne": null}}, doc! {}));
         assert!(m(doc! {"a": {"$ne": null}}, doc! {"a": 1}));
