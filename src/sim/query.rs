@@ -1152,6 +1152,12 @@ impl Filter {
         self.expr.matches(doc)
     }
 
+    /// Whether the filter is empty (`{}`), so every document matches and a
+    /// count can skip the scan.
+    pub fn matches_all(&self) -> bool {
+        matches!(&self.expr, Expr::And(terms) if terms.is_empty())
+    }
+
     /// The intervals that any matching document's value at `path` must lie
     /// in, from conditions on that path at the top level of the filter
     /// (implicitly or explicitly `$and`ed): equality gives a point, `$in`
@@ -1521,6 +1527,15 @@ impl Projection {
         if self.inclusion {
             let mut out = include(doc, &self.tree);
             add_computed(&mut out, &self.tree, doc);
+            // A computed `_id` still leads the output, as in MongoDB.
+            if let Some(ProjNode::Computed(_)) = find_node(&self.tree, "_id") {
+                if let Some(id) = out.remove("_id") {
+                    let mut first = Document::new();
+                    first.insert("_id", id);
+                    first.extend(out);
+                    return first;
+                }
+            }
             out
         } else {
             exclude(doc, &self.tree)
@@ -1830,6 +1845,9 @@ mod tests {
         assert!(!m(doc! {"_id": 5}, doc! {"_id": "5"}));
         assert!(!m(doc! {"_id": 5}, doc! {"x": 5}));
         assert!(m(doc! {}, doc! {"x": 5}));
+        assert!(f(doc! {}).matches_all());
+        assert!(f(doc! {"$comment": "hi"}).matches_all());
+        assert!(!f(doc! {"x": 5}).matches_all());
         assert!(m(doc! {"a": 1, "b": "x"}, doc! {"a": 1, "b": "x"}));
         assert!(!m(doc! {"a": 1, "b": "x"}, doc! {"a": 1, "b": "y"}));
     }
@@ -2155,6 +2173,9 @@ mod tests {
         assert_eq!(p(doc! {"xs": "$l.x", "_id": 0}, &d), doc! {"xs": [1, 2]});
         assert_eq!(p(doc! {"n.m": "$a", "_id": 0}, &d), doc! {"n": {"m": 1}});
         assert_eq!(p(doc! {"_id": "$a"}, &d), doc! {"_id": 1});
+        let out = p(doc! {"_id": "$b.c", "a": 1}, &d);
+        assert_eq!(out.keys().collect::<Vec<_>>(), vec!["_id", "a"]);
+        assert_eq!(out, doc! {"_id": 2, "a": 1});
     }
 
     #[test]

@@ -367,6 +367,7 @@ fn step<'a>(
                 if !create {
                     return Ok(None);
                 }
+                check_backfill(i)?;
                 a.resize(i, Bson::Null);
                 a.push(Bson::Document(Document::new()));
             }
@@ -379,6 +380,19 @@ fn step<'a>(
         other if create => Err(path_not_viable(part, other)),
         _ => Ok(None),
     }
+}
+
+/// MongoDB's bound on null padding when a path names an element past the
+/// end of an array; it also keeps a hostile index from exhausting memory.
+const MAX_BACKFILL: usize = 1_500_000;
+
+fn check_backfill(index: usize) -> Result<(), QueryError> {
+    if index >= MAX_BACKFILL {
+        return Err(QueryError::bad_value(format!(
+            "can't backfill array to larger than {MAX_BACKFILL} elements"
+        )));
+    }
+    Ok(())
 }
 
 fn get<'a>(parent: &'a Parent<'_>, key: &str) -> Option<&'a Bson> {
@@ -398,6 +412,7 @@ fn put(parent: &mut Parent<'_>, key: &str, value: Bson) -> Result<(), QueryError
                 return Err(path_not_viable(key, &Bson::Array(a.to_vec())));
             };
             if i >= a.len() {
+                check_backfill(i)?;
                 a.resize(i + 1, Bson::Null);
             }
             a[i] = value;
@@ -758,9 +773,10 @@ mod tests {
     fn replacement_keeps_id_and_detects_changes() {
         let u = upd(doc! {"b": 2, "a": 1});
         assert!(u.is_replacement());
-        let mut d = doc! {"_id": 9, "x": 1};
+        let mut d = doc! {"x": 1, "_id": 9};
         assert!(u.apply(&mut d, false).unwrap());
-        assert_eq!(d, doc! {"_id": 9, "b": 2, "a": 1});
+        // Field order matters (Document's == ignores it): `_id` leads.
+        assert!(identical_docs(&d, &doc! {"_id": 9, "b": 2, "a": 1}), "{d}");
         assert!(!u.apply(&mut d, false).unwrap());
         let same_id = upd(doc! {"_id": 9, "b": 2, "a": 1});
         assert!(!same_id.apply(&mut d, false).unwrap());
@@ -815,6 +831,14 @@ mod tests {
         );
         let e = err(doc! {"$set": {"a.b": 1}}, doc! {"a": 5});
         assert_eq!((e.code, e.code_name), (28, "PathNotViable"));
+        assert_eq!(
+            err(doc! {"$set": {"l.99999999999": 1}}, doc! {"l": []}).code,
+            2
+        );
+        assert_eq!(
+            err(doc! {"$set": {"l.99999999999.x": 1}}, doc! {"l": []}).code,
+            2
+        );
     }
 
     #[test]
