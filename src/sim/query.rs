@@ -826,17 +826,19 @@ fn eval_pred(pred: &Pred, doc: &Document, path: &str) -> bool {
 /// Evaluates a predicate on one value (for `$elemMatch` on scalars, and the
 /// predicates that look at an array as a whole).
 fn value_pred(pred: &Pred, x: &Bson) -> bool {
+    // Equality with `v` of the value or of one of its elements.
+    let eq = |v: &Bson| eq_match(Some(x), v) || elements(x).any(|e| eq_match(Some(e), v));
     match pred {
-        Pred::Eq(v) => eq_match(Some(x), v) || elements(x).any(|e| eq_match(Some(e), v)),
-        Pred::Ne(v) => !value_pred(&Pred::Eq(v.clone()), x),
+        Pred::Eq(v) => eq(v),
+        Pred::Ne(v) => !eq(v),
         Pred::Cmp(op, v) => {
             cmp_match(*op, Some(x), v) || elements(x).any(|e| cmp_match(*op, Some(e), v))
         }
-        Pred::In(vs) => vs.iter().any(|v| value_pred(&Pred::Eq(v.clone()), x)),
-        Pred::Nin(vs) => !vs.iter().any(|v| value_pred(&Pred::Eq(v.clone()), x)),
+        Pred::In(vs) => vs.iter().any(eq),
+        Pred::Nin(vs) => !vs.iter().any(eq),
         Pred::Exists(want) => *want,
         Pred::Not(ps) => !ps.iter().all(|p| value_pred(p, x)),
-        Pred::All(vs) => !vs.is_empty() && vs.iter().all(|v| value_pred(&Pred::Eq(v.clone()), x)),
+        Pred::All(vs) => !vs.is_empty() && vs.iter().all(eq),
         Pred::Size(n) => matches!(x, Bson::Array(a) if a.len() == *n),
         Pred::ElemMatchDoc(e) => match x {
             Bson::Array(a) => a
@@ -1996,6 +1998,14 @@ mod tests {
             d.clone()
         ));
         assert!(!m(doc! {"a": {"$elemMatch": {"$gt": 3}}}, d.clone()));
+        assert!(m(
+            doc! {"a": {"$elemMatch": {"$in": [7, 2], "$ne": 1}}},
+            d.clone()
+        ));
+        assert!(!m(
+            doc! {"a": {"$elemMatch": {"$nin": [1, 2, 3]}}},
+            d.clone()
+        ));
         assert!(m(doc! {"a": {"$type": "array"}}, d.clone()));
         assert!(m(doc! {"a": {"$type": "int"}}, d.clone()));
         assert!(m(doc! {"a": {"$type": "number"}}, d.clone()));
