@@ -10,8 +10,11 @@ use mongodb::bson::{Bson, Document};
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{code_name} ({code}): {message}")]
 pub struct QueryError {
+    /// MongoDB's numeric error code (2 BadValue, 9 FailedToParse, ...).
     pub code: i32,
+    /// MongoDB's `codeName` for `code`.
     pub code_name: &'static str,
+    /// The `errmsg` text, worded as MongoDB words it where it matters.
     pub message: String,
 }
 
@@ -458,15 +461,20 @@ fn walk<'a, F: FnMut(Option<&'a Bson>) -> bool>(
 /// One end of an interval on an indexed field.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Bound {
+    /// No limit on this side.
     Unbounded,
+    /// The value itself is in the interval.
     Included(Bson),
+    /// Values up to (or from) this one, not the value itself.
     Excluded(Bson),
 }
 
 /// A range of values of one field, for index planning.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Interval {
+    /// The low end, in [`compare`] order.
     pub lower: Bound,
+    /// The high end, in [`compare`] order.
     pub upper: Bound,
 }
 
