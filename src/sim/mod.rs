@@ -219,6 +219,7 @@ pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
     // The lead unifies logging later; until then make sure logs reach stderr.
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
