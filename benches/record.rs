@@ -1,6 +1,8 @@
 //! Cost of recording one operation (counters, Prometheus histogram and
 //! HdrHistogram window), the hot path of every worker; target < 200 ns.
-//! Also the cost of a scrape. Run: `cargo bench --bench record`.
+//! Also the whole per-operation recording path of the engine (gauges,
+//! send lateness, service and response time, the stage report batch) and
+//! the cost of a scrape. Run: `cargo bench --bench record`.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -9,6 +11,9 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion};
 use mongoload::error_kind::ErrorKind;
 use mongoload::metrics::Metrics;
+use mongoload::report::live::{ReportContext, StageBatch, StageCollector};
+use mongoload::report::RunInfo;
+use mongoload::schedule::Stage;
 
 /// Latencies spread over the buckets, as a real run records them.
 const LATENCIES: [Duration; 8] = [
@@ -63,6 +68,42 @@ fn record(c: &mut Criterion) {
             start.elapsed()
         })
     });
+
+    // Everything the engine records for one open-loop operation besides
+    // the driver call (src/engine/mod.rs: Worker::run and execute): the
+    // lag gauge and lateness histogram, in-flight gauge up and down, the
+    // clock reads, service time, the stage report batch (flushed into the
+    // stage's collector every 64 operations), response time and the
+    // status counter.
+    let stage = Stage::rate("hold", 1000.0, Duration::from_secs(3600)).unwrap();
+    let ctx = ReportContext::new(
+        Arc::new(RunInfo::new(None)),
+        "bench",
+        &["find", "insert", "update", "delete"],
+    );
+    let start = tokio::time::Instant::now();
+    let collector = StageCollector::new(ctx, &stage, 0, 0, start);
+    let mut batch = StageBatch::new();
+    batch.follow(Some(&collector));
+    let status_ok = std::sync::atomic::AtomicU64::new(0);
+    c.bench_function("record_engine_path", |b| {
+        b.iter(|| {
+            i = i.wrapping_add(1);
+            let intended = tokio::time::Instant::now();
+            let lag = tokio::time::Instant::now().saturating_duration_since(intended);
+            workload.schedule_lag_seconds.set(lag.as_secs_f64());
+            workload.send_lateness.observe(lag.as_secs_f64());
+            workload.inflight.inc();
+            let sent = tokio::time::Instant::now();
+            let done = sent + black_box(LATENCIES[i % LATENCIES.len()]);
+            workload.inflight.dec();
+            find.record_service(done.saturating_duration_since(sent));
+            batch.record(3, intended, done, Ok(()));
+            find.record_ok(done.saturating_duration_since(intended), 1);
+            status_ok.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        })
+    });
+    drop(batch);
 
     // A scrape: flush the windows and encode the whole registry.
     let metrics = Arc::new(metrics);

@@ -484,6 +484,7 @@ impl Worker {
                     }
                     let lag = Instant::now().saturating_duration_since(intended);
                     self.run.metrics.schedule_lag_seconds.set(lag.as_secs_f64());
+                    self.run.metrics.send_lateness.observe(lag.as_secs_f64());
                     if lag > self.run.max_lag {
                         self.run.metrics.missed_operations.inc();
                         self.run.status.missed.fetch_add(1, Ordering::Relaxed);

@@ -37,6 +37,14 @@ pub const LATENCY_BUCKETS: [f64; 19] = [
     10.0, 20.0, 50.0, 60.0,
 ];
 
+/// Upper bounds of the send-lateness histogram buckets in seconds: fine
+/// below 1 ms, where a healthy pacer sends (timer granularity and task
+/// wake-up), coarse above, where a backlog or a busy machine shows.
+pub const LATENESS_BUCKETS: [f64; 16] = [
+    0.00001, 0.000025, 0.00005, 0.0001, 0.0002, 0.0003, 0.0005, 0.00075, 0.001, 0.002, 0.005, 0.01,
+    0.05, 0.1, 1.0, 10.0,
+];
+
 /// The revision compiled into `mongoload_build_info`: set the environment
 /// variable `MONGOLOAD_BUILD_REVISION` (e.g. to `git rev-parse --short HEAD`)
 /// when building.
@@ -86,6 +94,7 @@ pub(crate) struct Vecs {
     pub(crate) target_concurrency: IntGaugeVec,
     pub(crate) inflight: IntGaugeVec,
     pub(crate) schedule_lag: GaugeVec,
+    pub(crate) send_lateness: HistogramVec,
     pub(crate) missed: IntCounterVec,
     pub(crate) phase_info: IntGaugeVec,
 }
@@ -305,6 +314,14 @@ impl Vecs {
                 ),
                 wl,
             )?,
+            send_lateness: HistogramVec::new(
+                HistogramOpts::new(
+                    "mongoload_send_lateness_seconds",
+                    "Open loop: how late each operation was sent after its intended start.",
+                )
+                .buckets(LATENESS_BUCKETS.to_vec()),
+                wl,
+            )?,
             missed: IntCounterVec::new(
                 Opts::new(
                     "mongoload_missed_operations_total",
@@ -332,6 +349,7 @@ impl Vecs {
         registry.register(Box::new(self.target_concurrency.clone()))?;
         registry.register(Box::new(self.inflight.clone()))?;
         registry.register(Box::new(self.schedule_lag.clone()))?;
+        registry.register(Box::new(self.send_lateness.clone()))?;
         registry.register(Box::new(self.missed.clone()))?;
         registry.register(Box::new(self.phase_info.clone()))?;
         Ok(())

@@ -357,3 +357,22 @@ async fn window_ticker_stops_when_cancelled() {
         .expect("ticker stops on cancel")
         .unwrap();
 }
+
+#[test]
+fn send_lateness_is_a_histogram_fine_below_a_millisecond() {
+    let m = Metrics::new().unwrap();
+    let w = m.workload("w", &[]);
+    w.send_lateness.observe(0.000_04);
+    w.send_lateness.observe(0.000_4);
+    w.send_lateness.observe(0.003);
+    let text = m.encode().unwrap();
+    for line in [
+        r#"mongoload_send_lateness_seconds_bucket{workload="w",le="0.00005"} 1"#,
+        r#"mongoload_send_lateness_seconds_bucket{workload="w",le="0.0005"} 2"#,
+        r#"mongoload_send_lateness_seconds_bucket{workload="w",le="0.001"} 2"#,
+        r#"mongoload_send_lateness_seconds_bucket{workload="w",le="0.005"} 3"#,
+        r#"mongoload_send_lateness_seconds_count{workload="w"} 3"#,
+    ] {
+        assert_has(&text, line);
+    }
+}

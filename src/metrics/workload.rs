@@ -23,6 +23,9 @@ pub struct WorkloadMetrics {
     pub inflight: IntGauge,
     /// `mongoload_schedule_lag_seconds{workload}`.
     pub schedule_lag_seconds: Gauge,
+    /// `mongoload_send_lateness_seconds{workload}`: the distribution of
+    /// what `schedule_lag_seconds` shows only the last value of.
+    pub send_lateness: Histogram,
     /// `mongoload_missed_operations_total{workload}`.
     pub missed_operations: IntCounter,
     phase_info: IntGaugeVec,
@@ -46,6 +49,7 @@ impl WorkloadMetrics {
             target_concurrency: vecs.target_concurrency.with_label_values(wl),
             inflight: vecs.inflight.with_label_values(wl),
             schedule_lag_seconds: vecs.schedule_lag.with_label_values(wl),
+            send_lateness: vecs.send_lateness.with_label_values(wl),
             missed_operations: vecs.missed.with_label_values(wl),
             phase_info: vecs.phase_info.clone(),
             stage,

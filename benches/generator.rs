@@ -1,0 +1,677 @@
+//! The load generator's own figures, measured side by side in one run
+//! against the simulator running as a separate `mongoload sim` process (so
+//! its CPU is never counted as mongoload's):
+//!
+//! - `accuracy` / `cost`: the real daemon (`daemon::start`, mixed workload
+//!   of find-by-`_id` only) holds a fixed rate; achieved rate from the
+//!   stage report, send lateness from `mongoload_send_lateness_seconds`,
+//!   CPU seconds of this process per 100,000 operations. Beside it the
+//!   floor: the same driver calls from the same number of tasks at the same
+//!   rate, paced by a bare sleep, with no metrics. Alternated, median of
+//!   the repetitions.
+//! - `memory`: `mongoload run` as its own process against a simulator that
+//!   delays every reply by 1 s, 1,000 ops/s: VmRSS / VmHWM with ~1,000
+//!   operations in flight.
+//! - `peak`: the daemon stepping its rate up until it falls behind, with
+//!   the CPU use of both processes per step.
+//!
+//! Run: `cargo bench --bench generator [-- accuracy|memory|peak]`.
+//! Environment: `GEN_SECS` (measured seconds per stage, default 20),
+//! `GEN_REPS` (repetitions, default 3), `GEN_RATE` (default 5000),
+//! `GEN_PEAK_RATES` (comma-separated steps, default 6000,…,30000).
+//! CPU time comes from /proc (utime + stime), so figures stay meaningful on
+//! a shared machine where wall-clock rates do not.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mongodb::bson::{doc, Document};
+use rand::{rngs::SmallRng, Rng, SeedableRng};
+use tokio::time::Instant;
+
+/// Documents preloaded by the workload's prepare step (and looked up).
+const DOCS: u64 = 10_000;
+/// Worker tasks of the daemon (`max_inflight`) and tasks of the floor.
+const TASKS: usize = 64;
+/// Connections in the driver's pool, for both.
+const POOL: u32 = 32;
+/// Unmeasured lead-in of every run at the measured rate (pool, caches).
+const WARM: Duration = Duration::from_secs(3);
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let wants = |name: &str| args.is_empty() || args.iter().any(|a| a == name);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let bin = mongoload_binary();
+    println!(
+        "mongoload binary: {}; {} CPUs; load average at start: {}",
+        bin.display(),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load_average()
+    );
+    rt.block_on(async {
+        if wants("accuracy") || wants("cost") {
+            accuracy_and_cost(&bin).await;
+        }
+        if wants("memory") {
+            memory(&bin).await;
+        }
+        if wants("peak") {
+            peak(&bin).await;
+        }
+    });
+    println!("load average at end: {}", load_average());
+}
+
+// ---------------------------------------------------------------- processes
+
+/// `target/<profile>/mongoload`: cargo builds the package's binaries beside
+/// the bench executable's `deps` directory.
+fn mongoload_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("bench executable in target/<profile>/deps");
+    let bin = dir.join("mongoload");
+    assert!(
+        bin.exists(),
+        "{} not found: build it with `cargo bench --bench generator` (it builds the binary)",
+        bin.display()
+    );
+    bin
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// A child process killed when dropped.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Proc {
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+/// Starts `mongoload sim` with `extra` options and waits until it accepts.
+async fn start_sim(bin: &Path, extra: &[&str]) -> (Proc, SocketAddr) {
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let child = Command::new(bin)
+        .arg("sim")
+        .arg("--listen")
+        .arg(addr.to_string())
+        .args(extra)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn mongoload sim");
+    let proc = Proc(child);
+    wait_listening(addr).await;
+    (proc, addr)
+}
+
+async fn wait_listening(addr: SocketAddr) {
+    for _ in 0..200 {
+        if TcpStream::connect(addr).is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("nothing listens on {addr}");
+}
+
+/// CPU seconds (user + system) of a process from `/proc/<pid>/stat`.
+fn cpu_seconds(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may contain spaces) start at 3.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 (1-based), i.e. 11 and 12 here.
+    (ticks(11) + ticks(12)) / clock_ticks()
+}
+
+fn clock_ticks() -> f64 {
+    // sysconf(_SC_CLK_TCK) is 100 on every Linux architecture cargo targets.
+    100.0
+}
+
+fn status_kib(pid: u32, key: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.trim_start_matches(':').split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+// ------------------------------------------------------------- daemon runs
+
+/// The config of a daemon run: find-by-`_id` only, small documents, the
+/// given rate stages (name, ops/s, duration) after a warm-up stage.
+fn config_text(
+    uri: &str,
+    db: &str,
+    http: &str,
+    log: &Path,
+    inflight: usize,
+    pool: u32,
+    stages: &[(String, f64, Duration)],
+) -> String {
+    let mut text = format!(
+        r#"[target]
+uri = "{uri}"
+database = "{db}"
+pool_size = {pool}
+operation_timeout = "10s"
+[http]
+listen = "{http}"
+[run]
+shutdown_grace = "2s"
+log = "{log}"
+[[workloads]]
+name = "gen"
+kind = "mixed"
+max_inflight = {inflight}
+max_lag = "10s"
+[workloads.mixed]
+insert = 0
+update = 0
+delete = 0
+find = 1
+doc_size = "100B"
+initial_docs = {DOCS}
+load_batch = 1000
+collection = "gen"
+"#,
+        log = log.display()
+    );
+    for (name, rate, duration) in stages {
+        text.push_str(&format!(
+            "[[workloads.stages]]\nname = \"{name}\"\nrate = {rate}\nduration = \"{}ms\"\n",
+            duration.as_millis()
+        ));
+    }
+    text
+}
+
+/// What one measured stage of a daemon run gave.
+#[derive(Debug, Clone)]
+struct StageFigures {
+    name: String,
+    target: f64,
+    secs: f64,
+    /// From the stage report (run log).
+    operations: u64,
+    ops_per_sec: f64,
+    missed: u64,
+    /// CPU seconds of this process (the daemon) and of the simulator.
+    cpu: f64,
+    sim_cpu: f64,
+    /// Send lateness bucket counts (cumulative, by upper bound) in the stage.
+    lateness: Vec<(f64, u64)>,
+}
+
+/// Runs the daemon in this process through `stages` (after a warm-up at
+/// the first stage's rate) and measures each stage. With `stop_when_behind`
+/// the run stops after the first stage that fell behind (< 99 % of target
+/// or missed > 0).
+async fn run_daemon(
+    sim: &SimRef,
+    db: &str,
+    stages: &[(String, f64, Duration)],
+    stop_when_behind: bool,
+) -> Vec<StageFigures> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("run.jsonl");
+    let mut all = vec![("warm".to_owned(), stages[0].1, WARM)];
+    all.extend(stages.iter().cloned());
+    let text = config_text(
+        &sim.uri,
+        db,
+        "127.0.0.1:0",
+        &log,
+        TASKS.max(sim.inflight),
+        sim.pool,
+        &all,
+    );
+    let config = mongoload::config::parse_with_env(&text, Path::new("bench.toml"), [])
+        .expect("bench config is valid");
+    let running = mongoload::daemon::start(config)
+        .await
+        .expect("daemon starts");
+    let metrics = running.metrics.clone();
+
+    // Wait (polling; not measured) for the warm-up stage, then for the
+    // first measured stage; stage boundaries then follow the schedule.
+    let phase = |stage: &str| {
+        let page = metrics.encode().unwrap_or_default();
+        page.contains(&format!(
+            "mongoload_phase_info{{stage=\"{stage}\",workload=\"gen\"}} 1"
+        ))
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !phase("warm") {
+        assert!(Instant::now() < deadline, "warm-up stage never started");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let mut at = Instant::now() + WARM;
+    tokio::time::sleep_until(at).await;
+    let mut before = (
+        cpu_seconds("self"),
+        cpu_seconds(&sim.pid),
+        lateness(&metrics),
+    );
+    let mut figures = Vec::new();
+    for (name, rate, duration) in stages {
+        at += *duration;
+        tokio::time::sleep_until(at).await;
+        let end = (
+            cpu_seconds("self"),
+            cpu_seconds(&sim.pid),
+            lateness(&metrics),
+        );
+        figures.push(StageFigures {
+            name: name.clone(),
+            target: *rate,
+            secs: duration.as_secs_f64(),
+            operations: 0,
+            ops_per_sec: 0.0,
+            missed: 0,
+            cpu: end.0 - before.0,
+            sim_cpu: end.1 - before.1,
+            lateness: end
+                .2
+                .iter()
+                .zip(&before.2)
+                .map(|(e, b)| (e.0, e.1 - b.1))
+                .collect(),
+        });
+        before = end;
+        if stop_when_behind {
+            // The report is written at the stage's end: wait a moment for it.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            fill_reports(&log, &mut figures);
+            let last = figures.last().unwrap();
+            if last.ops_per_sec < 0.99 * last.target || last.missed > 0 {
+                break;
+            }
+        }
+    }
+    running.stop();
+    let _ = tokio::time::timeout(Duration::from_secs(10), running.wait()).await;
+    fill_reports(&log, &mut figures);
+    figures
+}
+
+/// Fills operations, ops/s and missed of each stage from the run log.
+fn fill_reports(log: &Path, figures: &mut [StageFigures]) {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let Some(f) = figures.iter_mut().find(|f| v["stage"] == f.name.as_str()) else {
+            continue;
+        };
+        f.operations = v["operations"].as_u64().unwrap_or(0);
+        f.ops_per_sec = v["ops_per_sec"].as_f64().unwrap_or(0.0);
+        f.missed = v["missed"].as_u64().unwrap_or(0);
+    }
+}
+
+/// The cumulative buckets of `mongoload_send_lateness_seconds` now.
+fn lateness(metrics: &mongoload::metrics::Metrics) -> Vec<(f64, u64)> {
+    let page = metrics.encode().unwrap_or_default();
+    page.lines()
+        .filter(|l| l.starts_with("mongoload_send_lateness_seconds_bucket{"))
+        .filter_map(|l| {
+            let le = l.split("le=\"").nth(1)?.split('"').next()?;
+            let le = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().ok()?
+            };
+            let n = l.rsplit(' ').next()?.parse().ok()?;
+            Some((le, n))
+        })
+        .collect()
+}
+
+/// The upper bound of the bucket holding quantile `q`, and the fraction of
+/// sends within `bound` seconds.
+fn lateness_quantile(buckets: &[(f64, u64)], q: f64) -> f64 {
+    let total = buckets.last().map_or(0, |b| b.1);
+    let want = (q * total as f64).ceil() as u64;
+    buckets
+        .iter()
+        .find(|(_, n)| *n >= want.max(1))
+        .map_or(f64::NAN, |b| b.0)
+}
+
+fn lateness_within(buckets: &[(f64, u64)], bound: f64) -> f64 {
+    let total = buckets.last().map_or(0, |b| b.1).max(1);
+    let n = buckets
+        .iter()
+        .filter(|(le, _)| *le <= bound + 1e-12)
+        .map(|b| b.1)
+        .max()
+        .unwrap_or(0);
+    n as f64 / total as f64
+}
+
+/// The highest non-empty bucket: the maximum lateness is at most this.
+fn lateness_max(buckets: &[(f64, u64)]) -> f64 {
+    let total = buckets.last().map_or(0, |b| b.1);
+    buckets
+        .iter()
+        .find(|(_, n)| *n == total)
+        .map_or(f64::NAN, |b| b.0)
+}
+
+/// The simulator a run goes against.
+struct SimRef {
+    uri: String,
+    pid: String,
+    pool: u32,
+    inflight: usize,
+}
+
+// ------------------------------------------------------------------- floor
+
+/// The floor: `tasks` tasks issue `find_one({_id})` at `rate` in total,
+/// each sleeping until its next slot, with no metrics and no engine.
+/// Returns (operations completed in the measured window, CPU seconds).
+async fn floor(sim: &SimRef, db: &str, rate: f64, secs: Duration) -> (u64, f64) {
+    let client = mongoload::target::connect(
+        &sim.uri,
+        "floor",
+        sim.pool,
+        mongoload::target::Timeouts {
+            connect: Duration::from_secs(5),
+            server_selection: Duration::from_secs(5),
+        },
+        mongoload::target::Handlers::default(),
+    )
+    .await
+    .expect("client");
+    let coll = client.database(db).collection::<Document>("gen");
+    let done = Arc::new(AtomicU64::new(0));
+    let start = Instant::now() + Duration::from_millis(100);
+    let measure_from = start + WARM;
+    let end = measure_from + secs;
+    let period = Duration::from_secs_f64(TASKS as f64 / rate);
+    let mut tasks = tokio::task::JoinSet::new();
+    for t in 0..TASKS {
+        let coll = coll.clone();
+        let done = done.clone();
+        tasks.spawn(async move {
+            let mut rng = SmallRng::seed_from_u64(t as u64);
+            let mut next = start + Duration::from_secs_f64(t as f64 / rate);
+            while next < end {
+                tokio::time::sleep_until(next).await;
+                let id = rng.random_range(0..DOCS) as i64;
+                let found = coll.find_one(doc! {"_id": id}).await;
+                if matches!(found, Ok(Some(_))) && next >= measure_from {
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+                next += period;
+            }
+        });
+    }
+    tokio::time::sleep_until(measure_from).await;
+    let cpu0 = cpu_seconds("self");
+    tokio::time::sleep_until(end).await;
+    let cpu1 = cpu_seconds("self");
+    while tasks.join_next().await.is_some() {}
+    client.shutdown().await;
+    (done.load(Ordering::Relaxed), cpu1 - cpu0)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v[v.len() / 2]
+}
+
+// ------------------------------------------------------------ measurements
+
+async fn accuracy_and_cost(bin: &Path) {
+    let secs = Duration::from_secs(env_or("GEN_SECS", 20));
+    let reps: usize = env_or("GEN_REPS", 3);
+    let rate: f64 = env_or("GEN_RATE", 5000.0);
+    let (sim_proc, addr) = start_sim(bin, &[]).await;
+    let sim = SimRef {
+        uri: format!("mongodb://{addr}/?directConnection=true"),
+        pid: sim_proc.pid().to_string(),
+        pool: POOL,
+        inflight: TASKS,
+    };
+    println!(
+        "\n== accuracy and cost: {rate} ops/s find-by-_id, {reps} x ({}s daemon + {}s floor), {TASKS} tasks, pool {POOL}",
+        secs.as_secs(),
+        secs.as_secs()
+    );
+    let mut daemon_us = Vec::new();
+    let mut floor_us = Vec::new();
+    let mut accuracy = Vec::new();
+    for rep in 0..reps {
+        let db = format!("acc{rep}");
+        let f = run_daemon(&sim, &db, &[("hold".to_owned(), rate, secs)], false).await;
+        let f = &f[0];
+        let d_us = f.cpu / f.operations.max(1) as f64 * 1e6;
+        let achieved = f.ops_per_sec / f.target;
+        println!(
+            "rep {rep} daemon: {} ops in {:.0}s = {:.1} ops/s ({:.3} % of target), missed {}, lateness p50 <= {:.0} us p99 <= {:.0} us max <= {:.0} us, within 1 ms {:.4} %; CPU {:.2}s = {d_us:.1} us/op ({:.2}s per 100k); sim CPU {:.1} us/op",
+            f.operations,
+            f.secs,
+            f.ops_per_sec,
+            achieved * 100.0,
+            f.missed,
+            lateness_quantile(&f.lateness, 0.5) * 1e6,
+            lateness_quantile(&f.lateness, 0.99) * 1e6,
+            lateness_max(&f.lateness) * 1e6,
+            lateness_within(&f.lateness, 0.001) * 100.0,
+            f.cpu,
+            d_us / 10.0,
+            f.sim_cpu / f.operations.max(1) as f64 * 1e6,
+        );
+        let (ops, cpu) = floor(&sim, &db, rate, secs).await;
+        let f_us = cpu / ops.max(1) as f64 * 1e6;
+        println!(
+            "rep {rep} floor:  {ops} ops in {:.0}s = {:.1} ops/s; CPU {cpu:.2}s = {f_us:.1} us/op ({:.2}s per 100k)",
+            secs.as_secs_f64(),
+            ops as f64 / secs.as_secs_f64(),
+            f_us / 10.0
+        );
+        daemon_us.push(d_us);
+        floor_us.push(f_us);
+        accuracy.push(achieved * 100.0);
+    }
+    let (d, fl) = (median(daemon_us.clone()), median(floor_us.clone()));
+    let ratios: Vec<f64> = daemon_us
+        .iter()
+        .zip(&floor_us)
+        .map(|(d, f)| d / f)
+        .collect();
+    println!(
+        "MEDIAN accuracy {:.3} % of target; daemon {d:.1} us/op = {:.2} CPU-s per 100k = {:.0} ops per CPU-second; floor {fl:.1} us/op = {:.2} CPU-s per 100k; ratio daemon/floor (median of per-rep ratios) {:.2}x",
+        median(accuracy),
+        d / 10.0,
+        1e6 / d,
+        fl / 10.0,
+        median(ratios)
+    );
+    drop(sim_proc);
+}
+
+async fn memory(bin: &Path) {
+    let rate = 1000.0;
+    let (sim_proc, addr) = start_sim(bin, &["--latency", "1s"]).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let http = format!("127.0.0.1:{}", free_port());
+    let secs = 20;
+    let text = config_text(
+        &format!("mongodb://{addr}/?directConnection=true"),
+        "mem",
+        &http,
+        &dir.path().join("run.jsonl"),
+        1500,
+        1200,
+        &[("hold".to_owned(), rate, Duration::from_secs(secs))],
+    );
+    // Fewer preloaded documents: each prepare batch also waits 1 s.
+    let text = text.replace(&format!("initial_docs = {DOCS}"), "initial_docs = 2000");
+    let config = dir.path().join("mongoload.toml");
+    std::fs::write(&config, text).expect("write config");
+    let child = Command::new(bin)
+        .arg("run")
+        .arg("--config")
+        .arg(&config)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn mongoload run");
+    let proc = Proc(child);
+    let pid = proc.pid();
+    println!("\n== memory: mongoload run (pid {pid}) at {rate} ops/s, simulator latency 1 s, max_inflight 1500, pool 1200");
+    let http: SocketAddr = http.parse().unwrap();
+    wait_listening(http).await;
+    let t0 = Instant::now();
+    let mut peak_inflight = 0.0f64;
+    let mut at_peak = (0, 0);
+    let until = t0 + Duration::from_secs(secs + 8);
+    while Instant::now() < until {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let page = http_get(http, "/metrics").unwrap_or_default();
+        let inflight = page
+            .lines()
+            .find(|l| l.starts_with("mongoload_inflight_operations{"))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .unwrap_or(0.0);
+        let ok = page
+            .lines()
+            .find(|l| l.starts_with("mongoload_operations_total{") && l.contains("outcome=\"ok\""))
+            .and_then(|l| l.rsplit(' ').next())
+            .unwrap_or("0")
+            .to_owned();
+        let rss = status_kib(pid, "VmRSS");
+        let hwm = status_kib(pid, "VmHWM");
+        println!(
+            "t={:>2}s in flight {inflight:>5} ok {ok:>7} VmRSS {:.1} MiB VmHWM {:.1} MiB",
+            t0.elapsed().as_secs(),
+            rss as f64 / 1024.0,
+            hwm as f64 / 1024.0
+        );
+        if inflight >= peak_inflight {
+            peak_inflight = inflight;
+            at_peak = (rss, hwm);
+        }
+    }
+    println!(
+        "RESULT memory: {peak_inflight} in flight: VmRSS {:.1} MiB, VmHWM {:.1} MiB (whole run high-water mark {:.1} MiB)",
+        at_peak.0 as f64 / 1024.0,
+        at_peak.1 as f64 / 1024.0,
+        status_kib(pid, "VmHWM") as f64 / 1024.0
+    );
+    drop(proc);
+    drop(sim_proc);
+}
+
+/// A plain HTTP/1.0 GET on loopback; the body.
+fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    out.split_once("\r\n\r\n").map(|(_, b)| b.to_owned())
+}
+
+async fn peak(bin: &Path) {
+    let rates: Vec<f64> = std::env::var("GEN_PEAK_RATES")
+        .unwrap_or_else(|_| "6000,9000,12000,15000,18000,21000,25000,30000".into())
+        .split(',')
+        .filter_map(|r| r.trim().parse().ok())
+        .collect();
+    let step = Duration::from_secs(env_or("GEN_PEAK_SECS", 8));
+    let (sim_proc, addr) = start_sim(bin, &[]).await;
+    let sim = SimRef {
+        uri: format!("mongodb://{addr}/?directConnection=true"),
+        pid: sim_proc.pid().to_string(),
+        pool: 64,
+        inflight: 256,
+    };
+    println!(
+        "\n== peak: rate steps of {}s {rates:?}, max_inflight 256, pool 64",
+        step.as_secs()
+    );
+    let stages: Vec<(String, f64, Duration)> =
+        rates.iter().map(|r| (format!("r{r}"), *r, step)).collect();
+    let figures = run_daemon(&sim, "peak", &stages, true).await;
+    let mut best = None;
+    for f in &figures {
+        let ok = f.ops_per_sec >= 0.99 * f.target && f.missed == 0;
+        println!(
+            "step {:>6}: achieved {:>8.1} ops/s ({:.1} %), missed {}, lateness p99 <= {:.0} us; mongoload CPU {:.0} % of a core ({:.1} us/op), simulator CPU {:.0} % ({:.1} us/op){}",
+            f.target,
+            f.ops_per_sec,
+            100.0 * f.ops_per_sec / f.target,
+            f.missed,
+            lateness_quantile(&f.lateness, 0.99) * 1e6,
+            100.0 * f.cpu / f.secs,
+            f.cpu / f.operations.max(1) as f64 * 1e6,
+            100.0 * f.sim_cpu / f.secs,
+            f.sim_cpu / f.operations.max(1) as f64 * 1e6,
+            if ok { "" } else { "  <- fell behind" }
+        );
+        if ok {
+            best = Some(f.target);
+        }
+    }
+    println!(
+        "RESULT peak sustained: {best:?} ops/s; load average {}",
+        load_average()
+    );
+    drop(sim_proc);
+}
