@@ -351,7 +351,8 @@ fn fill_reports(log: &Path, figures: &mut [StageFigures]) {
         let Some(f) = figures.iter_mut().find(|f| v["stage"] == f.name.as_str()) else {
             continue;
         };
-        f.operations = v["operations"].as_u64().unwrap_or(0);
+        let counts = &v["operations"];
+        f.operations = counts["ok"].as_u64().unwrap_or(0) + counts["error"].as_u64().unwrap_or(0);
         f.ops_per_sec = v["ops_per_sec"].as_f64().unwrap_or(0.0);
         f.missed = v["missed"].as_u64().unwrap_or(0);
     }
@@ -418,8 +419,9 @@ struct SimRef {
 
 /// The floor: `tasks` tasks issue `find_one({_id})` at `rate` in total,
 /// each sleeping until its next slot, with no metrics and no engine.
-/// Returns (operations completed in the measured window, CPU seconds).
-async fn floor(sim: &SimRef, db: &str, rate: f64, secs: Duration) -> (u64, f64) {
+/// Returns (operations completed in the measured window, CPU seconds, the
+/// sorted lateness of the measured sends in µs: the tokio timer alone).
+async fn floor(sim: &SimRef, db: &str, rate: f64, secs: Duration) -> (u64, f64, Vec<u64>) {
     let client = mongoload::target::connect(
         &sim.uri,
         "floor",
@@ -445,8 +447,12 @@ async fn floor(sim: &SimRef, db: &str, rate: f64, secs: Duration) -> (u64, f64) 
         tasks.spawn(async move {
             let mut rng = SmallRng::seed_from_u64(t as u64);
             let mut next = start + Duration::from_secs_f64(t as f64 / rate);
+            let mut late = Vec::new();
             while next < end {
                 tokio::time::sleep_until(next).await;
+                if next >= measure_from {
+                    late.push(Instant::now().saturating_duration_since(next).as_micros() as u64);
+                }
                 let id = rng.random_range(0..DOCS) as i64;
                 let found = coll.find_one(doc! {"_id": id}).await;
                 if matches!(found, Ok(Some(_))) && next >= measure_from {
@@ -454,15 +460,20 @@ async fn floor(sim: &SimRef, db: &str, rate: f64, secs: Duration) -> (u64, f64) 
                 }
                 next += period;
             }
+            late
         });
     }
     tokio::time::sleep_until(measure_from).await;
     let cpu0 = cpu_seconds("self");
     tokio::time::sleep_until(end).await;
     let cpu1 = cpu_seconds("self");
-    while tasks.join_next().await.is_some() {}
+    let mut late = Vec::new();
+    while let Some(task) = tasks.join_next().await {
+        late.extend(task.unwrap_or_default());
+    }
+    late.sort_unstable();
     client.shutdown().await;
-    (done.load(Ordering::Relaxed), cpu1 - cpu0)
+    (done.load(Ordering::Relaxed), cpu1 - cpu0, late)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -496,6 +507,15 @@ async fn accuracy_and_cost(bin: &Path) {
     let mut accuracy = Vec::new();
     for rep in 0..reps {
         let db = format!("acc{rep}");
+        // Alternate the order (daemon first, then floor first, ...) so a
+        // change in the machine's load during the run biases neither side.
+        // The floor reads the documents the first daemon run loaded.
+        let floor_first = rep % 2 == 1;
+        let floor_run = if floor_first {
+            Some(floor(&sim, "acc0", rate, secs).await)
+        } else {
+            None
+        };
         let f = run_daemon(&sim, &db, &[("hold".to_owned(), rate, secs)], false).await;
         let f = &f[0];
         let d_us = f.cpu / f.operations.max(1) as f64 * 1e6;
@@ -515,12 +535,25 @@ async fn accuracy_and_cost(bin: &Path) {
             d_us / 10.0,
             f.sim_cpu / f.operations.max(1) as f64 * 1e6,
         );
-        let (ops, cpu) = floor(&sim, &db, rate, secs).await;
+        let (ops, cpu, late) = match floor_run {
+            Some(r) => r,
+            None => floor(&sim, "acc0", rate, secs).await,
+        };
         let f_us = cpu / ops.max(1) as f64 * 1e6;
+        let q = |q: f64| {
+            late.get(((late.len() as f64 * q) as usize).min(late.len().saturating_sub(1)))
+                .copied()
+                .unwrap_or(0)
+        };
         println!(
-            "rep {rep} floor:  {ops} ops in {:.0}s = {:.1} ops/s; CPU {cpu:.2}s = {f_us:.1} us/op ({:.2}s per 100k)",
+            "rep {rep} floor{}:  {ops} ops in {:.0}s = {:.1} ops/s; timer lateness p50 {} us p99 {} us max {} us, within 1 ms {:.4} %; CPU {cpu:.2}s = {f_us:.1} us/op ({:.2}s per 100k)",
+            if floor_first { " (run first)" } else { "" },
             secs.as_secs_f64(),
             ops as f64 / secs.as_secs_f64(),
+            q(0.5),
+            q(0.99),
+            late.last().copied().unwrap_or(0),
+            100.0 * late.iter().filter(|l| **l <= 1000).count() as f64 / late.len().max(1) as f64,
             f_us / 10.0
         );
         daemon_us.push(d_us);
@@ -580,6 +613,7 @@ async fn memory(bin: &Path) {
     let t0 = Instant::now();
     let mut peak_inflight = 0.0f64;
     let mut at_peak = (0, 0);
+    let mut hwm_seen = 0;
     let until = t0 + Duration::from_secs(secs + 8);
     while Instant::now() < until {
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -597,6 +631,7 @@ async fn memory(bin: &Path) {
             .to_owned();
         let rss = status_kib(pid, "VmRSS");
         let hwm = status_kib(pid, "VmHWM");
+        hwm_seen = hwm_seen.max(hwm);
         println!(
             "t={:>2}s in flight {inflight:>5} ok {ok:>7} VmRSS {:.1} MiB VmHWM {:.1} MiB",
             t0.elapsed().as_secs(),
@@ -612,7 +647,7 @@ async fn memory(bin: &Path) {
         "RESULT memory: {peak_inflight} in flight: VmRSS {:.1} MiB, VmHWM {:.1} MiB (whole run high-water mark {:.1} MiB)",
         at_peak.0 as f64 / 1024.0,
         at_peak.1 as f64 / 1024.0,
-        status_kib(pid, "VmHWM") as f64 / 1024.0
+        hwm_seen as f64 / 1024.0
     );
     drop(proc);
     drop(sim_proc);
