@@ -146,10 +146,17 @@ async fn run_daemon(config: Config, path: Option<PathBuf>) -> ExitCode {
             signal = signals.recv() => match signal {
                 Some(Signal::Terminate) | None if !cancel.is_cancelled() => {
                     tracing::info!("stopping: dispatch stopped, draining in-flight operations");
+                    let _ = service::notify_stopping();
                     cancel.cancel();
                 }
                 Some(Signal::Terminate) | None => {}
-                Some(Signal::Reload) => reload(path.as_deref()),
+                Some(Signal::Reload) => {
+                    // systemd waits in "reloading" between these two; READY=1
+                    // follows whatever the outcome, the plan runs on.
+                    let _ = service::notify_reloading();
+                    reload(path.as_deref());
+                    let _ = service::notify_ready();
+                }
             },
         }
     };
