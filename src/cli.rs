@@ -21,7 +21,7 @@ pub const DEMO_CONFIG: &str = include_str!("../etc/examples/demo.toml");
 
 /// Constant or scheduled synthetic load for MongoDB, with Prometheus metrics.
 #[derive(Debug, Parser)]
-#[command(name = "mongoload", version, about, long_about = None)]
+#[command(name = "mongoload", version, about, long_about = None, after_long_help = crate::manpage::after_help())]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -37,6 +37,18 @@ pub enum Command {
     Sim(crate::sim::SimArgs),
     /// Start the simulator and the daemon against it with a bundled example config.
     Demo(DemoArgs),
+    /// Print the man page (roff) generated from this command line, or write
+    /// every page into a directory.
+    #[command(hide = true)]
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write mongoload.1 and a page per subcommand into this directory
+    /// instead of printing mongoload.1.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -87,6 +99,25 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Demo(args) => {
             crate::logging::init("info");
             block_on(demo(args))
+        }
+        Command::Man(args) => man(args),
+    }
+}
+
+fn man(args: ManArgs) -> ExitCode {
+    let result = match &args.dir {
+        Some(dir) => crate::manpage::generate_to(dir).map(|pages| {
+            for page in pages {
+                println!("{}", page.display());
+            }
+        }),
+        None => crate::manpage::render(&mut std::io::stdout().lock()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mongoload man: {e}");
+            ExitCode::FAILURE
         }
     }
 }

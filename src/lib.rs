@@ -10,6 +10,7 @@ pub mod engine;
 pub mod error_kind;
 pub mod http;
 pub mod logging;
+pub mod manpage;
 pub mod metrics;
 pub mod schedule;
 pub mod service;
