@@ -222,6 +222,13 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let http_stop = CancellationToken::new();
     let http_task = tokio::spawn(http::serve(listener, state, http_stop.clone()));
 
+    // Keeps the latency window's time slots exact between scrapes.
+    let window_stop = CancellationToken::new();
+    let window_task = {
+        let (metrics, stop) = (metrics.clone(), window_stop.clone());
+        tokio::spawn(async move { metrics.run_window_ticker(stop).await })
+    };
+
     let ping_stop = CancellationToken::new();
     let ping_task = tokio::spawn(ping_loop(
         db.clone(),
@@ -270,6 +277,8 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         }
         http_stop.cancel();
         let _ = http_task.await;
+        window_stop.cancel();
+        let _ = window_task.await;
         client.shutdown().immediate(true).await;
         summary
     });

@@ -68,8 +68,9 @@ pub struct Metrics {
     vecs: Vecs,
     driver: Arc<DriverMetrics>,
     windows: Arc<WindowCollector>,
-    /// Workloads already registered, so a second `workload()` call for the
-    /// same name (a config reload) reuses the same children and windows.
+    /// The current stage of each workload name, shared by every
+    /// `WorkloadMetrics` of that name, so after a reload the new handle
+    /// removes the series the old one set.
     phase_stages: Mutex<BTreeMap<String, Arc<Mutex<Option<String>>>>>,
 }
 
@@ -156,7 +157,7 @@ impl Metrics {
     /// Resolves every child metric of one workload and its operations. Call
     /// once per workload at start (and again on reload: the same name gets
     /// the same series back, counters are never reset). Error children are
-    /// created for every [`ErrorKind`] so they are exported at 0.
+    /// created for every [`ErrorKind`](crate::error_kind::ErrorKind) so they are exported at 0.
     pub fn workload(&self, name: &str, op_names: &[&str]) -> WorkloadMetrics {
         let stage = Arc::clone(
             self.phase_stages

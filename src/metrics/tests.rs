@@ -304,3 +304,22 @@ async fn real_driver_events_reach_the_topology_gauges() {
     assert_has(&text, r#"mongoload_pool_connections{state="in_use"} 0"#);
     client.shutdown().await;
 }
+
+#[tokio::test]
+async fn window_ticker_stops_when_cancelled() {
+    let m = Arc::new(Metrics::new().unwrap());
+    let _w = m.workload("w", &["find"]);
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let ticker = tokio::spawn({
+        let m = Arc::clone(&m);
+        let shutdown = shutdown.clone();
+        async move { m.run_window_ticker(shutdown).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!ticker.is_finished(), "runs until cancelled");
+    shutdown.cancel();
+    tokio::time::timeout(Duration::from_secs(1), ticker)
+        .await
+        .expect("ticker stops on cancel")
+        .unwrap();
+}
