@@ -52,7 +52,7 @@ step "dpkg-deb -c"
 dpkg-deb -c "$deb" | tee "$scratch/contents"
 # Owners are root/root; nothing world-writable, setuid or setgid.
 awk '{ print $1, $2, $6 }' "$scratch/contents" | while read -r perms owner path; do
-    [ "$owner" = "root/root" ] || fail "$path owned by $owner"
+    case "$owner" in root/root|0/0) ;; *) fail "$path owned by $owner" ;; esac
     case "$perms" in
         d*) ;;
         l*) ;;
@@ -77,7 +77,8 @@ done
 grep -q "adduser --system" "$scratch/control/postinst" || fail "postinst creates no system user"
 # Nothing enabled or started on install: only dh's "re-enable if it was
 # enabled" and "try-restart if running" snippets may appear.
-if grep -nE "deb-systemd-invoke (start|restart)|systemctl (enable|start)" "$scratch/control/postinst"; then
+if grep -vE '^[[:space:]]*#' "$scratch/control/postinst" \
+    | grep -nE "deb-systemd-invoke (start|restart)|systemctl (enable|start)"; then
     fail "postinst enables or starts a unit"
 fi
 grep -q "try-restart" "$scratch/control/postinst" || fail "upgrade does not try-restart running units"
