@@ -64,7 +64,71 @@ pub struct WorkloadStatus {
     pub ok: AtomicU64,
     pub errors: AtomicU64,
     pub missed: AtomicU64,
+    /// When the controller last ticked: the systemd watchdog pings only
+    /// while every running workload's controller is alive.
+    pub heartbeat: Heartbeat,
     stage: Mutex<StageLabel>,
+}
+
+/// When a workload's controller last ticked (it ticks at least once a
+/// second while a stage runs), or "not watched" while the workload
+/// prepares, drains or has stopped: those phases have no tick to miss.
+#[derive(Debug, Default)]
+pub struct Heartbeat {
+    /// Microseconds since [`heartbeat_origin`] plus one; 0 = not watched.
+    at: AtomicU64,
+}
+
+impl Heartbeat {
+    /// Records a tick now.
+    pub fn beat(&self) {
+        let now = heartbeat_origin().elapsed().as_micros() as u64;
+        self.at.store(now.saturating_add(1), Ordering::Relaxed);
+    }
+
+    /// Takes the workload out of the watch (schedule over, draining).
+    pub fn clear(&self) {
+        self.at.store(0, Ordering::Relaxed);
+    }
+
+    /// Time since the last tick; `None` when not watched.
+    pub fn age(&self) -> Option<Duration> {
+        let at = self.at.load(Ordering::Relaxed).checked_sub(1)?;
+        let now = heartbeat_origin().elapsed();
+        Some(now.saturating_sub(Duration::from_micros(at)))
+    }
+}
+
+/// A fixed instant the heartbeats count from, so one atomic holds one.
+fn heartbeat_origin() -> std::time::Instant {
+    static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    *ORIGIN.get_or_init(std::time::Instant::now)
+}
+
+/// Test-only fault injection: stalls every controller in the process so a
+/// test can check that the systemd watchdog notices a wedged load loop
+/// (`tests/watchdog_stall.rs`). Not part of the API; never set in
+/// production, where the one cost is an atomic load per controller tick.
+#[doc(hidden)]
+pub mod fault {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    use tokio_util::sync::CancellationToken;
+
+    static STALL: AtomicBool = AtomicBool::new(false);
+
+    /// While `on`, controllers stop ticking (as a wedged loop would) until
+    /// it is turned off again or the run is cancelled.
+    pub fn stall_controllers(on: bool) {
+        STALL.store(on, Ordering::SeqCst);
+    }
+
+    pub(super) async fn hold_while_stalled(cancel: &CancellationToken) {
+        while STALL.load(Ordering::Relaxed) && !cancel.is_cancelled() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
 }
 
 /// The current stage as `/status` shows it.
@@ -142,6 +206,8 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
     }
 
     drive(&run, &phase_tx, &cancel).await;
+    // Draining has its own deadline (grace); no ticks to watch.
+    run.status.heartbeat.clear();
 
     let _ = phase_tx.send(Phase::Done);
     workers_stop.cancel();
@@ -264,6 +330,7 @@ async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &Cancell
                 elapsed,
                 &ctl,
             );
+            run.status.heartbeat.beat();
             let tick = (Instant::now() + Duration::from_secs(1)).min(end);
             tokio::select! {
                 _ = tokio::time::sleep_until(tick) => {}
@@ -292,6 +359,7 @@ async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &Cancell
                     return;
                 }
             }
+            fault::hold_while_stalled(cancel).await;
             if Instant::now() >= end {
                 break;
             }
@@ -624,5 +692,25 @@ impl ErrorLog {
                 *slot = Some((now, 0));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heartbeat_is_unwatched_until_the_first_beat_and_after_clear() {
+        let h = Heartbeat::default();
+        assert_eq!(h.age(), None);
+        h.beat();
+        let age = h.age().expect("watched after a beat");
+        assert!(age < Duration::from_secs(1), "{age:?}");
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(h.age().unwrap() >= Duration::from_millis(30));
+        h.beat();
+        assert!(h.age().unwrap() < Duration::from_millis(30));
+        h.clear();
+        assert_eq!(h.age(), None);
     }
 }
