@@ -191,7 +191,7 @@ impl Target {
                 make,
             } => {
                 let coll = &self.collections[*collection];
-                let mut next = resume_point(coll, *count).await?;
+                let mut next = resume_point(coll, *count, make).await?;
                 progress(next, *count);
                 let batch = (*batch).max(1) as u64;
                 while next < *count {
@@ -206,6 +206,16 @@ impl Target {
                     next = end;
                     progress(next, *count);
                 }
+                Ok(())
+            }
+            PrepareStep::CountKeys {
+                collection,
+                counter,
+            } => {
+                let n = self.collections[*collection]
+                    .count_documents(doc! {})
+                    .await?;
+                counter.fetch_max(n, std::sync::atomic::Ordering::Relaxed);
                 Ok(())
             }
             PrepareStep::SeekKeys {
@@ -239,12 +249,14 @@ fn bson_to_u64(v: &mongodb::bson::Bson) -> Option<u64> {
 }
 
 /// Where an interrupted load resumes: the first sequence number whose
-/// document is missing, found by binary search on `_id` presence. Loads
+/// document is missing, found by binary search on the presence of
+/// `make(i)`'s `_id`. Loads
 /// insert in ascending `_id` order in batches, so what is there is a prefix
 /// (up to the last, partially written, batch, whose duplicates are ignored).
 async fn resume_point(
     coll: &Collection<Document>,
     count: u64,
+    make: &crate::workload::DocMaker,
 ) -> Result<u64, mongodb::error::Error> {
     let present = coll.estimated_document_count().await?;
     if present == 0 {
@@ -253,8 +265,12 @@ async fn resume_point(
     let (mut lo, mut hi) = (0u64, count);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
+        let id = make(mid)
+            .get("_id")
+            .cloned()
+            .unwrap_or(mongodb::bson::Bson::Int64(mid as i64));
         let found = coll
-            .find_one(doc! {"_id": mid as i64})
+            .find_one(doc! {"_id": id})
             .projection(doc! {"_id": 1})
             .await?
             .is_some();
