@@ -207,6 +207,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
                         "name": name,
                         "kind": kind,
                         "stage": s.stage(),
+                        "prepare": s.prepare(),
                         "operations_ok": s.ok.load(Ordering::Relaxed),
                         "operations_error": s.errors.load(Ordering::Relaxed),
                         "missed": s.missed.load(Ordering::Relaxed),

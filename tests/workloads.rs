@@ -512,15 +512,22 @@ async fn an_interrupted_prepare_resumes_to_the_right_count() {
         };
         let db = client.database(&database);
         let running = daemon::start(mk()).await.unwrap();
-        // Stop once part of the load is in.
+        // Stop once part of the load is in; /status shows the progress.
         let mut seen = 0;
+        let mut status_ratio = 0.0;
         for _ in 0..400 {
             seen = count(&db, coll).await;
+            let status = status(running.http_addr).await;
+            let p = &status["workloads"][0]["prepare"];
+            assert_eq!(p["documents_total"], total, "{status}");
+            status_ratio = p["ratio"].as_f64().unwrap();
             if seen >= total / 5 {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+        assert!(status_ratio > 0.0 && status_ratio < 1.0, "{status_ratio}");
+        let metrics = running.metrics.clone();
         running.stop();
         running.wait().await;
         let partial = count(&db, coll).await;
@@ -528,9 +535,24 @@ async fn an_interrupted_prepare_resumes_to_the_right_count() {
             partial >= seen && partial < total,
             "{kind:?}: interrupted at {partial} of {total}"
         );
+        let page = metrics.encode().unwrap();
+        let ratio = sample(
+            &page,
+            "mongoload_prepare_progress_ratio",
+            &[("workload", "r")],
+        );
+        assert!(ratio > 0.0 && ratio < 1.0, "progress gauge {ratio}");
 
         let (page, summary) = run_daemon(mk()).await;
         assert_eq!(count(&db, coll).await, total, "{kind:?} after resuming");
+        assert_eq!(
+            sample(
+                &page,
+                "mongoload_prepare_progress_ratio",
+                &[("workload", "r")]
+            ),
+            1.0
+        );
         assert_eq!(summary.workloads[0].errors, 0, "{page}");
         assert!(
             summary.workloads[0].ok > 0,
@@ -538,6 +560,20 @@ async fn an_interrupted_prepare_resumes_to_the_right_count() {
         );
     }
     sim.shutdown().await;
+}
+
+/// `GET /status` of a running daemon, as JSON.
+async fn status(addr: std::net::SocketAddr) -> serde_json::Value {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET /status HTTP/1.0\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).await.unwrap();
+    let raw = String::from_utf8(raw).unwrap();
+    let (_, body) = raw.split_once("\r\n\r\n").unwrap();
+    serde_json::from_str(body).unwrap()
 }
 
 fn examples() -> Vec<PathBuf> {
