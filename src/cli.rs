@@ -37,6 +37,28 @@ pub enum Command {
     Sim(crate::sim::SimArgs),
     /// Start the simulator and the daemon against it with a bundled example config.
     Demo(DemoArgs),
+    /// Print one row per stage from run logs, or compare two runs
+    /// (exit 1 when throughput dropped beyond --max-drop, 2 on unreadable input).
+    Report(ReportArgs),
+}
+
+/// Exit status of `mongoload report --compare` when a stage's throughput
+/// dropped by more than `--max-drop`.
+pub const EXIT_REGRESSION: u8 = 1;
+/// Exit status of `mongoload report` when a run log cannot be read.
+pub const EXIT_BAD_INPUT: u8 = 2;
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Run logs (JSON lines, as written to [run] log).
+    #[arg(value_name = "RUNLOG", required_unless_present = "compare")]
+    pub files: Vec<PathBuf>,
+    /// Compare two run logs: per-stage throughput and p99 deltas, matched by workload and stage name.
+    #[arg(long, num_args = 2, value_names = ["BASE", "NEW"], conflicts_with = "files")]
+    pub compare: Option<Vec<PathBuf>>,
+    /// With --compare: the largest throughput drop that still passes (exit 1 beyond it).
+    #[arg(long, default_value = "5%", requires = "compare")]
+    pub max_drop: crate::report::compare::Percent,
 }
 
 #[derive(Debug, Args)]
@@ -88,7 +110,41 @@ pub fn run(cli: Cli) -> ExitCode {
             crate::logging::init("info");
             block_on(demo(args))
         }
+        Command::Report(args) => report(&args),
     }
+}
+
+/// `mongoload report`: tables from run logs, or a comparison of two.
+fn report(args: &ReportArgs) -> ExitCode {
+    use crate::report::{self, compare, table};
+    let read = |path: &Path| {
+        report::read(path).map_err(|e| {
+            eprintln!("mongoload report: {e}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        })
+    };
+    if let Some(pair) = &args.compare {
+        let (base, new) = match (read(&pair[0]), read(&pair[1])) {
+            (Ok(b), Ok(n)) => (b, n),
+            (Err(code), _) | (_, Err(code)) => return code,
+        };
+        let c = compare::compare(&base, &new, args.max_drop);
+        print!("{}", compare::render_comparison(&c));
+        return if c.regressions() > 0 {
+            ExitCode::from(EXIT_REGRESSION)
+        } else {
+            ExitCode::SUCCESS
+        };
+    }
+    let mut all = Vec::new();
+    for path in &args.files {
+        match read(path) {
+            Ok(r) => all.extend(r),
+            Err(code) => return code,
+        }
+    }
+    print!("{}", table::stage_table(&all));
+    ExitCode::SUCCESS
 }
 
 fn block_on(f: impl Future<Output = ExitCode>) -> ExitCode {

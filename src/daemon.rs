@@ -159,6 +159,12 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         env!("CARGO_PKG_VERSION"),
     );
 
+    let run_info = Arc::new(crate::report::RunInfo::new(config.run.log.clone()));
+    let report_to = match &run_info.log {
+        Some(p) => format!("the journal and {}", p.display()),
+        None => "the journal".to_owned(),
+    };
+    tracing::info!(run_id = %run_info.id, "run {}: stage reports go to {report_to}", run_info.id);
     let cancel = CancellationToken::new();
     let target_up = Arc::new(AtomicBool::new(false));
     let mut statuses = Vec::new();
@@ -182,6 +188,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
             workload,
             schedule,
             status,
+            run_info: run_info.clone(),
         };
         workloads.spawn(engine::run(
             run,
@@ -217,6 +224,13 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         });
     let http_stop = CancellationToken::new();
     let http_task = tokio::spawn(http::serve(listener, state, http_stop.clone()));
+
+    // Keeps the latency window's time slots exact between scrapes.
+    let window_stop = CancellationToken::new();
+    let window_task = {
+        let (metrics, stop) = (metrics.clone(), window_stop.clone());
+        tokio::spawn(async move { metrics.run_window_ticker(stop).await })
+    };
 
     let ping_stop = CancellationToken::new();
     let ping_task = tokio::spawn(ping_loop(
@@ -260,6 +274,8 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         }
         http_stop.cancel();
         let _ = http_task.await;
+        window_stop.cancel();
+        let _ = window_task.await;
         client.shutdown().immediate(true).await;
         summary
     });

@@ -11,6 +11,7 @@ pub mod error_kind;
 pub mod http;
 pub mod logging;
 pub mod metrics;
+pub mod report;
 pub mod schedule;
 pub mod service;
 pub mod sim;

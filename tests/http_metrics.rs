@@ -184,6 +184,32 @@ async fn keep_alive_serves_several_requests_on_one_connection() {
     server.shutdown.cancel();
 }
 
+#[tokio::test]
+async fn at_most_max_connections_are_served_at_once() {
+    let server = start().await;
+    // Fill every permit with clients that send nothing.
+    let mut idle = Vec::new();
+    for _ in 0..mongoload::http::MAX_CONNECTIONS {
+        idle.push(TcpStream::connect(server.addr).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    // One more client: the kernel accepts it into the backlog, but it is
+    // not served while all permits are taken.
+    let extra = tokio::spawn(request(server.addr, "GET", "/healthz"));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!extra.is_finished(), "served beyond the connection bound");
+
+    // One idle client leaves: its permit goes to the waiting one.
+    drop(idle.pop());
+    let r = tokio::time::timeout(Duration::from_secs(5), extra)
+        .await
+        .expect("served once a permit is free")
+        .unwrap();
+    assert_eq!(r.status, 200);
+    server.shutdown.cancel();
+}
+
 /// `promtool check metrics` must accept the page: Prometheus parses it and
 /// its linter finds no naming or type problems.
 fn promtool_check(page: &str) {

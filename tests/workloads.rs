@@ -77,6 +77,7 @@ fn workload(name: &str, kind: WorkloadKind, concurrency: f64, secs: u64) -> Work
             rate: None,
             concurrency: Some(LevelSpec::Hold(concurrency)),
             duration: Some(Duration::from_secs(secs)),
+            warmup: Default::default(),
         }],
     }
 }
@@ -638,6 +639,7 @@ fn scale_down(cfg: &mut Config, sim: &SimHandle, database: &str) {
             // the same _id would be a legitimate duplicate_key error.
             concurrency: Some(LevelSpec::Hold(1.0)),
             duration: Some(Duration::from_secs(2)),
+            warmup: Default::default(),
         }];
         if let Some(m) = &mut w.mixed {
             m.initial_docs = 200;

@@ -20,6 +20,7 @@
 //!
 //! [run]
 //! shutdown_grace = "10s"
+//! log = "/var/lib/mongoload/runs.jsonl"   # optional: a JSON line per finished stage
 //!
 //! [[workloads]]
 //! name = "mixed"                      # required, unique: the `workload` label
@@ -43,6 +44,7 @@
 //! name = "warm"                       # optional, default "stage-N" (1-based)
 //! rate = 500                          # ops/s, open loop — exactly one of rate / concurrency
 //! duration = "30s"
+//! warmup = "5s"                       # optional: run and exported, left out of the stage report
 //! [[workloads.stages]]
 //! concurrency = 16                    # closed-loop workers
 //! duration = "1m"
@@ -293,12 +295,16 @@ pub struct RunConfig {
     /// How long in-flight operations may finish after SIGTERM.
     #[serde(with = "humantime_serde")]
     pub shutdown_grace: Duration,
+    /// The run log: one JSON line per finished stage is appended here
+    /// (schema: etc/runlog.schema.json). None: reports go to the journal only.
+    pub log: Option<PathBuf>,
 }
 
 impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
             shutdown_grace: Duration::from_secs(10),
+            log: None,
         }
     }
 }
@@ -673,6 +679,10 @@ pub struct StageConfig {
     /// How long the stage lasts (not with `steps`).
     #[serde(default, with = "humantime_serde")]
     pub duration: Option<Duration>,
+    /// The start of the stage that runs and is exported live but is left
+    /// out of the stage's report; shorter than the stage.
+    #[serde(default, with = "humantime_serde")]
+    pub warmup: Option<Duration>,
 }
 
 impl StageConfig {
@@ -734,7 +744,7 @@ impl StageConfig {
         let Some(duration) = duration else {
             return Err(KeyError::new(at("duration"), "is required"));
         };
-        Stage::new(self.display_name(index), mode, shape, duration).map_err(|e| {
+        let stage = Stage::new(self.display_name(index), mode, shape, duration).map_err(|e| {
             use crate::schedule::StageError as E;
             let key = match e {
                 E::ZeroDuration => match spec {
@@ -745,7 +755,13 @@ impl StageConfig {
                 _ => at(field),
             };
             KeyError::new(key, e.to_string())
-        })
+        })?;
+        match self.warmup {
+            Some(w) => stage
+                .with_warmup(w)
+                .map_err(|e| KeyError::new(at("warmup"), e.to_string())),
+            None => Ok(stage),
+        }
     }
 }
 
@@ -895,6 +911,14 @@ impl Config {
             }
             (None, Some(_)) => {}
         }
+        if let Some(log) = &self.run.log {
+            if log.as_os_str().is_empty() || log.to_string_lossy().ends_with('/') {
+                return Err(KeyError::new(
+                    "run.log",
+                    format!("must be a file path, got {:?}", log.display().to_string()),
+                ));
+            }
+        }
         if self.target.database.is_empty()
             || self
                 .target
@@ -1000,6 +1024,9 @@ impl Config {
             "run:\n  shutdown_grace: {}",
             humantime::format_duration(self.run.shutdown_grace)
         );
+        if let Some(log) = &self.run.log {
+            let _ = writeln!(out, "  log: {}", log.display());
+        }
         for w in &self.workloads {
             let _ = writeln!(out, "workload {:?}:", w.name);
             let _ = writeln!(out, "  kind: {}", w.kind.as_str());

@@ -493,3 +493,39 @@ fn workload_tables_are_validated_with_their_key() {
         "workloads[0].custom.operations[1].name",
     );
 }
+
+#[test]
+fn run_log_and_stage_warmup_parse_and_are_checked() {
+    let text = BASE
+        .replace(
+            "[[workloads]]",
+            "[run]\nlog = \"/var/lib/mongoload/runs.jsonl\"\n\n[[workloads]]",
+        )
+        .replace("duration = \"30s\"", "duration = \"30s\"\nwarmup = \"5s\"");
+    let c = parse(&text).unwrap();
+    assert_eq!(
+        c.run.log.as_deref(),
+        Some(Path::new("/var/lib/mongoload/runs.jsonl"))
+    );
+    let s = c.workloads[0].schedule().unwrap();
+    assert_eq!(s.stages()[0].warmup(), Duration::from_secs(5));
+    assert_eq!(s.stages()[1].warmup(), Duration::ZERO);
+    assert!(c.describe().contains("log: /var/lib/mongoload/runs.jsonl"));
+    assert!(c.describe().contains("(warm-up 5s)"));
+    // Default: no run log.
+    assert_eq!(parse(BASE).unwrap().run.log, None);
+
+    let msg = err_at(
+        &text.replace("warmup = \"5s\"", "warmup = \"30s\""),
+        "workloads[0].stages[0].warmup",
+    );
+    assert!(msg.contains("must be shorter than the stage"), "{msg}");
+    err_at(
+        &text.replace("warmup = \"5s\"", "warmup = \"soon\""),
+        "workloads[0].stages[0].warmup",
+    );
+    err_at(
+        &text.replace("/var/lib/mongoload/runs.jsonl", ""),
+        "run.log",
+    );
+}

@@ -18,6 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error_kind::ErrorKind;
 use crate::metrics::{OpMetrics, WorkloadMetrics};
+use crate::report::live::{ReportContext, StageBatch, StageCollector};
+use crate::report::RunInfo;
 use crate::schedule::{Mode, Schedule, Stage};
 use crate::target::{classify, Outcome, Target};
 use crate::workload::{Action, Op, OpSource, PrepareStep, Workload};
@@ -40,6 +42,8 @@ pub struct WorkloadRun {
     pub max_lag: Duration,
     pub seed: u64,
     pub status: Arc<WorkloadStatus>,
+    /// The run this workload's stage reports belong to (id, run log path).
+    pub run_info: Arc<RunInfo>,
 }
 
 /// Live figures of a workload for `/status` and the final summary.
@@ -120,6 +124,9 @@ struct ActiveStage {
     start: Instant,
     /// Next open-loop ticket (operation number within the stage).
     next_ticket: AtomicU64,
+    /// The stage's report, written once the driver and every worker have
+    /// let go of this stage.
+    report: Arc<StageCollector>,
 }
 
 /// Runs the workload: its prepare steps (retried while the deployment is
@@ -165,6 +172,9 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
     if drained.is_err() {
         tracing::warn!(workload = %run.name, grace = ?grace, "in-flight operations did not finish within the grace period; abandoning them");
         workers.abort_all();
+        // Wait for the aborted tasks to be dropped, so their results reach
+        // the last stage's report before this function returns.
+        while workers.join_next().await.is_some() {}
     }
     run.metrics.inflight.set(0);
     run.metrics.clear_stage();
@@ -282,6 +292,8 @@ async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
 /// finished stage asked for that were never claimed.
 async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &CancellationToken) {
     let t0 = Instant::now();
+    let report_ctx = ReportContext::new(run.run_info.clone(), &run.name, run.workload.op_names());
+    let pass = run.schedule.total_duration().as_nanos().max(1);
     loop {
         let now = Instant::now();
         let Some((index, offset)) = run.schedule.stage_at(now - t0) else {
@@ -290,10 +302,12 @@ async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &Cancell
         };
         let stage = run.schedule.stages()[index].clone();
         let start = t0 + offset;
+        let cycle = u64::try_from(offset.as_nanos() / pass).unwrap_or(u64::MAX);
         let active = Arc::new(ActiveStage {
             stage: stage.clone(),
             start,
             next_ticket: AtomicU64::new(0),
+            report: StageCollector::new(report_ctx.clone(), &stage, index, cycle, start),
         });
         run.metrics.set_stage(stage.name());
         log_stage(run, index, &stage);
@@ -307,16 +321,26 @@ async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &Cancell
             let tick = (Instant::now() + Duration::from_secs(1)).min(end);
             tokio::select! {
                 _ = tokio::time::sleep_until(tick) => {}
-                _ = cancel.cancelled() => return,
+                _ = cancel.cancelled() => {
+                    active.report.finish(Instant::now(), true);
+                    return;
+                }
             }
             if Instant::now() >= end {
                 break;
             }
         }
+        active.report.finish(end, false);
         if let Mode::Rate = stage.mode() {
             let due = stage.ops_due(stage.duration());
             let claimed = active.next_ticket.load(Ordering::Relaxed).min(due);
             let unclaimed = due - claimed;
+            // Tickets are claimed in order: the unclaimed ones are the last,
+            // and only those after the warm-up count in the report.
+            let due_in_warmup = stage.ops_due(stage.warmup());
+            active
+                .report
+                .add_missed(due - claimed.max(due_in_warmup).min(due));
             if unclaimed > 0 {
                 run.metrics.missed_operations.inc_by(unclaimed);
                 run.status.missed.fetch_add(unclaimed, Ordering::Relaxed);
@@ -362,11 +386,16 @@ impl Worker {
             .workload
             .worker(self.id, self.run.seed.wrapping_add(u64::from(self.id)));
         let mut errors = ErrorLog::default();
+        let mut batch = StageBatch::new();
         loop {
             if self.stop.is_cancelled() {
                 return;
             }
             let phase = self.phase.borrow_and_update().clone();
+            batch.follow(match &phase {
+                Phase::Stage(active) => Some(&active.report),
+                _ => None,
+            });
             let active = match phase {
                 Phase::Done => return,
                 Phase::Idle => {
@@ -397,9 +426,13 @@ impl Worker {
                     if lag > self.run.max_lag {
                         self.run.metrics.missed_operations.inc();
                         self.run.status.missed.fetch_add(1, Ordering::Relaxed);
+                        if active.report.measures(intended) {
+                            active.report.add_missed(1);
+                        }
                         continue;
                     }
-                    self.execute(source.as_mut(), intended, &mut errors).await;
+                    self.execute(source.as_mut(), intended, &mut errors, &mut batch)
+                        .await;
                 }
                 Mode::Concurrency => {
                     let elapsed = Instant::now().saturating_duration_since(active.start);
@@ -417,7 +450,8 @@ impl Worker {
                         continue;
                     }
                     let start = Instant::now();
-                    self.execute(source.as_mut(), start, &mut errors).await;
+                    self.execute(source.as_mut(), start, &mut errors, &mut batch)
+                        .await;
                 }
             }
         }
@@ -431,15 +465,30 @@ impl Worker {
         }
     }
 
-    async fn execute(&self, source: &mut dyn OpSource, from: Instant, errors: &mut ErrorLog) {
+    async fn execute(
+        &self,
+        source: &mut dyn OpSource,
+        from: Instant,
+        errors: &mut ErrorLog,
+        batch: &mut StageBatch,
+    ) {
         let op = source.next_op();
         self.run.metrics.inflight.inc();
+        let sent = Instant::now();
         let outcome = match &op.action {
             Action::Sequence(steps) => self.execute_sequence(steps, errors).await,
             action => self.run.target.execute(action).await,
         };
-        let latency = Instant::now().saturating_duration_since(from);
+        let done = Instant::now();
+        let latency = done.saturating_duration_since(from);
         self.run.metrics.inflight.dec();
+        self.ops[op.op].record_service(done.saturating_duration_since(sent));
+        batch.record(
+            op.op,
+            from,
+            done,
+            outcome.as_ref().map(|_| ()).map_err(classify),
+        );
         self.record(op.op, latency, outcome, errors);
     }
 
@@ -452,6 +501,8 @@ impl Worker {
             let sent = Instant::now();
             let outcome = self.run.target.execute(&step.action).await;
             let latency = sent.elapsed();
+            // A step is timed from its own send: service = response time.
+            self.ops[step.op].record_service(latency);
             match outcome {
                 Ok(n) => {
                     docs += n;

@@ -68,8 +68,9 @@ pub struct Metrics {
     vecs: Vecs,
     driver: Arc<DriverMetrics>,
     windows: Arc<WindowCollector>,
-    /// Workloads already registered, so a second `workload()` call for the
-    /// same name (a config reload) reuses the same children and windows.
+    /// The current stage of each workload name, shared by every
+    /// `WorkloadMetrics` of that name, so after a reload the new handle
+    /// removes the series the old one set.
     phase_stages: Mutex<BTreeMap<String, Arc<Mutex<Option<String>>>>>,
 }
 
@@ -80,6 +81,7 @@ pub(crate) struct Vecs {
     pub(crate) documents: IntCounterVec,
     pub(crate) errors: IntCounterVec,
     pub(crate) latency: HistogramVec,
+    pub(crate) service_time: HistogramVec,
     pub(crate) target_rate: GaugeVec,
     pub(crate) target_concurrency: IntGaugeVec,
     pub(crate) inflight: IntGaugeVec,
@@ -157,7 +159,7 @@ impl Metrics {
     /// Resolves every child metric of one workload and its operations. Call
     /// once per workload at start (and again on reload: the same name gets
     /// the same series back, counters are never reset). Error children are
-    /// created for every [`ErrorKind`] so they are exported at 0.
+    /// created for every [`ErrorKind`](crate::error_kind::ErrorKind) so they are exported at 0.
     pub fn workload(&self, name: &str, op_names: &[&str]) -> WorkloadMetrics {
         let stage = Arc::clone(
             self.phase_stages
@@ -270,6 +272,15 @@ impl Vecs {
                 .buckets(LATENCY_BUCKETS.to_vec()),
                 wl_op,
             )?,
+            service_time: HistogramVec::new(
+                HistogramOpts::new(
+                    "mongoload_service_time_seconds",
+                    "Service time of operations: from the actual send to the reply \
+                     (equals the response time in closed loop).",
+                )
+                .buckets(LATENCY_BUCKETS.to_vec()),
+                wl_op,
+            )?,
             target_rate: GaugeVec::new(
                 Opts::new(
                     "mongoload_target_rate",
@@ -324,6 +335,7 @@ impl Vecs {
         registry.register(Box::new(self.documents.clone()))?;
         registry.register(Box::new(self.errors.clone()))?;
         registry.register(Box::new(self.latency.clone()))?;
+        registry.register(Box::new(self.service_time.clone()))?;
         registry.register(Box::new(self.target_rate.clone()))?;
         registry.register(Box::new(self.target_concurrency.clone()))?;
         registry.register(Box::new(self.inflight.clone()))?;

@@ -304,3 +304,56 @@ async fn real_driver_events_reach_the_topology_gauges() {
     assert_has(&text, r#"mongoload_pool_connections{state="in_use"} 0"#);
     client.shutdown().await;
 }
+
+#[test]
+fn service_time_is_its_own_histogram_with_the_latency_buckets() {
+    let m = Metrics::new().unwrap();
+    let w = m.workload("open", &["find"]);
+    let find = w.op("find").unwrap();
+    // Open loop: 900 ms late behind a stall, served in 3 ms.
+    find.record_ok(Duration::from_millis(903), 1);
+    find.record_service(Duration::from_millis(3));
+    let text = m.encode().unwrap();
+    for line in [
+        r#"mongoload_latency_seconds_bucket{op="find",workload="open",le="0.5"} 0"#,
+        r#"mongoload_latency_seconds_bucket{op="find",workload="open",le="1"} 1"#,
+        r#"mongoload_service_time_seconds_bucket{op="find",workload="open",le="0.002"} 0"#,
+        r#"mongoload_service_time_seconds_bucket{op="find",workload="open",le="0.005"} 1"#,
+        r#"mongoload_service_time_seconds_count{op="find",workload="open"} 1"#,
+    ] {
+        assert_has(&text, line);
+    }
+    let buckets = |name: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with(name))
+            .filter_map(|l| Some(l.split("le=\"").nth(1)?.split('"').next()?.to_owned()))
+            .collect()
+    };
+    assert_eq!(
+        buckets("mongoload_service_time_seconds_bucket{op=\"find\""),
+        buckets("mongoload_latency_seconds_bucket{op=\"find\"")
+    );
+    assert_eq!(
+        buckets("mongoload_latency_seconds_bucket{op=\"find\"").len(),
+        LATENCY_BUCKETS.len() + 1
+    );
+}
+
+#[tokio::test]
+async fn window_ticker_stops_when_cancelled() {
+    let m = Arc::new(Metrics::new().unwrap());
+    let _w = m.workload("w", &["find"]);
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let ticker = tokio::spawn({
+        let m = Arc::clone(&m);
+        let shutdown = shutdown.clone();
+        async move { m.run_window_ticker(shutdown).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!ticker.is_finished(), "runs until cancelled");
+    shutdown.cancel();
+    tokio::time::timeout(Duration::from_secs(1), ticker)
+        .await
+        .expect("ticker stops on cancel")
+        .unwrap();
+}

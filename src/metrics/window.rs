@@ -166,7 +166,9 @@ pub(crate) struct LatencyWindow {
 impl LatencyWindow {
     pub(crate) fn new(config: WindowConfig, origin: Instant) -> Self {
         let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
-        let stripes = (threads * 2).clamp(4, 64);
+        // A few more stripes than cores: Tokio runs one worker per core, and
+        // the main and blocking threads may take stripes first.
+        let stripes = (threads + 2).clamp(4, 32);
         LatencyWindow {
             stripes: (0..stripes)
                 .map(|_| Stripe(Mutex::new(Recorder::new())))

@@ -126,6 +126,7 @@ struct OpInner {
     /// Indexed by `ErrorKind as usize` (the order of [`ErrorKind::ALL`]).
     errors: [IntCounter; ErrorKind::ALL.len()],
     latency: Histogram,
+    service_time: Histogram,
     window: Arc<LatencyWindow>,
 }
 
@@ -148,6 +149,7 @@ impl OpMetrics {
                 documents: vecs.documents.with_label_values(&[workload, op]),
                 errors,
                 latency: vecs.latency.with_label_values(&[workload, op]),
+                service_time: vecs.service_time.with_label_values(&[workload, op]),
                 window,
             }),
         }
@@ -181,6 +183,15 @@ impl OpMetrics {
         inner.errors[kind as usize].inc();
         inner.latency.observe(latency.as_secs_f64());
         inner.window.record(latency);
+    }
+
+    /// Observes the service time of one operation (from its actual send to
+    /// the reply), beside the response time `record_ok`/`record_error`
+    /// observe (from the intended start in open loop). Call it for every
+    /// operation, ok or failed, so both histograms count the same.
+    #[inline]
+    pub fn record_service(&self, service: Duration) {
+        self.inner.service_time.observe(service.as_secs_f64());
     }
 
     /// Operations counted as ok so far (since process start).

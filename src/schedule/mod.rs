@@ -72,6 +72,12 @@ pub enum StageError {
     /// A steps shape without levels.
     #[error("steps need at least one level")]
     NoSteps,
+    /// A warm-up as long as the stage or longer.
+    #[error("warm-up {} must be shorter than the stage ({})", humantime::format_duration(*.warmup), humantime::format_duration(*.duration))]
+    WarmupTooLong {
+        warmup: Duration,
+        duration: Duration,
+    },
 }
 
 /// One stage of a schedule, validated, with the step boundaries precomputed.
@@ -84,6 +90,8 @@ pub struct Stage {
     /// For `Steps` in rate mode: the index of the first operation of each
     /// step, plus the total at the end (len = levels + 1). Empty otherwise.
     step_bases: Vec<u64>,
+    /// The start of the stage left out of its report (see [`Stage::with_warmup`]).
+    warmup: Duration,
 }
 
 impl Stage {
@@ -151,6 +159,7 @@ impl Stage {
             shape,
             duration,
             step_bases: Vec::new(),
+            warmup: Duration::ZERO,
         };
         if let (Mode::Rate, Shape::Steps { levels, each }) = (mode, &stage.shape) {
             let mut bases = Vec::with_capacity(levels.len() + 1);
@@ -206,6 +215,25 @@ impl Stage {
     /// How long the stage lasts.
     pub fn duration(&self) -> Duration {
         self.duration
+    }
+
+    /// Declares a warm-up: the first `warmup` of the stage runs and is
+    /// exported live but is left out of the stage's report. Fails unless
+    /// it is shorter than the stage.
+    pub fn with_warmup(mut self, warmup: Duration) -> Result<Stage, StageError> {
+        if warmup >= self.duration {
+            return Err(StageError::WarmupTooLong {
+                warmup,
+                duration: self.duration,
+            });
+        }
+        self.warmup = warmup;
+        Ok(self)
+    }
+
+    /// The warm-up declared with [`Stage::with_warmup`] (zero if none).
+    pub fn warmup(&self) -> Duration {
+        self.warmup
     }
 
     /// The level (ops/s or workers, unrounded) at `elapsed` into the stage,
@@ -415,7 +443,11 @@ impl fmt::Display for Stage {
                 )?
             }
         }
-        write!(f, " for {}", humantime::format_duration(self.duration))
+        write!(f, " for {}", humantime::format_duration(self.duration))?;
+        if !self.warmup.is_zero() {
+            write!(f, " (warm-up {})", humantime::format_duration(self.warmup))?;
+        }
+        Ok(())
     }
 }
 

@@ -1,0 +1,368 @@
+//! The engine's side of stage reports. Each stage occurrence gets a
+//! [`StageCollector`]; each worker keeps a [`StageBatch`] of its last few
+//! results (no lock per operation) and hands it to the collector when it
+//! fills, when the stage changes, and when the worker ends. The collector
+//! writes the report (journal line + run log line) when the last holder
+//! lets go of it, i.e. once every operation of the stage has finished or
+//! been abandoned: operations in flight at the stage end still count in it.
+//!
+//! Why batches and not a histogram per worker: open loop runs thousands of
+//! workers, and an HdrHistogram covering seconds in ns is tens of KB; a
+//! batch of 64 results is 1.5 KB and the collector's lock is taken once per
+//! 64 operations per worker.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::time::Instant;
+
+use super::{RunInfo, StageMeta, StageReport, StageStats};
+use crate::error_kind::ErrorKind;
+use crate::schedule::{Mode, Stage};
+
+/// Results a worker keeps before handing them to the collector.
+const BATCH: usize = 64;
+
+/// What every stage report of one workload shares.
+#[derive(Debug)]
+pub struct ReportContext {
+    run: Arc<RunInfo>,
+    workload: String,
+    op_names: Vec<&'static str>,
+}
+
+impl ReportContext {
+    /// The context of workload `workload` with these op labels (in the
+    /// order `Op::op` indexes them).
+    pub fn new(run: Arc<RunInfo>, workload: &str, op_names: &[&'static str]) -> Arc<Self> {
+        Arc::new(ReportContext {
+            run,
+            workload: workload.to_owned(),
+            op_names: op_names.to_vec(),
+        })
+    }
+}
+
+/// Gathers one stage occurrence and reports it when dropped.
+pub struct StageCollector {
+    ctx: Arc<ReportContext>,
+    stage: String,
+    index: usize,
+    cycle: u64,
+    mode: &'static str,
+    start: Instant,
+    wall_start: DateTime<Utc>,
+    warmup: Duration,
+    measure_from: Instant,
+    /// When and whether cut short; the first [`StageCollector::finish`] wins.
+    ended: OnceLock<(Instant, bool)>,
+    missed: AtomicU64,
+    stats: Mutex<StageStats>,
+}
+
+impl StageCollector {
+    /// A collector for occurrence `cycle` of stage `index`, which started
+    /// (or was scheduled to start) at `start`.
+    pub fn new(
+        ctx: Arc<ReportContext>,
+        stage: &Stage,
+        index: usize,
+        cycle: u64,
+        start: Instant,
+    ) -> Arc<Self> {
+        let ago = Instant::now().saturating_duration_since(start);
+        let wall_start = Utc::now() - chrono::Duration::from_std(ago).unwrap_or_default();
+        let warmup = stage.warmup();
+        Arc::new(StageCollector {
+            stats: Mutex::new(StageStats::new(ctx.op_names.len())),
+            ctx,
+            stage: stage.name().to_owned(),
+            index,
+            cycle,
+            mode: match stage.mode() {
+                Mode::Rate => "rate",
+                Mode::Concurrency => "concurrency",
+            },
+            start,
+            wall_start,
+            warmup,
+            measure_from: start + warmup,
+            ended: OnceLock::new(),
+            missed: AtomicU64::new(0),
+        })
+    }
+
+    /// Marks the end of the stage: `at` its scheduled end, or the moment
+    /// the run was stopped (`partial`). Later calls are ignored.
+    pub fn finish(&self, at: Instant, partial: bool) {
+        let _ = self.ended.set((at, partial));
+    }
+
+    /// Whether an operation intended to start at `at` counts in the report
+    /// (it is not in the warm-up).
+    pub fn measures(&self, at: Instant) -> bool {
+        at >= self.measure_from
+    }
+
+    /// Counts `n` operations the schedule asked for after the warm-up and
+    /// that were never issued.
+    pub fn add_missed(&self, n: u64) {
+        self.missed.fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn absorb(&self, samples: &[Sample]) {
+        let mut stats = self.stats.lock().unwrap_or_else(PoisonError::into_inner);
+        for s in samples {
+            stats.record(
+                s.op as usize,
+                Duration::from_nanos(s.done_ns),
+                Duration::from_nanos(s.latency_ns),
+                s.outcome,
+            );
+        }
+    }
+
+    /// The report as of now (the stage's end if finished, else now).
+    pub fn report(&self) -> StageReport {
+        let (end, partial) = self
+            .ended
+            .get()
+            .copied()
+            .unwrap_or_else(|| (Instant::now(), true));
+        let span = end.saturating_duration_since(self.start);
+        let meta = StageMeta {
+            workload: self.ctx.workload.clone(),
+            stage: self.stage.clone(),
+            stage_index: self.index,
+            cycle: self.cycle,
+            mode: self.mode,
+            start: self.wall_start,
+            end: self.wall_start + chrono::Duration::from_std(span).unwrap_or_default(),
+            warmup: self.warmup.min(span),
+            partial,
+        };
+        let mut stats = self
+            .stats
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        stats.add_missed(self.missed.load(Ordering::Relaxed));
+        StageReport::build(&self.ctx.run, &meta, &stats, &self.ctx.op_names)
+    }
+}
+
+impl Drop for StageCollector {
+    fn drop(&mut self) {
+        let r = self.report();
+        if r.duration_seconds <= 0.0 && r.operations.ok + r.operations.error == 0 {
+            tracing::info!(workload = %r.workload, stage = %r.stage, "stage ended within its warm-up: no report");
+            return;
+        }
+        emit(&r, self.ctx.run.log.as_ref());
+    }
+}
+
+/// One journal line with the figures as fields, and one run log line.
+fn emit(r: &StageReport, log: Option<&PathBuf>) {
+    let l = &r.latency_ns;
+    let ms = |ns: u64| ns as f64 / 1e6;
+    tracing::info!(
+        run_id = %r.run_id,
+        workload = %r.workload,
+        stage = %r.stage,
+        stage_index = r.stage_index,
+        cycle = r.cycle,
+        partial = r.partial,
+        duration_s = r.duration_seconds,
+        ops_ok = r.operations.ok,
+        ops_error = r.operations.error,
+        ops_per_sec = r.ops_per_sec,
+        ips_75 = r.ips_75,
+        ips_95 = r.ips_95,
+        ips_99 = r.ips_99,
+        p50_ms = ms(l.p50),
+        p95_ms = ms(l.p95),
+        p99_ms = ms(l.p99),
+        p999_ms = ms(l.p999),
+        max_ms = ms(l.max),
+        missed = r.missed,
+        "stage report: {} {}: {} ok, {} errors in {:.1}s, {:.1} ops/s (ips.75/95/99 {}/{}/{}), latency p50 {:.3} ms p99 {:.3} ms p99.9 {:.3} ms max {:.3} ms, {} missed",
+        r.workload, r.stage, r.operations.ok, r.operations.error, r.duration_seconds, r.ops_per_sec,
+        r.ips_75, r.ips_95, r.ips_99, ms(l.p50), ms(l.p99), ms(l.p999), ms(l.max), r.missed,
+    );
+    if let Some(path) = log {
+        if let Err(e) = super::append(path, r) {
+            tracing::warn!(workload = %r.workload, stage = %r.stage, "cannot append the stage report to the run log: {e}");
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Sample {
+    op: u32,
+    outcome: Result<(), ErrorKind>,
+    latency_ns: u64,
+    done_ns: u64,
+}
+
+/// A worker's pending results for the stage it is in. Flushes on drop, so
+/// a worker that ends (or is aborted) still delivers what it holds.
+#[derive(Default)]
+pub struct StageBatch {
+    stage: Option<Arc<StageCollector>>,
+    samples: Vec<Sample>,
+}
+
+impl StageBatch {
+    /// An empty batch, following no stage.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Follows the stage the worker is in now (`None` between stages):
+    /// results of the previous stage are handed over and its collector let
+    /// go, so its report is not held back by this worker.
+    pub fn follow(&mut self, stage: Option<&Arc<StageCollector>>) {
+        let same = match (&self.stage, stage) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
+            self.flush();
+            self.stage = stage.cloned();
+        }
+    }
+
+    /// Records one operation of the followed stage, intended to start at
+    /// `from` and finished at `done`. Warm-up operations are left out.
+    #[inline]
+    pub fn record(
+        &mut self,
+        op: usize,
+        from: Instant,
+        done: Instant,
+        outcome: Result<(), ErrorKind>,
+    ) {
+        let Some(stage) = &self.stage else { return };
+        if !stage.measures(from) {
+            return;
+        }
+        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        self.samples.push(Sample {
+            op: u32::try_from(op).unwrap_or(u32::MAX),
+            outcome,
+            latency_ns: ns(done.saturating_duration_since(from)),
+            done_ns: ns(done.saturating_duration_since(stage.measure_from)),
+        });
+        if self.samples.len() >= BATCH {
+            self.flush();
+        }
+    }
+
+    /// Hands the pending results to the collector.
+    pub fn flush(&mut self) {
+        if let Some(stage) = &self.stage {
+            if !self.samples.is_empty() {
+                stage.absorb(&self.samples);
+            }
+        }
+        self.samples.clear();
+    }
+}
+
+impl Drop for StageBatch {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(log: Option<PathBuf>) -> Arc<ReportContext> {
+        ReportContext::new(Arc::new(RunInfo::new(log)), "w", &["insert", "find"])
+    }
+
+    #[test]
+    fn batches_reach_the_report_and_warmup_is_left_out() {
+        let stage = Stage::rate("hold", 100.0, Duration::from_secs(10))
+            .unwrap()
+            .with_warmup(Duration::from_secs(2))
+            .unwrap();
+        let start = Instant::now();
+        let c = StageCollector::new(ctx(None), &stage, 3, 1, start);
+        let mut a = StageBatch::new();
+        let mut b = StageBatch::new();
+        a.follow(Some(&c));
+        b.follow(Some(&c));
+        // One op a second from 0 to 9 s on each worker, 5 ms each; the
+        // first two seconds are warm-up.
+        for s in 0..10 {
+            let from = start + Duration::from_secs(s);
+            let done = from + Duration::from_millis(5);
+            a.record(1, from, done, Ok(()));
+            b.record(
+                0,
+                from,
+                done,
+                if s == 9 {
+                    Err(ErrorKind::Timeout)
+                } else {
+                    Ok(())
+                },
+            );
+        }
+        c.add_missed(4);
+        // Nothing handed over yet: batches are below 64.
+        assert_eq!(c.report().operations.ok, 0);
+        a.follow(None);
+        drop(b);
+        c.finish(start + Duration::from_secs(10), false);
+        let r = c.report();
+        assert_eq!(r.operations.ok, 15);
+        assert_eq!(r.operations.error, 1);
+        assert_eq!(r.errors["timeout"], 1);
+        assert_eq!(r.missed, 4);
+        assert_eq!(r.duration_seconds, 8.0);
+        assert_eq!(r.whole_seconds, 8);
+        // Seconds 0..7 of measurement: 2 ok each, except the last (1).
+        assert_eq!(r.ips_75, 2);
+        assert_eq!(r.ips_99, 1);
+        assert_eq!((r.stage_index, r.cycle, r.partial), (3, 1, false));
+        assert_eq!(r.ops[1].operations.ok, 8);
+        assert!(
+            (5_000_000..5_010_000).contains(&r.latency_ns.max),
+            "{:?}",
+            r.latency_ns
+        );
+    }
+
+    #[test]
+    fn the_last_holder_writes_the_run_log_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.jsonl");
+        let stage = Stage::concurrency("c", 4, Duration::from_secs(5)).unwrap();
+        let start = Instant::now();
+        let c = StageCollector::new(ctx(Some(path.clone())), &stage, 0, 0, start);
+        let mut batch = StageBatch::new();
+        batch.follow(Some(&c));
+        let stopped = start + Duration::from_secs(3);
+        batch.record(0, start, stopped, Ok(()));
+        // Stopped after 3 s: partial.
+        c.finish(stopped, true);
+        drop(c);
+        assert!(!path.exists(), "the batch still holds the stage");
+        drop(batch);
+        let lines = crate::report::read(&path).unwrap();
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].partial);
+        assert_eq!(lines[0].mode, "concurrency");
+        assert_eq!(lines[0].duration_seconds, 3.0);
+        assert_eq!(lines[0].operations.ok, 1);
+    }
+}

@@ -1,0 +1,344 @@
+//! Per-stage reports: the statistics of a stage ([`StageStats`], pure), the
+//! JSON line written to the run log at every stage end ([`StageReport`],
+//! its schema in `etc/runlog.schema.json`), reading run logs back, and the
+//! tables and comparisons `mongoload report` prints. The engine feeds it
+//! through [`live`].
+
+pub mod compare;
+pub mod live;
+mod stats;
+pub mod table;
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::error_kind::ErrorKind;
+
+pub use stats::{rate_reached, LatencyNs, OpStats, StageStats};
+
+/// Identifies one run of the daemon in its run log lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunInfo {
+    /// `YYYYMMDDTHHMMSSZ-xxxx`: the start time and four random hex digits.
+    pub id: String,
+    /// When the daemon started.
+    pub started: DateTime<Utc>,
+    /// The JSON-lines file stage reports are appended to, if any.
+    pub log: Option<PathBuf>,
+}
+
+impl RunInfo {
+    /// A new run starting now.
+    pub fn new(log: Option<PathBuf>) -> RunInfo {
+        let started = Utc::now();
+        let id = format!(
+            "{}-{:04x}",
+            started.format("%Y%m%dT%H%M%SZ"),
+            rand::random::<u16>()
+        );
+        RunInfo { id, started, log }
+    }
+}
+
+/// Where and what one stage occurrence was: everything in a report besides
+/// the statistics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StageMeta {
+    pub workload: String,
+    pub stage: String,
+    /// Index into the workload's stage list.
+    pub stage_index: usize,
+    /// Pass through a repeating schedule (0 for the first).
+    pub cycle: u64,
+    /// `rate` (open loop) or `concurrency` (closed loop).
+    pub mode: &'static str,
+    pub start: DateTime<Utc>,
+    pub end: DateTime<Utc>,
+    /// Left out of the statistics at the start of the stage.
+    pub warmup: Duration,
+    /// The stage was cut short (shutdown) rather than run to its end.
+    pub partial: bool,
+}
+
+/// Successful and failed operation counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    pub ok: u64,
+    pub error: u64,
+}
+
+/// One operation's part of a stage report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpReport {
+    pub op: String,
+    pub operations: Counts,
+    /// Successful operations per second of the measured duration.
+    pub ops_per_sec: f64,
+    pub latency_ns: LatencyNs,
+}
+
+/// One line of the run log: what a stage did, after its warm-up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageReport {
+    pub run_id: String,
+    /// RFC 3339, UTC.
+    pub run_started: String,
+    pub workload: String,
+    pub stage: String,
+    pub stage_index: usize,
+    pub cycle: u64,
+    pub mode: String,
+    /// Start of the stage (RFC 3339, UTC), warm-up included.
+    pub start: String,
+    /// End of the stage (RFC 3339, UTC).
+    pub end: String,
+    /// Measured time: end − start − warm-up, in seconds.
+    pub duration_seconds: f64,
+    pub warmup_seconds: f64,
+    pub partial: bool,
+    pub operations: Counts,
+    /// Successful operations per second of the measured duration.
+    pub ops_per_sec: f64,
+    /// Whole seconds the ips figures are over.
+    pub whole_seconds: u64,
+    /// The successful-operations rate that 75 % of whole seconds reached.
+    pub ips_75: u64,
+    pub ips_95: u64,
+    pub ips_99: u64,
+    /// Response time (from the intended start in open loop), all operations.
+    pub latency_ns: LatencyNs,
+    /// Failed operations by class; every class is present.
+    pub errors: std::collections::BTreeMap<String, u64>,
+    /// Operations the schedule asked for and could not issue.
+    pub missed: u64,
+    /// Per operation label, in the workload's order.
+    pub ops: Vec<OpReport>,
+}
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+impl StageReport {
+    /// Builds the report of a stage from its statistics.
+    pub fn build(run: &RunInfo, meta: &StageMeta, stats: &StageStats, op_names: &[&str]) -> Self {
+        let span = (meta.end - meta.start).to_std().unwrap_or(Duration::ZERO);
+        let measured = span.saturating_sub(meta.warmup);
+        let secs = measured.as_secs_f64();
+        let rate = |ok: u64| if secs > 0.0 { ok as f64 / secs } else { 0.0 };
+        let whole = measured.as_secs();
+        let per_second = stats.per_second(whole);
+        let total = stats.total();
+        StageReport {
+            run_id: run.id.clone(),
+            run_started: rfc3339(run.started),
+            workload: meta.workload.clone(),
+            stage: meta.stage.clone(),
+            stage_index: meta.stage_index,
+            cycle: meta.cycle,
+            mode: meta.mode.to_owned(),
+            start: rfc3339(meta.start),
+            end: rfc3339(meta.end),
+            duration_seconds: secs,
+            warmup_seconds: meta.warmup.as_secs_f64(),
+            partial: meta.partial,
+            operations: Counts {
+                ok: total.ok,
+                error: total.error,
+            },
+            ops_per_sec: rate(total.ok),
+            whole_seconds: per_second.len() as u64,
+            ips_75: rate_reached(&per_second, 0.75),
+            ips_95: rate_reached(&per_second, 0.95),
+            ips_99: rate_reached(&per_second, 0.99),
+            latency_ns: total.latency(),
+            errors: ErrorKind::ALL
+                .iter()
+                .map(|&k| (k.as_str().to_owned(), stats.errors_of(k)))
+                .collect(),
+            missed: stats.missed(),
+            ops: op_names
+                .iter()
+                .enumerate()
+                .filter_map(|(i, name)| {
+                    let o = stats.op(i)?;
+                    Some(OpReport {
+                        op: (*name).to_owned(),
+                        operations: Counts {
+                            ok: o.ok,
+                            error: o.error,
+                        },
+                        ops_per_sec: rate(o.ok),
+                        latency_ns: o.latency(),
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    /// Failed operations, all classes.
+    pub fn errors_total(&self) -> u64 {
+        self.errors.values().sum()
+    }
+}
+
+/// Why a run log could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum RunLogError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}: not a stage report: {reason}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        reason: String,
+    },
+}
+
+/// Appends one report as a JSON line. The line is written with a single
+/// `write` on a file opened for appending, so concurrent writers (several
+/// workloads) do not interleave within a line.
+pub fn append(path: &Path, report: &StageReport) -> Result<(), RunLogError> {
+    let io = |source| RunLogError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut line = serde_json::to_vec(report).map_err(|e| io(std::io::Error::other(e)))?;
+    line.push(b'\n');
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(io)?;
+    file.write_all(&line).map_err(io)
+}
+
+/// Reads every stage report of a run log; blank lines are skipped, any
+/// other line that is not a report is an error naming file and line.
+pub fn read(path: &Path) -> Result<Vec<StageReport>, RunLogError> {
+    let io = |source| RunLogError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut out = Vec::new();
+    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(io)?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let report = serde_json::from_str(&line).map_err(|e| RunLogError::Parse {
+            path: path.to_path_buf(),
+            line: n + 1,
+            reason: e.to_string(),
+        })?;
+        out.push(report);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn meta(warmup: Duration, secs: i64) -> StageMeta {
+        let start = Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap();
+        StageMeta {
+            workload: "w".into(),
+            stage: "hold".into(),
+            stage_index: 1,
+            cycle: 0,
+            mode: "rate",
+            start,
+            end: start + chrono::Duration::seconds(secs),
+            warmup,
+            partial: false,
+        }
+    }
+
+    #[test]
+    fn report_covers_the_measured_time_after_warmup() {
+        let mut s = StageStats::new(2);
+        // 10 measured seconds: 100 finds a second, except 10 in second 3.
+        for sec in 0..10u64 {
+            let n = if sec == 3 { 10 } else { 100 };
+            for i in 0..n {
+                let done = Duration::from_secs(sec) + Duration::from_millis(i * 9);
+                s.record(1, done, Duration::from_millis(2), Ok(()));
+            }
+        }
+        s.record(
+            0,
+            Duration::from_secs(1),
+            Duration::from_secs(1),
+            Err(ErrorKind::Timeout),
+        );
+        let run = RunInfo {
+            id: "r1".into(),
+            started: Utc.with_ymd_and_hms(2026, 11, 29, 11, 59, 0).unwrap(),
+            log: None,
+        };
+        let r = StageReport::build(
+            &run,
+            &meta(Duration::from_secs(5), 15),
+            &s,
+            &["insert", "find"],
+        );
+        assert_eq!(r.duration_seconds, 10.0);
+        assert_eq!(r.warmup_seconds, 5.0);
+        assert_eq!(r.operations, Counts { ok: 910, error: 1 });
+        assert_eq!(r.ops_per_sec, 91.0);
+        assert_eq!(r.whole_seconds, 10);
+        assert_eq!(r.ips_75, 100);
+        assert_eq!(r.ips_99, 10);
+        assert_eq!(r.errors["timeout"], 1);
+        assert_eq!(r.errors.len(), ErrorKind::ALL.len());
+        assert_eq!(r.errors_total(), 1);
+        assert_eq!(r.ops[0].op, "insert");
+        assert_eq!(r.ops[0].operations, Counts { ok: 0, error: 1 });
+        assert_eq!(r.ops[1].ops_per_sec, 91.0);
+        assert_eq!(r.start, "2026-11-29T12:00:00.000Z");
+        assert_eq!(r.end, "2026-11-29T12:00:15.000Z");
+        assert_eq!(r.run_started, "2026-11-29T11:59:00.000Z");
+    }
+
+    #[test]
+    fn a_stage_cut_short_in_its_warmup_reports_zero_rates() {
+        let s = StageStats::new(1);
+        let run = RunInfo::new(None);
+        let r = StageReport::build(&run, &meta(Duration::from_secs(30), 10), &s, &["find"]);
+        assert_eq!(r.duration_seconds, 0.0);
+        assert_eq!(r.ops_per_sec, 0.0);
+        assert_eq!(r.whole_seconds, 0);
+        assert_eq!(r.ips_99, 0);
+    }
+
+    #[test]
+    fn run_log_round_trips_and_names_bad_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.jsonl");
+        let mut s = StageStats::new(1);
+        s.record(0, Duration::ZERO, Duration::from_millis(1), Ok(()));
+        let run = RunInfo::new(Some(path.clone()));
+        assert_eq!(run.id.len(), "20261129T120000Z-abcd".len());
+        let r = StageReport::build(&run, &meta(Duration::ZERO, 1), &s, &["find"]);
+        append(&path, &r).unwrap();
+        append(&path, &r).unwrap();
+        let back = read(&path).unwrap();
+        assert_eq!(back, vec![r.clone(), r]);
+
+        std::fs::write(&path, "\n{\"run_id\": 1}\n").unwrap();
+        let err = read(&path).unwrap_err().to_string();
+        assert!(err.contains("runs.jsonl:2: not a stage report"), "{err}");
+        let err = read(&dir.path().join("nope")).unwrap_err().to_string();
+        assert!(err.contains("nope"), "{err}");
+    }
+}

@@ -1,0 +1,176 @@
+//! Plain-text tables: one row per stage report, columns aligned, numbers
+//! right-aligned, latency in milliseconds with three significant digits,
+//! ready to paste into a report.
+
+use super::StageReport;
+
+/// The columns of [`stage_table`], in order.
+pub const STAGE_COLUMNS: [&str; 14] = [
+    "workload", "stage", "duration", "ops", "ops/s", "ips.75", "ips.95", "ips.99", "p50ms",
+    "p95ms", "p99ms", "p99.9ms", "maxms", "errors",
+];
+
+/// Nanoseconds as milliseconds with three significant digits (`0.512`,
+/// `1.23`, `12.3`, `123`, `1230`).
+pub fn ms(ns: u64) -> String {
+    let v = ns as f64 / 1e6;
+    if v == 0.0 {
+        "0".to_owned()
+    } else if v < 1.0 {
+        format!("{v:.3}")
+    } else if v < 10.0 {
+        format!("{v:.2}")
+    } else if v < 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// The stage's label in tables: its name, `@cycle` for repeats after the
+/// first, and `*` when the stage was cut short.
+pub fn stage_label(r: &StageReport) -> String {
+    let mut s = r.stage.clone();
+    if r.cycle > 0 {
+        s.push_str(&format!("@{}", r.cycle));
+    }
+    if r.partial {
+        s.push('*');
+    }
+    s
+}
+
+/// One row per report, in the given order.
+pub fn stage_table(reports: &[StageReport]) -> String {
+    let rows: Vec<Vec<String>> = reports
+        .iter()
+        .map(|r| {
+            vec![
+                r.workload.clone(),
+                stage_label(r),
+                format!("{:.0}s", r.duration_seconds),
+                r.operations.ok.to_string(),
+                format!("{:.1}", r.ops_per_sec),
+                r.ips_75.to_string(),
+                r.ips_95.to_string(),
+                r.ips_99.to_string(),
+                ms(r.latency_ns.p50),
+                ms(r.latency_ns.p95),
+                ms(r.latency_ns.p99),
+                ms(r.latency_ns.p999),
+                ms(r.latency_ns.max),
+                r.errors_total().to_string(),
+            ]
+        })
+        .collect();
+    render(&STAGE_COLUMNS, &rows, 2)
+}
+
+/// Aligns `rows` under `header`: the first `left` columns left-aligned
+/// (names), the rest right-aligned (numbers); two spaces between columns.
+pub fn render(header: &[&str], rows: &[Vec<String>], left: usize) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut parts = Vec::with_capacity(widths.len());
+        for (i, (cell, w)) in cells.zip(&widths).enumerate() {
+            let pad = w.saturating_sub(cell.chars().count());
+            if i < left {
+                parts.push(format!("{cell}{}", " ".repeat(pad)));
+            } else {
+                parts.push(format!("{}{cell}", " ".repeat(pad)));
+            }
+        }
+        out.push_str(parts.join("  ").trim_end());
+        out.push('\n');
+    };
+    line(&mut header.iter().copied());
+    for row in rows {
+        line(&mut row.iter().map(String::as_str));
+    }
+    out
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::report::{Counts, LatencyNs};
+
+    pub(crate) fn report(
+        workload: &str,
+        stage: &str,
+        ops: u64,
+        secs: f64,
+        p99: u64,
+    ) -> StageReport {
+        StageReport {
+            run_id: "r".into(),
+            run_started: "2026-11-29T12:00:00.000Z".into(),
+            workload: workload.into(),
+            stage: stage.into(),
+            stage_index: 0,
+            cycle: 0,
+            mode: "rate".into(),
+            start: "2026-11-29T12:00:00.000Z".into(),
+            end: "2026-11-29T12:01:00.000Z".into(),
+            duration_seconds: secs,
+            warmup_seconds: 0.0,
+            partial: false,
+            operations: Counts { ok: ops, error: 0 },
+            ops_per_sec: ops as f64 / secs,
+            whole_seconds: secs as u64,
+            ips_75: 1000,
+            ips_95: 990,
+            ips_99: 12,
+            latency_ns: LatencyNs {
+                count: ops,
+                p50: 512_000,
+                p95: 1_234_000,
+                p99,
+                p999: 1_020_000_000,
+                max: 1_100_000_000,
+            },
+            errors: [("timeout".to_owned(), 3), ("network".to_owned(), 1)].into(),
+            missed: 0,
+            ops: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn milliseconds_keep_three_significant_digits() {
+        assert_eq!(ms(0), "0");
+        assert_eq!(ms(512_345), "0.512");
+        assert_eq!(ms(1_234_567), "1.23");
+        assert_eq!(ms(12_345_678), "12.3");
+        assert_eq!(ms(123_456_789), "123");
+        assert_eq!(ms(1_234_567_890), "1235");
+    }
+
+    #[test]
+    fn one_aligned_row_per_stage() {
+        let mut b = report("mixed", "peak", 60_000, 60.0, 950_000_000);
+        b.cycle = 2;
+        b.partial = true;
+        let t = stage_table(&[report("mixed", "warm", 6_000, 60.0, 2_000_000), b]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 3, "{t}");
+        assert!(lines[0].starts_with("workload  stage    duration"), "{t}");
+        assert!(lines[0].ends_with("errors"), "{t}");
+        let cells: Vec<&str> = lines[2].split_whitespace().collect();
+        assert_eq!(
+            cells,
+            [
+                "mixed", "peak@2*", "60s", "60000", "1000.0", "1000", "990", "12", "0.512", "1.23",
+                "950", "1020", "1100", "4"
+            ]
+        );
+        // Numbers are right-aligned: every line has the same length.
+        assert_eq!(lines[1].len(), lines[2].len(), "{t}");
+        assert_eq!(lines[0].len(), lines[1].len(), "{t}");
+    }
+}

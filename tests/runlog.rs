@@ -1,0 +1,238 @@
+//! The run log end to end: the daemon runs in-process against the
+//! simulator, every line it writes must validate against
+//! etc/runlog.schema.json and carry the figures of its stage; then
+//! `mongoload report` renders and compares those lines, with the exit
+//! codes a pipeline gates on.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use mongoload::config::{self, Config};
+use mongoload::daemon;
+use mongoload::report::{self, StageReport};
+use mongoload::sim::{self, SimConfig};
+use serde_json::Value;
+
+const SCHEMA: &str = include_str!("../etc/runlog.schema.json");
+
+fn config(uri: &str, log: &Path, stages: &str) -> Config {
+    let text = format!(
+        r#"
+[target]
+uri = "{uri}"
+database = "runlog_test"
+[http]
+listen = "127.0.0.1:0"
+[run]
+shutdown_grace = "2s"
+log = "{log}"
+[[workloads]]
+name = "rl"
+kind = "mixed"
+max_inflight = 32
+seed = 7
+[workloads.mixed]
+doc_size = 200
+initial_docs = 200
+{stages}
+"#,
+        log = log.display()
+    );
+    config::parse_with_env(&text, Path::new("runlog-test.toml"), std::iter::empty())
+        .expect("test config is valid")
+}
+
+/// Validates every line of the run log against the schema and parses it.
+fn validated_lines(path: &Path) -> Vec<StageReport> {
+    let schema: Value = serde_json::from_str(SCHEMA).expect("the schema is JSON");
+    jsonschema::meta::validate(&schema).expect("the schema is a valid JSON Schema");
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let text = std::fs::read_to_string(path).expect("the run log exists");
+    for (n, line) in text.lines().enumerate() {
+        let instance: Value = serde_json::from_str(line).expect("each line is JSON");
+        let errors: Vec<String> = validator
+            .iter_errors(&instance)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "line {}: {errors:#?}\n{line}", n + 1);
+    }
+    report::read(path).expect("the run log parses")
+}
+
+fn mongoload(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stage_reports_match_the_schema_and_the_report_command_reads_them() {
+    let sim = sim::start(SimConfig::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.jsonl");
+    let stages = r#"
+[[workloads.stages]]
+name = "open"
+rate = 200
+duration = "3s"
+warmup = "1s"
+[[workloads.stages]]
+name = "closed"
+concurrency = 4
+duration = "2s"
+"#;
+    let running = daemon::start(config(&sim.uri(), &log, stages))
+        .await
+        .unwrap();
+    let summary = tokio::time::timeout(Duration::from_secs(60), running.wait())
+        .await
+        .expect("the schedule ends");
+    sim.shutdown().await;
+
+    let lines = validated_lines(&log);
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    let (open, closed) = (&lines[0], &lines[1]);
+    assert_eq!(open.run_id, closed.run_id);
+    assert_eq!((open.stage.as_str(), open.stage_index), ("open", 0));
+    assert_eq!((closed.stage.as_str(), closed.stage_index), ("closed", 1));
+    assert_eq!(open.mode, "rate");
+    assert_eq!(closed.mode, "concurrency");
+    assert!(!open.partial && !closed.partial);
+    // The warm-up second is left out: 2 measured seconds at 200 ops/s.
+    assert_eq!(open.warmup_seconds, 1.0);
+    assert!((open.duration_seconds - 2.0).abs() < 1e-6, "{open:?}");
+    let done = open.operations.ok + open.operations.error;
+    assert!((360..=440).contains(&done), "{open:?}");
+    assert_eq!(open.operations.error, 0, "{open:?}");
+    assert!((180.0..=220.0).contains(&open.ops_per_sec), "{open:?}");
+    assert_eq!(open.whole_seconds, 2);
+    assert!(open.ips_99 > 100 && open.ips_75 <= 220, "{open:?}");
+    assert!(open.latency_ns.count == done && open.latency_ns.p50 > 0);
+    assert!(
+        open.latency_ns.p50 <= open.latency_ns.p99 && open.latency_ns.p99 <= open.latency_ns.max
+    );
+    let by_op: u64 = open.ops.iter().map(|o| o.operations.ok).sum();
+    assert_eq!(by_op, open.operations.ok);
+    assert!(open
+        .ops
+        .iter()
+        .any(|o| o.op == "find" && o.operations.ok > 0));
+    assert!(closed.operations.ok > 0 && closed.ops_per_sec > 0.0);
+    // The whole run counted more than the reports: the warm-up is only
+    // left out of the report.
+    let total: u64 = summary.workloads.iter().map(|w| w.ok).sum();
+    assert!(total > open.operations.ok + closed.operations.ok);
+
+    // mongoload report: one row per stage under the header.
+    let (code, out, err) = mongoload(&["report", s(&log)]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<&str> = out.lines().collect();
+    assert_eq!(rows.len(), 3, "{out}");
+    assert!(
+        rows[0].starts_with("workload") && rows[0].contains("ips.99"),
+        "{out}"
+    );
+    assert!(
+        rows[1].starts_with("rl") && rows[1].contains("open"),
+        "{out}"
+    );
+
+    // A run compared with itself passes.
+    let (code, out, err) = mongoload(&["report", "--compare", s(&log), s(&log)]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("+0.0%"), "{out}");
+
+    // The same run with half the throughput in the open stage fails the gate.
+    let slower = dir.path().join("slower.jsonl");
+    let mut text = String::new();
+    for r in &lines {
+        let mut r = r.clone();
+        if r.stage == "open" {
+            r.operations.ok /= 2;
+        }
+        text.push_str(&serde_json::to_string(&r).unwrap());
+        text.push('\n');
+    }
+    std::fs::write(&slower, text).unwrap();
+    let (code, out, _) = mongoload(&["report", "--compare", s(&log), s(&slower)]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("REGRESSION") && out.contains("-50.0%"),
+        "{out}"
+    );
+    let (code, out, _) = mongoload(&[
+        "report",
+        "--compare",
+        s(&log),
+        s(&slower),
+        "--max-drop",
+        "60%",
+    ]);
+    assert_eq!(code, 0, "{out}");
+
+    // Unreadable input: exit 2 with the file named.
+    let missing: PathBuf = dir.path().join("missing.jsonl");
+    let (code, _, err) = mongoload(&["report", s(&missing)]);
+    assert_eq!(code, 2);
+    assert!(err.contains("missing.jsonl"), "{err}");
+    let (code, _, err) = mongoload(&["report", "--compare", s(&log)]);
+    assert_eq!(code, 2, "clap rejects one file: {err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stage_cut_short_at_shutdown_is_reported_as_partial() {
+    let sim = sim::start(SimConfig::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.jsonl");
+    let stages = r#"
+[[workloads.stages]]
+name = "long"
+rate = 100
+duration = "1h"
+"#;
+    let running = daemon::start(config(&sim.uri(), &log, stages))
+        .await
+        .unwrap();
+    // Wait until the stage runs, then stop.
+    let metrics = running.metrics.clone();
+    for _ in 0..100 {
+        if metrics
+            .encode()
+            .unwrap()
+            .contains("mongoload_phase_info{stage=\"long\"")
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    running.stop();
+    tokio::time::timeout(Duration::from_secs(30), running.wait())
+        .await
+        .expect("the daemon stops");
+    sim.shutdown().await;
+
+    let lines = validated_lines(&log);
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    let r = &lines[0];
+    assert!(r.partial);
+    assert_eq!(r.stage, "long");
+    assert!(
+        (2.0..10.0).contains(&r.duration_seconds),
+        "{}",
+        r.duration_seconds
+    );
+    assert!(r.operations.ok >= 150, "{r:?}");
+    assert!((80.0..=120.0).contains(&r.ops_per_sec), "{r:?}");
+}
