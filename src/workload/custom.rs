@@ -959,6 +959,46 @@ mod tests {
     }
 
     #[test]
+    fn generators_spread_as_their_distribution_and_repeat_for_a_seed() {
+        let v = json!({
+            "u": { "$gen": "uniform", "max": 100 },
+            "d": { "$gen": "double", "min": 0.0, "max": 10.0 },
+            "z": { "$gen": "zipfian", "max": 1000 },
+        });
+        let mut t = Template::compile_doc(&v, "document").unwrap();
+        let mut rng = worker_rng(5, 0);
+        let (mut u_dec, mut d_dec, mut z_top) = ([0u32; 10], [0u32; 10], 0u32);
+        let n = 50_000;
+        for _ in 0..n {
+            let Bson::Document(d) = ctx_eval(&mut t, 0, None, &mut rng) else {
+                panic!()
+            };
+            u_dec[(d.get_i64("u").unwrap() / 10) as usize] += 1;
+            d_dec[d.get_f64("d").unwrap() as usize] += 1;
+            if d.get_i64("z").unwrap() < 10 {
+                z_top += 1;
+            }
+        }
+        // Uniform: each decile within 6 % of n/10.
+        for c in u_dec.iter().chain(&d_dec) {
+            assert!((4_700..=5_300).contains(c), "{u_dec:?} {d_dec:?}");
+        }
+        // Zipfian (theta 0.99) over 1000: the top 1 % take about 39 %.
+        let share = z_top as f64 / n as f64;
+        assert!((0.35..0.43).contains(&share), "zipfian top share {share}");
+        // The same seed draws the same documents.
+        let draw = |seed| {
+            let mut t = Template::compile_doc(&v, "document").unwrap();
+            let mut rng = worker_rng(seed, 0);
+            (0..20)
+                .map(|_| ctx_eval(&mut t, 0, None, &mut rng))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(draw(9), draw(9));
+        assert_ne!(draw(9), draw(10));
+    }
+
+    #[test]
     fn id_generators_follow_the_existing_documents() {
         let mut rng = worker_rng(2, 0);
         // Without max: the existing documents' numbers.
