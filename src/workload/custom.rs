@@ -103,6 +103,9 @@ pub struct Ctx<'a> {
     pub pad: &'a PadPool,
     /// Documents inserted so far (the next sequence number).
     pub docs: u64,
+    /// The oldest sequence number still present: above 0 when `max_docs`
+    /// evicts the oldest documents.
+    pub first: u64,
     /// The sequence number of the document being made, if any.
     pub seq: Option<u64>,
 }
@@ -389,7 +392,13 @@ impl Gen {
                 let key = match (*dist, ctx.seq) {
                     // In a document: the document's own number.
                     (KeyDist::Sequential, Some(seq)) => span.map_or(seq, |s| seq % s),
-                    _ => keys.next_key(ctx.rng, span.unwrap_or(ctx.docs)),
+                    _ => match span {
+                        Some(s) => keys.next_key(ctx.rng, *s),
+                        None => {
+                            let first = ctx.first.min(ctx.docs);
+                            first + keys.next_key(ctx.rng, ctx.docs - first)
+                        }
+                    },
                 };
                 Bson::Int64(min.wrapping_add(key as i64))
             }
@@ -577,18 +586,31 @@ struct Shared {
     pad: PadPool,
     doc_size: Option<usize>,
     max_docs: u64,
+    /// Whether inserts evict the oldest documents (a bound and an insert).
+    bounded: bool,
     next_id: Arc<AtomicU64>,
     seed: u64,
 }
 
 impl Shared {
+    /// The oldest sequence number still present when `docs` were inserted.
+    fn first(&self, docs: u64) -> u64 {
+        if self.bounded {
+            docs.saturating_sub(self.max_docs)
+        } else {
+            0
+        }
+    }
+
     /// Document `seq` from `template`: `_id` first, then the template's
     /// fields, then padding up to the size target.
     fn document(&self, template: &mut Template, rng: &mut SmallRng, seq: u64) -> Document {
+        let docs = self.next_id.load(Ordering::Relaxed);
         let mut ctx = Ctx {
             rng,
             pad: &self.pad,
-            docs: self.next_id.load(Ordering::Relaxed),
+            docs,
+            first: self.first(docs),
             seq: Some(seq),
         };
         let body = template.eval_doc(&mut ctx);
@@ -671,6 +693,7 @@ impl Custom {
                 pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
                 doc_size: cfg.doc_size.map(|s| s.bytes() as usize),
                 max_docs: cfg.max_docs,
+                bounded: bound_ops.is_some(),
                 next_id: Arc::new(AtomicU64::new(cfg.initial_docs)),
                 seed,
             }),
@@ -797,6 +820,7 @@ impl OpSource for Source {
             rng,
             pad: &s.pad,
             docs,
+            first: s.first(docs),
             seq: None,
         };
         let action = match &mut self.ops[op] {
@@ -918,6 +942,7 @@ mod tests {
             rng,
             pad: &pad,
             docs,
+            first: 0,
             seq,
         })
     }
@@ -1139,6 +1164,28 @@ mod tests {
         };
         let w = Custom::new(&cfg, 1).unwrap();
         assert_eq!(w.op_names(), ["insert", "evict", "insert_evict"]);
+        // Reads of existing _ids stay within the window of kept documents.
+        let cfg_reads = CustomConfig {
+            operations: vec![op(CustomOpKind::Insert), {
+                let mut f = op(CustomOpKind::Find);
+                f.filter = Some(json!({ "_id": { "$gen": "uniform" } }));
+                f
+            }],
+            ..cfg.clone()
+        };
+        let r = Custom::new(&cfg_reads, 1).unwrap();
+        let mut reads = r.worker(0, 1);
+        for _ in 0..400 {
+            let o = reads.next_op();
+            if let Action::Find { filter, .. } = o.action {
+                let id = filter.get_i64("_id").unwrap() as u64;
+                let docs = r.shared.next_id.load(Ordering::Relaxed);
+                assert!(
+                    id + 5 >= docs && id < docs,
+                    "{id} outside the last 5 of {docs}"
+                );
+            }
+        }
         let mut src = w.worker(0, 1);
         let o = src.next_op();
         assert_eq!(o.op, 2);
