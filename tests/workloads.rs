@@ -690,3 +690,36 @@ async fn every_example_runs_briefly_against_the_simulator() {
     }
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_doc_inserts_and_queries_side_by_side() {
+    let sim = start_sim().await;
+    let mut w = workload("ld", WorkloadKind::LargeDoc, 4.0, 2);
+    w.large_doc = Some(LargeDocConfig {
+        initial_docs: 100,
+        ..Default::default()
+    });
+    let cfg = base_config(&sim, "ld", vec![w]);
+    let (page, summary) = run_daemon(cfg).await;
+    assert_eq!(summary.workloads[0].errors, 0, "{page}");
+    let inserts = ops(&page, "ld", "insert", "ok");
+    let queries = ops(&page, "ld", "query", "ok");
+    // 2 insert and 2 query workers of similar speed.
+    assert!(inserts > 20 && queries > 20, "{inserts} / {queries}");
+    let ratio = inserts as f64 / queries as f64;
+    assert!((0.33..3.0).contains(&ratio), "{inserts} / {queries}");
+    // Every query found its document: _ids are only taken once inserted…
+    // or about to be, so allow the few in flight.
+    let found = sample(
+        &page,
+        "mongoload_documents_total",
+        &[("workload", "ld"), ("op", "query")],
+    ) as u64;
+    assert!(found + 10 >= queries, "{found} of {queries} found");
+    let client = client(&sim).await;
+    assert_eq!(
+        count(&client.database("ld"), "largedoc").await,
+        100 + inserts
+    );
+    sim.shutdown().await;
+}

@@ -76,6 +76,9 @@ pub struct Ycsb {
 impl Ycsb {
     /// Builds the workload from validated parameters.
     pub fn new(cfg: &YcsbConfig, seed: u64) -> Result<Ycsb, String> {
+        if cfg.field_count == 0 {
+            return Err("field_count must be at least 1".into());
+        }
         let props = cfg.workload.proportions();
         let kinds: Vec<usize> = (0..OPS.len()).filter(|&i| props[i] > 0.0).collect();
         let weights: Vec<f64> = kinds.iter().map(|&i| props[i]).collect();
