@@ -37,6 +37,8 @@ pub enum Command {
     Sim(crate::sim::SimArgs),
     /// Start the simulator and the daemon against it with a bundled example config.
     Demo(DemoArgs),
+    /// Control a running daemon through its control socket ([control] socket).
+    Ctl(CtlArgs),
     /// Print one row per stage from run logs, or compare two runs
     /// (exit 1 when throughput dropped beyond --max-drop, 2 on unreadable input).
     Report(ReportArgs),
@@ -60,6 +62,58 @@ pub struct ReportArgs {
     #[arg(long, default_value = "5%", requires = "compare")]
     pub max_drop: crate::report::compare::Percent,
 }
+
+#[derive(Debug, Args)]
+pub struct CtlArgs {
+    /// The control socket [default: $MONGOLOAD_CONTROL_SOCKET, else /run/mongoload/control.sock].
+    #[arg(long, short)]
+    pub socket: Option<PathBuf>,
+    /// Print the daemon's JSON answer instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: CtlCommand,
+}
+
+/// What `mongoload ctl` asks the daemon.
+#[derive(Debug, Subcommand)]
+pub enum CtlCommand {
+    /// Every workload's state, stage, targets and runtime control.
+    Status,
+    /// Idle the workload's workers (in-flight operations finish).
+    Pause { workload: String },
+    /// Undo a pause.
+    Resume { workload: String },
+    /// Run open loop at RATE ops/s instead of the schedule, until reset.
+    SetRate { workload: String, rate: f64 },
+    /// Run closed loop with WORKERS workers instead of the schedule, until reset.
+    SetConcurrency { workload: String, workers: u32 },
+    /// Multiply the scheduled rate or concurrency by FACTOR (1 = as scheduled).
+    Scale { workload: String, factor: f64 },
+    /// Back to the schedule as configured: clears pause, override and scale.
+    Reset { workload: String },
+}
+
+impl CtlCommand {
+    /// The request line sent on the socket.
+    fn line(&self) -> String {
+        match self {
+            CtlCommand::Status => "status".into(),
+            CtlCommand::Pause { workload } => format!("pause {workload}"),
+            CtlCommand::Resume { workload } => format!("resume {workload}"),
+            CtlCommand::SetRate { workload, rate } => format!("set-rate {workload} {rate}"),
+            CtlCommand::SetConcurrency { workload, workers } => {
+                format!("set-concurrency {workload} {workers}")
+            }
+            CtlCommand::Scale { workload, factor } => format!("scale {workload} {factor}"),
+            CtlCommand::Reset { workload } => format!("reset {workload}"),
+        }
+    }
+}
+
+/// Exit status of `mongoload ctl` when the daemon cannot be reached
+/// (sysexits' EX_UNAVAILABLE); a refused request exits 1.
+pub const EX_UNAVAILABLE: u8 = 69;
 
 #[derive(Debug, Args)]
 pub struct ConfigArg {
@@ -111,6 +165,45 @@ pub fn run(cli: Cli) -> ExitCode {
             block_on(demo(args))
         }
         Command::Report(args) => report(&args),
+        Command::Ctl(args) => block_on(ctl(args)),
+    }
+}
+
+/// `mongoload ctl`: one request to the daemon's control socket.
+async fn ctl(args: CtlArgs) -> ExitCode {
+    use crate::control::{client, default_socket, Command as Request};
+    let socket = args.socket.clone().unwrap_or_else(default_socket);
+    let request: Request = match args.command.line().parse() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("mongoload ctl: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let reply = match client::request(&socket, &request).await {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("mongoload ctl: {e}");
+            return ExitCode::from(EX_UNAVAILABLE);
+        }
+    };
+    if args.json {
+        println!("{reply}");
+        return if reply["ok"] == true {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
+    match client::render(&reply) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(reason) => {
+            eprintln!("mongoload ctl: {reason}");
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -176,7 +269,8 @@ fn check_config(path: &Path) -> ExitCode {
 }
 
 /// Runs the daemon until its schedules end or SIGTERM/SIGINT; SIGHUP
-/// re-validates the config file (`path`) and reports the result.
+/// reloads the config file (`path`): a valid one replaces the plan live
+/// (see [`crate::supervisor`]), an invalid one is logged and ignored.
 async fn run_daemon(config: Config, path: Option<PathBuf>) -> ExitCode {
     let mut signals = match service::signals() {
         Ok(s) => s,
@@ -195,6 +289,7 @@ async fn run_daemon(config: Config, path: Option<PathBuf>) -> ExitCode {
         }
     };
     let cancel = running.cancel_token();
+    let reloader = running.reloader();
     let mut done = tokio::spawn(running.wait());
     let finished = loop {
         tokio::select! {
@@ -205,7 +300,15 @@ async fn run_daemon(config: Config, path: Option<PathBuf>) -> ExitCode {
                     cancel.cancel();
                 }
                 Some(Signal::Terminate) | None => {}
-                Some(Signal::Reload) => reload(path.as_deref()),
+                Some(Signal::Reload) => match &path {
+                    // In a task, so SIGTERM is still heard while a reload
+                    // drains a changed workload.
+                    Some(p) => {
+                        let (reloader, p) = (reloader.clone(), p.clone());
+                        tokio::spawn(async move { reloader.reload_file(&p).await });
+                    }
+                    None => tracing::info!("SIGHUP ignored: this run has no config file"),
+                },
             },
         }
     };
@@ -215,22 +318,6 @@ async fn run_daemon(config: Config, path: Option<PathBuf>) -> ExitCode {
             tracing::error!("run task failed: {e}");
             ExitCode::FAILURE
         }
-    }
-}
-
-/// SIGHUP: validate the file again. Applying a new plan without a restart
-/// is not built yet; the running plan goes on either way.
-fn reload(path: Option<&Path>) {
-    let Some(path) = path else {
-        tracing::info!("SIGHUP ignored: this run has no config file");
-        return;
-    };
-    match config::load(path) {
-        Ok(_) => tracing::warn!(
-            "SIGHUP: {} is valid, but live reload is not built yet; restart to apply it",
-            path.display()
-        ),
-        Err(e) => tracing::error!("SIGHUP: {e}; the running plan goes on"),
     }
 }
 

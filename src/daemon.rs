@@ -12,15 +12,16 @@ use std::time::{Duration, Instant};
 use mongodb::bson::doc;
 use serde_json::json;
 use tokio::net::TcpListener;
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{uri_hosts, Config, ConfigError};
-use crate::engine::{self, WorkloadRun, WorkloadStatus, PREPARE_OP};
+use crate::control::server::ControlSocket;
+use crate::control::ControlMetrics;
 use crate::http::{self, HttpState};
 use crate::metrics::{Metrics, MetricsError};
 use crate::service;
-use crate::target::{self, Handlers, Target, Timeouts};
+use crate::supervisor::{self, Env, ReloadError, Reloader, Supervisor};
+use crate::target::{self, Handlers, Timeouts};
 
 /// How often the deployment is pinged for `mongoload_target_up`.
 const PING_INTERVAL: Duration = Duration::from_secs(2);
@@ -41,6 +42,11 @@ pub enum StartError {
     Client { hosts: String, reason: String },
     #[error(transparent)]
     Metrics(#[from] MetricsError),
+    #[error("cannot create the control socket {}: {source}", path.display())]
+    Control {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
 }
 
 /// A started daemon.
@@ -48,7 +54,10 @@ pub struct Running {
     /// Where `/metrics`, `/healthz`, `/readyz` and `/status` are served.
     pub http_addr: SocketAddr,
     pub metrics: Arc<Metrics>,
+    /// Where the control socket listens, when `[control] socket` is set.
+    pub control_socket: Option<std::path::PathBuf>,
     cancel: CancellationToken,
+    reloader: Reloader,
     done: tokio::task::JoinHandle<Summary>,
 }
 
@@ -78,6 +87,17 @@ impl Running {
         self.cancel.clone()
     }
 
+    /// A handle that applies new configs to this run (SIGHUP).
+    pub fn reloader(&self) -> Reloader {
+        self.reloader.clone()
+    }
+
+    /// Applies a new, validated config without restarting: see
+    /// [`crate::supervisor`] for what changes how.
+    pub async fn reload(&self, config: Config) -> Result<supervisor::ReloadSummary, ReloadError> {
+        self.reloader.reload(config).await
+    }
+
     /// Waits until the run has ended and returns its summary.
     pub async fn wait(self) -> Summary {
         match self.done.await {
@@ -102,18 +122,15 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let uri = config.target.resolve_uri()?;
     let hosts = uri_hosts(uri.expose()).join(",");
 
-    let mut plans = Vec::with_capacity(config.workloads.len());
-    for w in &config.workloads {
-        let workload = crate::workload::build(w).map_err(|e| StartError::Workload {
-            name: w.name.clone(),
-            reason: e.to_string(),
-        })?;
-        let schedule = w.schedule().map_err(|e| StartError::Workload {
-            name: w.name.clone(),
-            reason: e.to_string(),
-        })?;
-        plans.push((w, workload, schedule));
-    }
+    let control_metrics =
+        ControlMetrics::register(metrics.registry()).map_err(MetricsError::from)?;
+    let built = supervisor::build(&config).map_err(|e| match e {
+        ReloadError::Workload { name, reason } => StartError::Workload { name, reason },
+        other => StartError::Workload {
+            name: String::new(),
+            reason: other.to_string(),
+        },
+    })?;
 
     let pool_size = config.effective_pool_size();
     let handlers = Handlers {
@@ -165,43 +182,43 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         None => "the journal".to_owned(),
     };
     tracing::info!(run_id = %run_info.id, "run {}: stage reports go to {report_to}", run_info.id);
+    let control_socket = match &config.control.socket {
+        Some(path) => Some(
+            ControlSocket::bind(path).map_err(|source| StartError::Control {
+                path: path.clone(),
+                source,
+            })?,
+        ),
+        None => None,
+    };
+
     let cancel = CancellationToken::new();
     let target_up = Arc::new(AtomicBool::new(false));
-    let mut statuses = Vec::new();
-    let mut workloads = JoinSet::new();
-    for (w, workload, schedule) in plans {
-        let mut op_names: Vec<&str> = workload.op_names().to_vec();
-        op_names.push(PREPARE_OP);
-        let status = Arc::new(WorkloadStatus::default());
-        statuses.push((w.name.clone(), w.kind.as_str(), status.clone()));
-        let run = WorkloadRun {
-            name: w.name.clone(),
-            target: Target::new(
-                db.clone(),
-                workload.as_ref(),
-                config.target.operation_timeout,
-            ),
-            metrics: metrics.workload(&w.name, &op_names),
-            workers: w.peak_concurrency() as usize,
-            max_lag: w.max_lag,
-            seed: w.seed.unwrap_or_else(rand::random),
-            workload,
-            schedule,
-            status,
-            run_info: run_info.clone(),
-        };
-        workloads.spawn(engine::run(
-            run,
-            cancel.child_token(),
-            config.run.shutdown_grace,
-        ));
-    }
+    let workload_count = config.workloads.len();
+    let env = Env {
+        db: db.clone(),
+        metrics: metrics.clone(),
+        control_metrics: control_metrics.clone(),
+        cancel: cancel.clone(),
+        run_info,
+    };
+    let (statuses, reloader, workloads) = Supervisor::start(env, config.clone(), built);
 
-    let statuses = Arc::new(statuses);
+    let control_stop = CancellationToken::new();
+    let control_path = control_socket.as_ref().map(|c| c.path().to_path_buf());
+    let control_task = control_socket.map(|socket| {
+        tracing::info!("control socket on {}", socket.path().display());
+        let (slots, m) = (statuses.clone(), control_metrics.clone());
+        let handler: crate::control::server::Handler =
+            Arc::new(move |cmd| supervisor::control(&slots, &m, cmd));
+        tokio::spawn(socket.serve(handler, control_stop.clone()))
+    });
+
     let state = HttpState::new(metrics.clone())
         .with_ready({
             let (up, statuses) = (target_up.clone(), statuses.clone());
-            move || up.load(Ordering::Relaxed) && statuses.iter().all(|(_, _, s)| s.stage().state == "running")
+            // Paused and idle (outside every window) are deliberate: ready.
+            move || up.load(Ordering::Relaxed) && statuses.list().iter().all(|s| matches!(s.status.stage().state, "running" | "paused" | "idle"))
         })
         .with_status({
             let (up, statuses, hosts, database) = (target_up.clone(), statuses.clone(), hosts.clone(), config.target.database.clone());
@@ -210,15 +227,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
                     "version": env!("CARGO_PKG_VERSION"),
                     "uptime_seconds": started.elapsed().as_secs_f64(),
                     "target": { "hosts": hosts, "database": database, "up": up.load(Ordering::Relaxed) },
-                    "workloads": statuses.iter().map(|(name, kind, s)| json!({
-                        "name": name,
-                        "kind": kind,
-                        "stage": s.stage(),
-                        "prepare": s.prepare(),
-                        "operations_ok": s.ok.load(Ordering::Relaxed),
-                        "operations_error": s.errors.load(Ordering::Relaxed),
-                        "missed": s.missed.load(Ordering::Relaxed),
-                    })).collect::<Vec<_>>(),
+                    "workloads": statuses.list().iter().map(|s| s.to_json()).collect::<Vec<_>>(),
                 })
             }
         });
@@ -248,24 +257,24 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
 
     let _ = service::notify_ready();
     let _ = service::notify_status(&format!(
-        "running {} workload(s) against {hosts}",
-        config.workloads.len()
+        "running {workload_count} workload(s) against {hosts}"
     ));
 
     let done = tokio::spawn(async move {
-        while workloads.join_next().await.is_some() {}
+        let _ = workloads.await;
         let _ = service::notify_stopping();
         ping_stop.cancel();
         let _ = ping_task.await;
         let summary = Summary {
             elapsed_seconds: started.elapsed().as_secs_f64(),
             workloads: statuses
+                .list()
                 .iter()
-                .map(|(name, _, s)| WorkloadSummary {
-                    name: name.clone(),
-                    ok: s.ok.load(Ordering::Relaxed),
-                    errors: s.errors.load(Ordering::Relaxed),
-                    missed: s.missed.load(Ordering::Relaxed),
+                .map(|s| WorkloadSummary {
+                    name: s.name.clone(),
+                    ok: s.status.ok.load(Ordering::Relaxed),
+                    errors: s.status.errors.load(Ordering::Relaxed),
+                    missed: s.status.missed.load(Ordering::Relaxed),
                 })
                 .collect(),
         };
@@ -274,6 +283,11 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         }
         http_stop.cancel();
         let _ = http_task.await;
+        // Stopping the server drops the socket, which removes its file.
+        control_stop.cancel();
+        if let Some(task) = control_task {
+            let _ = task.await;
+        }
         window_stop.cancel();
         let _ = window_task.await;
         client.shutdown().immediate(true).await;
@@ -283,7 +297,9 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     Ok(Running {
         http_addr,
         metrics,
+        control_socket: control_path,
         cancel,
+        reloader,
         done,
     })
 }

@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod control;
 pub mod daemon;
 pub mod engine;
 pub mod error_kind;
@@ -15,5 +16,6 @@ pub mod report;
 pub mod schedule;
 pub mod service;
 pub mod sim;
+pub mod supervisor;
 pub mod target;
 pub mod workload;

@@ -15,9 +15,8 @@ use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::ClientOptions;
 use mongodb::{Client, Database};
 use mongoload::config::{
-    self, Config, CustomConfig, InsertBenchmarkConfig, LargeDocConfig, LevelSpec, NameNumConfig,
-    NameNumMode, SecretUri, StageConfig, SysbenchConfig, WorkloadConfig, WorkloadKind, YcsbConfig,
-    YcsbLetter,
+    self, Config, CustomConfig, InsertBenchmarkConfig, LargeDocConfig, NameNumConfig, NameNumMode,
+    SecretUri, StageConfig, SysbenchConfig, WorkloadConfig, WorkloadKind, YcsbConfig, YcsbLetter,
 };
 use mongoload::daemon;
 use mongoload::sim::{self, SimConfig, SimHandle};
@@ -56,30 +55,22 @@ fn base_config(sim: &SimHandle, database: &str, workloads: Vec<WorkloadConfig>) 
     cfg
 }
 
-/// A workload of `kind` with one closed-loop stage.
+/// A workload of `kind` with one closed-loop stage, parsed (not validated:
+/// the test adds the parameter table) as the config loader parses it.
 fn workload(name: &str, kind: WorkloadKind, concurrency: f64, secs: u64) -> WorkloadConfig {
-    WorkloadConfig {
-        name: name.into(),
-        kind,
-        max_inflight: 16,
-        max_lag: Duration::from_secs(10),
-        seed: Some(7),
-        repeat: false,
-        mixed: None,
-        insert_benchmark: None,
-        sysbench: None,
-        name_num: None,
-        large_doc: None,
-        ycsb: None,
-        custom: None,
-        stages: vec![StageConfig {
-            name: Some("run".into()),
-            rate: None,
-            concurrency: Some(LevelSpec::Hold(concurrency)),
-            duration: Some(Duration::from_secs(secs)),
-            warmup: Default::default(),
-        }],
-    }
+    let mut w: WorkloadConfig = toml_table(&format!(
+        "name = \"{name}\"\nkind = \"{}\"\nmax_inflight = 16\nseed = 7\n",
+        kind.as_str()
+    ));
+    w.stages = vec![stage(concurrency, secs)];
+    w
+}
+
+/// A closed-loop stage of `concurrency` workers for `secs` seconds.
+fn stage(concurrency: f64, secs: u64) -> StageConfig {
+    toml_table(&format!(
+        "name = \"run\"\nconcurrency = {concurrency}\nduration = \"{secs}s\"\n"
+    ))
 }
 
 /// Runs the daemon until its schedules end; returns the `/metrics` page.
@@ -637,15 +628,9 @@ fn scale_down(cfg: &mut Config, sim: &SimHandle, database: &str) {
     for w in &mut cfg.workloads {
         w.repeat = false;
         w.max_inflight = w.max_inflight.min(8);
-        w.stages = vec![StageConfig {
-            name: None,
-            rate: None,
-            // One worker: sysbench's delete + reinsert of two workers on
-            // the same _id would be a legitimate duplicate_key error.
-            concurrency: Some(LevelSpec::Hold(1.0)),
-            duration: Some(Duration::from_secs(2)),
-            warmup: Default::default(),
-        }];
+        // One worker: sysbench's delete + reinsert of two workers on the
+        // same _id would be a legitimate duplicate_key error.
+        w.stages = vec![stage(1.0, 2)];
         if let Some(m) = &mut w.mixed {
             m.initial_docs = 200;
             m.doc_size = config::ByteSize(1024);

@@ -53,6 +53,19 @@
 //! duration = "5m"
 //! [[workloads.stages]]
 //! concurrency = { steps = [3, 6, 15, 25, 50], each = "1m" }   # a sweep; no duration
+//!
+//! [[workloads]]                       # continuous soak: time-of-day windows instead of stages
+//! name = "soak"
+//! kind = "mixed"
+//! timezone = "Europe/Berlin"          # IANA name; default "UTC"
+//! windows = [                         # the first active window wins
+//!   { when = "mon-fri 09:00-17:00", rate = 2000, name = "business" },   # name: default the `when`
+//!   { when = "sat,sun 10:00-12:00", concurrency = 8 },
+//! ]
+//! default = { rate = 300 }            # outside every window; absent: idle
+//!
+//! [control]
+//! socket = "/run/mongoload/control.sock"   # runtime control (mongoload ctl); absent: off
 //! ```
 //!
 //! Environment variables `MONGOLOAD_<SECTION>__<KEY>` override the file
@@ -72,7 +85,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::schedule::{Mode, Schedule, Shape, Stage};
+use chrono::{DateTime, Utc};
+
+use crate::schedule::window::{WindowLevel, Windows};
+use crate::schedule::{Mode, Schedule, Shape, Stage, WindowPlan};
 
 pub use types::{ByteSize, LevelSpec};
 pub use uri::{redact_uri, uri_hosts, SecretUri};
@@ -182,6 +198,9 @@ pub struct Config {
     /// Process lifecycle.
     #[serde(default)]
     pub run: RunConfig,
+    /// The runtime control endpoint.
+    #[serde(default)]
+    pub control: ControlConfig,
     /// The workloads, each with its own schedule; at least one.
     #[serde(default)]
     pub workloads: Vec<WorkloadConfig>,
@@ -309,6 +328,16 @@ impl Default for RunConfig {
     }
 }
 
+/// `[control]`: the runtime control endpoint (`mongoload ctl`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ControlConfig {
+    /// A unix socket (created mode 0600, removed at exit) serving pause,
+    /// resume, set-rate, set-concurrency, scale and reset; absent: no
+    /// control endpoint.
+    pub socket: Option<PathBuf>,
+}
+
 /// The built-in workload kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WorkloadKind {
@@ -428,6 +457,76 @@ pub struct WorkloadConfig {
     /// The stages, in order.
     #[serde(default)]
     pub stages: Vec<StageConfig>,
+    /// Time-of-day windows with a level each (instead of `stages`); the
+    /// first active window wins. Repeats forever.
+    #[serde(default)]
+    pub windows: Vec<WindowConfig>,
+    /// With `windows`: the level outside every window; absent, the
+    /// workload idles there.
+    #[serde(default)]
+    pub default: Option<WindowConfig>,
+    /// With `windows`: the IANA time zone they are in (default UTC).
+    #[serde(default)]
+    pub timezone: Option<String>,
+}
+
+/// One entry of `windows = [...]`, or `default = {...}`: when (windows
+/// only), a level (exactly one of `rate` and `concurrency`, holds) and an
+/// optional name (the `stage` label; default the `when` text, or
+/// "default").
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WindowConfig {
+    /// `"mon-fri 09:00-17:00"`, `"daily 22:00-06:00"`, `"09:00-17:00"`.
+    #[serde(default)]
+    pub when: Option<String>,
+    /// The `stage` label while the window is active.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Open loop: operations per second.
+    #[serde(default)]
+    pub rate: Option<f64>,
+    /// Closed loop: workers.
+    #[serde(default)]
+    pub concurrency: Option<f64>,
+}
+
+impl WindowConfig {
+    /// The level; `at` is the key prefix for errors (`windows[0]`).
+    fn level(&self, at: &str, default_name: &str) -> Result<WindowLevel, KeyError> {
+        let (mode, level) = match (self.rate, self.concurrency) {
+            (Some(r), None) => (Mode::Rate, r),
+            (None, Some(c)) => (Mode::Concurrency, c),
+            (Some(_), Some(_)) => {
+                return Err(KeyError::new(
+                    at,
+                    "give either rate (open loop) or concurrency (closed loop), not both",
+                ))
+            }
+            (None, None) => {
+                return Err(KeyError::new(
+                    at,
+                    "needs rate (open loop) or concurrency (closed loop)",
+                ))
+            }
+        };
+        let name = match &self.name {
+            Some(n) if n.trim().is_empty() => {
+                return Err(KeyError::new(format!("{at}.name"), "must not be empty"))
+            }
+            Some(n) => n.clone(),
+            None => default_name.to_string(),
+        };
+        Ok(WindowLevel { name, mode, level })
+    }
+
+    fn level_key(&self, at: &str) -> String {
+        if self.rate.is_some() {
+            format!("{at}.rate")
+        } else {
+            format!("{at}.concurrency")
+        }
+    }
 }
 
 fn default_max_inflight() -> u32 {
@@ -491,6 +590,17 @@ impl WorkloadConfig {
     /// Builds the schedule. Errors carry the key relative to this workload
     /// (`stages[1].rate`).
     pub fn schedule(&self) -> Result<Schedule, KeyError> {
+        if !self.windows.is_empty() {
+            return self.window_schedule();
+        }
+        for (key, set) in [
+            ("default", self.default.is_some()),
+            ("timezone", self.timezone.is_some()),
+        ] {
+            if set {
+                return Err(KeyError::new(key, "only used with windows"));
+            }
+        }
         if self.stages.is_empty() {
             return Err(KeyError::new("stages", "at least one stage is required"));
         }
@@ -501,6 +611,56 @@ impl WorkloadConfig {
             .map(|(i, s)| s.build(i))
             .collect::<Result<Vec<_>, _>>()?;
         Schedule::new(stages, self.repeat).map_err(|e| KeyError::new("stages", e.to_string()))
+    }
+
+    /// The time-of-day schedule of `windows`, `default` and `timezone`.
+    fn window_schedule(&self) -> Result<Schedule, KeyError> {
+        if !self.stages.is_empty() {
+            return Err(KeyError::new(
+                "windows",
+                "give either stages or windows, not both",
+            ));
+        }
+        if self.repeat {
+            return Err(KeyError::new(
+                "repeat",
+                "not used with windows: they repeat forever",
+            ));
+        }
+        let tz = Windows::parse_tz(self.timezone.as_deref().unwrap_or("UTC"))
+            .map_err(|r| KeyError::new("timezone", r))?;
+        let mut windows = Vec::with_capacity(self.windows.len());
+        for (i, w) in self.windows.iter().enumerate() {
+            let at = format!("windows[{i}]");
+            let Some(when) = &w.when else {
+                return Err(KeyError::new(format!("{at}.when"), "is required"));
+            };
+            let window = when
+                .parse()
+                .map_err(|r: String| KeyError::new(format!("{at}.when"), r))?;
+            windows.push((window, w.level(&at, when.trim())?));
+        }
+        let default = match &self.default {
+            Some(d) if d.when.is_some() => {
+                return Err(KeyError::new(
+                    "default.when",
+                    "the default applies outside every window; it has no when",
+                ))
+            }
+            Some(d) => Some(d.level("default", "default")?),
+            None => None,
+        };
+        let plan = WindowPlan::new(tz, windows, default).map_err(|(i, e)| {
+            let key = match i {
+                Some(i) => self.windows[i].level_key(&format!("windows[{i}]")),
+                None => self
+                    .default
+                    .as_ref()
+                    .map_or("default".into(), |d| d.level_key("default")),
+            };
+            KeyError::new(key, e.to_string())
+        })?;
+        Ok(Schedule::from_windows(plan))
     }
 
     /// The most workers or in-flight operations this workload's plan can
@@ -519,6 +679,13 @@ impl WorkloadConfig {
                     };
                     peak = peak.max(top.clamp(0.0, u32::MAX as f64) as u32);
                 }
+                (None, None) => {}
+            }
+        }
+        for w in self.windows.iter().chain(&self.default) {
+            match (w.rate, w.concurrency) {
+                (Some(_), _) => peak = peak.max(self.max_inflight),
+                (None, Some(c)) => peak = peak.max(c.clamp(0.0, u32::MAX as f64) as u32),
                 (None, None) => {}
             }
         }
@@ -991,6 +1158,12 @@ impl Config {
     /// http, each workload with kind, parameters and stages, and the
     /// timeline of the next 24 hours.
     pub fn describe(&self) -> String {
+        self.describe_at(Utc::now())
+    }
+
+    /// As [`Config::describe`], with the timeline starting at `now` (stage
+    /// lists start when the daemon does; windows follow the clock).
+    pub fn describe_at(&self, now: DateTime<Utc>) -> String {
         let mut out = String::new();
         let t = &self.target;
         let hosts = t
@@ -1027,6 +1200,14 @@ impl Config {
         if let Some(log) = &self.run.log {
             let _ = writeln!(out, "  log: {}", log.display());
         }
+        let _ = writeln!(
+            out,
+            "control:\n  socket: {}",
+            self.control
+                .socket
+                .as_ref()
+                .map_or("(off)".into(), |p| p.display().to_string())
+        );
         for w in &self.workloads {
             let _ = writeln!(out, "workload {:?}:", w.name);
             let _ = writeln!(out, "  kind: {}", w.kind.as_str());
@@ -1036,7 +1217,11 @@ impl Config {
                 w.max_inflight,
                 humantime::format_duration(w.max_lag),
                 w.seed.map_or("random".to_string(), |s| s.to_string()),
-                w.repeat
+                if w.windows.is_empty() {
+                    w.repeat.to_string()
+                } else {
+                    "forever (windows)".to_string()
+                }
             );
             match w.kind {
                 WorkloadKind::Mixed => {
@@ -1071,6 +1256,10 @@ impl Config {
                 let _ = writeln!(out, "  (invalid schedule)");
                 continue;
             };
+            if let Some(plan) = schedule.windows() {
+                describe_windows(&mut out, plan, now);
+                continue;
+            }
             let _ = writeln!(
                 out,
                 "  stages ({} per pass{}):",
@@ -1118,6 +1307,44 @@ impl Config {
             }
         }
         out
+    }
+}
+
+/// The windows of a workload and the next 24 hours in their zone, as
+/// `check-config` prints them.
+fn describe_windows(out: &mut String, plan: &WindowPlan, now: DateTime<Utc>) {
+    let tz = plan.windows().tz();
+    let stages = plan.stages();
+    let _ = writeln!(
+        out,
+        "  windows ({tz}, repeating forever; the first active wins):"
+    );
+    for (i, (w, s)) in plan.windows().windows().iter().zip(&stages).enumerate() {
+        let _ = writeln!(out, "    {}. {w}  {s:#}", i + 1);
+    }
+    match stages.get(plan.windows().windows().len()) {
+        Some(d) => {
+            let _ = writeln!(out, "    outside: {d:#}");
+        }
+        None => {
+            let _ = writeln!(out, "    outside: idle");
+        }
+    }
+    let _ = writeln!(out, "  timeline (next 24h, {tz}):");
+    let fmt = |t: DateTime<Utc>| {
+        t.with_timezone(&tz)
+            .format("%a %Y-%m-%d %H:%M %Z")
+            .to_string()
+    };
+    for span in plan
+        .timeline(now, TIMELINE_HORIZON)
+        .iter()
+        .take(TIMELINE_MAX_ROWS)
+    {
+        let what = span
+            .window
+            .map_or("idle".to_string(), |i| format!("{:#}", stages[i]));
+        let _ = writeln!(out, "    {} .. {}  {what}", fmt(span.from), fmt(span.to));
     }
 }
 

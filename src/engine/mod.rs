@@ -5,7 +5,9 @@
 //! that intended instant, so a stalled server shows in the percentiles; in
 //! closed loop the first N workers issue back to back. In-flight work is
 //! bounded by the number of workers; what the schedule asked for and could
-//! not be issued is counted as missed.
+//! not be issued is counted as missed. Runtime control (a
+//! `watch::Receiver<ControlState>`) pauses, overrides or scales the
+//! current stage; the controller re-publishes it anchored at its start.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -16,6 +18,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::control::{effective_stage, ControlState};
 use crate::error_kind::ErrorKind;
 use crate::metrics::{OpMetrics, WorkloadMetrics};
 use crate::report::live::{ReportContext, StageBatch, StageCollector};
@@ -44,6 +47,10 @@ pub struct WorkloadRun {
     pub status: Arc<WorkloadStatus>,
     /// The run this workload's stage reports belong to (id, run log path).
     pub run_info: Arc<RunInfo>,
+    /// Runtime control (pause, overrides, scale); the controller re-publishes
+    /// the stage whenever it changes. A receiver whose sender is gone (or
+    /// that never changes) leaves the schedule as configured.
+    pub control: watch::Receiver<ControlState>,
 }
 
 /// Live figures of a workload for `/status` and the final summary.
@@ -287,42 +294,76 @@ async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
     true
 }
 
-/// The controller: walks the schedule, publishes each stage to the
-/// workers, keeps the target gauges current, and counts the operations a
-/// finished stage asked for that were never claimed.
+/// The controller: walks the schedule, publishes each stage (as runtime
+/// control makes it effective) to the workers, keeps the target gauges
+/// current, and counts the operations a stage asked for that were never
+/// claimed. A control change mid-stage re-publishes the stage anchored at
+/// its start, with the ticket counter moved to the first operation due
+/// from now on.
 async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &CancellationToken) {
     let t0 = Instant::now();
     let report_ctx = ReportContext::new(run.run_info.clone(), &run.name, run.workload.op_names());
-    let pass = run.schedule.total_duration().as_nanos().max(1);
+    let mut cycles = vec![0u64; run.schedule.stages().len()];
+    let mut control = run.control.clone();
+    let mut control_open = true;
     loop {
         let now = Instant::now();
-        let Some((index, offset)) = run.schedule.stage_at(now - t0) else {
+        let Some(occurrence) = run.schedule.occurrence(now - t0, chrono::Utc::now()) else {
             tracing::info!(workload = %run.name, "schedule finished");
             return;
         };
-        let stage = run.schedule.stages()[index].clone();
-        let start = t0 + offset;
-        let cycle = u64::try_from(offset.as_nanos() / pass).unwrap_or(u64::MAX);
-        let active = Arc::new(ActiveStage {
-            stage: stage.clone(),
-            start,
-            next_ticket: AtomicU64::new(0),
-            report: StageCollector::new(report_ctx.clone(), &stage, index, cycle, start),
+        let start = t0 + occurrence.start;
+        let end = start + occurrence.duration;
+        let scheduled = occurrence.stage.as_ref();
+        let label = scheduled.map_or(IDLE_STAGE, |s| s.name());
+        run.metrics.set_stage(label);
+        log_stage(run, occurrence.index, scheduled, occurrence.duration);
+        let mut ctl = control.borrow_and_update().clone();
+        let report = scheduled.zip(occurrence.index).map(|(stage, index)| {
+            // The cycle: how many times this stage has run before (a
+            // repeating list, or a window that comes back).
+            let cycle = cycles[index];
+            cycles[index] += 1;
+            StageCollector::new(report_ctx.clone(), stage, index, cycle, start)
         });
-        run.metrics.set_stage(stage.name());
-        log_stage(run, index, &stage);
-        let _ = phase.send(Phase::Stage(active.clone()));
+        let mut active = publish(phase, scheduled, &ctl, start, false, report.as_ref());
 
-        let end = start + stage.duration();
         // Refresh the target gauges every second so ramps show as ramps.
         loop {
             let elapsed = Instant::now().saturating_duration_since(start);
-            update_targets(run, index, &stage, elapsed);
+            update_targets(
+                run,
+                occurrence.index,
+                label,
+                active.as_deref(),
+                elapsed,
+                &ctl,
+            );
             let tick = (Instant::now() + Duration::from_secs(1)).min(end);
             tokio::select! {
                 _ = tokio::time::sleep_until(tick) => {}
+                changed = control.changed(), if control_open => {
+                    if changed.is_err() {
+                        control_open = false;
+                        continue;
+                    }
+                    let new = control.borrow_and_update().clone();
+                    let effective = scheduled.and_then(|s| effective_stage(s, &new));
+                    if effective.as_ref() != active.as_ref().map(|a| &a.stage) {
+                        if let Some(a) = &active {
+                            settle(run, a, Instant::now());
+                        }
+                        active = publish(phase, scheduled, &new, start, true, report.as_ref());
+                    }
+                    ctl = new;
+                }
                 _ = cancel.cancelled() => {
-                    active.report.finish(Instant::now(), true);
+                    if let Some(a) = &active {
+                        settle(run, a, Instant::now());
+                    }
+                    if let Some(r) = &report {
+                        r.finish(Instant::now(), true);
+                    }
                     return;
                 }
             }
@@ -330,44 +371,116 @@ async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &Cancell
                 break;
             }
         }
-        active.report.finish(end, false);
-        if let Mode::Rate = stage.mode() {
-            let due = stage.ops_due(stage.duration());
-            let claimed = active.next_ticket.load(Ordering::Relaxed).min(due);
-            let unclaimed = due - claimed;
-            // Tickets are claimed in order: the unclaimed ones are the last,
-            // and only those after the warm-up count in the report.
-            let due_in_warmup = stage.ops_due(stage.warmup());
-            active
-                .report
-                .add_missed(due - claimed.max(due_in_warmup).min(due));
-            if unclaimed > 0 {
-                run.metrics.missed_operations.inc_by(unclaimed);
-                run.status.missed.fetch_add(unclaimed, Ordering::Relaxed);
-                tracing::warn!(workload = %run.name, stage = %stage.name(), "{unclaimed} operations missed: all {} workers were busy", run.workers);
-            }
+        if let Some(a) = &active {
+            settle(run, a, end);
+        }
+        if let Some(r) = &report {
+            r.finish(end, false);
         }
     }
 }
 
-fn log_stage(run: &WorkloadRun, index: usize, stage: &Stage) {
-    tracing::info!(workload = %run.name, stage = %stage.name(), "stage {index} {stage}");
-    let _ = crate::service::notify_status(&format!("workload {}: stage {index} {stage}", run.name));
+/// The `stage` label while a window schedule has no level to run.
+const IDLE_STAGE: &str = "idle";
+
+/// Tells the workers what to run: the effective stage, or idle. `rebase`:
+/// the stage is re-published mid-way, so tickets due before now are
+/// skipped (they belonged to a pause or another level).
+fn publish(
+    phase: &watch::Sender<Phase>,
+    scheduled: Option<&Stage>,
+    control: &ControlState,
+    start: Instant,
+    rebase: bool,
+    report: Option<&Arc<StageCollector>>,
+) -> Option<Arc<ActiveStage>> {
+    let (Some(stage), Some(report)) = (scheduled.and_then(|s| effective_stage(s, control)), report)
+    else {
+        let _ = phase.send(Phase::Idle);
+        return None;
+    };
+    let first = if rebase {
+        stage.first_ticket_at(Instant::now().saturating_duration_since(start))
+    } else {
+        0
+    };
+    let active = Arc::new(ActiveStage {
+        stage,
+        start,
+        next_ticket: AtomicU64::new(first),
+        report: report.clone(),
+    });
+    let _ = phase.send(Phase::Stage(active.clone()));
+    Some(active)
 }
 
-fn update_targets(run: &WorkloadRun, index: usize, stage: &Stage, elapsed: Duration) {
-    let (rate, concurrency) = match stage.mode() {
-        Mode::Rate => (stage.rate_at(elapsed), 0),
-        Mode::Concurrency => (0.0, stage.concurrency_at(elapsed)),
+/// Open loop: counts as missed the operations of `active` due before `at`
+/// that no worker claimed (all were busy).
+fn settle(run: &WorkloadRun, active: &ActiveStage, at: Instant) {
+    let stage = &active.stage;
+    if stage.mode() != Mode::Rate {
+        return;
+    }
+    let due = stage.first_ticket_at(at.saturating_duration_since(active.start));
+    let claimed = active.next_ticket.load(Ordering::Relaxed).min(due);
+    let unclaimed = due - claimed;
+    // Tickets are claimed in order: the unclaimed ones are the last, and
+    // only those after the warm-up count in the stage report.
+    let due_in_warmup = stage.first_ticket_at(stage.warmup()).min(due);
+    active.report.add_missed(due - claimed.max(due_in_warmup));
+    if unclaimed > 0 {
+        run.metrics.missed_operations.inc_by(unclaimed);
+        run.status.missed.fetch_add(unclaimed, Ordering::Relaxed);
+        tracing::warn!(workload = %run.name, stage = %stage.name(), "{unclaimed} operations missed: all {} workers were busy", run.workers);
+    }
+}
+
+fn log_stage(run: &WorkloadRun, index: Option<usize>, stage: Option<&Stage>, duration: Duration) {
+    let what = match (index, stage) {
+        (Some(index), Some(stage)) => format!("stage {index} {stage}"),
+        _ => format!(
+            "idle outside every window for {}",
+            humantime::format_duration(Duration::from_secs(duration.as_secs()))
+        ),
+    };
+    tracing::info!(workload = %run.name, stage = %stage.map_or(IDLE_STAGE, |s| s.name()), "{what}");
+    let _ = crate::service::notify_status(&format!("workload {}: {what}", run.name));
+}
+
+fn update_targets(
+    run: &WorkloadRun,
+    index: Option<usize>,
+    label: &str,
+    active: Option<&ActiveStage>,
+    elapsed: Duration,
+    control: &ControlState,
+) {
+    let (rate, concurrency) = match active.map(|a| (&a.stage, a.stage.mode())) {
+        Some((stage, Mode::Rate)) => (stage.rate_at(elapsed), 0),
+        // More workers than the pool has cannot run: show what runs.
+        Some((stage, Mode::Concurrency)) => (
+            0.0,
+            stage
+                .concurrency_at(elapsed)
+                .min(u32::try_from(run.workers).unwrap_or(u32::MAX)),
+        ),
+        None => (0.0, 0),
     };
     run.metrics.target_rate.set(rate);
     run.metrics.target_concurrency.set(i64::from(concurrency));
+    let state = if control.paused {
+        "paused"
+    } else if active.is_none() {
+        "idle"
+    } else {
+        "running"
+    };
     run.status.set_stage(StageLabel {
-        index: Some(index),
-        name: stage.name().to_owned(),
+        index,
+        name: label.to_owned(),
         rate,
         concurrency,
-        state: "running",
+        state,
     });
 }
 
@@ -418,7 +531,20 @@ impl Worker {
                     };
                     let intended = active.start + offset;
                     tokio::select! {
+                        // A ticket already due is sent even if the phase
+                        // changed meanwhile: it was claimed, so dropping it
+                        // would lose it from the missed count.
+                        biased;
                         _ = tokio::time::sleep_until(intended) => {}
+                        // Re-published (control change, next stage): this
+                        // ticket is not due yet and the new phase has its
+                        // own, so drop it rather than send a burst.
+                        changed = self.phase.changed() => {
+                            if changed.is_err() {
+                                return;
+                            }
+                            continue;
+                        }
                         _ = self.stop.cancelled() => return,
                     }
                     let lag = Instant::now().saturating_duration_since(intended);

@@ -20,6 +20,10 @@ pub mod window;
 use std::fmt;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
+pub use window::WindowPlan;
+
 const NANOS_PER_SEC: f64 = 1e9;
 
 /// The load a stage asks for at one instant.
@@ -354,6 +358,49 @@ impl Stage {
         self.count_upto(limit)
     }
 
+    /// Open loop: the first operation whose intended start is at or after
+    /// `elapsed` (the ticket a worker should claim when the stage is
+    /// (re)published mid-way: earlier ones belong to a paused or overridden
+    /// stretch and are neither sent nor missed).
+    pub fn first_ticket_at(&self, elapsed: Duration) -> u64 {
+        match elapsed.checked_sub(Duration::from_nanos(1)) {
+            Some(before) => self.ops_due(before),
+            None => 0,
+        }
+    }
+
+    /// The same stage with every level multiplied by `factor` (runtime
+    /// `scale`): same name, mode and duration, so intended start times stay
+    /// anchored to the stage's start. Concurrency levels are rounded to
+    /// whole workers, at least 1 for holds and steps. `None` when nothing
+    /// would run (factor 0, or a ramp scaled to 0 → 0).
+    pub fn scaled(&self, factor: f64) -> Option<Stage> {
+        if !(factor.is_finite() && factor > 0.0) {
+            return None;
+        }
+        if factor == 1.0 {
+            return Some(self.clone());
+        }
+        let level = |l: f64, min: f64| match self.mode {
+            Mode::Rate => l * factor,
+            Mode::Concurrency => (l * factor).round().max(min),
+        };
+        let shape = match &self.shape {
+            Shape::Hold(l) => Shape::Hold(level(*l, 1.0)),
+            Shape::Ramp { from, to } => Shape::Ramp {
+                from: level(*from, 0.0),
+                to: level(*to, 0.0),
+            },
+            Shape::Steps { levels, each } => Shape::Steps {
+                levels: levels.iter().map(|l| level(*l, 1.0)).collect(),
+                each: *each,
+            },
+        };
+        Stage::new(self.name.clone(), self.mode, shape, self.duration)
+            .and_then(|s| s.with_warmup(self.warmup))
+            .ok()
+    }
+
     /// Open loop: the number of operations in the whole stage.
     pub fn total_ops(&self) -> u64 {
         if self.mode != Mode::Rate {
@@ -419,7 +466,8 @@ fn hold_count(rate: f64, d: Duration) -> u64 {
 }
 
 impl fmt::Display for Stage {
-    /// One line for check-config and logs, e.g. `warm: rate 500/s for 30s`.
+    /// One line for check-config and logs, e.g. `warm: rate 500/s for 30s`;
+    /// `{:#}` leaves out the duration (`warm: rate 500/s`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let unit = match self.mode {
             Mode::Rate => "/s",
@@ -429,21 +477,22 @@ impl fmt::Display for Stage {
             Mode::Rate => "rate",
             Mode::Concurrency => "concurrency",
         };
-        write!(f, "{}: {what} ", self.name)?;
-        match &self.shape {
-            Shape::Hold(l) => write!(f, "{l}{unit}")?,
-            Shape::Ramp { from, to } => write!(f, "ramp {from} → {to}{unit}")?,
+        let level = match &self.shape {
+            Shape::Hold(l) => format!("{l}{unit}"),
+            Shape::Ramp { from, to } => format!("ramp {from} → {to}{unit}"),
             Shape::Steps { levels, each } => {
                 let ls: Vec<String> = levels.iter().map(|l| l.to_string()).collect();
-                write!(
-                    f,
+                format!(
                     "steps [{}]{unit}, {} each",
                     ls.join(", "),
                     humantime::format_duration(*each)
-                )?
+                )
             }
+        };
+        write!(f, "{}: {what} {level}", self.name)?;
+        if !f.alternate() {
+            write!(f, " for {}", humantime::format_duration(self.duration))?;
         }
-        write!(f, " for {}", humantime::format_duration(self.duration))?;
         if !self.warmup.is_zero() {
             write!(f, " (warm-up {})", humantime::format_duration(self.warmup))?;
         }
@@ -466,6 +515,26 @@ pub struct Schedule {
     repeat: bool,
     /// Start offset of each stage within one pass, plus the pass length.
     starts: Vec<Duration>,
+    /// Time-of-day windows: when set, the schedule follows wall-clock time
+    /// and `stages` holds one nominal stage per window (then the default).
+    windows: Option<WindowPlan>,
+}
+
+/// The stage that runs now and for how long, as the engine needs it: for a
+/// stage list the stage occurrence; for windows the active window's level
+/// until the next window change.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Occurrence {
+    /// Index into [`Schedule::stages`]; `None` outside every window when no
+    /// default is configured.
+    pub index: Option<usize>,
+    /// The stage to run (its duration is the occurrence's), `None` to stay
+    /// idle until `start + duration`.
+    pub stage: Option<Stage>,
+    /// Offset of the occurrence's start from the schedule's start.
+    pub start: Duration,
+    /// How long it lasts.
+    pub duration: Duration,
 }
 
 /// One row of [`Schedule::timeline`]: a stage occurrence.
@@ -498,6 +567,57 @@ impl Schedule {
             stages,
             repeat,
             starts,
+            windows: None,
+        })
+    }
+
+    /// A schedule that follows time-of-day windows forever.
+    pub fn from_windows(plan: WindowPlan) -> Schedule {
+        let stages = plan.stages();
+        Schedule {
+            starts: vec![Duration::ZERO; stages.len() + 1],
+            stages,
+            repeat: true,
+            windows: Some(plan),
+        }
+    }
+
+    /// The time-of-day windows, when this schedule follows them.
+    pub fn windows(&self) -> Option<&WindowPlan> {
+        self.windows.as_ref()
+    }
+
+    /// What runs at `elapsed` since the schedule's start, which is the
+    /// wall-clock instant `now` (used only by window schedules); `None` once
+    /// a non-repeating stage list has ended.
+    pub fn occurrence(&self, elapsed: Duration, now: DateTime<Utc>) -> Option<Occurrence> {
+        if let Some(plan) = &self.windows {
+            let slot = plan.at(now);
+            let duration = slot
+                .until
+                .and_then(|u| (u - now).to_std().ok())
+                .filter(|d| !d.is_zero())
+                .unwrap_or(window::MAX_SLOT)
+                .min(window::MAX_SLOT);
+            let stage = slot.index.map(|i| {
+                let s = &self.stages[i];
+                Stage::new(s.name.clone(), s.mode, s.shape.clone(), duration)
+                    .unwrap_or_else(|_| s.clone())
+            });
+            return Some(Occurrence {
+                index: slot.index,
+                stage,
+                start: elapsed,
+                duration,
+            });
+        }
+        let (index, start) = self.stage_at(elapsed)?;
+        let stage = self.stages[index].clone();
+        Some(Occurrence {
+            index: Some(index),
+            duration: stage.duration(),
+            stage: Some(stage),
+            start,
         })
     }
 
@@ -878,5 +998,81 @@ mod tests {
     fn display_is_readable() {
         let s = Stage::rate("warm", 500.0, secs(30.0)).unwrap();
         assert_eq!(s.to_string(), "warm: rate 500/s for 30s");
+    }
+
+    #[test]
+    fn scaled_stages_keep_their_anchor() {
+        let r = Stage::new(
+            "r",
+            Mode::Rate,
+            Shape::Ramp {
+                from: 100.0,
+                to: 300.0,
+            },
+            secs(10.0),
+        )
+        .unwrap();
+        let d = r.scaled(2.0).unwrap();
+        assert_eq!(d.duration(), r.duration());
+        assert_eq!(d.rate_at(secs(5.0)), 400.0);
+        assert_eq!(d.total_ops(), 2 * r.total_ops());
+        assert_eq!(r.scaled(0.0), None);
+        assert_eq!(r.scaled(f64::NAN), None);
+        assert_eq!(r.scaled(1.0).as_ref(), Some(&r));
+        let c = Stage::concurrency("c", 3, secs(1.0)).unwrap();
+        assert_eq!(c.scaled(1.5).unwrap().concurrency_at(Duration::ZERO), 5);
+        // Never below one worker for a hold.
+        assert_eq!(c.scaled(0.01).unwrap().concurrency_at(Duration::ZERO), 1);
+    }
+
+    #[test]
+    fn first_ticket_skips_what_was_due_before() {
+        let s = Stage::rate("a", 1000.0, secs(10.0)).unwrap();
+        assert_eq!(s.first_ticket_at(Duration::ZERO), 0);
+        // Op 2500 is due at exactly 2.5 s: still to be sent.
+        assert_eq!(s.first_ticket_at(secs(2.5)), 2500);
+        assert_eq!(s.first_ticket_at(secs(2.5005)), 2501);
+        assert_eq!(s.first_ticket_at(secs(20.0)), s.total_ops());
+    }
+
+    #[test]
+    fn occurrence_of_stages_and_windows() {
+        use chrono::TimeZone;
+        let now = Utc.with_ymd_and_hms(2026, 6, 1, 6, 0, 0).unwrap(); // Monday
+        let s = two_stage(false);
+        let o = s.occurrence(secs(45.0), now).unwrap();
+        assert_eq!(
+            (o.index, o.start, o.duration),
+            (Some(1), secs(30.0), secs(60.0))
+        );
+        assert_eq!(o.stage.unwrap().name(), "b");
+        assert_eq!(s.occurrence(secs(90.0), now), None);
+
+        let level = |name: &str, level| window::WindowLevel {
+            name: name.into(),
+            mode: Mode::Rate,
+            level,
+        };
+        let plan = WindowPlan::new(
+            chrono_tz::Tz::UTC,
+            vec![(
+                "mon-fri 09:00-17:00".parse().unwrap(),
+                level("busy", 2000.0),
+            )],
+            Some(level("quiet", 300.0)),
+        )
+        .unwrap();
+        let w = Schedule::from_windows(plan);
+        assert!(w.repeats());
+        assert_eq!(w.stages().len(), 2);
+        // 06:00 UTC Monday: quiet for three hours, whatever the elapsed time.
+        let o = w.occurrence(secs(1e6), now).unwrap();
+        assert_eq!(
+            (o.index, o.start, o.duration),
+            (Some(1), secs(1e6), secs(3.0 * 3600.0))
+        );
+        let st = o.stage.unwrap();
+        assert_eq!((st.name(), st.rate_at(Duration::ZERO)), ("quiet", 300.0));
+        assert_eq!(st.duration(), secs(3.0 * 3600.0));
     }
 }

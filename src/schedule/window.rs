@@ -2,9 +2,9 @@
 //! 09:00–17:00 in Europe/Berlin". Pure functions of a UTC instant; the time
 //! zone's rules (DST) come from chrono-tz.
 //!
-//! Not yet wired into the config or [`super::Schedule`]: these are the
-//! building blocks (parse, "which window is active at t", "when does that
-//! change next", a 24 h timeline) for doing so.
+//! [`WindowPlan`] gives each window a level (and a default level outside
+//! them); [`super::Schedule::from_windows`] makes it a schedule that repeats
+//! forever and follows wall-clock time.
 
 use std::fmt;
 use std::str::FromStr;
@@ -12,7 +12,18 @@ use std::str::FromStr;
 use chrono::{DateTime, Datelike, Duration as ChronoDuration, NaiveDate, TimeZone, Timelike, Utc};
 use chrono_tz::Tz;
 
+use super::{Mode, Shape, Stage, StageError};
+
 const MINUTES_PER_DAY: u16 = 24 * 60;
+
+/// The longest a window slot runs before the engine looks again (when no
+/// window changes within the next days, or the zone's rules are odd).
+pub const MAX_SLOT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// A window change this close ahead counts as already happened, so an
+/// engine woken a hair early by its monotonic timer does not start a
+/// sliver of the old window.
+const SNAP_MS: i64 = 1000;
 
 /// Days of the week a window starts on, Monday = bit 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,6 +212,11 @@ impl Windows {
         })
     }
 
+    /// The time zone.
+    pub fn tz(&self) -> Tz {
+        self.tz
+    }
+
     /// The windows.
     pub fn windows(&self) -> &[Window] {
         &self.windows
@@ -278,6 +294,110 @@ impl Windows {
             from = to;
         }
         out
+    }
+}
+
+/// Windows with a level each, and a default level outside them: the
+/// continuous-soak schedule ("weekdays 09:00–17:00 at 2,000 ops/s,
+/// otherwise 300 ops/s"). Levels are holds; a window's level applies while
+/// the window is active.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowPlan {
+    windows: Windows,
+    /// One stage per window, then the default's (nominal duration
+    /// [`MAX_SLOT`]; the engine gives each occurrence its real length).
+    stages: Vec<Stage>,
+    has_default: bool,
+}
+
+/// What a [`WindowPlan`] says about one instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowSlot {
+    /// Index into [`WindowPlan::stages`]: the active window's, else the
+    /// default's; `None` outside every window without a default (idle).
+    pub index: Option<usize>,
+    /// When that changes next, if within the next days.
+    pub until: Option<DateTime<Utc>>,
+}
+
+/// One level of a window plan as configured: a name (the `stage` label),
+/// open or closed loop, and the level (ops/s or workers).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowLevel {
+    /// The `stage` label while this level applies.
+    pub name: String,
+    /// Open loop (rate) or closed loop (concurrency).
+    pub mode: Mode,
+    /// Ops/s or workers.
+    pub level: f64,
+}
+
+impl WindowPlan {
+    /// Builds a plan in zone `tz`: each window's level applies inside it
+    /// (the first active window wins), `default` outside every window (idle
+    /// when `None`). Errors name the bad level: `(Some(i), e)` for window
+    /// `i`, `(None, e)` for the default.
+    pub fn new(
+        tz: Tz,
+        windows: Vec<(Window, WindowLevel)>,
+        default: Option<WindowLevel>,
+    ) -> Result<WindowPlan, (Option<usize>, StageError)> {
+        let (windows, levels): (Vec<Window>, Vec<WindowLevel>) = windows.into_iter().unzip();
+        let windows = Windows::new(tz, windows);
+        let build =
+            |l: &WindowLevel| Stage::new(l.name.clone(), l.mode, Shape::Hold(l.level), MAX_SLOT);
+        let mut stages = Vec::with_capacity(levels.len() + 1);
+        for (i, l) in levels.iter().enumerate() {
+            stages.push(build(l).map_err(|e| (Some(i), e))?);
+        }
+        if let Some(d) = &default {
+            stages.push(build(d).map_err(|e| (None, e))?);
+        }
+        Ok(WindowPlan {
+            windows,
+            stages,
+            has_default: default.is_some(),
+        })
+    }
+
+    /// The windows and their zone.
+    pub fn windows(&self) -> &Windows {
+        &self.windows
+    }
+
+    /// One nominal stage per window, then the default's.
+    pub fn stages(&self) -> Vec<Stage> {
+        self.stages.clone()
+    }
+
+    /// The level that applies at `t` and until when. A change less than a
+    /// second ahead is taken as already happened.
+    pub fn at(&self, t: DateTime<Utc>) -> WindowSlot {
+        let t = match self.windows.next_change(t) {
+            Some(c) if (c - t).num_milliseconds() <= SNAP_MS => c,
+            _ => t,
+        };
+        WindowSlot {
+            index: self.resolve(self.windows.active_at(t)),
+            until: self.windows.next_change(t),
+        }
+    }
+
+    fn resolve(&self, window: Option<usize>) -> Option<usize> {
+        window.or(self.has_default.then_some(self.windows.windows().len()))
+    }
+
+    /// The spans of `[start, start + horizon)` with the stage index that
+    /// applies in each (see [`WindowPlan::at`]).
+    pub fn timeline(&self, start: DateTime<Utc>, horizon: std::time::Duration) -> Vec<WindowSpan> {
+        self.windows
+            .timeline(start, horizon)
+            .into_iter()
+            .map(|s| WindowSpan {
+                window: self.resolve(s.window),
+                ..s
+            })
+            .collect()
     }
 }
 
@@ -418,5 +538,91 @@ mod tests {
             .len(),
             1
         );
+    }
+
+    fn soak_plan(default: bool) -> WindowPlan {
+        let level = |name: &str, mode, level| WindowLevel {
+            name: name.into(),
+            mode,
+            level,
+        };
+        WindowPlan::new(
+            Windows::parse_tz("Europe/Berlin").unwrap(),
+            vec![(
+                "mon-fri 09:00-17:00".parse().unwrap(),
+                level("mon-fri 09:00-17:00", Mode::Rate, 2000.0),
+            )],
+            default.then(|| level("default", Mode::Rate, 300.0)),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn plan_applies_the_window_level_then_the_default() {
+        let p = soak_plan(true);
+        // Monday 08:00 Berlin (06:00 UTC): default until 09:00 local.
+        let s = p.at(utc("2026-06-01T06:00:00Z"));
+        assert_eq!(s.index, Some(1));
+        assert_eq!(s.until, Some(utc("2026-06-01T07:00:00Z")));
+        assert_eq!(p.stages()[1].rate_at(std::time::Duration::ZERO), 300.0);
+        // Monday 10:00: the window at 2000/s until 17:00 local.
+        let s = p.at(utc("2026-06-01T08:00:00Z"));
+        assert_eq!(
+            (s.index, s.until),
+            (Some(0), Some(utc("2026-06-01T15:00:00Z")))
+        );
+        assert_eq!(p.stages()[0].rate_at(std::time::Duration::ZERO), 2000.0);
+        assert_eq!(p.stages()[0].name(), "mon-fri 09:00-17:00");
+        // Friday 17:00: default over the weekend until Monday 09:00.
+        let s = p.at(utc("2026-06-05T15:00:00Z"));
+        assert_eq!(
+            (s.index, s.until),
+            (Some(1), Some(utc("2026-06-08T07:00:00Z")))
+        );
+        // Without a default the plan idles outside the window.
+        assert_eq!(soak_plan(false).at(utc("2026-06-06T10:00:00Z")).index, None);
+    }
+
+    #[test]
+    fn plan_snaps_to_a_change_less_than_a_second_ahead() {
+        let p = soak_plan(true);
+        // 08:59:59.5 local: the engine woke early; the window has begun.
+        let s = p.at(utc("2026-06-01T06:59:59.500Z"));
+        assert_eq!(
+            (s.index, s.until),
+            (Some(0), Some(utc("2026-06-01T15:00:00Z")))
+        );
+        let s = p.at(utc("2026-06-01T06:59:58Z"));
+        assert_eq!(s.index, Some(1));
+    }
+
+    #[test]
+    fn plan_timeline_and_bad_levels() {
+        let p = soak_plan(true);
+        let spans = p.timeline(
+            utc("2026-06-01T00:00:00Z"),
+            std::time::Duration::from_secs(86_400),
+        );
+        let rows: Vec<(u32, u32, Option<usize>)> = spans
+            .iter()
+            .map(|s| (s.from.hour(), s.to.hour(), s.window))
+            .collect();
+        assert_eq!(
+            rows,
+            vec![(0, 7, Some(1)), (7, 15, Some(0)), (15, 0, Some(1))]
+        );
+        let bad = WindowPlan::new(
+            Tz::UTC,
+            vec![(
+                "09:00-10:00".parse().unwrap(),
+                WindowLevel {
+                    name: "w".into(),
+                    mode: Mode::Concurrency,
+                    level: 2.5,
+                },
+            )],
+            None,
+        );
+        assert_eq!(bad, Err((Some(0), StageError::FractionalConcurrency(2.5))));
     }
 }

@@ -1,0 +1,440 @@
+//! Runtime control of running workloads without a restart: pause, resume,
+//! set a rate or a concurrency, scale the scheduled level. This module holds
+//! the pure parts (the per-workload [`ControlState`], the commands and their
+//! line syntax, and [`effective_stage`], which turns a scheduled stage and a
+//! control state into what the workers run); [`server`] serves them on a
+//! unix socket and [`client`] is what `mongoload ctl` uses.
+//!
+//! The engine holds a `watch::Receiver<ControlState>` per workload; the
+//! daemon keeps the sender and applies commands with
+//! [`Command::apply`].
+
+pub mod client;
+pub mod server;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde_json::json;
+
+use crate::schedule::{Load, Mode, Shape, Stage};
+
+/// The socket `mongoload ctl` talks to when `--socket` is not given.
+pub const DEFAULT_SOCKET: &str = "/run/mongoload/control.sock";
+
+/// The environment variable naming the control socket for `mongoload ctl`.
+pub const SOCKET_ENV: &str = "MONGOLOAD_CONTROL_SOCKET";
+
+/// Largest accepted `scale` factor: beyond it a typo (`scale w 100`
+/// meant as percent) would be a load spike nobody asked for.
+pub const MAX_SCALE: f64 = 100.0;
+
+/// Where `mongoload ctl` connects: `$MONGOLOAD_CONTROL_SOCKET`, else
+/// [`DEFAULT_SOCKET`].
+pub fn default_socket() -> PathBuf {
+    std::env::var_os(SOCKET_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET))
+}
+
+/// What an operator has changed on one workload at run time. The default
+/// (not paused, no override, scale 1) runs the schedule as configured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ControlState {
+    /// Workers idle; in-flight operations finish.
+    pub paused: bool,
+    /// Replaces the scheduled level (and mode): `set-rate` makes the
+    /// workload open loop at that rate, `set-concurrency` closed loop with
+    /// that many workers, until `reset`.
+    pub override_load: Option<Load>,
+    /// Multiplies the scheduled level (not an override).
+    pub scale: f64,
+}
+
+impl Default for ControlState {
+    fn default() -> Self {
+        ControlState {
+            paused: false,
+            override_load: None,
+            scale: 1.0,
+        }
+    }
+}
+
+impl ControlState {
+    /// Whether the schedule runs exactly as configured.
+    pub fn is_default(&self) -> bool {
+        *self == ControlState::default()
+    }
+
+    /// The `control` object of `/status` and of `ctl status`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let (rate, concurrency) = match self.override_load {
+            Some(Load::Rate(r)) => (Some(r), None),
+            Some(Load::Concurrency(c)) => (None, Some(c)),
+            None => (None, None),
+        };
+        json!({
+            "paused": self.paused,
+            "override": { "rate": rate, "concurrency": concurrency },
+            "scale": self.scale,
+        })
+    }
+}
+
+impl fmt::Display for ControlState {
+    /// One phrase for log lines: `paused, rate 500/s (override), scale 2`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        if self.paused {
+            parts.push("paused".to_string());
+        }
+        match self.override_load {
+            Some(Load::Rate(r)) => parts.push(format!("rate {r}/s (override)")),
+            Some(Load::Concurrency(c)) => parts.push(format!("concurrency {c} (override)")),
+            None => {}
+        }
+        if self.scale != 1.0 {
+            parts.push(format!("scale {}", self.scale));
+        }
+        if parts.is_empty() {
+            f.write_str("as scheduled")
+        } else {
+            f.write_str(&parts.join(", "))
+        }
+    }
+}
+
+/// What the workers run during a scheduled stage under `control`: `None`
+/// to stay idle (paused, or a level of 0). The result keeps the stage's
+/// name and duration, so it is anchored at the stage's start and intended
+/// start times re-base by skipping to [`Stage::first_ticket_at`] — no burst
+/// for what a pause skipped, no gap.
+pub fn effective_stage(stage: &Stage, control: &ControlState) -> Option<Stage> {
+    if control.paused {
+        return None;
+    }
+    match control.override_load {
+        Some(Load::Rate(r)) => {
+            Stage::new(stage.name(), Mode::Rate, Shape::Hold(r), stage.duration()).ok()
+        }
+        Some(Load::Concurrency(c)) => Stage::new(
+            stage.name(),
+            Mode::Concurrency,
+            Shape::Hold(f64::from(c)),
+            stage.duration(),
+        )
+        .ok(),
+        None => stage.scaled(control.scale),
+    }
+}
+
+/// The metrics of runtime control and reload, registered beside the
+/// contract's metrics: `mongoload_paused{workload}` (1 while paused) and
+/// `mongoload_config_reloads_total{result}` (`ok` / `error`).
+#[derive(Clone)]
+pub struct ControlMetrics {
+    paused: prometheus::IntGaugeVec,
+    reloads: prometheus::IntCounterVec,
+}
+
+impl ControlMetrics {
+    /// Creates the families and registers them in `registry`.
+    pub fn register(registry: &prometheus::Registry) -> Result<ControlMetrics, prometheus::Error> {
+        let paused = prometheus::IntGaugeVec::new(
+            prometheus::Opts::new(
+                "mongoload_paused",
+                "1 while the workload is paused through the control socket",
+            ),
+            &["workload"],
+        )?;
+        let reloads = prometheus::IntCounterVec::new(
+            prometheus::Opts::new(
+                "mongoload_config_reloads_total",
+                "Config reloads (SIGHUP) by result: ok or error",
+            ),
+            &["result"],
+        )?;
+        registry.register(Box::new(paused.clone()))?;
+        registry.register(Box::new(reloads.clone()))?;
+        // Both results exist from the start, so rate() and alerts see 0.
+        for result in ["ok", "error"] {
+            reloads.with_label_values(&[result]);
+        }
+        Ok(ControlMetrics { paused, reloads })
+    }
+
+    /// Sets `mongoload_paused{workload}`.
+    pub fn set_paused(&self, workload: &str, paused: bool) {
+        self.paused
+            .with_label_values(&[workload])
+            .set(i64::from(paused));
+    }
+
+    /// Removes the workload's series (the workload was removed by a reload).
+    pub fn remove(&self, workload: &str) {
+        let _ = self.paused.remove_label_values(&[workload]);
+    }
+
+    /// Counts one reload attempt.
+    pub fn count_reload(&self, ok: bool) {
+        self.reloads
+            .with_label_values(&[if ok { "ok" } else { "error" }])
+            .inc();
+    }
+}
+
+/// A control request, as `mongoload ctl` takes it on the command line and
+/// sends it on the socket: one line of words.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// Every workload's stage, targets and control state.
+    Status,
+    /// Idle the workload's workers.
+    Pause(String),
+    /// Undo a pause.
+    Resume(String),
+    /// Open loop at this rate, replacing the scheduled level.
+    SetRate(String, f64),
+    /// Closed loop with this many workers, replacing the scheduled level.
+    SetConcurrency(String, u32),
+    /// Multiply the scheduled level.
+    Scale(String, f64),
+    /// Back to the schedule as configured (clears pause, override, scale).
+    Reset(String),
+}
+
+/// A request line that is not a command.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParseError(pub String);
+
+/// The usage line shown with parse errors.
+pub const USAGE: &str =
+    "status | pause W | resume W | set-rate W N | set-concurrency W N | scale W F | reset W";
+
+impl FromStr for Command {
+    type Err = ParseError;
+
+    fn from_str(line: &str) -> Result<Command, ParseError> {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let bad = |why: String| ParseError(format!("{why} (commands: {USAGE})"));
+        let Some((&verb, args)) = words.split_first() else {
+            return Err(bad("empty request".into()));
+        };
+        let want = |n: usize| -> Result<(), ParseError> {
+            if args.len() == n {
+                Ok(())
+            } else {
+                Err(bad(format!(
+                    "{verb} takes {n} argument(s), got {}",
+                    args.len()
+                )))
+            }
+        };
+        let number = |s: &str, what: &str| -> Result<f64, ParseError> {
+            match s.parse::<f64>() {
+                Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+                _ => Err(ParseError(format!(
+                    "{verb}: {what} must be a number ≥ 0, got {s:?}"
+                ))),
+            }
+        };
+        let name = || args[0].to_string();
+        Ok(match verb {
+            "status" => {
+                want(0)?;
+                Command::Status
+            }
+            "pause" => {
+                want(1)?;
+                Command::Pause(name())
+            }
+            "resume" => {
+                want(1)?;
+                Command::Resume(name())
+            }
+            "reset" => {
+                want(1)?;
+                Command::Reset(name())
+            }
+            "set-rate" => {
+                want(2)?;
+                Command::SetRate(name(), number(args[1], "the rate (ops/s)")?)
+            }
+            "set-concurrency" => {
+                want(2)?;
+                let n = args[1].parse::<u32>().map_err(|_| {
+                    ParseError(format!(
+                        "set-concurrency: workers must be a whole number ≥ 0, got {:?}",
+                        args[1]
+                    ))
+                })?;
+                Command::SetConcurrency(name(), n)
+            }
+            "scale" => {
+                want(2)?;
+                let f = number(args[1], "the factor")?;
+                if f > MAX_SCALE {
+                    return Err(ParseError(format!(
+                        "scale: the factor must be at most {MAX_SCALE}, got {f}"
+                    )));
+                }
+                Command::Scale(name(), f)
+            }
+            other => return Err(bad(format!("unknown command {other:?}"))),
+        })
+    }
+}
+
+impl fmt::Display for Command {
+    /// The request line, the inverse of `FromStr`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Command::Status => f.write_str("status"),
+            Command::Pause(w) => write!(f, "pause {w}"),
+            Command::Resume(w) => write!(f, "resume {w}"),
+            Command::SetRate(w, r) => write!(f, "set-rate {w} {r}"),
+            Command::SetConcurrency(w, n) => write!(f, "set-concurrency {w} {n}"),
+            Command::Scale(w, x) => write!(f, "scale {w} {x}"),
+            Command::Reset(w) => write!(f, "reset {w}"),
+        }
+    }
+}
+
+impl Command {
+    /// The workload the command is about (`None` for `status`).
+    pub fn workload(&self) -> Option<&str> {
+        match self {
+            Command::Status => None,
+            Command::Pause(w)
+            | Command::Resume(w)
+            | Command::SetRate(w, _)
+            | Command::SetConcurrency(w, _)
+            | Command::Scale(w, _)
+            | Command::Reset(w) => Some(w),
+        }
+    }
+
+    /// Applies the command to a workload's state. `scale` keeps an override
+    /// (it multiplies the schedule, which an override replaces); `set-*`
+    /// keeps the scale for when the override is reset.
+    pub fn apply(&self, state: &mut ControlState) {
+        match self {
+            Command::Status => {}
+            Command::Pause(_) => state.paused = true,
+            Command::Resume(_) => state.paused = false,
+            Command::SetRate(_, r) => state.override_load = Some(Load::Rate(*r)),
+            Command::SetConcurrency(_, n) => state.override_load = Some(Load::Concurrency(*n)),
+            Command::Scale(_, f) => state.scale = *f,
+            Command::Reset(_) => *state = ControlState::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn cmd(s: &str) -> Result<Command, ParseError> {
+        s.parse()
+    }
+
+    #[test]
+    fn commands_parse_and_print_back() {
+        for line in [
+            "status",
+            "pause mixed",
+            "resume mixed",
+            "set-rate mixed 2500",
+            "set-rate mixed 0.5",
+            "set-concurrency mixed 16",
+            "scale mixed 1.5",
+            "reset mixed",
+        ] {
+            let c = cmd(line).unwrap();
+            assert_eq!(c.to_string(), line);
+            assert_eq!(cmd(&c.to_string()), Ok(c));
+        }
+        assert_eq!(
+            cmd("  set-rate   w  100 \n"),
+            Ok(Command::SetRate("w".into(), 100.0))
+        );
+    }
+
+    #[test]
+    fn bad_commands_say_why() {
+        for (line, why) in [
+            ("", "empty request"),
+            ("jump w", "unknown command \"jump\""),
+            ("pause", "pause takes 1 argument(s), got 0"),
+            ("set-rate w", "set-rate takes 2 argument(s), got 1"),
+            ("set-rate w fast", "the rate (ops/s) must be a number ≥ 0"),
+            ("set-rate w -5", "must be a number ≥ 0"),
+            ("set-rate w NaN", "must be a number ≥ 0"),
+            ("set-concurrency w 2.5", "whole number"),
+            ("scale w 150", "at most 100"),
+        ] {
+            let e = cmd(line).expect_err(line).to_string();
+            assert!(e.contains(why), "{line:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn apply_and_reset() {
+        let mut s = ControlState::default();
+        assert!(s.is_default());
+        assert_eq!(s.to_string(), "as scheduled");
+        Command::Pause("w".into()).apply(&mut s);
+        Command::Scale("w".into(), 2.0).apply(&mut s);
+        Command::SetRate("w".into(), 500.0).apply(&mut s);
+        assert_eq!(s.to_string(), "paused, rate 500/s (override), scale 2");
+        let j = s.to_json();
+        assert_eq!(j["paused"], true);
+        assert_eq!(j["override"]["rate"], 500.0);
+        assert!(j["override"]["concurrency"].is_null());
+        Command::Resume("w".into()).apply(&mut s);
+        assert!(!s.paused);
+        assert_eq!(s.override_load, Some(Load::Rate(500.0)));
+        Command::Reset("w".into()).apply(&mut s);
+        assert!(s.is_default());
+    }
+
+    #[test]
+    fn effective_stage_follows_the_control_state() {
+        let ramp = Stage::new(
+            "ramp",
+            Mode::Rate,
+            Shape::Ramp {
+                from: 100.0,
+                to: 200.0,
+            },
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        let mut c = ControlState::default();
+        assert_eq!(effective_stage(&ramp, &c).as_ref(), Some(&ramp));
+
+        c.scale = 3.0;
+        let e = effective_stage(&ramp, &c).unwrap();
+        assert_eq!(e.rate_at(Duration::from_secs(5)), 450.0);
+        assert_eq!((e.name(), e.duration()), ("ramp", ramp.duration()));
+
+        c.override_load = Some(Load::Concurrency(7));
+        let e = effective_stage(&ramp, &c).unwrap();
+        assert_eq!(e.mode(), Mode::Concurrency);
+        assert_eq!(e.concurrency_at(Duration::from_secs(9)), 7);
+
+        c.override_load = Some(Load::Rate(0.0));
+        assert_eq!(effective_stage(&ramp, &c), None, "rate 0 idles");
+        c.override_load = None;
+        c.scale = 0.0;
+        assert_eq!(effective_stage(&ramp, &c), None, "scale 0 idles");
+        c.scale = 1.0;
+        c.paused = true;
+        assert_eq!(effective_stage(&ramp, &c), None);
+    }
+}

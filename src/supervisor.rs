@@ -1,0 +1,541 @@
+//! The running plan: one engine task per workload, the state `/status` and
+//! the control socket see, and live reload (SIGHUP). The daemon starts a
+//! [`Supervisor`]; it runs until every workload's schedule has ended (or
+//! the daemon is stopped) and applies new configs in between.
+//!
+//! Reload semantics: workloads are matched by name. Unchanged ones run on
+//! untouched; a changed one (any key of its `[[workloads]]` table) is
+//! drained (up to `run.shutdown_grace`) and started again from its first
+//! stage, its prepare step re-run (it is resumable: it loads only what is
+//! missing); removed ones stop; new ones start. Counters continue (the
+//! metrics registry hands back the same series for a known name) and
+//! runtime control (pause, override, scale) stays with the workload's name.
+//! Keys the process binds at start (`target.*`, `http.listen`,
+//! `control.socket`) cannot change live: such a reload is refused as a
+//! whole and the running plan goes on.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::json;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{self, Config, ConfigError, WorkloadConfig};
+use crate::control::{Command, ControlMetrics, ControlState};
+use crate::engine::{self, WorkloadRun, WorkloadStatus, PREPARE_OP};
+use crate::metrics::Metrics;
+use crate::schedule::Schedule;
+use crate::service;
+use crate::target::Target;
+use crate::workload::Workload;
+
+/// One workload as `/status`, the control socket and the final summary
+/// see it. Survives a restart of its engine by reload.
+pub struct Slot {
+    /// The config name (the `workload` label).
+    pub name: String,
+    /// The workload kind, as written in the config.
+    pub kind: &'static str,
+    /// Live figures.
+    pub status: Arc<WorkloadStatus>,
+    /// Runtime control; the engine holds a receiver.
+    pub control: watch::Sender<ControlState>,
+}
+
+impl Slot {
+    /// The workload's `/status` object.
+    pub fn to_json(&self) -> serde_json::Value {
+        let control = self.control.borrow().clone();
+        let mut c = control.to_json();
+        c["summary"] = control.to_string().into();
+        json!({
+            "name": self.name,
+            "kind": self.kind,
+            "stage": self.status.stage(),
+            "prepare": self.status.prepare(),
+            "control": c,
+            "operations_ok": self.status.ok.load(Ordering::Relaxed),
+            "operations_error": self.status.errors.load(Ordering::Relaxed),
+            "missed": self.status.missed.load(Ordering::Relaxed),
+        })
+    }
+}
+
+/// The workloads in config order, shared with HTTP and the control socket.
+#[derive(Default)]
+pub struct Slots(Mutex<Vec<Arc<Slot>>>);
+
+impl Slots {
+    /// A snapshot of the current workloads.
+    pub fn list(&self) -> Vec<Arc<Slot>> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set(&self, slots: Vec<Arc<Slot>>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = slots;
+    }
+}
+
+/// Why a reload was not applied. The running plan goes on in every case.
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    /// The new file is invalid: names file, key and reason.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A key that is bound at start changed.
+    #[error("{key} changed; restart mongoload to apply it")]
+    NeedsRestart { key: &'static str },
+    /// A workload could not be built from the new config.
+    #[error("workload '{name}': {reason}")]
+    Workload { name: String, reason: String },
+    /// The daemon is stopping.
+    #[error("the daemon is stopping")]
+    Stopping,
+}
+
+/// What a reload did, by workload name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ReloadSummary {
+    /// Unchanged: kept running.
+    pub kept: Vec<String>,
+    /// Changed: drained and started again.
+    pub restarted: Vec<String>,
+    /// Not in the new config: stopped.
+    pub stopped: Vec<String>,
+    /// New: started.
+    pub started: Vec<String>,
+}
+
+impl std::fmt::Display for ReloadSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        for (what, names) in [
+            ("kept", &self.kept),
+            ("restarted", &self.restarted),
+            ("stopped", &self.stopped),
+            ("started", &self.started),
+        ] {
+            if !names.is_empty() {
+                parts.push(format!("{what} {}", names.join(", ")));
+            }
+        }
+        f.write_str(&parts.join("; "))
+    }
+}
+
+/// The first key bound at process start that differs between `old` and
+/// `new`, if any: those need a restart.
+pub fn restart_only_change(old: &Config, new: &Config) -> Option<&'static str> {
+    let (a, b) = (&old.target, &new.target);
+    let keys: [(&'static str, bool); 11] = [
+        ("target.uri", a.uri != b.uri),
+        ("target.uri_file", a.uri_file != b.uri_file),
+        ("target.database", a.database != b.database),
+        ("target.app_name", a.app_name != b.app_name),
+        ("target.pool_size", a.pool_size != b.pool_size),
+        (
+            "target.connect_timeout",
+            a.connect_timeout != b.connect_timeout,
+        ),
+        (
+            "target.server_selection_timeout",
+            a.server_selection_timeout != b.server_selection_timeout,
+        ),
+        (
+            "target.operation_timeout",
+            a.operation_timeout != b.operation_timeout,
+        ),
+        ("http.listen", old.http != new.http),
+        ("control.socket", old.control != new.control),
+        // The run id and its log file are fixed for the process's life.
+        ("run.log", old.run.log != new.run.log),
+    ];
+    keys.into_iter()
+        .find(|(_, changed)| *changed)
+        .map(|(k, _)| k)
+}
+
+/// Sorts the new config's workloads against the running ones by name.
+pub fn diff(old: &[WorkloadConfig], new: &[WorkloadConfig]) -> ReloadSummary {
+    let mut s = ReloadSummary::default();
+    for w in new {
+        match old.iter().find(|o| o.name == w.name) {
+            Some(o) if o == w => s.kept.push(w.name.clone()),
+            Some(_) => s.restarted.push(w.name.clone()),
+            None => s.started.push(w.name.clone()),
+        }
+    }
+    for o in old {
+        if !new.iter().any(|w| w.name == o.name) {
+            s.stopped.push(o.name.clone());
+        }
+    }
+    s
+}
+
+/// A workload built from its config, ready to start.
+pub struct Built {
+    config: WorkloadConfig,
+    workload: Arc<dyn Workload>,
+    schedule: Schedule,
+}
+
+/// Builds every workload of `config` (generators and schedules), so a bad
+/// one fails before anything starts or stops.
+pub fn build(config: &Config) -> Result<Vec<Built>, ReloadError> {
+    config
+        .workloads
+        .iter()
+        .map(|w| {
+            let err = |reason: String| ReloadError::Workload {
+                name: w.name.clone(),
+                reason,
+            };
+            Ok(Built {
+                config: w.clone(),
+                workload: crate::workload::build(w).map_err(|e| err(e.to_string()))?,
+                schedule: w.schedule().map_err(|e| err(e.to_string()))?,
+            })
+        })
+        .collect()
+}
+
+/// What every engine needs from the daemon.
+pub struct Env {
+    /// The database the workloads use.
+    pub db: mongodb::Database,
+    /// The registry.
+    pub metrics: Arc<Metrics>,
+    /// `mongoload_paused` and the reload counter.
+    pub control_metrics: ControlMetrics,
+    /// Stops everything (SIGTERM).
+    pub cancel: CancellationToken,
+    /// The run the stage reports belong to (its id and run log).
+    pub run_info: Arc<crate::report::RunInfo>,
+}
+
+/// A running engine of one workload.
+struct EngineHandle {
+    config: WorkloadConfig,
+    /// Stops this engine only.
+    stop: CancellationToken,
+    /// Cancelled when the engine task has returned.
+    finished: CancellationToken,
+}
+
+type ReloadRequest = (Config, oneshot::Sender<Result<ReloadSummary, ReloadError>>);
+
+/// Asks the running supervisor to apply a new config.
+#[derive(Clone)]
+pub struct Reloader {
+    tx: mpsc::Sender<ReloadRequest>,
+    control_metrics: ControlMetrics,
+}
+
+impl Reloader {
+    /// Applies `config` (already validated) as described in the module
+    /// docs. Returns what changed, or why nothing did.
+    pub async fn reload(&self, config: Config) -> Result<ReloadSummary, ReloadError> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send((config, reply))
+            .await
+            .map_err(|_| ReloadError::Stopping)?;
+        answer.await.map_err(|_| ReloadError::Stopping)?
+    }
+
+    /// SIGHUP: loads and validates `path`, applies it, tells systemd
+    /// (RELOADING=1 before, READY=1 after), logs the outcome and counts it
+    /// in `mongoload_config_reloads_total`. An invalid file is logged with
+    /// its reason (file, key) and the running plan goes on.
+    pub async fn reload_file(&self, path: &Path) -> Result<ReloadSummary, ReloadError> {
+        let _ = service::notify_reloading();
+        tracing::info!("SIGHUP: reloading {}", path.display());
+        let result = match config::load(path) {
+            Ok(c) => self.reload(c).await,
+            Err(e) => Err(ReloadError::Config(e)),
+        };
+        match &result {
+            Ok(summary) => {
+                tracing::info!("reloaded {}: {summary}", path.display());
+                let _ = service::notify_status(&format!("reloaded: {summary}"));
+            }
+            Err(e) => {
+                tracing::error!("reload refused: {e}; the running plan goes on");
+                let _ = service::notify_status(&format!("reload refused: {e}"));
+            }
+        }
+        self.control_metrics.count_reload(result.is_ok());
+        let _ = service::notify_ready();
+        result
+    }
+}
+
+/// Runs the workloads of a config and applies reloads.
+pub struct Supervisor {
+    env: Env,
+    config: Config,
+    slots: Arc<Slots>,
+    engines: HashMap<String, EngineHandle>,
+    tasks: JoinSet<()>,
+}
+
+impl Supervisor {
+    /// Starts every workload of `config` (built by [`build`]). Returns the
+    /// shared slots, a [`Reloader`], and the task that ends when every
+    /// workload has stopped.
+    pub fn start(
+        env: Env,
+        config: Config,
+        built: Vec<Built>,
+    ) -> (Arc<Slots>, Reloader, tokio::task::JoinHandle<()>) {
+        let (tx, rx) = mpsc::channel(4);
+        let reloader = Reloader {
+            tx,
+            control_metrics: env.control_metrics.clone(),
+        };
+        let mut sup = Supervisor {
+            env,
+            config,
+            slots: Arc::new(Slots::default()),
+            engines: HashMap::new(),
+            tasks: JoinSet::new(),
+        };
+        let mut slots = Vec::new();
+        for b in built {
+            let slot = sup.new_slot(&b.config);
+            sup.spawn(&slot, b);
+            slots.push(slot);
+        }
+        sup.slots.set(slots);
+        let shared = sup.slots.clone();
+        let task = tokio::spawn(sup.run(rx));
+        (shared, reloader, task)
+    }
+
+    async fn run(mut self, mut rx: mpsc::Receiver<ReloadRequest>) {
+        loop {
+            tokio::select! {
+                joined = self.tasks.join_next() => {
+                    if joined.is_none() {
+                        return;
+                    }
+                }
+                Some((config, reply)) = rx.recv() => {
+                    let result = if self.env.cancel.is_cancelled() {
+                        Err(ReloadError::Stopping)
+                    } else {
+                        self.apply(config).await
+                    };
+                    let _ = reply.send(result);
+                }
+            }
+        }
+    }
+
+    fn new_slot(&self, w: &WorkloadConfig) -> Arc<Slot> {
+        self.env.control_metrics.set_paused(&w.name, false);
+        Arc::new(Slot {
+            name: w.name.clone(),
+            kind: w.kind.as_str(),
+            status: Arc::new(WorkloadStatus::default()),
+            control: watch::channel(ControlState::default()).0,
+        })
+    }
+
+    /// Starts the engine of `built` for `slot`.
+    fn spawn(&mut self, slot: &Arc<Slot>, built: Built) {
+        let w = &built.config;
+        let mut op_names: Vec<&str> = built.workload.op_names().to_vec();
+        op_names.push(PREPARE_OP);
+        let run = WorkloadRun {
+            name: w.name.clone(),
+            target: Target::new(
+                self.env.db.clone(),
+                built.workload.as_ref(),
+                self.config.target.operation_timeout,
+            ),
+            metrics: self.env.metrics.workload(&w.name, &op_names),
+            // Room for runtime overrides up to max_inflight workers, as
+            // well as the highest configured concurrency.
+            workers: w.peak_concurrency().max(w.max_inflight) as usize,
+            max_lag: w.max_lag,
+            seed: w.seed.unwrap_or_else(rand::random),
+            workload: built.workload,
+            schedule: built.schedule,
+            status: slot.status.clone(),
+            control: slot.control.subscribe(),
+            run_info: self.env.run_info.clone(),
+        };
+        let stop = self.env.cancel.child_token();
+        let finished = CancellationToken::new();
+        let grace = self.config.run.shutdown_grace;
+        let (task_stop, task_finished) = (stop.clone(), finished.clone());
+        self.tasks.spawn(async move {
+            engine::run(run, task_stop, grace).await;
+            task_finished.cancel();
+        });
+        self.engines.insert(
+            w.name.clone(),
+            EngineHandle {
+                config: built.config,
+                stop,
+                finished,
+            },
+        );
+    }
+
+    /// Stops one engine and waits until its operations have drained.
+    async fn stop_engine(&mut self, name: &str) {
+        if let Some(e) = self.engines.remove(name) {
+            e.stop.cancel();
+            e.finished.cancelled().await;
+        }
+    }
+
+    async fn apply(&mut self, new: Config) -> Result<ReloadSummary, ReloadError> {
+        if let Some(key) = restart_only_change(&self.config, &new) {
+            return Err(ReloadError::NeedsRestart { key });
+        }
+        let running: Vec<WorkloadConfig> = self
+            .slots
+            .list()
+            .iter()
+            .filter_map(|s| self.engines.get(&s.name).map(|e| e.config.clone()))
+            .collect();
+        let summary = diff(&running, &new.workloads);
+        // Build everything that will start before stopping anything.
+        let mut built: HashMap<String, Built> = build(&new)?
+            .into_iter()
+            .filter(|b| !summary.kept.contains(&b.config.name))
+            .map(|b| (b.config.name.clone(), b))
+            .collect();
+        self.config = new;
+
+        let old_slots = self.slots.list();
+        for name in summary.stopped.iter().chain(&summary.restarted) {
+            self.stop_engine(name).await;
+        }
+        for name in &summary.stopped {
+            let m = self.env.metrics.workload(name, &[]);
+            m.target_rate.set(0.0);
+            m.target_concurrency.set(0);
+            self.env.control_metrics.remove(name);
+        }
+        let mut slots = Vec::with_capacity(self.config.workloads.len());
+        let workloads = self.config.workloads.clone();
+        for w in &workloads {
+            let slot = match old_slots.iter().find(|s| s.name == w.name) {
+                Some(s) => s.clone(),
+                None => self.new_slot(w),
+            };
+            if let Some(b) = built.remove(&w.name) {
+                self.spawn(&slot, b);
+            }
+            slots.push(slot);
+        }
+        self.slots.set(slots);
+        Ok(summary)
+    }
+}
+
+/// Answers a control command against the current workloads; every change
+/// is logged and reflected in `mongoload_paused` (the engine re-publishes
+/// the stage and the target gauges follow).
+pub fn control(
+    slots: &Slots,
+    metrics: &ControlMetrics,
+    command: Command,
+) -> Result<serde_json::Value, String> {
+    let list = slots.list();
+    let Some(name) = command.workload() else {
+        return Ok(json!({
+            "workloads": list.iter().map(|s| s.to_json()).collect::<Vec<_>>()
+        }));
+    };
+    let Some(slot) = list.iter().find(|s| s.name == name) else {
+        let names: Vec<&str> = list.iter().map(|s| s.name.as_str()).collect();
+        return Err(format!(
+            "no workload {name:?} (workloads: {})",
+            names.join(", ")
+        ));
+    };
+    let before = slot.control.borrow().clone();
+    slot.control.send_modify(|s| command.apply(s));
+    let after = slot.control.borrow().clone();
+    metrics.set_paused(&slot.name, after.paused);
+    tracing::info!(workload = %slot.name, "control: {command}: {before} → {after}");
+    let mut c = after.to_json();
+    c["summary"] = after.to_string().into();
+    Ok(json!({
+        "workload": slot.name,
+        "control": c,
+        "message": format!("workload {}: {after}", slot.name),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    const BASE: &str = r#"
+[target]
+uri = "mongodb://127.0.0.1:27017"
+[[workloads]]
+name = "a"
+kind = "mixed"
+[[workloads.stages]]
+rate = 100
+duration = "1m"
+[[workloads]]
+name = "b"
+kind = "mixed"
+[[workloads.stages]]
+rate = 100
+duration = "1m"
+"#;
+
+    fn parse(text: &str) -> Config {
+        config::parse_with_env(text, Path::new("t.toml"), Vec::new()).unwrap()
+    }
+
+    #[test]
+    fn diff_matches_by_name() {
+        let old = parse(BASE);
+        let text = BASE
+            .replacen("rate = 100", "rate = 200", 1)
+            .replace("name = \"b\"", "name = \"c\"");
+        let new = parse(&text);
+        let d = diff(&old.workloads, &new.workloads);
+        assert_eq!(d.restarted, vec!["a"]);
+        assert_eq!(d.started, vec!["c"]);
+        assert_eq!(d.stopped, vec!["b"]);
+        assert!(d.kept.is_empty());
+        assert_eq!(d.to_string(), "restarted a; stopped b; started c");
+        let same = diff(&old.workloads, &old.workloads);
+        assert_eq!(same.kept, vec!["a", "b"]);
+    }
+
+    #[test]
+    fn start_bound_keys_need_a_restart() {
+        let old = parse(BASE);
+        assert_eq!(restart_only_change(&old, &old), None);
+        let new = parse(&BASE.replace("27017\"", "27018\""));
+        assert_eq!(restart_only_change(&old, &new), Some("target.uri"));
+        let new = parse(&format!("{BASE}\n[http]\nlisten = \"127.0.0.1:1\"\n"));
+        assert_eq!(restart_only_change(&old, &new), Some("http.listen"));
+        let new = parse(&format!("{BASE}\n[control]\nsocket = \"/tmp/x.sock\"\n"));
+        assert_eq!(restart_only_change(&old, &new), Some("control.socket"));
+        // [run] and workloads apply live.
+        let new = parse(&format!("{BASE}\n[run]\nshutdown_grace = \"1s\"\n"));
+        assert_eq!(restart_only_change(&old, &new), None);
+    }
+}
