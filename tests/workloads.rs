@@ -438,13 +438,15 @@ async fn sysbench_transactions_count_each_step_and_keep_the_data_set() {
 async fn insert_benchmark_counts_documents_and_holds_its_bound() {
     let sim = start_sim().await;
     let mut w = workload("ii", WorkloadKind::InsertBenchmark, 3.0, 2);
-    w.insert_benchmark = Some(InsertBenchmarkConfig {
+    let params = InsertBenchmarkConfig {
         batch_size: 50,
+        initial_docs: 400,
         max_docs: 1000,
         query_workers: 1,
         query_rate: 50.0,
         ..Default::default()
-    });
+    };
+    w.insert_benchmark = Some(params.clone());
     let cfg = base_config(&sim, "ii", vec![w]);
     let (page, summary) = run_daemon(cfg).await;
     assert_eq!(summary.workloads[0].errors, 0, "{page}");
@@ -472,7 +474,15 @@ async fn insert_benchmark_counts_documents_and_holds_its_bound() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(oldest.get_i64("_id").unwrap() as u64, docs - 1000);
+    assert_eq!(oldest.get_i64("_id").unwrap() as u64, 400 + docs - 1000);
+    // A restart's prepare does not bring back the evicted loaded documents.
+    let again = workload::insert_benchmark::InsertBenchmark::new(&params, 7).unwrap();
+    prepare(&db, &again).await;
+    assert_eq!(count(&db, "purchases_index").await, 1000);
+    assert_eq!(
+        again.next_id().load(std::sync::atomic::Ordering::Relaxed),
+        400 + docs
+    );
     sim.shutdown().await;
 }
 

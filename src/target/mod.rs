@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::TryStreamExt;
-use mongodb::bson::{doc, Document};
+use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::{ClientOptions, IndexOptions};
 use mongodb::{Client, Collection, Database, IndexModel};
 
@@ -259,8 +259,21 @@ async fn resume_point(
     make: &crate::workload::DocMaker,
 ) -> Result<u64, mongodb::error::Error> {
     let present = coll.estimated_document_count().await?;
-    if present == 0 {
+    if present == 0 || count == 0 {
         return Ok(0);
+    }
+    // Run-time inserts take integer keys above the loaded ones and start
+    // only after a complete prepare, so one such key means the load
+    // finished in an earlier run — even if a bound (delete-per-insert) has
+    // since evicted the loaded documents, which must not come back.
+    if let Some(last @ (Bson::Int64(_) | Bson::Int32(_))) = make(count - 1).get("_id").cloned() {
+        let later = coll
+            .find_one(doc! {"_id": {"$gt": last}})
+            .projection(doc! {"_id": 1})
+            .await?;
+        if later.is_some() {
+            return Ok(count);
+        }
     }
     let (mut lo, mut hi) = (0u64, count);
     while lo < hi {
@@ -268,7 +281,7 @@ async fn resume_point(
         let id = make(mid)
             .get("_id")
             .cloned()
-            .unwrap_or(mongodb::bson::Bson::Int64(mid as i64));
+            .unwrap_or(Bson::Int64(mid as i64));
         let found = coll
             .find_one(doc! {"_id": id})
             .projection(doc! {"_id": 1})
