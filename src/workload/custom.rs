@@ -447,9 +447,9 @@ enum CompiledOp {
 fn literal_doc(v: &Option<Value>, at: &str) -> Result<Option<Document>, TemplateError> {
     match v {
         None => Ok(None),
-        Some(v @ Value::Object(_)) => match json_to_bson(v) {
-            Bson::Document(d) => Ok(Some(d)),
-            _ => Ok(None),
+        Some(v @ Value::Object(_)) => match Template::compile(v, at)? {
+            Template::Lit(Bson::Document(d)) => Ok(Some(d)),
+            _ => err(at, "is fixed: it cannot draw values with \"$gen\""),
         },
         Some(v) => err(at, format!("expected a table, got {v}")),
     }
@@ -1098,6 +1098,13 @@ mod tests {
             ..CustomConfig::default()
         };
         assert_eq!(Custom::check(&cfg).unwrap_err().key, "operations[0].limit");
+        let mut find = op(CustomOpKind::Find);
+        find.sort = Some(json!({ "x": { "$gen": "uniform", "max": 2 } }));
+        let cfg = CustomConfig {
+            operations: vec![find],
+            ..CustomConfig::default()
+        };
+        assert_eq!(Custom::check(&cfg).unwrap_err().key, "operations[0].sort");
     }
 
     #[test]
