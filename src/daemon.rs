@@ -26,6 +26,9 @@ use crate::target::{self, Handlers, Timeouts};
 /// How often the deployment is pinged for `mongoload_target_up`.
 const PING_INTERVAL: Duration = Duration::from_secs(2);
 
+/// How long the driver gets to end its sessions and close its pool at exit.
+const CLIENT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Why the daemon could not start. Messages never contain the password.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -290,7 +293,15 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         }
         window_stop.cancel();
         let _ = window_task.await;
-        client.shutdown().immediate(true).await;
+        // Shutdown sends endSessions, which waits on a connection checkout
+        // that may never come (a deployment failing every handshake); the
+        // process must exit anyway.
+        if tokio::time::timeout(CLIENT_SHUTDOWN_TIMEOUT, client.shutdown().immediate(true))
+            .await
+            .is_err()
+        {
+            tracing::warn!("the MongoDB client did not shut down within {CLIENT_SHUTDOWN_TIMEOUT:?}; exiting anyway");
+        }
         summary
     });
 

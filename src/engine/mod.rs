@@ -30,6 +30,11 @@ use crate::workload::{Action, Op, OpSource, PrepareStep, Workload};
 /// The `op` label under which failed prepare steps are counted.
 pub const PREPARE_OP: &str = "prepare";
 
+/// The ticket counter of a finished stage: far past any stage's last
+/// operation, so a late claim finds no intended start and waits for the
+/// next stage (with room for any number of late increments).
+const TICKETS_CLOSED: u64 = u64::MAX / 2;
+
 /// Everything one workload's run needs.
 pub struct WorkloadRun {
     pub name: String,
@@ -422,7 +427,13 @@ fn settle(run: &WorkloadRun, active: &ActiveStage, at: Instant) {
         return;
     }
     let due = stage.first_ticket_at(at.saturating_duration_since(active.start));
-    let claimed = active.next_ticket.load(Ordering::Relaxed).min(due);
+    // Close the tickets in the same atomic step as reading them: a lagging
+    // worker could otherwise still claim (and send) a ticket just counted
+    // as missed.
+    let claimed = active
+        .next_ticket
+        .swap(TICKETS_CLOSED, Ordering::Relaxed)
+        .min(due);
     let unclaimed = due - claimed;
     // Tickets are claimed in order: the unclaimed ones are the last, and
     // only those after the warm-up count in the stage report.
@@ -530,6 +541,10 @@ impl Worker {
                         continue;
                     };
                     let intended = active.start + offset;
+                    // Biased: a ticket already due when the run stops is
+                    // still sent (the schedule asked for it and it was
+                    // claimed, so it is not counted missed); only tickets
+                    // still in the future are dropped on stop.
                     tokio::select! {
                         // A ticket already due is sent even if the phase
                         // changed meanwhile: it was claimed, so dropping it

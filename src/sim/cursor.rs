@@ -53,7 +53,12 @@ impl Cursors {
         single_batch: bool,
     ) -> (Vec<Document>, i64) {
         let mut rest: VecDeque<Document> = docs.into();
-        let first = take_batch(&mut rest, Some(batch_size.unwrap_or(DEFAULT_FIRST_BATCH)));
+        // batchSize 0 on the opening command means an empty first batch
+        // (only a cursor id); on getMore it means "as many as fit".
+        let first = match batch_size {
+            Some(0) => Vec::new(),
+            b => take_batch(&mut rest, Some(b.unwrap_or(DEFAULT_FIRST_BATCH))),
+        };
         if rest.is_empty() || single_batch {
             return (first, 0);
         }
@@ -191,6 +196,21 @@ mod tests {
         assert_eq!(id3, 0);
         assert!(c.is_empty());
         assert!(matches!(c.get_more(id, "d.c", None), GetMore::NotFound));
+    }
+
+    #[test]
+    fn batch_size_zero_opens_an_empty_first_batch() {
+        let c = Cursors::default();
+        let (first, id) = c.open("d.c", docs(3), Some(0), false);
+        assert!(first.is_empty());
+        let GetMore::Batch {
+            docs: b, id: id2, ..
+        } = c.get_more(id, "d.c", Some(0))
+        else {
+            panic!()
+        };
+        assert_eq!((b.len(), id2), (3, 0));
+        assert_eq!(c.open("d.c", Vec::new(), Some(0), false).1, 0);
     }
 
     #[test]

@@ -4,12 +4,12 @@
 //! faults while the server runs.
 
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use rand::Rng;
-use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 /// Added latency per command.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,16 +31,21 @@ impl LatencyDist {
                 if max <= min {
                     min
                 } else {
-                    min + (max - min).mul_f64(rng.random::<f64>())
+                    min + scale(max - min, rng.random::<f64>())
                 }
             }
             LatencyDist::Exponential { mean } => {
                 let u: f64 = rng.random();
                 // 1 - u is in (0, 1], so the logarithm is finite.
-                mean.mul_f64(-(1.0 - u).ln())
+                scale(mean, -(1.0 - u).ln())
             }
         }
     }
+}
+
+/// `d * factor`, saturating instead of panicking on overflow.
+fn scale(d: Duration, factor: f64) -> Duration {
+    Duration::try_from_secs_f64(d.as_secs_f64() * factor).unwrap_or(Duration::MAX)
 }
 
 /// A malformed fault option.
@@ -180,9 +185,12 @@ struct Inner {
     active: AtomicBool,
     /// When the stall was set; stall windows are counted from here.
     stall_anchor: RwLock<Instant>,
-    /// Bumped to close every open connection.
-    kill_epoch: AtomicU64,
-    kill: Notify,
+    /// Cancelled when the simulator shuts down.
+    root: CancellationToken,
+    /// A child of `root` that every connection takes a child of; cancelled
+    /// and replaced to close every open connection. Each connection waits
+    /// on its own child token, so the hot path shares no lock.
+    kill: Mutex<CancellationToken>,
 }
 
 /// Shared, cloneable handle to the fault configuration of one simulator.
@@ -202,12 +210,13 @@ fn read<T: Clone>(l: &RwLock<T>) -> T {
 impl Faults {
     /// A handle starting from `config`.
     pub fn new(config: FaultConfig) -> Faults {
+        let root = CancellationToken::new();
         let f = Faults(Arc::new(Inner {
             config: RwLock::new(FaultConfig::default()),
             active: AtomicBool::new(false),
             stall_anchor: RwLock::new(Instant::now()),
-            kill_epoch: AtomicU64::new(0),
-            kill: Notify::new(),
+            kill: Mutex::new(root.child_token()),
+            root,
         }));
         f.set(config);
         f
@@ -277,16 +286,24 @@ impl Faults {
 
     /// Closes every connection open now (new ones are unaffected).
     pub fn drop_connections(&self) {
-        self.0.kill_epoch.fetch_add(1, Ordering::AcqRel);
-        self.0.kill.notify_waiters();
+        let mut kill = self.0.kill.lock().unwrap_or_else(|e| e.into_inner());
+        kill.cancel();
+        *kill = self.0.root.child_token();
     }
 
-    pub(crate) fn kill_epoch(&self) -> u64 {
-        self.0.kill_epoch.load(Ordering::Acquire)
+    /// The token cancelled when the simulator shuts down.
+    pub(crate) fn root(&self) -> &CancellationToken {
+        &self.0.root
     }
 
-    pub(crate) fn kill_notify(&self) -> &Notify {
-        &self.0.kill
+    /// A token for one new connection: cancelled by shutdown or by
+    /// [`Faults::drop_connections`].
+    pub(crate) fn connection_token(&self) -> CancellationToken {
+        self.0
+            .kill
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .child_token()
     }
 
     /// Decides the fate of one command named `command`.

@@ -56,8 +56,9 @@ pub struct SimHandle {
 
 /// Starts a simulator on `config.listen` and returns once it accepts connections.
 pub async fn start(config: SimConfig) -> std::io::Result<SimHandle> {
-    let shared = Arc::new(Shared::new(Faults::new(config.faults)));
-    let root = CancellationToken::new();
+    let faults = Faults::new(config.faults);
+    let root = faults.root().clone();
+    let shared = Arc::new(Shared::new(faults));
     let (addr, stop, task) = server::listen(config.listen, shared.clone(), &root).await?;
     tokio::spawn(server::reap_cursors(shared.clone(), root.clone()));
     Ok(SimHandle {
@@ -218,6 +219,7 @@ pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
     // The lead unifies logging later; until then make sure logs reach stderr.
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),

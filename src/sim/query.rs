@@ -10,8 +10,11 @@ use mongodb::bson::{Bson, Document};
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{code_name} ({code}): {message}")]
 pub struct QueryError {
+    /// MongoDB's numeric error code (2 BadValue, 9 FailedToParse, ...).
     pub code: i32,
+    /// MongoDB's `codeName` for `code`.
     pub code_name: &'static str,
+    /// The `errmsg` text, worded as MongoDB words it where it matters.
     pub message: String,
 }
 
@@ -360,10 +363,10 @@ pub fn get_path<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
 /// them: through arrays of embedded documents, and with arrays at the end
 /// of the path expanded into their elements.
 pub fn values_at_path<'a>(doc: &'a Document, path: &str) -> Vec<&'a Bson> {
-    let parts: Vec<&str> = path.split('.').collect();
     let mut out = Vec::new();
-    walk_doc(doc, &parts, Leaf::Elements, &mut |v| {
-        if let Some(v) = v {
+    walk_doc(doc, path, Leaf::Elements, &mut |v| {
+        // An empty array stands for undefined in sort keys; distinct skips it.
+        if let Some(v) = v.filter(|v| !std::ptr::eq(*v, &UNDEFINED)) {
             out.push(v);
         }
         false
@@ -385,28 +388,37 @@ enum Leaf {
 static UNDEFINED: Bson = Bson::Undefined;
 static NULL: Bson = Bson::Null;
 
-/// Calls `f` on each value at `parts` below `doc` as a query sees them
-/// (`None` where the path is missing) until `f` says true; returns whether
-/// it did. No allocation: this is the hot path of `matches`.
-fn walk_doc<'a, S: AsRef<str>, F: FnMut(Option<&'a Bson>) -> bool>(
-    doc: &'a Document,
-    parts: &[S],
-    leaf: Leaf,
-    f: &mut F,
-) -> bool {
-    match doc.get(parts[0].as_ref()) {
-        None => f(None),
-        Some(v) => walk(v, &parts[1..], leaf, f),
+/// Splits a dotted path into its first component and the rest.
+fn split_first(path: &str) -> (&str, Option<&str>) {
+    match path.split_once('.') {
+        Some((head, tail)) => (head, Some(tail)),
+        None => (path, None),
     }
 }
 
-fn walk<'a, S: AsRef<str>, F: FnMut(Option<&'a Bson>) -> bool>(
-    v: &'a Bson,
-    rest: &[S],
+/// Calls `f` on each value at the dotted `path` below `doc` as a query sees
+/// them (`None` where the path is missing) until `f` says true; returns
+/// whether it did. No allocation: this is the hot path of `matches`.
+fn walk_doc<'a, F: FnMut(Option<&'a Bson>) -> bool>(
+    doc: &'a Document,
+    path: &str,
     leaf: Leaf,
     f: &mut F,
 ) -> bool {
-    if rest.is_empty() {
+    let (head, tail) = split_first(path);
+    match doc.get(head) {
+        None => f(None),
+        Some(v) => walk(v, tail, leaf, f),
+    }
+}
+
+fn walk<'a, F: FnMut(Option<&'a Bson>) -> bool>(
+    v: &'a Bson,
+    rest: Option<&str>,
+    leaf: Leaf,
+    f: &mut F,
+) -> bool {
+    let Some(rest) = rest else {
         if let Bson::Array(a) = v {
             match leaf {
                 Leaf::Whole => {}
@@ -424,30 +436,23 @@ fn walk<'a, S: AsRef<str>, F: FnMut(Option<&'a Bson>) -> bool>(
             }
         }
         return f(Some(v));
-    }
+    };
     match v {
         Bson::Document(d) => walk_doc(d, rest, leaf, f),
         Bson::Array(a) => {
-            let mut produced = false;
-            if let Some(i) = array_index(rest[0].as_ref()) {
+            let (head, tail) = split_first(rest);
+            if let Some(i) = array_index(head) {
                 if let Some(e) = a.get(i) {
-                    produced = true;
-                    if walk(e, &rest[1..], leaf, f) {
+                    if walk(e, tail, leaf, f) {
                         return true;
                     }
                 }
             }
-            for e in a {
-                if let Bson::Document(d) = e {
-                    produced = true;
-                    if walk_doc(d, rest, leaf, f) {
-                        return true;
-                    }
-                }
-            }
-            // An array with no embedded document to descend into leaves the
-            // path missing, as a scalar would.
-            !produced && f(None)
+            // Only embedded documents carry the path on (and count as
+            // missing when they lack it): scalars and an empty array give
+            // nothing, so `{"a.b": null}` does not match `a: [5]` or `a: []`.
+            a.iter()
+                .any(|e| matches!(e, Bson::Document(d) if walk_doc(d, rest, leaf, f)))
         }
         _ => f(None),
     }
@@ -456,15 +461,20 @@ fn walk<'a, S: AsRef<str>, F: FnMut(Option<&'a Bson>) -> bool>(
 /// One end of an interval on an indexed field.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Bound {
+    /// No limit on this side.
     Unbounded,
+    /// The value itself is in the interval.
     Included(Bson),
+    /// Values up to (or from) this one, not the value itself.
     Excluded(Bson),
 }
 
 /// A range of values of one field, for index planning.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Interval {
+    /// The low end, in [`compare`] order.
     pub lower: Bound,
+    /// The high end, in [`compare`] order.
     pub upper: Bound,
 }
 
@@ -686,11 +696,7 @@ enum Expr {
     And(Vec<Expr>),
     Or(Vec<Expr>),
     Nor(Vec<Expr>),
-    Cond {
-        path: String,
-        parts: Vec<String>,
-        pred: Pred,
-    },
+    Cond { path: String, pred: Pred },
 }
 
 fn eq_match(x: Option<&Bson>, v: &Bson) -> bool {
@@ -798,28 +804,28 @@ pub(crate) fn truthy(v: &Bson) -> bool {
     }
 }
 
-fn eval_pred(pred: &Pred, doc: &Document, parts: &[String]) -> bool {
+fn eval_pred(pred: &Pred, doc: &Document, path: &str) -> bool {
     match pred {
-        Pred::Eq(v) => walk_doc(doc, parts, Leaf::ElementsAndWhole, &mut |x| eq_match(x, v)),
-        Pred::Ne(v) => !walk_doc(doc, parts, Leaf::ElementsAndWhole, &mut |x| eq_match(x, v)),
-        Pred::Cmp(op, v) => walk_doc(doc, parts, Leaf::ElementsAndWhole, &mut |x| {
+        Pred::Eq(v) => walk_doc(doc, path, Leaf::ElementsAndWhole, &mut |x| eq_match(x, v)),
+        Pred::Ne(v) => !walk_doc(doc, path, Leaf::ElementsAndWhole, &mut |x| eq_match(x, v)),
+        Pred::Cmp(op, v) => walk_doc(doc, path, Leaf::ElementsAndWhole, &mut |x| {
             cmp_match(*op, x, v)
         }),
-        Pred::In(vs) => walk_doc(doc, parts, Leaf::ElementsAndWhole, &mut |x| {
+        Pred::In(vs) => walk_doc(doc, path, Leaf::ElementsAndWhole, &mut |x| {
             vs.iter().any(|v| eq_match(x, v))
         }),
-        Pred::Nin(vs) => !walk_doc(doc, parts, Leaf::ElementsAndWhole, &mut |x| {
+        Pred::Nin(vs) => !walk_doc(doc, path, Leaf::ElementsAndWhole, &mut |x| {
             vs.iter().any(|v| eq_match(x, v))
         }),
-        Pred::Exists(want) => walk_doc(doc, parts, Leaf::Whole, &mut |x| x.is_some()) == *want,
-        Pred::Not(ps) => !ps.iter().all(|p| eval_pred(p, doc, parts)),
+        Pred::Exists(want) => walk_doc(doc, path, Leaf::Whole, &mut |x| x.is_some()) == *want,
+        Pred::Not(ps) => !ps.iter().all(|p| eval_pred(p, doc, path)),
         Pred::All(vs) => {
             !vs.is_empty()
                 && vs
                     .iter()
-                    .all(|v| walk_doc(doc, parts, Leaf::ElementsAndWhole, &mut |x| eq_match(x, v)))
+                    .all(|v| walk_doc(doc, path, Leaf::ElementsAndWhole, &mut |x| eq_match(x, v)))
         }
-        _ => walk_doc(doc, parts, Leaf::Whole, &mut |x| {
+        _ => walk_doc(doc, path, Leaf::Whole, &mut |x| {
             x.is_some_and(|x| value_pred(pred, x))
         }),
     }
@@ -828,17 +834,19 @@ fn eval_pred(pred: &Pred, doc: &Document, parts: &[String]) -> bool {
 /// Evaluates a predicate on one value (for `$elemMatch` on scalars, and the
 /// predicates that look at an array as a whole).
 fn value_pred(pred: &Pred, x: &Bson) -> bool {
+    // Equality with `v` of the value or of one of its elements.
+    let eq = |v: &Bson| eq_match(Some(x), v) || elements(x).any(|e| eq_match(Some(e), v));
     match pred {
-        Pred::Eq(v) => eq_match(Some(x), v) || elements(x).any(|e| eq_match(Some(e), v)),
-        Pred::Ne(v) => !value_pred(&Pred::Eq(v.clone()), x),
+        Pred::Eq(v) => eq(v),
+        Pred::Ne(v) => !eq(v),
         Pred::Cmp(op, v) => {
             cmp_match(*op, Some(x), v) || elements(x).any(|e| cmp_match(*op, Some(e), v))
         }
-        Pred::In(vs) => vs.iter().any(|v| value_pred(&Pred::Eq(v.clone()), x)),
-        Pred::Nin(vs) => !vs.iter().any(|v| value_pred(&Pred::Eq(v.clone()), x)),
+        Pred::In(vs) => vs.iter().any(eq),
+        Pred::Nin(vs) => !vs.iter().any(eq),
         Pred::Exists(want) => *want,
         Pred::Not(ps) => !ps.iter().all(|p| value_pred(p, x)),
-        Pred::All(vs) => !vs.is_empty() && vs.iter().all(|v| value_pred(&Pred::Eq(v.clone()), x)),
+        Pred::All(vs) => !vs.is_empty() && vs.iter().all(eq),
         Pred::Size(n) => matches!(x, Bson::Array(a) if a.len() == *n),
         Pred::ElemMatchDoc(e) => match x {
             Bson::Array(a) => a
@@ -878,7 +886,7 @@ impl Expr {
             Expr::And(es) => es.iter().all(|e| e.matches(doc)),
             Expr::Or(es) => es.iter().any(|e| e.matches(doc)),
             Expr::Nor(es) => !es.iter().any(|e| e.matches(doc)),
-            Expr::Cond { parts, pred, .. } => eval_pred(pred, doc, parts),
+            Expr::Cond { path, pred } => eval_pred(pred, doc, path),
         }
     }
 
@@ -1009,11 +1017,9 @@ fn parse_expr(filter: &Document) -> Result<Expr, QueryError> {
                 }
             }
         } else {
-            let parts = split_path(key);
             for pred in parse_field(value)? {
                 terms.push(Expr::Cond {
                     path: key.clone(),
-                    parts: parts.clone(),
                     pred,
                 });
             }
@@ -1071,6 +1077,11 @@ fn parse_ops(ops: &Document) -> Result<Vec<Pred>, QueryError> {
             "$all" => Pred::All(array_arg(op, arg)?.clone()),
             "$exists" => Pred::Exists(truthy(arg)),
             "$not" => match arg {
+                Bson::RegularExpression(_) => {
+                    return Err(QueryError::bad_value(
+                        "regular expressions are not supported by the mongoload simulator",
+                    ))
+                }
                 Bson::Document(d) if d.is_empty() => {
                     return Err(QueryError::bad_value("$not cannot be empty"))
                 }
@@ -1151,6 +1162,12 @@ impl Filter {
         self.expr.matches(doc)
     }
 
+    /// Whether the filter is empty (`{}`), so every document matches and a
+    /// count can skip the scan.
+    pub fn matches_all(&self) -> bool {
+        matches!(&self.expr, Expr::And(terms) if terms.is_empty())
+    }
+
     /// The intervals that any matching document's value at `path` must lie
     /// in, from conditions on that path at the top level of the filter
     /// (implicitly or explicitly `$and`ed): equality gives a point, `$in`
@@ -1172,14 +1189,13 @@ impl Filter {
 #[derive(Debug, Clone)]
 pub struct SortSpec {
     fields: Vec<(String, i32)>,
-    parts: Vec<Vec<String>>,
 }
 
-/// The value a document sorts by on `parts`: the smallest element of an
+/// The value a document sorts by on `path`: the smallest element of an
 /// array ascending, the largest descending; null when missing.
-fn sort_key<'a>(doc: &'a Document, parts: &[String], dir: i32) -> &'a Bson {
+fn sort_key<'a>(doc: &'a Document, path: &str, dir: i32) -> &'a Bson {
     let mut best: Option<&'a Bson> = None;
-    walk_doc(doc, parts, Leaf::Elements, &mut |x| {
+    walk_doc(doc, path, Leaf::Elements, &mut |x| {
         let x = x.unwrap_or(&NULL);
         let better = match best {
             None => true,
@@ -1226,8 +1242,7 @@ impl SortSpec {
             }
             fields.push((k.clone(), dir));
         }
-        let parts = fields.iter().map(|(k, _)| split_path(k)).collect();
-        Ok(SortSpec { fields, parts })
+        Ok(SortSpec { fields })
     }
 
     /// The sort keys in order, with direction 1 or -1.
@@ -1238,8 +1253,8 @@ impl SortSpec {
     /// Orders two documents by this spec (missing fields sort as null).
     /// Use a stable sort so that ties keep their input order.
     pub fn compare(&self, a: &Document, b: &Document) -> Ordering {
-        for ((_, dir), parts) in self.fields.iter().zip(&self.parts) {
-            let o = compare(sort_key(a, parts, *dir), sort_key(b, parts, *dir));
+        for (path, dir) in &self.fields {
+            let o = compare(sort_key(a, path, *dir), sort_key(b, path, *dir));
             let o = if *dir < 0 { o.reverse() } else { o };
             if o != Ordering::Equal {
                 return o;
@@ -1522,6 +1537,15 @@ impl Projection {
         if self.inclusion {
             let mut out = include(doc, &self.tree);
             add_computed(&mut out, &self.tree, doc);
+            // A computed `_id` still leads the output, as in MongoDB.
+            if let Some(ProjNode::Computed(_)) = find_node(&self.tree, "_id") {
+                if let Some(id) = out.remove("_id") {
+                    let mut first = Document::new();
+                    first.insert("_id", id);
+                    first.extend(out);
+                    return first;
+                }
+            }
             out
         } else {
             exclude(doc, &self.tree)
@@ -1531,7 +1555,8 @@ impl Projection {
 
 fn flatten(spec: &Document, prefix: &str, out: &mut Vec<(String, Kind)>) -> Result<(), QueryError> {
     for (k, v) in spec {
-        if k.starts_with('$') {
+        if k.split('.').any(|part| part.starts_with('$')) {
+            // Covers the positional `a.$` projection, which the simulator lacks.
             return Err(QueryError::new(
                 16410,
                 "Location16410",
@@ -1655,15 +1680,555 @@ fn exclude_value(v: &Bson, tree: &[(String, ProjNode)]) -> Bson {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mongodb::bson::{doc, oid::ObjectId, Decimal128};
+    use mongodb::bson::{
+        doc, oid::ObjectId, spec::BinarySubtype, Binary, DateTime, Decimal128, Regex, Timestamp,
+    };
 
     fn f(filter: Document) -> Filter {
         Filter::parse(&filter).expect("filter parses")
     }
 
+    fn m(filter: Document, d: Document) -> bool {
+        f(filter).matches(&d)
+    }
+
+    /// Decimal128 from a coefficient and exponent (BID, small coefficients).
+    fn dec(coefficient: u64, exponent: i32, negative: bool) -> Bson {
+        let biased = (exponent + 6176) as u64;
+        let hi = (u64::from(negative) << 63) | (biased << 49);
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&coefficient.to_le_bytes());
+        bytes[8..].copy_from_slice(&hi.to_le_bytes());
+        Bson::Decimal128(Decimal128::from_bytes(bytes))
+    }
+
     #[test]
-    fn placeholder() {
-        assert!(f(doc! {"_id": 5}).matches(&doc! {"_id": 5i64}));
-        let _ = (ObjectId::new(), Decimal128::from_bytes([0; 16]));
+    fn type_order_follows_mongodb() {
+        let ascending = vec![
+            Bson::MinKey,
+            Bson::Undefined,
+            Bson::Null,
+            Bson::Double(f64::NAN),
+            Bson::Double(f64::NEG_INFINITY),
+            Bson::Int64(-5),
+            Bson::Int32(1),
+            Bson::Double(1.5),
+            Bson::Int64(i64::MAX),
+            Bson::Double(f64::INFINITY),
+            Bson::String(String::new()),
+            Bson::String("a".into()),
+            Bson::Symbol("b".into()),
+            Bson::String("ba".into()),
+            Bson::Document(doc! {}),
+            Bson::Document(doc! {"a": 1}),
+            Bson::Document(doc! {"a": 1, "b": 0}),
+            Bson::Document(doc! {"b": 0}),
+            Bson::Array(vec![]),
+            Bson::Array(vec![Bson::Int32(1)]),
+            Bson::Array(vec![Bson::Int32(1), Bson::Int32(0)]),
+            Bson::Array(vec![Bson::Int32(2)]),
+            Bson::Binary(Binary {
+                subtype: BinarySubtype::Generic,
+                bytes: vec![9],
+            }),
+            Bson::Binary(Binary {
+                subtype: BinarySubtype::Generic,
+                bytes: vec![1, 1],
+            }),
+            Bson::ObjectId(ObjectId::from_bytes([0; 12])),
+            Bson::ObjectId(ObjectId::from_bytes([1; 12])),
+            Bson::Boolean(false),
+            Bson::Boolean(true),
+            Bson::DateTime(DateTime::from_millis(-1)),
+            Bson::DateTime(DateTime::from_millis(0)),
+            Bson::Timestamp(Timestamp {
+                time: 1,
+                increment: 9,
+            }),
+            Bson::Timestamp(Timestamp {
+                time: 2,
+                increment: 0,
+            }),
+            Bson::RegularExpression(Regex {
+                pattern: "a".into(),
+                options: String::new(),
+            }),
+            Bson::JavaScriptCode("x".into()),
+            Bson::MaxKey,
+        ];
+        for (i, a) in ascending.iter().enumerate() {
+            for (j, b) in ascending.iter().enumerate() {
+                assert_eq!(compare(a, b), i.cmp(&j), "{a:?} vs {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn numbers_compare_by_value_across_types() {
+        let five = [
+            Bson::Int32(5),
+            Bson::Int64(5),
+            Bson::Double(5.0),
+            dec(5, 0, false),
+            dec(50, -1, false),
+        ];
+        for a in &five {
+            for b in &five {
+                assert_eq!(compare(a, b), Ordering::Equal, "{a:?} vs {b:?}");
+            }
+        }
+        assert_eq!(compare(&Bson::Int32(5), &Bson::Double(5.5)), Ordering::Less);
+        assert_eq!(
+            compare(&Bson::Double(-0.0), &Bson::Int32(0)),
+            Ordering::Equal
+        );
+        assert_eq!(
+            compare(&dec(15, -1, true), &Bson::Double(-1.5)),
+            Ordering::Equal
+        );
+        // 2^53 + 1 has no exact double: the integer side must not be rounded.
+        let big = (1i64 << 53) + 1;
+        assert_eq!(
+            compare(&Bson::Int64(big), &Bson::Double((1i64 << 53) as f64)),
+            Ordering::Greater
+        );
+        assert_eq!(
+            compare(&Bson::Double(1e19), &Bson::Int64(i64::MAX)),
+            Ordering::Greater
+        );
+        assert_eq!(
+            compare(&Bson::Double(-1e19), &Bson::Int64(i64::MIN)),
+            Ordering::Less
+        );
+        assert_eq!(
+            compare(&Bson::Double(f64::NAN), &Bson::Double(f64::NAN)),
+            Ordering::Equal
+        );
+        assert_eq!(
+            compare(&Bson::Double(f64::NAN), &Bson::Int64(i64::MIN)),
+            Ordering::Less
+        );
+    }
+
+    #[test]
+    fn index_keys_unify_equal_numbers() {
+        let mut map = std::collections::BTreeMap::new();
+        map.insert(IndexKey(Bson::Int32(5)), "int");
+        map.insert(IndexKey(Bson::Double(5.0)), "double");
+        map.insert(IndexKey(Bson::String("5".into())), "string");
+        assert_eq!(map.len(), 2);
+        assert_eq!(map.get(&IndexKey(Bson::Int64(5))), Some(&"double"));
+        let a = CompoundKey(vec![Bson::Int32(1), Bson::String("b".into())]);
+        let b = CompoundKey(vec![Bson::Double(1.0), Bson::String("c".into())]);
+        assert!(a < b);
+        assert_eq!(
+            a,
+            CompoundKey(vec![Bson::Int64(1), Bson::String("b".into())])
+        );
+    }
+
+    #[test]
+    fn get_path_descends_documents_and_array_indexes() {
+        let d = doc! {"a": {"b": [10, {"c": "x"}]}, "n": 1};
+        assert_eq!(get_path(&d, "n"), Some(&Bson::Int32(1)));
+        assert_eq!(get_path(&d, "a.b.0"), Some(&Bson::Int32(10)));
+        assert_eq!(get_path(&d, "a.b.1.c"), Some(&Bson::String("x".into())));
+        assert_eq!(get_path(&d, "a.b.2"), None);
+        assert_eq!(get_path(&d, "a.b.x"), None);
+        assert_eq!(get_path(&d, "n.x"), None);
+        assert_eq!(get_path(&d, "missing"), None);
+    }
+
+    #[test]
+    fn values_at_path_expands_arrays() {
+        let d = doc! {"a": [{"b": 1}, {"b": [2, 3]}, {"c": 4}]};
+        let vals: Vec<Bson> = values_at_path(&d, "a.b").into_iter().cloned().collect();
+        assert_eq!(vals, vec![Bson::Int32(1), Bson::Int32(2), Bson::Int32(3)]);
+        assert!(values_at_path(&doc! {"a": []}, "a").is_empty());
+        assert!(values_at_path(&doc! {"b": 1}, "a").is_empty());
+    }
+
+    #[test]
+    fn implicit_equality_and_numeric_types() {
+        assert!(m(doc! {"_id": 5}, doc! {"_id": 5i64}));
+        assert!(m(doc! {"_id": 5}, doc! {"_id": 5.0}));
+        assert!(!m(doc! {"_id": 5}, doc! {"_id": "5"}));
+        assert!(!m(doc! {"_id": 5}, doc! {"x": 5}));
+        assert!(m(doc! {}, doc! {"x": 5}));
+        assert!(f(doc! {}).matches_all());
+        assert!(f(doc! {"$comment": "hi"}).matches_all());
+        assert!(!f(doc! {"x": 5}).matches_all());
+        assert!(m(doc! {"a": 1, "b": "x"}, doc! {"a": 1, "b": "x"}));
+        assert!(!m(doc! {"a": 1, "b": "x"}, doc! {"a": 1, "b": "y"}));
+    }
+
+    #[test]
+    fn equality_on_embedded_documents_is_exact_and_ordered() {
+        assert!(m(
+            doc! {"a": {"x": 1, "y": 2}},
+            doc! {"a": {"x": 1, "y": 2}}
+        ));
+        assert!(!m(
+            doc! {"a": {"x": 1, "y": 2}},
+            doc! {"a": {"y": 2, "x": 1}}
+        ));
+        assert!(!m(doc! {"a": {"x": 1}}, doc! {"a": {"x": 1, "y": 2}}));
+        assert!(m(doc! {"a.x": 1}, doc! {"a": {"x": 1, "y": 2}}));
+    }
+
+    #[test]
+    fn arrays_match_by_element_or_whole() {
+        assert!(m(doc! {"a": 5}, doc! {"a": [5, 6]}));
+        assert!(!m(doc! {"a": 7}, doc! {"a": [5, 6]}));
+        assert!(m(doc! {"a": [5, 6]}, doc! {"a": [5, 6]}));
+        assert!(!m(doc! {"a": [6, 5]}, doc! {"a": [5, 6]}));
+        assert!(m(doc! {"a": [5]}, doc! {"a": [[5], 6]}));
+        // Only one level of nesting is expanded.
+        assert!(!m(doc! {"a": 5}, doc! {"a": [[5]]}));
+        assert!(m(doc! {"a": {"$gt": 5}}, doc! {"a": [1, 10]}));
+        assert!(!m(doc! {"a": {"$gt": 50}}, doc! {"a": [1, 10]}));
+        // Each condition may be met by a different element.
+        assert!(m(doc! {"a": {"$gt": 5, "$lt": 3}}, doc! {"a": [1, 10]}));
+        assert!(m(doc! {"a.b": 2}, doc! {"a": [{"b": 1}, {"b": 2}]}));
+        assert!(m(doc! {"a.b": 2}, doc! {"a": [{"b": [1, 2]}]}));
+        assert!(m(doc! {"a.1": 6}, doc! {"a": [5, 6]}));
+        assert!(m(doc! {"a.1.b": 6}, doc! {"a": [{"b": 5}, {"b": 6}]}));
+        assert!(!m(doc! {"a.0.b": 6}, doc! {"a": [{"b": 5}, {"b": 6}]}));
+    }
+
+    #[test]
+    fn ne_and_nin_negate_any_element() {
+        assert!(!m(doc! {"a": {"$ne": 5}}, doc! {"a": [5, 6]}));
+        assert!(m(doc! {"a": {"$ne": 7}}, doc! {"a": [5, 6]}));
+        assert!(m(doc! {"a": {"$ne": 7}}, doc! {}));
+        assert!(!m(doc! {"a": {"$ne": 5}}, doc! {"a": 5.0}));
+        assert!(!m(doc! {"a": {"$nin": [1, 6]}}, doc! {"a": [5, 6]}));
+        assert!(m(doc! {"a": {"$nin": [1, 2]}}, doc! {"a": [5, 6]}));
+        assert!(m(doc! {"a": {"$nin": [1, 2]}}, doc! {}));
+    }
+
+    #[test]
+    fn comparisons_stay_within_type_class() {
+        assert!(m(doc! {"a": {"$gt": 5}}, doc! {"a": 6.5}));
+        assert!(!m(doc! {"a": {"$gt": 5}}, doc! {"a": "zzz"}));
+        assert!(!m(doc! {"a": {"$lt": "a"}}, doc! {"a": 1}));
+        assert!(m(doc! {"a": {"$gte": 5}}, doc! {"a": 5i64}));
+        assert!(!m(doc! {"a": {"$gt": 5}}, doc! {"a": 5i64}));
+        assert!(m(doc! {"a": {"$lte": 5}}, doc! {"a": 5.0}));
+        assert!(!m(doc! {"a": {"$lt": 5}}, doc! {"a": 5}));
+        assert!(m(doc! {"a": {"$lt": "b"}}, doc! {"a": "a"}));
+        assert!(!m(doc! {"a": {"$gt": 5}}, doc! {}));
+        assert!(!m(doc! {"a": {"$lt": 5}}, doc! {"a": null}));
+        // MinKey and MaxKey bound every type.
+        assert!(m(doc! {"a": {"$gt": Bson::MinKey}}, doc! {"a": "s"}));
+        assert!(m(doc! {"a": {"$lt": Bson::MaxKey}}, doc! {"a": true}));
+        // NaN is only equal to NaN.
+        assert!(!m(doc! {"a": {"$lt": 5}}, doc! {"a": f64::NAN}));
+        assert!(m(doc! {"a": {"$gte": f64::NAN}}, doc! {"a": f64::NAN}));
+        assert!(m(doc! {"a": f64::NAN}, doc! {"a": f64::NAN}));
+        assert!(!m(doc! {"a": {"$gt": f64::NAN}}, doc! {"a": 1}));
+        let t0 = DateTime::from_millis(1000);
+        assert!(m(
+            doc! {"t": {"$gte": t0}},
+            doc! {"t": DateTime::from_millis(2000)}
+        ));
+        assert!(!m(doc! {"t": {"$gte": t0}}, doc! {"t": 2000}));
+    }
+
+    #[test]
+    fn null_matches_missing() {
+        assert!(m(doc! {"a": null}, doc! {}));
+        assert!(m(doc! {"a": null}, doc! {"a": null}));
+        assert!(!m(doc! {"a": null}, doc! {"a": 0}));
+        assert!(!m(doc! {"a": null}, doc! {"a": Bson::Undefined}));
+        assert!(m(doc! {"a.b": null}, doc! {"a": 5}));
+        // MongoDB's jstests/core/null2.js: through an array, only embedded
+        // documents lacking the field count as null.
+        let null2 = [
+            (doc! {"a": [{"b": 5}]}, false),
+            (doc! {"a": [{}]}, true),
+            (doc! {"a": []}, false),
+            (doc! {"a": [{}, {"b": 5}]}, true),
+            (doc! {"a": [5, {"b": 5}]}, false),
+        ];
+        for (d, want) in null2 {
+            assert_eq!(m(doc! {"a.b": null}, d.clone()), want, "{d}");
+            assert_eq!(m(doc! {"a.b": {"$in": [null]}}, d.clone()), want, "{d}");
+        }
+        assert!(m(doc! {"a": {"$gte": null}}, doc! {}));
+        assert!(!m(doc! {"a": {"$ne": null}}, doc! {}));
+        assert!(m(doc! {"a": {"$ne": null}}, doc! {"a": 1}));
+        assert!(m(doc! {"a": {"$in": [null, 3]}}, doc! {}));
+    }
+
+    #[test]
+    fn in_exists_and_logic() {
+        assert!(m(doc! {"a": {"$in": [1, 2]}}, doc! {"a": 2.0}));
+        assert!(m(doc! {"a": {"$in": [1, 2]}}, doc! {"a": [0, 2]}));
+        assert!(!m(doc! {"a": {"$in": []}}, doc! {"a": 1}));
+        assert!(m(doc! {"a": {"$exists": true}}, doc! {"a": null}));
+        assert!(!m(doc! {"a": {"$exists": true}}, doc! {}));
+        assert!(m(doc! {"a": {"$exists": 0}}, doc! {}));
+        assert!(m(
+            doc! {"a.b": {"$exists": true}},
+            doc! {"a": [1, {"b": 2}]}
+        ));
+        assert!(!m(
+            doc! {"a.b": {"$exists": true}},
+            doc! {"a": [1, {"c": 2}]}
+        ));
+        let d = doc! {"a": 1, "b": 2};
+        assert!(m(doc! {"$and": [{"a": 1}, {"b": 2}]}, d.clone()));
+        assert!(!m(doc! {"$and": [{"a": 1}, {"b": 3}]}, d.clone()));
+        assert!(m(doc! {"$or": [{"a": 9}, {"b": 2}]}, d.clone()));
+        assert!(!m(doc! {"$or": [{"a": 9}, {"b": 9}]}, d.clone()));
+        assert!(m(doc! {"$nor": [{"a": 9}, {"b": 9}]}, d.clone()));
+        assert!(!m(doc! {"$nor": [{"a": 1}, {"b": 9}]}, d.clone()));
+        assert!(m(doc! {"a": {"$not": {"$gt": 5}}}, d.clone()));
+        assert!(!m(doc! {"a": {"$not": {"$lt": 5}}}, d.clone()));
+        // $not also matches where the field is missing or of another type.
+        assert!(m(doc! {"z": {"$not": {"$gt": 5}}}, d.clone()));
+        assert!(m(doc! {"a": {"$not": {"$gt": 0, "$lt": 1}}}, d.clone()));
+        assert!(!m(doc! {"a": {"$not": {"$gt": 0, "$lt": 2}}}, d));
+    }
+
+    #[test]
+    fn array_operators() {
+        let d = doc! {"a": [1, 2, 3], "e": [{"x": 1, "y": 1}, {"x": 2, "y": 0}]};
+        assert!(m(doc! {"a": {"$size": 3}}, d.clone()));
+        assert!(!m(doc! {"a": {"$size": 2}}, d.clone()));
+        assert!(m(doc! {"a": {"$all": [3, 1]}}, d.clone()));
+        assert!(!m(doc! {"a": {"$all": [3, 4]}}, d.clone()));
+        assert!(m(doc! {"e": {"$elemMatch": {"x": 2, "y": 0}}}, d.clone()));
+        assert!(!m(doc! {"e": {"$elemMatch": {"x": 2, "y": 1}}}, d.clone()));
+        assert!(m(
+            doc! {"a": {"$elemMatch": {"$gt": 1, "$lt": 3}}},
+            d.clone()
+        ));
+        assert!(!m(doc! {"a": {"$elemMatch": {"$gt": 3}}}, d.clone()));
+        assert!(m(
+            doc! {"a": {"$elemMatch": {"$in": [7, 2], "$ne": 1}}},
+            d.clone()
+        ));
+        assert!(!m(
+            doc! {"a": {"$elemMatch": {"$nin": [1, 2, 3]}}},
+            d.clone()
+        ));
+        assert!(m(doc! {"a": {"$type": "array"}}, d.clone()));
+        assert!(m(doc! {"a": {"$type": "int"}}, d.clone()));
+        assert!(m(doc! {"a": {"$type": "number"}}, d.clone()));
+        assert!(!m(doc! {"a": {"$type": "string"}}, d.clone()));
+        assert!(m(doc! {"a": {"$mod": [3, 0]}}, d.clone()));
+        assert!(!m(doc! {"a": {"$mod": [5, 4]}}, d));
+    }
+
+    #[test]
+    fn errors_carry_mongodb_codes_and_messages() {
+        let err = |d: Document| Filter::parse(&d).unwrap_err();
+        let e = err(doc! {"a": {"$foo": 1}});
+        assert_eq!(
+            (e.code, e.code_name, e.message.as_str()),
+            (2, "BadValue", "unknown operator: $foo")
+        );
+        assert_eq!(
+            err(doc! {"a": {"$gt": 1, "b": 1}}).message,
+            "unknown operator: b"
+        );
+        assert!(err(doc! {"$foo": 1})
+            .message
+            .starts_with("unknown top level operator: $foo"));
+        assert_eq!(err(doc! {"a": {"$in": 1}}).message, "$in needs an array");
+        assert_eq!(
+            err(doc! {"a": {"$nin": "x"}}).message,
+            "$nin needs an array"
+        );
+        assert_eq!(
+            err(doc! {"$or": []}).message,
+            "$or must be a nonempty array"
+        );
+        assert_eq!(err(doc! {"$and": [1]}).code, 2);
+        assert_eq!(
+            err(doc! {"a": {"$not": 1}}).message,
+            "$not needs a regex or a document"
+        );
+        assert_eq!(err(doc! {"a": {"$not": {}}}).code, 2);
+        assert_eq!(err(doc! {"a": {"$mod": [0, 1]}}).code, 2);
+    }
+
+    #[test]
+    fn intervals_for_index_planning() {
+        let pt = |v: Bson| Interval::point(v);
+        assert_eq!(
+            f(doc! {"_id": 5}).intervals("_id"),
+            Some(vec![pt(Bson::Int32(5))])
+        );
+        assert_eq!(f(doc! {"_id": 5}).intervals("k"), None);
+        assert_eq!(
+            f(doc! {"k": {"$in": [3, 1, 3]}}).intervals("k"),
+            Some(vec![pt(Bson::Int32(1)), pt(Bson::Int32(3))])
+        );
+        assert_eq!(
+            f(doc! {"k": {"$gte": 10, "$lt": 20}}).intervals("k"),
+            Some(vec![Interval {
+                lower: Bound::Included(Bson::Int32(10)),
+                upper: Bound::Excluded(Bson::Int32(20)),
+            }])
+        );
+        // A one-sided range stays within numbers.
+        let gt = f(doc! {"k": {"$gt": 10}}).intervals("k").unwrap();
+        assert_eq!(gt.len(), 1);
+        assert_eq!(gt[0].lower, Bound::Excluded(Bson::Int32(10)));
+        assert!(gt[0].contains(&Bson::Double(1e300)));
+        assert!(!gt[0].contains(&Bson::String(String::new())));
+        // Contradictions give no interval at all.
+        assert_eq!(
+            f(doc! {"k": {"$gt": 10, "$lt": 5}}).intervals("k"),
+            Some(vec![])
+        );
+        assert_eq!(
+            f(doc! {"k": 5, "$and": [{"k": 6}]}).intervals("k"),
+            Some(vec![])
+        );
+        // $and with other fields, and $or over the same field.
+        assert_eq!(
+            f(doc! {"$and": [{"k": {"$gte": 1}}, {"c": "x"}, {"k": {"$lte": 1}}]}).intervals("k"),
+            Some(vec![Interval {
+                lower: Bound::Included(Bson::Int32(1)),
+                upper: Bound::Included(Bson::Int32(1)),
+            }])
+        );
+        assert_eq!(
+            f(doc! {"$or": [{"k": 2}, {"k": {"$in": [1, 2]}}]}).intervals("k"),
+            Some(vec![pt(Bson::Int32(1)), pt(Bson::Int32(2))])
+        );
+        assert_eq!(f(doc! {"$or": [{"k": 2}, {"c": 1}]}).intervals("k"), None);
+        assert_eq!(f(doc! {"k": {"$ne": 2}}).intervals("k"), None);
+        assert_eq!(f(doc! {"k": [1, 2]}).intervals("k"), None);
+        // Overlapping ranges merge.
+        let merged = f(doc! {"$or": [{"k": {"$gte": 1, "$lte": 5}}, {"k": {"$gt": 3, "$lt": 9}}]})
+            .intervals("k")
+            .unwrap();
+        assert_eq!(
+            merged,
+            vec![Interval {
+                lower: Bound::Included(Bson::Int32(1)),
+                upper: Bound::Excluded(Bson::Int32(9)),
+            }]
+        );
+    }
+
+    #[test]
+    fn sort_orders_stably_with_missing_as_null() {
+        let spec = SortSpec::parse(&doc! {"a": 1, "b": -1}).unwrap();
+        assert_eq!(spec.fields(), &[("a".to_owned(), 1), ("b".to_owned(), -1)]);
+        let mut docs = vec![
+            doc! {"i": 0, "a": 2, "b": 1},
+            doc! {"i": 1, "a": 1, "b": 1},
+            doc! {"i": 2},
+            doc! {"i": 3, "a": 1, "b": 5},
+            doc! {"i": 4, "a": 1.0, "b": 1},
+            doc! {"i": 5, "a": "s"},
+        ];
+        spec.sort(&mut docs);
+        let order: Vec<i32> = docs.iter().map(|d| d.get_i32("i").unwrap()).collect();
+        assert_eq!(order, vec![2, 3, 1, 4, 0, 5]);
+        // Arrays sort by their smallest element ascending, largest descending.
+        let asc = SortSpec::parse(&doc! {"a": 1}).unwrap();
+        let desc = SortSpec::parse(&doc! {"a": -1}).unwrap();
+        let (x, y) = (doc! {"a": [1, 10]}, doc! {"a": 5});
+        assert_eq!(asc.compare(&x, &y), Ordering::Less);
+        assert_eq!(desc.compare(&x, &y), Ordering::Less);
+        assert_eq!(SortSpec::parse(&doc! {"a": 2}).unwrap_err().code, 15975);
+        assert_eq!(SortSpec::parse(&doc! {"a": "x"}).unwrap_err().code, 15975);
+    }
+
+    fn p(spec: Document, d: &Document) -> Document {
+        Projection::parse(&spec)
+            .expect("projection parses")
+            .apply(d)
+    }
+
+    #[test]
+    fn projection_inclusion_and_exclusion() {
+        let d = doc! {"_id": 1, "a": 1, "b": {"c": 2, "d": 3}, "e": [{"c": 4, "d": 5}, 6]};
+        assert_eq!(p(doc! {"a": 1}, &d), doc! {"_id": 1, "a": 1});
+        assert_eq!(p(doc! {"a": true, "_id": 0}, &d), doc! {"a": 1});
+        assert_eq!(
+            p(doc! {"_id": 0}, &d),
+            doc! {"a": 1, "b": {"c": 2, "d": 3}, "e": [{"c": 4, "d": 5}, 6]}
+        );
+        assert_eq!(p(doc! {"_id": 1}, &d), doc! {"_id": 1});
+        assert_eq!(
+            p(doc! {"a": 0, "b": 0}, &d),
+            doc! {"_id": 1, "e": [{"c": 4, "d": 5}, 6]}
+        );
+        assert_eq!(p(doc! {"b.c": 1}, &d), doc! {"_id": 1, "b": {"c": 2}});
+        assert_eq!(p(doc! {"b": {"c": 1}}, &d), doc! {"_id": 1, "b": {"c": 2}});
+        assert_eq!(
+            p(doc! {"b.c": 0, "_id": 0}, &d),
+            doc! {"a": 1, "b": {"d": 3}, "e": [{"c": 4, "d": 5}, 6]}
+        );
+        assert_eq!(p(doc! {"e.c": 1}, &d), doc! {"_id": 1, "e": [{"c": 4}]});
+        assert_eq!(
+            p(doc! {"e.c": 0, "_id": 0, "a": 0, "b": 0}, &d),
+            doc! {"e": [{"d": 5}, 6]}
+        );
+        assert_eq!(p(doc! {"missing": 1}, &d), doc! {"_id": 1});
+        assert_eq!(p(doc! {}, &d), d);
+        assert!(Projection::parse(&doc! {}).unwrap().is_identity());
+    }
+
+    #[test]
+    fn projection_computed_fields() {
+        let d = doc! {"_id": 1, "a": 1, "b": {"c": 2}, "l": [{"x": 1}, {"x": 2}]};
+        assert_eq!(p(doc! {"x": "$b.c", "_id": 0}, &d), doc! {"x": 2});
+        assert_eq!(
+            p(doc! {"a": 1, "y": "$missing"}, &d),
+            doc! {"_id": 1, "a": 1}
+        );
+        assert_eq!(p(doc! {"k": "lit", "_id": 0}, &d), doc! {"k": "lit"});
+        assert_eq!(p(doc! {"k": {"$literal": 1}, "_id": 0}, &d), doc! {"k": 1});
+        assert_eq!(p(doc! {"xs": "$l.x", "_id": 0}, &d), doc! {"xs": [1, 2]});
+        assert_eq!(p(doc! {"n.m": "$a", "_id": 0}, &d), doc! {"n": {"m": 1}});
+        assert_eq!(p(doc! {"_id": "$a"}, &d), doc! {"_id": 1});
+        let out = p(doc! {"_id": "$b.c", "a": 1}, &d);
+        assert_eq!(out.keys().collect::<Vec<_>>(), vec!["_id", "a"]);
+        assert_eq!(out, doc! {"_id": 2, "a": 1});
+    }
+
+    #[test]
+    fn projection_errors() {
+        let e = Projection::parse(&doc! {"a": 1, "b": 0}).unwrap_err();
+        assert_eq!(e.code, 31254);
+        assert_eq!(
+            e.message,
+            "Cannot do exclusion on field b in inclusion projection"
+        );
+        let e = Projection::parse(&doc! {"a": 0, "b": 1}).unwrap_err();
+        assert_eq!(e.code, 31253);
+        assert_eq!(
+            e.message,
+            "Cannot do inclusion on field b in exclusion projection"
+        );
+        assert!(Projection::parse(&doc! {"_id": 0, "b": 1}).is_ok());
+        assert!(Projection::parse(&doc! {"_id": 1, "b": 0}).is_ok());
+        assert_eq!(
+            Projection::parse(&doc! {"a": 1, "a.b": 1})
+                .unwrap_err()
+                .code,
+            31250
+        );
+        assert_eq!(
+            Projection::parse(&doc! {"a.b": 1, "a": 1})
+                .unwrap_err()
+                .code,
+            31250
+        );
+        assert_eq!(
+            Projection::parse(&doc! {"a": {"$add": [1, 2]}})
+                .unwrap_err()
+                .code,
+            168
+        );
     }
 }

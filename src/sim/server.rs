@@ -147,18 +147,20 @@ async fn serve(
     let mut frame = Vec::with_capacity(16 * 1024);
     let mut out = Vec::with_capacity(16 * 1024);
     let mut rng = SmallRng::from_os_rng();
-    let epoch = shared.faults.kill_epoch();
-    loop {
-        let kill = shared.faults.kill_notify().notified();
-        tokio::pin!(kill);
-        kill.as_mut().enable();
-        if shared.faults.kill_epoch() != epoch {
-            return Err(Closed::Killed);
+    let token = shared.faults.connection_token();
+    let closed = token.cancelled();
+    tokio::pin!(closed);
+    let reason = || {
+        if root.is_cancelled() {
+            Closed::Shutdown
+        } else {
+            Closed::Killed
         }
+    };
+    loop {
         let got = tokio::select! {
             r = read_frame(&mut reader, &mut frame) => r?,
-            _ = &mut kill => return Err(Closed::Killed),
-            _ = root.cancelled() => return Err(Closed::Shutdown),
+            _ = &mut closed => return Err(reason()),
         };
         if !got {
             return Ok(());
@@ -188,8 +190,7 @@ async fn serve(
         };
         let reply = tokio::select! {
             r = respond(shared, connection_id, body, &mut rng) => r?,
-            _ = &mut kill => return Err(Closed::Killed),
-            _ = root.cancelled() => return Err(Closed::Shutdown),
+            _ = &mut closed => return Err(reason()),
         };
         if no_reply {
             continue;

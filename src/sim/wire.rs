@@ -280,7 +280,8 @@ fn take_document(rest: &mut &[u8], what: &'static str) -> Result<Document, WireE
         });
     }
     let (doc_bytes, after) = rest.split_at(len as usize);
-    let doc = Document::from_reader(doc_bytes).map_err(|e| WireError::Bson {
+    // from_slice decodes in place; Document::from_reader would copy the bytes first.
+    let doc: Document = mongodb::bson::from_slice(doc_bytes).map_err(|e| WireError::Bson {
         what,
         reason: e.to_string(),
     })?;

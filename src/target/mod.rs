@@ -50,7 +50,18 @@ impl Target {
     /// Executes one operation, bounded by the operation timeout. A timeout
     /// is reported as an I/O `TimedOut` error so it is classified `timeout`.
     pub async fn execute(&self, action: &Action) -> Outcome {
-        match tokio::time::timeout(self.operation_timeout, self.execute_unbounded(action)).await {
+        self.bounded(self.execute_unbounded(action)).await
+    }
+
+    /// Runs one driver call under the operation timeout; running out of
+    /// time is an I/O `TimedOut` error (classified `timeout`). The driver
+    /// can wait forever on a connection checkout (seen with a pool whose
+    /// every handshake fails authentication), so no call goes unbounded.
+    async fn bounded<T>(
+        &self,
+        call: impl std::future::Future<Output = Result<T, mongodb::error::Error>>,
+    ) -> Result<T, mongodb::error::Error> {
+        match tokio::time::timeout(self.operation_timeout, call).await {
             Ok(outcome) => outcome,
             Err(_) => Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into()),
         }
@@ -181,7 +192,8 @@ impl Target {
                     .keys(keys.clone())
                     .options(options)
                     .build();
-                self.collections[*collection].create_index(model).await?;
+                self.bounded(async { self.collections[*collection].create_index(model).await })
+                    .await?;
                 Ok(())
             }
             PrepareStep::Load {
@@ -191,13 +203,16 @@ impl Target {
                 make,
             } => {
                 let coll = &self.collections[*collection];
-                let mut next = resume_point(coll, *count, make).await?;
+                let mut next = self.bounded(resume_point(coll, *count, make)).await?;
                 progress(next, *count);
                 let batch = (*batch).max(1) as u64;
                 while next < *count {
                     let end = (next + batch).min(*count);
                     let docs: Vec<Document> = (next..end).map(|i| make(i)).collect();
-                    match coll.insert_many(docs).ordered(false).await {
+                    match self
+                        .bounded(async { coll.insert_many(docs).ordered(false).await })
+                        .await
+                    {
                         Ok(_) => {}
                         // A resumed load may overlap documents already there.
                         Err(e) if classify(&e) == crate::error_kind::ErrorKind::DuplicateKey => {}
@@ -212,8 +227,8 @@ impl Target {
                 collection,
                 counter,
             } => {
-                let n = self.collections[*collection]
-                    .count_documents(doc! {})
+                let n = self
+                    .bounded(async { self.collections[*collection].count_documents(doc! {}).await })
                     .await?;
                 counter.fetch_max(n, std::sync::atomic::Ordering::Relaxed);
                 Ok(())
@@ -224,10 +239,14 @@ impl Target {
             } => {
                 // Inserts take keys above the highest existing `_id`, so a
                 // restarted daemon does not collide with its own documents.
-                let top = self.collections[*collection]
-                    .find_one(doc! {})
-                    .sort(doc! {"_id": -1})
-                    .projection(doc! {"_id": 1})
+                let top = self
+                    .bounded(async {
+                        self.collections[*collection]
+                            .find_one(doc! {})
+                            .sort(doc! {"_id": -1})
+                            .projection(doc! {"_id": 1})
+                            .await
+                    })
                     .await?;
                 if let Some(id) = top.and_then(|d| d.get("_id").and_then(bson_to_u64)) {
                     counter.fetch_max(id + 1, std::sync::atomic::Ordering::Relaxed);

@@ -1,80 +1,516 @@
-//! Shared helpers of the daemon integration tests: a config against a
-//! simulator, metric lookups on the encoded registry, polling.
-#![allow(dead_code)]
+//! Shared helpers for the daemon and CLI integration tests: a simulator
+//! per test, config files in temporary directories, the daemon started
+//! in-process, plain HTTP/1.1 requests to its endpoints, a parser of the
+//! Prometheus text exposition format, and polling waits with deadlines.
 
-use std::path::Path;
-use std::time::Duration;
+#![allow(dead_code)] // each test crate uses a different subset
 
-use mongoload::config::{self, Config};
-use mongoload::metrics::Metrics;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
-/// A one-workload config (`w`, mixed, 1 KB documents, 200 docs loaded) at
-/// `rate` ops/s for an hour, against `uri`, HTTP on a free loopback port,
-/// the control socket at `socket` if given.
-pub fn config_text(uri: &str, rate: f64, socket: Option<&Path>) -> String {
-    let control = socket.map_or(String::new(), |p| {
-        format!("[control]\nsocket = {:?}\n", p.display().to_string())
-    });
+use mongoload::config::Config;
+use mongoload::daemon::Running;
+use mongoload::sim::{SimConfig, SimHandle};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A simulator on a free loopback port.
+pub async fn sim() -> SimHandle {
+    mongoload::sim::start(SimConfig::default())
+        .await
+        .expect("the simulator starts")
+}
+
+/// A simulator on a given address (to bring up a deployment the daemon
+/// already points at).
+pub async fn sim_on(addr: SocketAddr) -> SimHandle {
+    mongoload::sim::start(SimConfig {
+        listen: addr,
+        ..Default::default()
+    })
+    .await
+    .unwrap_or_else(|e| panic!("the simulator starts on {addr}: {e}"))
+}
+
+/// A loopback port nothing listens on: bound, then released. Another
+/// process could take it in between; on a test machine that is rare
+/// enough, and the tests that use it say what they expected on failure.
+pub fn free_port() -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    l.local_addr().unwrap()
+}
+
+/// A config file in its own temporary directory (removed on drop).
+pub struct ConfigFile {
+    pub dir: tempfile::TempDir,
+    pub path: PathBuf,
+}
+
+/// Writes `text` as `mongoload.toml` in a fresh temporary directory.
+pub fn write_config(text: &str) -> ConfigFile {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("mongoload.toml");
+    std::fs::write(&path, text).expect("write the config");
+    ConfigFile { dir, path }
+}
+
+impl ConfigFile {
+    /// Loads and validates the file as the daemon does, without the
+    /// process environment (tests must not depend on the developer's).
+    pub fn load(&self) -> Config {
+        mongoload::config::load_with_env(&self.path, std::iter::empty())
+            .unwrap_or_else(|e| panic!("the test config is valid: {e}"))
+    }
+}
+
+/// A config for one `mixed` workload named `w` (small documents, a small
+/// initial key range, `max_inflight` 32, seed fixed) against `uri`, with
+/// HTTP on a free port, short driver timeouts, and the given
+/// `[[workloads.stages]]` tables.
+pub fn config_toml(uri: &str, stages: &str) -> String {
     format!(
-        r#"
-[target]
+        r#"[target]
 uri = "{uri}"
-database = "loadtest"
+database = "mltest"
+app_name = "mongoload-test"
+connect_timeout = "1s"
+server_selection_timeout = "1s"
+operation_timeout = "2s"
 
 [http]
 listen = "127.0.0.1:0"
 
 [run]
-shutdown_grace = "2s"
+shutdown_grace = "3s"
 
-{control}
 [[workloads]]
 name = "w"
 kind = "mixed"
-max_inflight = 64
+max_inflight = 32
+max_lag = "5s"
 seed = 7
+
 [workloads.mixed]
-doc_size = "1KB"
+insert = 6.5
+update = 3
+delete = 3
+find = 87.5
+doc_size = 512
 initial_docs = 200
-collection = "w"
-[[workloads.stages]]
-name = "hold"
-rate = {rate}
-duration = "1h"
+load_batch = 100
+collection = "m"
+
+{stages}
 "#
     )
 }
 
-/// Parses config text as if from `path`, with no environment overrides.
-pub fn parse(text: &str, path: &Path) -> Config {
-    config::parse_with_env(text, path, Vec::new()).unwrap_or_else(|e| panic!("{e}"))
+/// Writes `toml`, loads it and starts the daemon in-process. The file is
+/// returned so it outlives the run.
+pub async fn start_daemon(toml: &str) -> (ConfigFile, Running) {
+    let file = write_config(toml);
+    let running = mongoload::daemon::start(file.load())
+        .await
+        .unwrap_or_else(|e| panic!("the daemon starts: {e}"));
+    (file, running)
 }
 
-/// The sum of the samples of `name` whose labels include every `labels`
-/// fragment (such as `workload="w"`); 0 when there is none.
-pub fn metric(metrics: &Metrics, name: &str, labels: &[&str]) -> f64 {
-    let text = metrics.encode().unwrap();
+/// One HTTP response.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Reply {
+    /// A header's value, by case-insensitive name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// `GET path` on a fresh connection (HTTP/1.1, `Connection: close`), read
+/// to the end; a chunked body is decoded.
+pub async fn get(addr: SocketAddr, path: &str) -> Result<Reply, String> {
+    let mut stream = tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(addr))
+        .await
+        .map_err(|_| format!("connect to {addr} timed out"))?
+        .map_err(|e| format!("connect to {addr}: {e}"))?;
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream
+        .write_all(req.as_bytes())
+        .await
+        .map_err(|e| format!("send to {addr}: {e}"))?;
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut raw))
+        .await
+        .map_err(|_| format!("GET {path}: no complete answer within 10 s"))?
+        .map_err(|e| format!("GET {path}: {e}"))?;
+    parse_response(&raw)
+}
+
+/// `GET path` that must succeed at the transport level.
+pub async fn must_get(addr: SocketAddr, path: &str) -> Reply {
+    get(addr, path).await.unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Scrapes `/metrics`, asserting status 200.
+pub async fn scrape(addr: SocketAddr) -> String {
+    let r = must_get(addr, "/metrics").await;
+    assert_eq!(r.status, 200, "/metrics answered {}: {}", r.status, r.body);
+    r.body
+}
+
+fn parse_response(raw: &[u8]) -> Result<Reply, String> {
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or("no end of the header block")?;
+    let head = std::str::from_utf8(&raw[..split]).map_err(|e| e.to_string())?;
+    let body = &raw[split + 4..];
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().ok_or("empty response")?;
+    let status = status_line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("bad status line {status_line:?}"))?;
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    let chunked = headers.iter().any(|(n, v)| {
+        n.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
+    });
+    let body = if chunked {
+        dechunk(body)?
+    } else {
+        body.to_vec()
+    };
+    Ok(Reply {
+        status,
+        headers,
+        body: String::from_utf8(body).map_err(|e| format!("body is not UTF-8: {e}"))?,
+    })
+}
+
+fn dechunk(mut body: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    loop {
+        let eol = body
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .ok_or("truncated chunk size")?;
+        let size_text = std::str::from_utf8(&body[..eol]).map_err(|e| e.to_string())?;
+        let size_text = size_text.split(';').next().unwrap_or("").trim();
+        let size = usize::from_str_radix(size_text, 16)
+            .map_err(|e| format!("bad chunk size {size_text:?}: {e}"))?;
+        body = &body[eol + 2..];
+        if size == 0 {
+            return Ok(out);
+        }
+        if body.len() < size + 2 {
+            return Err("truncated chunk".into());
+        }
+        out.extend_from_slice(&body[..size]);
+        body = &body[size + 2..];
+    }
+}
+
+/// One sample line of the Prometheus text format.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub name: String,
+    pub labels: Vec<(String, String)>,
+    pub value: f64,
+}
+
+impl Sample {
+    /// The value of a label, if present.
+    pub fn label(&self, name: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn matches(&self, name: &str, labels: &[(&str, &str)]) -> bool {
+        self.name == name && labels.iter().all(|(k, v)| self.label(k) == Some(*v))
+    }
+}
+
+/// Parses a page of the Prometheus text exposition format (version
+/// 0.0.4): comments and blank lines skipped, label values unescaped
+/// (`\\`, `\"`, `\n`), `NaN` and `±Inf` values, optional timestamps.
+pub fn parse_metrics(text: &str) -> Result<Vec<Sample>, String> {
     text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter(|l| l.split(['{', ' ']).next() == Some(name))
-        .filter(|l| labels.iter().all(|f| l.contains(f)))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .map(|(n, l)| parse_line(l).map_err(|e| format!("line {}: {e}: {l:?}", n + 1)))
+        .collect()
+}
+
+fn parse_line(line: &str) -> Result<Sample, String> {
+    let line = line.trim();
+    let name_end = line
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+        .unwrap_or(line.len());
+    let name = &line[..name_end];
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err("bad metric name".into());
+    }
+    let mut rest = &line[name_end..];
+    let mut labels = Vec::new();
+    if let Some(after) = rest.strip_prefix('{') {
+        let mut chars = after.char_indices().peekable();
+        loop {
+            // Skip separators and whitespace; a '}' ends the set.
+            while let Some((_, c)) = chars.peek() {
+                if *c == ',' || c.is_whitespace() {
+                    chars.next();
+                } else {
+                    break;
+                }
+            }
+            match chars.next() {
+                Some((i, '}')) => {
+                    rest = &after[i + 1..];
+                    break;
+                }
+                Some((start, _)) => {
+                    let mut end = start + 1;
+                    while let Some(&(i, c)) = chars.peek() {
+                        if c.is_ascii_alphanumeric() || c == '_' {
+                            chars.next();
+                            end = i + 1;
+                        } else {
+                            break;
+                        }
+                    }
+                    let key = &after[start..end];
+                    if chars.next().map(|(_, c)| c) != Some('=') {
+                        return Err(format!("label {key}: expected '='"));
+                    }
+                    if chars.next().map(|(_, c)| c) != Some('"') {
+                        return Err(format!("label {key}: expected '\"'"));
+                    }
+                    let mut value = String::new();
+                    loop {
+                        match chars.next() {
+                            Some((_, '"')) => break,
+                            Some((_, '\\')) => match chars.next() {
+                                Some((_, 'n')) => value.push('\n'),
+                                Some((_, '\\')) => value.push('\\'),
+                                Some((_, '"')) => value.push('"'),
+                                other => return Err(format!("bad escape {other:?}")),
+                            },
+                            Some((_, c)) => value.push(c),
+                            None => return Err(format!("label {key}: unterminated value")),
+                        }
+                    }
+                    labels.push((key.to_owned(), value));
+                }
+                None => return Err("unterminated label set".into()),
+            }
+        }
+    }
+    let mut fields = rest.split_whitespace();
+    let value_text = fields.next().ok_or("no value")?;
+    let value = match value_text {
+        "NaN" => f64::NAN,
+        "+Inf" | "Inf" => f64::INFINITY,
+        "-Inf" => f64::NEG_INFINITY,
+        v => v.parse().map_err(|e| format!("bad value {v:?}: {e}"))?,
+    };
+    if let Some(ts) = fields.next() {
+        ts.parse::<i64>()
+            .map_err(|e| format!("bad timestamp {ts:?}: {e}"))?;
+    }
+    if fields.next().is_some() {
+        return Err("trailing fields".into());
+    }
+    Ok(Sample {
+        name: name.to_owned(),
+        labels,
+        value,
+    })
+}
+
+fn parsed(text: &str) -> Vec<Sample> {
+    parse_metrics(text).unwrap_or_else(|e| panic!("the metrics page parses: {e}"))
+}
+
+/// The value of the one sample named `name` whose labels include
+/// `labels`; `None` when there is none. Panics when several match: the
+/// caller meant [`sum`].
+pub fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let found: Vec<Sample> = parsed(text)
+        .into_iter()
+        .filter(|s| s.matches(name, labels))
+        .collect();
+    match found.as_slice() {
+        [] => None,
+        [one] => Some(one.value),
+        many => panic!("{name}{labels:?} matches {} samples: {many:?}", many.len()),
+    }
+}
+
+/// The sum of every sample named `name` whose labels include `labels`
+/// (0 when none).
+pub fn sum(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    parsed(text)
+        .iter()
+        .filter(|s| s.matches(name, labels))
+        .map(|s| s.value)
         .sum()
 }
 
-/// Operations of workload `w` finished so far (ok and error).
-pub fn ops(metrics: &Metrics) -> f64 {
-    metric(metrics, "mongoload_operations_total", &["workload=\"w\""])
+/// Every sample named `name` whose labels include `labels`.
+pub fn samples(text: &str, name: &str, labels: &[(&str, &str)]) -> Vec<Sample> {
+    parsed(text)
+        .into_iter()
+        .filter(|s| s.matches(name, labels))
+        .collect()
 }
 
-/// Polls `check` every 50 ms until it holds, failing after `limit`.
-pub async fn eventually(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
-    let start = std::time::Instant::now();
-    while !check() {
-        assert!(
-            start.elapsed() < limit,
-            "timed out after {limit:?} waiting for {what}"
-        );
+/// Polls `check` every 50 ms until it returns `Some`, or panics after
+/// `timeout` naming `what`.
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        if Instant::now() >= deadline {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The HTTP status of `path`, or `None` when the request failed.
+pub async fn status_of(addr: SocketAddr, path: &str) -> Option<u16> {
+    get(addr, path).await.ok().map(|r| r.status)
+}
+
+/// Waits until `path` answers `want`.
+pub async fn wait_status(addr: SocketAddr, path: &str, want: u16, timeout: Duration) {
+    wait_for(&format!("{path} to answer {want}"), timeout, || async {
+        (status_of(addr, path).await == Some(want)).then_some(())
+    })
+    .await
+}
+
+/// Waits until a sample of the scraped page satisfies `pred`; returns the
+/// page. On timeout the panic shows the last answer, to see what was there.
+pub async fn wait_metric(
+    addr: SocketAddr,
+    what: &str,
+    timeout: Duration,
+    pred: impl Fn(&str) -> bool,
+) -> String {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let last = match get(addr, "/metrics").await {
+            Ok(page) if page.status == 200 && pred(&page.body) => return page.body,
+            Ok(page) => format!("status {}:\n{}", page.status, page.body),
+            Err(e) => e,
+        };
+        if Instant::now() >= deadline {
+            panic!("timed out after {timeout:?} waiting for {what}; last answer: {last}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Serialises the tests of one test binary that run a daemon: they
+/// measure rates and deadlines, and eleven daemons in debug builds on two
+/// cores would measure the machine instead.
+pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
+    static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    SERIAL.lock().await
+}
+
+/// Binomial tolerance: how far a count of an outcome with probability `p`
+/// among `n` trials may be from `n·p` — 5 standard deviations, plus one
+/// for rounding. A false failure is then rarer than one in a million.
+pub fn binomial_tolerance(n: f64, p: f64) -> f64 {
+    5.0 * (n * p * (1.0 - p)).sqrt() + 1.0
+}
+
+/// A child process killed (SIGKILL) and reaped on drop, so a failing test
+/// never leaves a daemon behind.
+pub struct ChildGuard(pub Option<std::process::Child>);
+
+impl ChildGuard {
+    pub fn new(child: std::process::Child) -> Self {
+        ChildGuard(Some(child))
+    }
+
+    pub fn id(&self) -> u32 {
+        self.0.as_ref().map_or(0, |c| c.id())
+    }
+
+    /// Takes the child out: the caller waits for it.
+    pub fn take(&mut self) -> std::process::Child {
+        self.0.take().expect("the child is still owned")
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Sends SIGTERM to `pid` with kill(1) (no signal crate needed).
+pub fn sigterm(pid: u32) {
+    let st = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(st.success(), "kill -TERM {pid} failed: {st}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_labels_escapes_and_special_values() {
+        let page = "# HELP x y\n# TYPE a counter\n\
+            a_total{op=\"find\",outcome=\"ok\"} 12\n\
+            b{v=\"q\\\"x\\\\y\\nz\",w=\"\"} +Inf\n\
+            c 1.5e3 1700000000000\n\
+            d{le=\"0.1\",} NaN\n";
+        let s = parse_metrics(page).unwrap();
+        assert_eq!(s.len(), 4);
+        assert_eq!(sample(page, "a_total", &[("op", "find")]), Some(12.0));
+        assert_eq!(s[1].label("v"), Some("q\"x\\y\nz"));
+        assert_eq!(s[1].label("w"), Some(""));
+        assert_eq!(s[1].value, f64::INFINITY);
+        assert_eq!(sample(page, "c", &[]), Some(1500.0));
+        assert!(s[3].value.is_nan());
+        assert_eq!(sample(page, "a_total", &[("op", "insert")]), None);
+        assert!(parse_metrics("x{a=\"1} 2").is_err());
+        assert!(parse_metrics("x 1 2 3").is_err());
+        assert!(parse_metrics("x{a=1} 2").is_err());
+    }
+}
+
+mod control;
+#[allow(unused_imports)] // only the control, reload and windows tests use these
+pub use control::*;

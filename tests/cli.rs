@@ -1,0 +1,286 @@
+//! The command line as a user meets it: `mongoload check-config` on valid
+//! and invalid files (exit 78 and a message naming file and key),
+//! environment overrides, `--help`, and `mongoload demo` serving metrics.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use common::*;
+
+/// A valid config with a password in the URI.
+const VALID: &str = r#"[target]
+uri = "mongodb://app:hunter2@127.0.0.1:27017/"
+
+[[workloads]]
+name = "w"
+kind = "mixed"
+
+[[workloads.stages]]
+name = "steady"
+rate = 10
+duration = "5s"
+"#;
+
+/// The binary with no `MONGOLOAD_*` variable inherited from the caller's
+/// environment, plus `env`.
+fn mongoload(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mongoload"));
+    cmd.args(args);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("MONGOLOAD_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env_remove("JOURNAL_STREAM");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
+    mongoload(args, env).output().expect("run mongoload")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn check_config(path: &Path, env: &[(&str, &str)]) -> Output {
+    run(&["check-config", "--config", path.to_str().unwrap()], env)
+}
+
+/// `VALID` with `from` replaced by `to` (which must be there).
+fn edit(from: &str, to: &str) -> String {
+    assert!(VALID.contains(from), "{from:?} is not in the base config");
+    VALID.replacen(from, to, 1)
+}
+
+#[test]
+fn each_invalid_value_exits_78_naming_file_and_key() {
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "unknown key",
+            edit("kind = \"mixed\"", "kind = \"mixed\"\ncolour = \"blue\""),
+            "workloads[0].colour",
+        ),
+        (
+            "wrong type",
+            edit("rate = 10", "rate = \"fast\""),
+            "workloads[0].stages[0].rate",
+        ),
+        (
+            "negative rate",
+            edit("rate = 10", "rate = -5"),
+            "workloads[0].stages[0].rate",
+        ),
+        (
+            "weights that sum to zero",
+            // The table belongs to the workload: before its stages.
+            edit(
+                "[[workloads.stages]]",
+                "[workloads.mixed]\ninsert = 0\nupdate = 0\ndelete = 0\nfind = 0\n\n[[workloads.stages]]",
+            ),
+            "workloads[0].mixed.insert",
+        ),
+        (
+            "missing uri",
+            edit("uri = \"mongodb://app:hunter2@127.0.0.1:27017/\"\n", ""),
+            "target.uri",
+        ),
+        (
+            "both uri and uri_file",
+            edit("[target]\n", "[target]\nuri_file = \"/run/credentials/uri\"\n"),
+            "target.uri_file",
+        ),
+        (
+            "bad duration",
+            edit("duration = \"5s\"", "duration = \"5 parsecs\""),
+            "workloads[0].stages[0].duration",
+        ),
+        (
+            "zero max_inflight",
+            edit("kind = \"mixed\"", "kind = \"mixed\"\nmax_inflight = 0"),
+            "workloads[0].max_inflight",
+        ),
+    ];
+    for (what, toml, key) in cases {
+        let file = write_config(&toml);
+        let out = check_config(&file.path, &[]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(78), "{what}: stderr {stderr}");
+        assert!(
+            stderr.contains(&format!("{}: {key}: ", file.path.display())),
+            "{what}: stderr does not name file and key {key}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{what}: nothing on stdout");
+        assert!(!stderr.contains("hunter2"), "{what}: {stderr}");
+    }
+}
+
+#[test]
+fn invalid_messages_are_exact() {
+    let file = write_config(&edit("rate = 10", "rate = -5"));
+    let out = check_config(&file.path, &[]);
+    assert_eq!(out.status.code(), Some(78));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "mongoload: invalid config: {}: workloads[0].stages[0].rate: must be a positive number, got -5\n",
+            file.path.display()
+        )
+    );
+
+    let file = write_config(&edit("[target]\n", "[target]\nuri_file = \"/x\"\n"));
+    let out = check_config(&file.path, &[]);
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "mongoload: invalid config: {}: target.uri_file: give either target.uri or target.uri_file, not both\n",
+            file.path.display()
+        )
+    );
+}
+
+#[test]
+fn a_missing_file_and_bad_toml_exit_78() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.toml");
+    let out = check_config(&missing, &[]);
+    assert_eq!(out.status.code(), Some(78));
+    assert!(text(&out.stderr).contains(&format!("{}: cannot read", missing.display())));
+
+    let file = write_config("[target\nuri = ");
+    let out = check_config(&file.path, &[]);
+    assert_eq!(out.status.code(), Some(78));
+    assert!(text(&out.stderr).contains(&file.path.display().to_string()));
+}
+
+#[test]
+fn a_valid_config_prints_the_plan_with_the_password_redacted() {
+    let file = write_config(VALID);
+    let out = check_config(&file.path, &[]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    assert!(stdout.starts_with(&format!("{}: ok\n", file.path.display())));
+    assert!(
+        stdout.contains("mongodb://app:***@127.0.0.1:27017/"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("hunter2"), "{stdout}");
+    assert!(stdout.contains("steady: rate 10/s for 5s"), "{stdout}");
+    assert!(stdout.contains("timeline"), "{stdout}");
+}
+
+#[test]
+fn environment_names_the_file_and_overrides_keys() {
+    let file = write_config(VALID);
+    let path = file.path.to_str().unwrap();
+    // MONGOLOAD_CONFIG stands in for --config.
+    let out = run(&["check-config"], &[("MONGOLOAD_CONFIG", path)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with(&format!("{path}: ok")));
+
+    // MONGOLOAD_TARGET__URI replaces the file's uri (and is redacted too).
+    let out = check_config(
+        &file.path,
+        &[(
+            "MONGOLOAD_TARGET__URI",
+            "mongodb://ops:s3cret@db1.example:27018/",
+        )],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("mongodb://ops:***@db1.example:27018/"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("hosts: db1.example:27018"), "{stdout}");
+    assert!(!stdout.contains("s3cret") && !stdout.contains("hunter2"));
+
+    // A bad override is blamed on the variable, not the file's contents.
+    let out = check_config(&file.path, &[("MONGOLOAD_HTTP__LISTEN", "not-an-address")]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(78), "{stderr}");
+    assert!(stderr.contains("http.listen"), "{stderr}");
+    assert!(stderr.contains("MONGOLOAD_HTTP__LISTEN"), "{stderr}");
+}
+
+#[test]
+fn help_lists_the_subcommands() {
+    let out = run(&["--help"], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = text(&out.stdout);
+    let commands: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    for want in ["run", "check-config", "sim", "demo"] {
+        assert!(
+            commands.contains(&want),
+            "{want} not in {commands:?}:\n{stdout}"
+        );
+    }
+    // No subcommand is a usage error, not a crash.
+    let out = run(&[], &[]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_serves_metrics_with_operations_increasing() {
+    let http = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let stdout_path = dir.path().join("stdout");
+    let mut child = ChildGuard::new(
+        mongoload(&["demo", "--http-listen", &http.to_string()], &[])
+            .stdout(std::fs::File::create(&stdout_path).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn mongoload demo"),
+    );
+    let first = wait_metric(http, "demo operations", Duration::from_secs(30), |p| {
+        sum(p, "mongoload_operations_total", &[("workload", "demo")]) > 0.0
+    })
+    .await;
+    let n1 = sum(
+        &first,
+        "mongoload_operations_total",
+        &[("workload", "demo")],
+    );
+    let second = wait_metric(http, "more demo operations", Duration::from_secs(10), |p| {
+        sum(p, "mongoload_operations_total", &[("workload", "demo")]) > n1
+    })
+    .await;
+    assert_eq!(
+        sample(&second, "mongoload_target_up", &[]),
+        Some(1.0),
+        "the demo's simulator answers"
+    );
+    let stdout = std::fs::read_to_string(&stdout_path).unwrap();
+    assert!(
+        stdout.contains(&format!("http://{http}/metrics")),
+        "the demo prints where /metrics is: {stdout}"
+    );
+    assert!(stdout.contains("not a database"), "{stdout}");
+
+    // Ctrl-C stops both: SIGINT is handled like SIGTERM.
+    let pid = child.id();
+    let st = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let mut c = child.take();
+    let status = wait_for("the demo to exit", Duration::from_secs(15), || {
+        let s = c.try_wait().expect("try_wait");
+        async move { s }
+    })
+    .await;
+    assert_eq!(status.code(), Some(0));
+}
