@@ -25,7 +25,7 @@ use crate::report::live::{ReportContext, StageBatch, StageCollector};
 use crate::report::RunInfo;
 use crate::schedule::{Mode, Schedule, Stage};
 use crate::target::{classify, Outcome, Target};
-use crate::workload::{Action, Op, OpSource, Workload};
+use crate::workload::{Action, Op, OpSource, PrepareStep, Workload};
 
 /// The `op` label under which failed prepare steps are counted.
 pub const PREPARE_OP: &str = "prepare";
@@ -68,6 +68,27 @@ pub struct WorkloadStatus {
     /// while every running workload's controller is alive.
     pub heartbeat: Heartbeat,
     stage: Mutex<StageLabel>,
+    prepare: Mutex<PrepareProgress>,
+}
+
+/// How far the prepare steps are, as `/status` shows it: documents of all
+/// load steps in place out of their total, the load rate and the ETA.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct PrepareProgress {
+    /// Prepare steps finished, of `steps`.
+    pub steps_done: usize,
+    pub steps: usize,
+    /// Documents in place over all load steps, of `documents_total`.
+    pub documents_done: u64,
+    pub documents_total: u64,
+    /// `documents_done / documents_total` (1 with nothing to load).
+    pub ratio: f64,
+    /// Documents per second inserted by this prepare so far.
+    pub rate: f64,
+    /// Seconds left at that rate; `None` before any progress.
+    pub eta_seconds: Option<f64>,
+    /// Whether every step has finished.
+    pub done: bool,
 }
 
 /// When a workload's controller last ticked (it ticks at least once a
@@ -144,6 +165,17 @@ pub struct StageLabel {
 impl WorkloadStatus {
     pub fn stage(&self) -> StageLabel {
         self.stage.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// The prepare progress (final once `done`).
+    pub fn prepare(&self) -> PrepareProgress {
+        self.prepare.lock().map(|p| p.clone()).unwrap_or_default()
+    }
+
+    fn set_prepare(&self, progress: PrepareProgress) {
+        if let Ok(mut p) = self.prepare.lock() {
+            *p = progress;
+        }
     }
 
     fn set_stage(&self, label: StageLabel) {
@@ -236,13 +268,54 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
 async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
     let steps = run.workload.prepare();
     let prepare_metrics = run.metrics.op(PREPARE_OP).cloned();
+    // Progress over all load steps together (sysbench loads one per
+    // collection): documents of the finished steps plus the current one's.
+    let documents_total: u64 = steps
+        .iter()
+        .map(|s| match s {
+            PrepareStep::Load { count, .. } => *count,
+            _ => 0,
+        })
+        .sum();
+    let prepare_started = std::time::Instant::now();
+    let mut finished_docs = 0u64;
+    let report = |steps_done: usize, docs_done: u64, loaded: u64| {
+        let ratio = if documents_total == 0 {
+            1.0
+        } else {
+            (docs_done as f64 / documents_total as f64).min(1.0)
+        };
+        let rate = loaded as f64 / prepare_started.elapsed().as_secs_f64().max(1e-3);
+        let done = steps_done == steps.len();
+        run.metrics
+            .prepare_progress
+            .set(if done { 1.0 } else { ratio });
+        run.status.set_prepare(PrepareProgress {
+            steps_done,
+            steps: steps.len(),
+            documents_done: docs_done,
+            documents_total,
+            ratio: if done { 1.0 } else { ratio },
+            rate,
+            eta_seconds: (rate > 0.0)
+                .then(|| documents_total.saturating_sub(docs_done) as f64 / rate),
+            done,
+        });
+    };
+    // Documents inserted by this run (not found in place from an earlier one).
+    let mut loaded = 0u64;
+    report(0, 0, 0);
     for (n, step) in steps.iter().enumerate() {
+        let mut resumed_at: Option<u64> = None;
         let mut backoff = Duration::from_millis(500);
         loop {
             let started = std::time::Instant::now();
             let mut last_log = started;
             let name = &run.name;
             let progress = |done: u64, total: u64| {
+                // The first call says what an earlier run left in place.
+                let from = *resumed_at.get_or_insert(done);
+                report(n, finished_docs + done, loaded + done.saturating_sub(from));
                 let now = std::time::Instant::now();
                 if now.duration_since(last_log) >= Duration::from_secs(5) || done == total {
                     last_log = now;
@@ -266,7 +339,14 @@ async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
                 _ = cancel.cancelled() => return false,
             };
             match result {
-                Ok(()) => break,
+                Ok(()) => {
+                    if let PrepareStep::Load { count, .. } = step {
+                        finished_docs += count;
+                        loaded += count.saturating_sub(resumed_at.unwrap_or(0));
+                    }
+                    report(n + 1, finished_docs, loaded);
+                    break;
+                }
                 Err(e) => {
                     let kind = classify(&e);
                     if let Some(m) = &prepare_metrics {

@@ -88,6 +88,7 @@ pub(crate) struct Vecs {
     pub(crate) schedule_lag: GaugeVec,
     pub(crate) missed: IntCounterVec,
     pub(crate) phase_info: IntGaugeVec,
+    pub(crate) prepare_progress: GaugeVec,
 }
 
 impl Metrics {
@@ -319,6 +320,13 @@ impl Vecs {
                 ),
                 &["workload", "stage"],
             )?,
+            prepare_progress: GaugeVec::new(
+                Opts::new(
+                    "mongoload_prepare_progress_ratio",
+                    "Share of the prepare step's documents in place, 0 to 1 (1 when prepared).",
+                ),
+                wl,
+            )?,
         })
     }
 
@@ -334,6 +342,7 @@ impl Vecs {
         registry.register(Box::new(self.schedule_lag.clone()))?;
         registry.register(Box::new(self.missed.clone()))?;
         registry.register(Box::new(self.phase_info.clone()))?;
+        registry.register(Box::new(self.prepare_progress.clone()))?;
         Ok(())
     }
 }
