@@ -21,7 +21,7 @@ pub const DEMO_CONFIG: &str = include_str!("../etc/examples/demo.toml");
 
 /// Constant or scheduled synthetic load for MongoDB, with Prometheus metrics.
 #[derive(Debug, Parser)]
-#[command(name = "mongoload", version, about, long_about = None)]
+#[command(name = "mongoload", version, about, long_about = None, after_long_help = crate::manpage::after_help())]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -42,6 +42,18 @@ pub enum Command {
     /// Print one row per stage from run logs, or compare two runs
     /// (exit 1 when throughput dropped beyond --max-drop, 2 on unreadable input).
     Report(ReportArgs),
+    /// Print the man page (roff) generated from this command line, or write
+    /// every page into a directory.
+    #[command(hide = true)]
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write mongoload.1 and a page per subcommand into this directory
+    /// instead of printing mongoload.1.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
 }
 
 /// Exit status of `mongoload report --compare` when a stage's throughput
@@ -166,6 +178,25 @@ pub fn run(cli: Cli) -> ExitCode {
         }
         Command::Report(args) => report(&args),
         Command::Ctl(args) => block_on(ctl(args)),
+        Command::Man(args) => man(args),
+    }
+}
+
+fn man(args: ManArgs) -> ExitCode {
+    let result = match &args.dir {
+        Some(dir) => crate::manpage::generate_to(dir).map(|pages| {
+            for page in pages {
+                println!("{}", page.display());
+            }
+        }),
+        None => crate::manpage::render(&mut std::io::stdout().lock()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mongoload man: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -297,6 +328,7 @@ async fn run_daemon(config: Config, path: Option<PathBuf>) -> ExitCode {
             signal = signals.recv() => match signal {
                 Some(Signal::Terminate) | None if !cancel.is_cancelled() => {
                     tracing::info!("stopping: dispatch stopped, draining in-flight operations");
+                    let _ = service::notify_stopping();
                     cancel.cancel();
                 }
                 Some(Signal::Terminate) | None => {}

@@ -28,6 +28,10 @@ const PING_INTERVAL: Duration = Duration::from_secs(2);
 
 /// How long the driver gets to end its sessions and close its pool at exit.
 const CLIENT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(2);
+/// A running workload whose controller has not ticked for this long is
+/// wedged: WATCHDOG=1 is withheld. Controllers tick every second, so this
+/// leaves room for a busy machine without hiding a real stall for long.
+pub const HEARTBEAT_MAX_AGE: Duration = Duration::from_secs(5);
 
 /// Why the daemon could not start. Messages never contain the password.
 #[derive(Debug, thiserror::Error)]
@@ -258,6 +262,9 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let warm_client = client.clone();
     tokio::spawn(async move { warm_client.warm_connection_pool().await });
 
+    let watchdog_task = service::watchdog_interval()
+        .map(|interval| tokio::spawn(watchdog_loop(interval, statuses.clone(), cancel.clone())));
+
     let _ = service::notify_ready();
     let _ = service::notify_status(&format!(
         "running {workload_count} workload(s) against {hosts}"
@@ -266,6 +273,9 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let done = tokio::spawn(async move {
         let _ = workloads.await;
         let _ = service::notify_stopping();
+        if let Some(task) = watchdog_task {
+            task.abort();
+        }
         ping_stop.cancel();
         let _ = ping_task.await;
         let summary = Summary {
@@ -344,6 +354,46 @@ async fn ping_loop(
         tokio::select! {
             _ = tokio::time::sleep(PING_INTERVAL) => {}
             _ = stop.cancelled() => return,
+        }
+    }
+}
+
+/// Sends WATCHDOG=1 every `interval` (half of WatchdogSec) while every
+/// running workload's controller has ticked within [`HEARTBEAT_MAX_AGE`],
+/// so systemd restarts a wedged engine, not only a dead process. Once the
+/// run is stopping, draining has its own deadline and pings go on.
+async fn watchdog_loop(
+    interval: Duration,
+    slots: Arc<crate::supervisor::Slots>,
+    stopping: CancellationToken,
+) {
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut withheld = false;
+    loop {
+        ticker.tick().await;
+        let slots = slots.list();
+        let ages: Vec<Option<Duration>> = slots.iter().map(|s| s.status.heartbeat.age()).collect();
+        let stalled = if stopping.is_cancelled() {
+            Vec::new()
+        } else {
+            service::stalled_workloads(&ages, HEARTBEAT_MAX_AGE)
+        };
+        if stalled.is_empty() {
+            if withheld {
+                tracing::info!("every load loop is ticking again; watchdog pings resumed");
+                withheld = false;
+            }
+            if let Err(e) = service::notify_watchdog() {
+                tracing::warn!("cannot send WATCHDOG=1 to systemd: {e}");
+            }
+        } else if !withheld {
+            withheld = true;
+            for i in stalled {
+                let name = &slots[i].name;
+                let age = ages[i].unwrap_or_default();
+                tracing::error!(workload = %name, stalled_for = ?age, "the load loop has not ticked for {age:.1?}; withholding WATCHDOG=1 so systemd restarts the service");
+            }
         }
     }
 }

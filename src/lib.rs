@@ -11,6 +11,7 @@ pub mod engine;
 pub mod error_kind;
 pub mod http;
 pub mod logging;
+pub mod manpage;
 pub mod metrics;
 pub mod report;
 pub mod schedule;

@@ -71,6 +71,19 @@ pub fn watchdog_interval_from(
     Some(Duration::from_micros(usec / 2))
 }
 
+/// The workloads (by index) whose controller has not ticked for longer
+/// than `max_age`: while any is listed, the daemon withholds WATCHDOG=1 so
+/// systemd restarts a wedged engine. `ages` holds each workload's time
+/// since its last tick, `None` for one not under watch (preparing,
+/// draining, stopped).
+pub fn stalled_workloads(ages: &[Option<Duration>], max_age: Duration) -> Vec<usize> {
+    ages.iter()
+        .enumerate()
+        .filter(|(_, age)| matches!(age, Some(a) if *a > max_age))
+        .map(|(i, _)| i)
+        .collect()
+}
+
 fn one_line(s: &str) -> String {
     s.chars()
         .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
@@ -147,6 +160,26 @@ mod tests {
         assert_eq!(watchdog_interval_from(Some("ten"), None, 7), None);
         assert_eq!(watchdog_interval_from(None, Some("7"), 7), None);
         assert_eq!(watchdog_interval_from(Some("1000"), Some("x"), 7), None);
+    }
+
+    #[test]
+    fn stalled_workloads_are_those_watched_and_older_than_max_age() {
+        let max = Duration::from_secs(5);
+        let s = Duration::from_secs;
+        assert_eq!(stalled_workloads(&[], max), Vec::<usize>::new());
+        assert_eq!(stalled_workloads(&[None, None], max), Vec::<usize>::new());
+        assert_eq!(
+            stalled_workloads(&[Some(s(1)), Some(s(5))], max),
+            Vec::<usize>::new()
+        );
+        assert_eq!(
+            stalled_workloads(&[Some(s(1)), None, Some(s(6)), Some(s(60))], max),
+            vec![2, 3]
+        );
+        assert_eq!(
+            stalled_workloads(&[Some(Duration::from_millis(5001))], max),
+            vec![0]
+        );
     }
 
     /// The one test that touches NOTIFY_SOCKET and WATCHDOG_*: environment

@@ -56,6 +56,7 @@ impl Slot {
             "name": self.name,
             "kind": self.kind,
             "stage": self.status.stage(),
+            "prepare": self.status.prepare(),
             "control": c,
             "operations_ok": self.status.ok.load(Ordering::Relaxed),
             "operations_error": self.status.errors.load(Ordering::Relaxed),

@@ -621,11 +621,17 @@ async fn the_password_never_appears() {
     .await;
     let prepare = sum(&page, "mongoload_errors_total", &[("op", "prepare")]);
     // Refused authentication, or a checkout the driver never completes
-    // (bounded by the operation timeout).
+    // (bounded by the operation timeout); on a loaded machine the handshake
+    // can also outlast the connect or server selection timeout. Never
+    // "other": every failure has a class.
+    let by_kind: Vec<(&str, f64)> = ["auth", "timeout", "server_selection", "network", "other"]
+        .into_iter()
+        .map(|k| (k, errors(&page, "prepare", k)))
+        .collect();
     assert_eq!(
-        errors(&page, "prepare", "auth") + errors(&page, "prepare", "timeout"),
+        by_kind.iter().take(4).map(|(_, n)| n).sum::<f64>(),
         prepare,
-        "prepare errors are auth or timeout"
+        "prepare errors by kind: {by_kind:?}"
     );
     assert_eq!(target_up(&page), Some(0.0));
     assert!(!page.contains("hunter2"));

@@ -317,6 +317,7 @@ fn the_issue_panels_are_there() {
         "mongoload_documents_total",
         "mongoload_errors_total",
         "mongoload_latency_seconds_bucket",
+        "mongoload_service_time_seconds_bucket",
         "mongoload_latency_window_seconds",
         "mongoload_target_rate",
         "mongoload_target_concurrency",

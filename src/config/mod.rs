@@ -75,6 +75,7 @@
 
 mod types;
 mod uri;
+mod workloads;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -91,6 +92,10 @@ use crate::schedule::{Mode, Schedule, Shape, Stage, WindowPlan};
 
 pub use types::{ByteSize, LevelSpec};
 pub use uri::{redact_uri, uri_hosts, SecretUri};
+pub use workloads::{
+    CustomConfig, CustomIndex, CustomOp, CustomOpKind, InsertBenchmarkConfig, LargeDocConfig,
+    NameNumConfig, NameNumMode, SysbenchConfig, YcsbConfig, YcsbLetter,
+};
 
 /// Where the daemon looks for its config when `--config` is not given.
 pub const DEFAULT_PATH: &str = "/etc/mongoload/mongoload.toml";
@@ -338,6 +343,18 @@ pub struct ControlConfig {
 pub enum WorkloadKind {
     /// Weighted insert / update / delete / find by `_id`.
     Mixed,
+    /// The insert benchmark (iibench): batched inserts, three secondary indexes.
+    InsertBenchmark,
+    /// sysbench's OLTP transaction over `sbtest1..N`.
+    Sysbench,
+    /// `{Name, Num}` documents, index on `Num`.
+    NameNum,
+    /// 10 KB documents, inserts and `_id` finds side by side.
+    LargeDoc,
+    /// YCSB core workloads A–F.
+    Ycsb,
+    /// Operations declared in the config.
+    Custom,
 }
 
 impl<'de> Deserialize<'de> for WorkloadKind {
@@ -358,12 +375,39 @@ impl<'de> Deserialize<'de> for WorkloadKind {
 
 impl WorkloadKind {
     /// Every kind, for messages and docs.
-    pub const ALL: [WorkloadKind; 1] = [WorkloadKind::Mixed];
+    pub const ALL: [WorkloadKind; 7] = [
+        WorkloadKind::Mixed,
+        WorkloadKind::InsertBenchmark,
+        WorkloadKind::Sysbench,
+        WorkloadKind::NameNum,
+        WorkloadKind::LargeDoc,
+        WorkloadKind::Ycsb,
+        WorkloadKind::Custom,
+    ];
 
     /// The name as written in the config.
     pub fn as_str(self) -> &'static str {
         match self {
             WorkloadKind::Mixed => "mixed",
+            WorkloadKind::InsertBenchmark => "insert-benchmark",
+            WorkloadKind::Sysbench => "sysbench",
+            WorkloadKind::NameNum => "name-num",
+            WorkloadKind::LargeDoc => "large-doc",
+            WorkloadKind::Ycsb => "ycsb",
+            WorkloadKind::Custom => "custom",
+        }
+    }
+
+    /// The key of this kind's parameter table under `[[workloads]]`.
+    pub fn table(self) -> &'static str {
+        match self {
+            WorkloadKind::Mixed => "mixed",
+            WorkloadKind::InsertBenchmark => "insert_benchmark",
+            WorkloadKind::Sysbench => "sysbench",
+            WorkloadKind::NameNum => "name_num",
+            WorkloadKind::LargeDoc => "large_doc",
+            WorkloadKind::Ycsb => "ycsb",
+            WorkloadKind::Custom => "custom",
         }
     }
 }
@@ -392,6 +436,24 @@ pub struct WorkloadConfig {
     /// Parameters of kind `mixed`.
     #[serde(default)]
     pub mixed: Option<MixedConfig>,
+    /// Parameters of kind `insert-benchmark`.
+    #[serde(default)]
+    pub insert_benchmark: Option<InsertBenchmarkConfig>,
+    /// Parameters of kind `sysbench`.
+    #[serde(default)]
+    pub sysbench: Option<SysbenchConfig>,
+    /// Parameters of kind `name-num`.
+    #[serde(default)]
+    pub name_num: Option<NameNumConfig>,
+    /// Parameters of kind `large-doc`.
+    #[serde(default)]
+    pub large_doc: Option<LargeDocConfig>,
+    /// Parameters of kind `ycsb`.
+    #[serde(default)]
+    pub ycsb: Option<YcsbConfig>,
+    /// Parameters of kind `custom`.
+    #[serde(default)]
+    pub custom: Option<CustomConfig>,
     /// The stages, in order.
     #[serde(default)]
     pub stages: Vec<StageConfig>,
@@ -479,6 +541,50 @@ impl WorkloadConfig {
     /// The parameters of kind `mixed` (defaults when the table is absent).
     pub fn mixed_params(&self) -> MixedConfig {
         self.mixed.clone().unwrap_or_default()
+    }
+
+    /// The parameters of kind `insert-benchmark` (defaults when absent).
+    pub fn insert_benchmark_params(&self) -> InsertBenchmarkConfig {
+        self.insert_benchmark.clone().unwrap_or_default()
+    }
+
+    /// The parameters of kind `sysbench` (defaults when absent).
+    pub fn sysbench_params(&self) -> SysbenchConfig {
+        self.sysbench.clone().unwrap_or_default()
+    }
+
+    /// The parameters of kind `name-num` (defaults when absent).
+    pub fn name_num_params(&self) -> NameNumConfig {
+        self.name_num.clone().unwrap_or_default()
+    }
+
+    /// The parameters of kind `large-doc` (defaults when absent).
+    pub fn large_doc_params(&self) -> LargeDocConfig {
+        self.large_doc.clone().unwrap_or_default()
+    }
+
+    /// The parameters of kind `ycsb` (defaults when absent).
+    pub fn ycsb_params(&self) -> YcsbConfig {
+        self.ycsb.clone().unwrap_or_default()
+    }
+
+    /// The parameters of kind `custom` (defaults when absent).
+    pub fn custom_params(&self) -> CustomConfig {
+        self.custom.clone().unwrap_or_default()
+    }
+
+    /// The parameter tables present, by table key: a table of another kind
+    /// than `kind` is a mistake worth reporting.
+    fn tables_present(&self) -> [(&'static str, bool); 7] {
+        [
+            ("mixed", self.mixed.is_some()),
+            ("insert_benchmark", self.insert_benchmark.is_some()),
+            ("sysbench", self.sysbench.is_some()),
+            ("name_num", self.name_num.is_some()),
+            ("large_doc", self.large_doc.is_some()),
+            ("ycsb", self.ycsb.is_some()),
+            ("custom", self.custom.is_some()),
+        ]
     }
 
     /// Builds the schedule. Errors carry the key relative to this workload
@@ -596,12 +702,33 @@ impl WorkloadConfig {
         if self.max_lag.is_zero() {
             return Err(KeyError::new("max_lag", "must be greater than zero"));
         }
-        match self.kind {
-            WorkloadKind::Mixed => self.mixed_params().validate().map_err(|e| KeyError {
-                key: format!("mixed.{}", e.key),
-                reason: e.reason,
-            })?,
+        if let Some((table, _)) = self
+            .tables_present()
+            .into_iter()
+            .find(|(t, present)| *present && *t != self.kind.table())
+        {
+            return Err(KeyError::new(
+                table,
+                format!(
+                    "parameters of another kind than this workload's {:?}; its table is [workloads.{}]",
+                    self.kind.as_str(),
+                    self.kind.table()
+                ),
+            ));
         }
+        let checked = match self.kind {
+            WorkloadKind::Mixed => self.mixed_params().validate(),
+            WorkloadKind::InsertBenchmark => self.insert_benchmark_params().validate(),
+            WorkloadKind::Sysbench => self.sysbench_params().validate(),
+            WorkloadKind::NameNum => self.name_num_params().validate(),
+            WorkloadKind::LargeDoc => self.large_doc_params().validate(),
+            WorkloadKind::Ycsb => self.ycsb_params().validate(),
+            WorkloadKind::Custom => self.custom_params().validate(),
+        };
+        checked.map_err(|e| KeyError {
+            key: format!("{}.{}", self.kind.table(), e.key),
+            reason: e.reason,
+        })?;
         self.schedule().map(|_| ())
     }
 }
@@ -1116,6 +1243,14 @@ impl Config {
                         m.load_batch
                     );
                 }
+                WorkloadKind::InsertBenchmark => {
+                    out.push_str(&w.insert_benchmark_params().describe())
+                }
+                WorkloadKind::Sysbench => out.push_str(&w.sysbench_params().describe()),
+                WorkloadKind::NameNum => out.push_str(&w.name_num_params().describe()),
+                WorkloadKind::LargeDoc => out.push_str(&w.large_doc_params().describe()),
+                WorkloadKind::Ycsb => out.push_str(&w.ycsb_params().describe()),
+                WorkloadKind::Custom => out.push_str(&w.custom_params().describe()),
             }
             let Ok(schedule) = w.schedule() else {
                 let _ = writeln!(out, "  (invalid schedule)");

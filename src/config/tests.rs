@@ -376,7 +376,10 @@ fn messages_are_plain() {
         "workloads[0].kind",
     );
     assert!(
-        msg.ends_with("unknown workload kind \"nosuch\"; known kinds: mixed"),
+        msg.ends_with(
+            "unknown workload kind \"nosuch\"; known kinds: mixed, insert-benchmark, \
+             sysbench, name-num, large-doc, ycsb, custom"
+        ),
         "{msg}"
     );
     let msg = err_at(
@@ -392,6 +395,102 @@ fn messages_are_plain() {
         e.to_string()
             .ends_with("(set by MONGOLOAD_TARGET__POOL_SIZE)"),
         "{e}"
+    );
+}
+
+/// BASE with another kind and a parameter table.
+fn with_kind(kind: &str, table: &str) -> String {
+    BASE.replace(
+        "kind = \"mixed\"\n",
+        &format!("kind = \"{kind}\"\n{table}\n"),
+    )
+}
+
+#[test]
+fn every_kind_parses_with_its_table_and_defaults() {
+    for kind in WorkloadKind::ALL {
+        // A custom workload needs its operations; every other kind has
+        // defaults for everything.
+        let table = if kind == WorkloadKind::Custom {
+            "[[workloads.custom.operations]]\nop = \"count\""
+        } else {
+            ""
+        };
+        let c = parse(&with_kind(kind.as_str(), table)).unwrap();
+        assert_eq!(c.workloads[0].kind, kind);
+        assert!(c.describe().contains(&format!("kind: {}", kind.as_str())));
+    }
+    let c = parse(&with_kind(
+        "sysbench",
+        "[workloads.sysbench]\ncollections = 4\nread_only = true",
+    ))
+    .unwrap();
+    let p = c.workloads[0].sysbench_params();
+    assert_eq!(
+        (p.collections, p.docs_per_collection, p.read_only),
+        (4, 10_000, true)
+    );
+    assert!(c.describe().contains("sbtest1..4"), "{}", c.describe());
+    let c = parse(&with_kind("ycsb", "[workloads.ycsb]\nworkload = \"d\"")).unwrap();
+    assert_eq!(c.workloads[0].ycsb_params().workload, YcsbLetter::D);
+    let c = parse(&with_kind(
+        "name-num",
+        "[workloads.name_num]\nmode = \"insert-query\"",
+    ))
+    .unwrap();
+    assert_eq!(
+        c.workloads[0].name_num_params().mode,
+        NameNumMode::InsertQuery
+    );
+}
+
+#[test]
+fn workload_tables_are_validated_with_their_key() {
+    err_at(
+        &with_kind("sysbench", "[workloads.mixed]\nfind = 1"),
+        "workloads[0].mixed",
+    );
+    err_at(
+        &with_kind("sysbench", "[workloads.sysbench]\ncollections = 0"),
+        "workloads[0].sysbench.collections",
+    );
+    err_at(
+        &with_kind("sysbench", "[workloads.sysbench]\ncolections = 3"),
+        "workloads[0].sysbench.colections",
+    );
+    err_at(
+        &with_kind(
+            "insert-benchmark",
+            "[workloads.insert_benchmark]\nmax_docs = 10\nbatch_size = 100",
+        ),
+        "workloads[0].insert_benchmark.max_docs",
+    );
+    err_at(
+        &with_kind("ycsb", "[workloads.ycsb]\nworkload = \"G\""),
+        "workloads[0].ycsb.workload",
+    );
+    err_at(
+        &with_kind("large-doc", "[workloads.large_doc]\ndoc_size = 10"),
+        "workloads[0].large_doc.doc_size",
+    );
+    err_at(
+        &with_kind("custom", "[workloads.custom]\ncollection = \"c\""),
+        "workloads[0].custom.operations",
+    );
+    let msg = err_at(
+        &with_kind(
+            "custom",
+            "[[workloads.custom.operations]]\nop = \"find\"\nfilter = { x = { \"$gen\" = \"nope\" } }",
+        ),
+        "workloads[0].custom.operations[0].filter.x.$gen",
+    );
+    assert!(msg.contains("unknown generator \"nope\""), "{msg}");
+    err_at(
+        &with_kind(
+            "custom",
+            "[[workloads.custom.operations]]\nop = \"find\"\n[[workloads.custom.operations]]\nop = \"find\"",
+        ),
+        "workloads[0].custom.operations[1].name",
     );
 }
 

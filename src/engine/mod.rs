@@ -25,7 +25,7 @@ use crate::report::live::{ReportContext, StageBatch, StageCollector};
 use crate::report::RunInfo;
 use crate::schedule::{Mode, Schedule, Stage};
 use crate::target::{classify, Outcome, Target};
-use crate::workload::{Action, Op, OpSource, Workload};
+use crate::workload::{Action, Op, OpSource, PrepareStep, Workload};
 
 /// The `op` label under which failed prepare steps are counted.
 pub const PREPARE_OP: &str = "prepare";
@@ -64,7 +64,92 @@ pub struct WorkloadStatus {
     pub ok: AtomicU64,
     pub errors: AtomicU64,
     pub missed: AtomicU64,
+    /// When the controller last ticked: the systemd watchdog pings only
+    /// while every running workload's controller is alive.
+    pub heartbeat: Heartbeat,
     stage: Mutex<StageLabel>,
+    prepare: Mutex<PrepareProgress>,
+}
+
+/// How far the prepare steps are, as `/status` shows it: documents of all
+/// load steps in place out of their total, the load rate and the ETA.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct PrepareProgress {
+    /// Prepare steps finished, of `steps`.
+    pub steps_done: usize,
+    pub steps: usize,
+    /// Documents in place over all load steps, of `documents_total`.
+    pub documents_done: u64,
+    pub documents_total: u64,
+    /// `documents_done / documents_total` (1 with nothing to load).
+    pub ratio: f64,
+    /// Documents per second inserted by this prepare so far.
+    pub rate: f64,
+    /// Seconds left at that rate; `None` before any progress.
+    pub eta_seconds: Option<f64>,
+    /// Whether every step has finished.
+    pub done: bool,
+}
+
+/// When a workload's controller last ticked (it ticks at least once a
+/// second while a stage runs), or "not watched" while the workload
+/// prepares, drains or has stopped: those phases have no tick to miss.
+#[derive(Debug, Default)]
+pub struct Heartbeat {
+    /// Microseconds since [`heartbeat_origin`] plus one; 0 = not watched.
+    at: AtomicU64,
+}
+
+impl Heartbeat {
+    /// Records a tick now.
+    pub fn beat(&self) {
+        let now = heartbeat_origin().elapsed().as_micros() as u64;
+        self.at.store(now.saturating_add(1), Ordering::Relaxed);
+    }
+
+    /// Takes the workload out of the watch (schedule over, draining).
+    pub fn clear(&self) {
+        self.at.store(0, Ordering::Relaxed);
+    }
+
+    /// Time since the last tick; `None` when not watched.
+    pub fn age(&self) -> Option<Duration> {
+        let at = self.at.load(Ordering::Relaxed).checked_sub(1)?;
+        let now = heartbeat_origin().elapsed();
+        Some(now.saturating_sub(Duration::from_micros(at)))
+    }
+}
+
+/// A fixed instant the heartbeats count from, so one atomic holds one.
+fn heartbeat_origin() -> std::time::Instant {
+    static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    *ORIGIN.get_or_init(std::time::Instant::now)
+}
+
+/// Test-only fault injection: stalls every controller in the process so a
+/// test can check that the systemd watchdog notices a wedged load loop
+/// (`tests/watchdog_stall.rs`). Not part of the API; never set in
+/// production, where the one cost is an atomic load per controller tick.
+#[doc(hidden)]
+pub mod fault {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    use tokio_util::sync::CancellationToken;
+
+    static STALL: AtomicBool = AtomicBool::new(false);
+
+    /// While `on`, controllers stop ticking (as a wedged loop would) until
+    /// it is turned off again or the run is cancelled.
+    pub fn stall_controllers(on: bool) {
+        STALL.store(on, Ordering::SeqCst);
+    }
+
+    pub(super) async fn hold_while_stalled(cancel: &CancellationToken) {
+        while STALL.load(Ordering::Relaxed) && !cancel.is_cancelled() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
 }
 
 /// The current stage as `/status` shows it.
@@ -80,6 +165,17 @@ pub struct StageLabel {
 impl WorkloadStatus {
     pub fn stage(&self) -> StageLabel {
         self.stage.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// The prepare progress (final once `done`).
+    pub fn prepare(&self) -> PrepareProgress {
+        self.prepare.lock().map(|p| p.clone()).unwrap_or_default()
+    }
+
+    fn set_prepare(&self, progress: PrepareProgress) {
+        if let Ok(mut p) = self.prepare.lock() {
+            *p = progress;
+        }
     }
 
     fn set_stage(&self, label: StageLabel) {
@@ -142,6 +238,8 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
     }
 
     drive(&run, &phase_tx, &cancel).await;
+    // Draining has its own deadline (grace); no ticks to watch.
+    run.status.heartbeat.clear();
 
     let _ = phase_tx.send(Phase::Done);
     workers_stop.cancel();
@@ -170,13 +268,54 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
 async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
     let steps = run.workload.prepare();
     let prepare_metrics = run.metrics.op(PREPARE_OP).cloned();
+    // Progress over all load steps together (sysbench loads one per
+    // collection): documents of the finished steps plus the current one's.
+    let documents_total: u64 = steps
+        .iter()
+        .map(|s| match s {
+            PrepareStep::Load { count, .. } => *count,
+            _ => 0,
+        })
+        .sum();
+    let prepare_started = std::time::Instant::now();
+    let mut finished_docs = 0u64;
+    let report = |steps_done: usize, docs_done: u64, loaded: u64| {
+        let ratio = if documents_total == 0 {
+            1.0
+        } else {
+            (docs_done as f64 / documents_total as f64).min(1.0)
+        };
+        let rate = loaded as f64 / prepare_started.elapsed().as_secs_f64().max(1e-3);
+        let done = steps_done == steps.len();
+        run.metrics
+            .prepare_progress
+            .set(if done { 1.0 } else { ratio });
+        run.status.set_prepare(PrepareProgress {
+            steps_done,
+            steps: steps.len(),
+            documents_done: docs_done,
+            documents_total,
+            ratio: if done { 1.0 } else { ratio },
+            rate,
+            eta_seconds: (rate > 0.0)
+                .then(|| documents_total.saturating_sub(docs_done) as f64 / rate),
+            done,
+        });
+    };
+    // Documents inserted by this run (not found in place from an earlier one).
+    let mut loaded = 0u64;
+    report(0, 0, 0);
     for (n, step) in steps.iter().enumerate() {
+        let mut resumed_at: Option<u64> = None;
         let mut backoff = Duration::from_millis(500);
         loop {
             let started = std::time::Instant::now();
             let mut last_log = started;
             let name = &run.name;
             let progress = |done: u64, total: u64| {
+                // The first call says what an earlier run left in place.
+                let from = *resumed_at.get_or_insert(done);
+                report(n, finished_docs + done, loaded + done.saturating_sub(from));
                 let now = std::time::Instant::now();
                 if now.duration_since(last_log) >= Duration::from_secs(5) || done == total {
                     last_log = now;
@@ -200,7 +339,14 @@ async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
                 _ = cancel.cancelled() => return false,
             };
             match result {
-                Ok(()) => break,
+                Ok(()) => {
+                    if let PrepareStep::Load { count, .. } = step {
+                        finished_docs += count;
+                        loaded += count.saturating_sub(resumed_at.unwrap_or(0));
+                    }
+                    report(n + 1, finished_docs, loaded);
+                    break;
+                }
                 Err(e) => {
                     let kind = classify(&e);
                     if let Some(m) = &prepare_metrics {
@@ -264,6 +410,7 @@ async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &Cancell
                 elapsed,
                 &ctl,
             );
+            run.status.heartbeat.beat();
             let tick = (Instant::now() + Duration::from_secs(1)).min(end);
             tokio::select! {
                 _ = tokio::time::sleep_until(tick) => {}
@@ -292,6 +439,7 @@ async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &Cancell
                     return;
                 }
             }
+            fault::hold_while_stalled(cancel).await;
             if Instant::now() >= end {
                 break;
             }
@@ -625,5 +773,25 @@ impl ErrorLog {
                 *slot = Some((now, 0));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heartbeat_is_unwatched_until_the_first_beat_and_after_clear() {
+        let h = Heartbeat::default();
+        assert_eq!(h.age(), None);
+        h.beat();
+        let age = h.age().expect("watched after a beat");
+        assert!(age < Duration::from_secs(1), "{age:?}");
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(h.age().unwrap() >= Duration::from_millis(30));
+        h.beat();
+        assert!(h.age().unwrap() < Duration::from_millis(30));
+        h.clear();
+        assert_eq!(h.age(), None);
     }
 }

@@ -97,6 +97,7 @@ pub(crate) struct Vecs {
     pub(crate) send_lateness: HistogramVec,
     pub(crate) missed: IntCounterVec,
     pub(crate) phase_info: IntGaugeVec,
+    pub(crate) prepare_progress: GaugeVec,
 }
 
 impl Metrics {
@@ -336,6 +337,13 @@ impl Vecs {
                 ),
                 &["workload", "stage"],
             )?,
+            prepare_progress: GaugeVec::new(
+                Opts::new(
+                    "mongoload_prepare_progress_ratio",
+                    "Share of the prepare step's documents in place, 0 to 1 (1 when prepared).",
+                ),
+                wl,
+            )?,
         })
     }
 
@@ -352,6 +360,7 @@ impl Vecs {
         registry.register(Box::new(self.send_lateness.clone()))?;
         registry.register(Box::new(self.missed.clone()))?;
         registry.register(Box::new(self.phase_info.clone()))?;
+        registry.register(Box::new(self.prepare_progress.clone()))?;
         Ok(())
     }
 }

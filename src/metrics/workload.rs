@@ -28,6 +28,8 @@ pub struct WorkloadMetrics {
     pub send_lateness: Histogram,
     /// `mongoload_missed_operations_total{workload}`.
     pub missed_operations: IntCounter,
+    /// `mongoload_prepare_progress_ratio{workload}`: 0 to 1.
+    pub prepare_progress: Gauge,
     phase_info: IntGaugeVec,
     /// The stage whose `mongoload_phase_info` series is 1; shared by every
     /// handle of this workload name so a reload removes the right series.
@@ -51,6 +53,7 @@ impl WorkloadMetrics {
             schedule_lag_seconds: vecs.schedule_lag.with_label_values(wl),
             send_lateness: vecs.send_lateness.with_label_values(wl),
             missed_operations: vecs.missed.with_label_values(wl),
+            prepare_progress: vecs.prepare_progress.with_label_values(wl),
             phase_info: vecs.phase_info.clone(),
             stage,
             ops,

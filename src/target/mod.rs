@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::TryStreamExt;
-use mongodb::bson::{doc, Document};
+use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::{ClientOptions, IndexOptions};
 use mongodb::{Client, Collection, Database, IndexModel};
 
@@ -203,7 +203,7 @@ impl Target {
                 make,
             } => {
                 let coll = &self.collections[*collection];
-                let mut next = self.bounded(resume_point(coll, *count)).await?;
+                let mut next = self.bounded(resume_point(coll, *count, make)).await?;
                 progress(next, *count);
                 let batch = (*batch).max(1) as u64;
                 while next < *count {
@@ -221,6 +221,16 @@ impl Target {
                     next = end;
                     progress(next, *count);
                 }
+                Ok(())
+            }
+            PrepareStep::CountKeys {
+                collection,
+                counter,
+            } => {
+                let n = self
+                    .bounded(async { self.collections[*collection].count_documents(doc! {}).await })
+                    .await?;
+                counter.fetch_max(n, std::sync::atomic::Ordering::Relaxed);
                 Ok(())
             }
             PrepareStep::SeekKeys {
@@ -258,22 +268,41 @@ fn bson_to_u64(v: &mongodb::bson::Bson) -> Option<u64> {
 }
 
 /// Where an interrupted load resumes: the first sequence number whose
-/// document is missing, found by binary search on `_id` presence. Loads
+/// document is missing, found by binary search on the presence of
+/// `make(i)`'s `_id`. Loads
 /// insert in ascending `_id` order in batches, so what is there is a prefix
 /// (up to the last, partially written, batch, whose duplicates are ignored).
 async fn resume_point(
     coll: &Collection<Document>,
     count: u64,
+    make: &crate::workload::DocMaker,
 ) -> Result<u64, mongodb::error::Error> {
     let present = coll.estimated_document_count().await?;
-    if present == 0 {
+    if present == 0 || count == 0 {
         return Ok(0);
+    }
+    // Run-time inserts take integer keys above the loaded ones and start
+    // only after a complete prepare, so one such key means the load
+    // finished in an earlier run — even if a bound (delete-per-insert) has
+    // since evicted the loaded documents, which must not come back.
+    if let Some(last @ (Bson::Int64(_) | Bson::Int32(_))) = make(count - 1).get("_id").cloned() {
+        let later = coll
+            .find_one(doc! {"_id": {"$gt": last}})
+            .projection(doc! {"_id": 1})
+            .await?;
+        if later.is_some() {
+            return Ok(count);
+        }
     }
     let (mut lo, mut hi) = (0u64, count);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
+        let id = make(mid)
+            .get("_id")
+            .cloned()
+            .unwrap_or(Bson::Int64(mid as i64));
         let found = coll
-            .find_one(doc! {"_id": mid as i64})
+            .find_one(doc! {"_id": id})
             .projection(doc! {"_id": 1})
             .await?
             .is_some();

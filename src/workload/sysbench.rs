@@ -1,0 +1,426 @@
+//! Kind `sysbench`: sysbench's OLTP transaction for MongoDB. N collections
+//! `sbtest1..N` of M documents `{ _id, k, c (120 chars), pad (60 chars) }`
+//! with an index on `k`. One transaction, run as an [`Action::Sequence`]
+//! on one collection picked at random, is by default: 10 point lookups of
+//! `c` by `_id`, one range of 100 by `_id`, one `$sum` of `k` over a range
+//! by aggregate, one range sorted by `c`, one distinct `c` over a range,
+//! an update of `k` (indexed), an update of `c` (unindexed), and the
+//! delete of one `_id` followed by its reinsertion. Each step is counted
+//! under its own `op` label, the whole under `transaction`;
+//! `read_only = true` keeps only the reads.
+//!
+//! `_id`s are `0..M`, `k` is uniform in `[0, M)`, as sysbench's
+//! `k = sb_rand(1, table_size)`; ids and range starts are uniform.
+
+use std::sync::Arc;
+
+use mongodb::bson::{doc, Document};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use super::gen::{splitmix64, worker_rng};
+use super::{Action, Op, OpSource, PrepareStep, Workload};
+use crate::config::SysbenchConfig;
+
+/// Characters of `c` and of `pad`.
+pub const C_LEN: usize = 120;
+/// See [`C_LEN`].
+pub const PAD_LEN: usize = 60;
+
+/// sysbench's value shape: groups of 11 random digits, each followed by
+/// `-`, cut to `len` characters.
+pub fn digits(rng: &mut impl Rng, len: usize) -> String {
+    let mut s = String::with_capacity(len);
+    for i in 0..len {
+        if i % 12 == 11 {
+            s.push('-');
+        } else {
+            s.push(char::from(b'0' + rng.random_range(0..10u8)));
+        }
+    }
+    s
+}
+
+#[derive(Debug)]
+struct Shared {
+    cfg: SysbenchConfig,
+    seed: u64,
+    /// The `op` index of each transaction step label.
+    ops: StepOps,
+}
+
+/// Op indexes of the steps (those of a read-only transaction are `None`).
+#[derive(Debug, Clone, Copy)]
+struct StepOps {
+    point_select: usize,
+    simple_range: usize,
+    sum_range: usize,
+    order_range: usize,
+    distinct_range: usize,
+    update_index: Option<usize>,
+    update_non_index: Option<usize>,
+    delete: Option<usize>,
+    insert: Option<usize>,
+}
+
+impl Shared {
+    /// Document `id` of a collection as the prepare step loads it: the
+    /// same for every collection but keyed on (seed, collection, id).
+    fn document(&self, rng: &mut SmallRng, id: u64) -> Document {
+        doc! {
+            "_id": id as i64,
+            "k": rng.random_range(0..self.cfg.docs_per_collection) as i64,
+            "c": digits(rng, C_LEN),
+            "pad": digits(rng, PAD_LEN),
+        }
+    }
+}
+
+/// The `sysbench` workload.
+#[derive(Debug)]
+pub struct Sysbench {
+    shared: Arc<Shared>,
+    collections: Vec<String>,
+    op_names: Vec<&'static str>,
+}
+
+/// The op label of the whole transaction; always op index 0.
+pub const TRANSACTION: &str = "transaction";
+
+impl Sysbench {
+    /// Builds the workload from validated parameters.
+    pub fn new(cfg: &SysbenchConfig, seed: u64) -> Result<Sysbench, String> {
+        if cfg.collections == 0 || cfg.docs_per_collection == 0 {
+            return Err("collections and docs_per_collection must be ≥ 1".into());
+        }
+        let mut op_names = vec![TRANSACTION];
+        op_names.extend(cfg.steps().iter().map(|(name, _)| *name));
+        let at = |name: &str| op_names.iter().position(|n| *n == name);
+        let ops = StepOps {
+            point_select: 1,
+            simple_range: 2,
+            sum_range: 3,
+            order_range: 4,
+            distinct_range: 5,
+            update_index: at("update_index"),
+            update_non_index: at("update_non_index"),
+            delete: at("delete"),
+            insert: at("insert"),
+        };
+        let collections = (1..=cfg.collections)
+            .map(|i| format!("{}{i}", cfg.collection_prefix))
+            .collect();
+        Ok(Sysbench {
+            shared: Arc::new(Shared {
+                cfg: cfg.clone(),
+                seed,
+                ops,
+            }),
+            collections,
+            op_names,
+        })
+    }
+
+    /// Document `id` of collection `collection` as loaded by the prepare
+    /// step (for checks of what the data implies).
+    pub fn loaded_document(&self, collection: usize, id: u64) -> Document {
+        let mut rng = load_rng(self.shared.seed, collection, id);
+        self.shared.document(&mut rng, id)
+    }
+}
+
+fn load_rng(seed: u64, collection: usize, id: u64) -> SmallRng {
+    SmallRng::seed_from_u64(splitmix64(
+        seed ^ splitmix64(collection as u64) ^ id.rotate_left(24),
+    ))
+}
+
+impl Workload for Sysbench {
+    fn kind(&self) -> &'static str {
+        "sysbench"
+    }
+
+    fn op_names(&self) -> &[&'static str] {
+        &self.op_names
+    }
+
+    fn collections(&self) -> &[String] {
+        &self.collections
+    }
+
+    fn prepare(&self) -> Vec<PrepareStep> {
+        let mut steps = Vec::new();
+        for c in 0..self.collections.len() {
+            steps.push(PrepareStep::CreateIndex {
+                collection: c,
+                keys: doc! { "k": 1 },
+                unique: false,
+                name: Some("k_1".into()),
+            });
+            let shared = Arc::clone(&self.shared);
+            steps.push(PrepareStep::Load {
+                collection: c,
+                count: self.shared.cfg.docs_per_collection,
+                batch: self.shared.cfg.load_batch.max(1),
+                make: Arc::new(move |i| {
+                    let mut rng = load_rng(shared.seed, c, i);
+                    shared.document(&mut rng, i)
+                }),
+            });
+        }
+        steps
+    }
+
+    fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource> {
+        Box::new(Source {
+            shared: Arc::clone(&self.shared),
+            collections: self.collections.len(),
+            rng: worker_rng(seed, worker_id),
+        })
+    }
+}
+
+struct Source {
+    shared: Arc<Shared>,
+    collections: usize,
+    rng: SmallRng,
+}
+
+impl Source {
+    fn id(&mut self) -> i64 {
+        self.rng
+            .random_range(0..self.shared.cfg.docs_per_collection) as i64
+    }
+
+    /// `{_id: {$gte: a, $lt: a + range_size}}` from a random start.
+    fn range(&mut self) -> Document {
+        let a = self.id();
+        doc! { "_id": { "$gte": a, "$lt": a + self.shared.cfg.range_size as i64 } }
+    }
+
+    fn transaction(&mut self) -> Vec<Op> {
+        let shared = Arc::clone(&self.shared);
+        let cfg = &shared.cfg;
+        let o = shared.ops;
+        let coll = self.rng.random_range(0..self.collections);
+        let mut steps = Vec::with_capacity(20);
+        let c_only = doc! { "c": 1, "_id": 0 };
+        for _ in 0..cfg.point_selects {
+            steps.push(Op {
+                op: o.point_select,
+                action: Action::Find {
+                    collection: coll,
+                    filter: doc! { "_id": self.id() },
+                    sort: None,
+                    limit: 1,
+                    projection: Some(c_only.clone()),
+                },
+            });
+        }
+        for _ in 0..cfg.simple_ranges {
+            steps.push(Op {
+                op: o.simple_range,
+                action: Action::Find {
+                    collection: coll,
+                    filter: self.range(),
+                    sort: None,
+                    limit: 0,
+                    projection: Some(c_only.clone()),
+                },
+            });
+        }
+        for _ in 0..cfg.sum_ranges {
+            steps.push(Op {
+                op: o.sum_range,
+                action: Action::Aggregate {
+                    collection: coll,
+                    pipeline: sum_pipeline(self.range()),
+                },
+            });
+        }
+        for _ in 0..cfg.order_ranges {
+            steps.push(Op {
+                op: o.order_range,
+                action: Action::Find {
+                    collection: coll,
+                    filter: self.range(),
+                    sort: Some(doc! { "c": 1 }),
+                    limit: 0,
+                    projection: Some(c_only.clone()),
+                },
+            });
+        }
+        for _ in 0..cfg.distinct_ranges {
+            steps.push(Op {
+                op: o.distinct_range,
+                action: Action::Distinct {
+                    collection: coll,
+                    field: "c".into(),
+                    filter: self.range(),
+                },
+            });
+        }
+        if let Some(op) = o.update_index {
+            for _ in 0..cfg.index_updates {
+                steps.push(Op {
+                    op,
+                    action: Action::UpdateOne {
+                        collection: coll,
+                        filter: doc! { "_id": self.id() },
+                        update: doc! { "$inc": { "k": 1 } },
+                    },
+                });
+            }
+        }
+        if let Some(op) = o.update_non_index {
+            for _ in 0..cfg.non_index_updates {
+                steps.push(Op {
+                    op,
+                    action: Action::UpdateOne {
+                        collection: coll,
+                        filter: doc! { "_id": self.id() },
+                        update: doc! { "$set": { "c": digits(&mut self.rng, C_LEN) } },
+                    },
+                });
+            }
+        }
+        if let (Some(delete), Some(insert)) = (o.delete, o.insert) {
+            for _ in 0..cfg.delete_inserts {
+                let id = self.id();
+                steps.push(Op {
+                    op: delete,
+                    action: Action::DeleteOne {
+                        collection: coll,
+                        filter: doc! { "_id": id },
+                    },
+                });
+                let doc = self.shared.document(&mut self.rng, id as u64);
+                steps.push(Op {
+                    op: insert,
+                    action: Action::InsertOne {
+                        collection: coll,
+                        doc,
+                    },
+                });
+            }
+        }
+        steps
+    }
+}
+
+/// The sum step's pipeline: `$sum` of `k` over the documents `filter`
+/// selects, one result document `{_id: null, total}`.
+pub fn sum_pipeline(filter: Document) -> Vec<Document> {
+    vec![
+        doc! { "$match": filter },
+        doc! { "$group": { "_id": null, "total": { "$sum": "$k" } } },
+    ]
+}
+
+impl OpSource for Source {
+    fn next_op(&mut self) -> Op {
+        Op {
+            op: 0,
+            action: Action::Sequence(self.transaction()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_transaction_has_sysbench_s_steps_in_order_on_one_collection() {
+        let w = Sysbench::new(&SysbenchConfig::default(), 1).unwrap();
+        assert_eq!(w.collections().len(), 16);
+        assert_eq!(w.collections()[0], "sbtest1");
+        assert_eq!(w.collections()[15], "sbtest16");
+        let mut src = w.worker(0, 5);
+        let mut colls = std::collections::HashSet::new();
+        for _ in 0..200 {
+            let op = src.next_op();
+            assert_eq!(w.op_names()[op.op], "transaction");
+            let Action::Sequence(steps) = op.action else {
+                panic!()
+            };
+            let labels: Vec<&str> = steps.iter().map(|s| w.op_names()[s.op]).collect();
+            let mut expect = vec!["point_select"; 10];
+            expect.extend([
+                "simple_range",
+                "sum_range",
+                "order_range",
+                "distinct_range",
+                "update_index",
+                "update_non_index",
+                "delete",
+                "insert",
+            ]);
+            assert_eq!(labels, expect);
+            let c = steps[0].action.collection();
+            assert!(steps.iter().all(|s| s.action.collection() == c));
+            colls.insert(c);
+            // Delete and reinsert the same _id.
+            let (Action::DeleteOne { filter, .. }, Action::InsertOne { doc, .. }) =
+                (&steps[16].action, &steps[17].action)
+            else {
+                panic!()
+            };
+            assert_eq!(filter.get("_id"), doc.get("_id"));
+            assert_eq!(doc.get_str("c").unwrap().len(), C_LEN);
+            assert_eq!(doc.get_str("pad").unwrap().len(), PAD_LEN);
+        }
+        assert_eq!(
+            colls.len(),
+            16,
+            "each transaction picks a random collection"
+        );
+    }
+
+    #[test]
+    fn read_only_keeps_the_reads() {
+        let cfg = SysbenchConfig {
+            read_only: true,
+            ..SysbenchConfig::default()
+        };
+        let w = Sysbench::new(&cfg, 1).unwrap();
+        assert_eq!(
+            w.op_names(),
+            [
+                "transaction",
+                "point_select",
+                "simple_range",
+                "sum_range",
+                "order_range",
+                "distinct_range"
+            ]
+        );
+        let Action::Sequence(steps) = w.worker(0, 1).next_op().action else {
+            panic!()
+        };
+        assert_eq!(steps.len(), 14);
+        assert!(steps.iter().all(|s| matches!(
+            s.action,
+            Action::Find { .. } | Action::Aggregate { .. } | Action::Distinct { .. }
+        )));
+    }
+
+    #[test]
+    fn loaded_documents_are_deterministic_and_shaped() {
+        let w = Sysbench::new(&SysbenchConfig::default(), 7).unwrap();
+        let steps = w.prepare();
+        assert_eq!(steps.len(), 32);
+        let PrepareStep::Load { make, count, .. } = &steps[1] else {
+            panic!()
+        };
+        assert_eq!(*count, 10_000);
+        let d = make(42);
+        assert_eq!(d, w.loaded_document(0, 42));
+        assert_ne!(d, w.loaded_document(1, 42));
+        assert_eq!(d.get_i64("_id"), Ok(42));
+        let c = d.get_str("c").unwrap();
+        assert_eq!(c.len(), 120);
+        assert_eq!(c.matches('-').count(), 10);
+        assert!((0..10_000).contains(&d.get_i64("k").unwrap()));
+    }
+}

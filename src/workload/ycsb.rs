@@ -1,0 +1,390 @@
+//! Kind `ycsb`: YCSB's core workloads A–F with YCSB's defaults — records
+//! of 10 fields of 100 bytes, keys `"user" + fnvhash64(n)` as YCSB's
+//! `CoreWorkload.buildKeyName` makes them (hashed insert order), requests
+//! drawn from a scrambled zipfian (latest for D), scans of uniform length
+//! up to 100 (E), and read-modify-write (F) as a read then an update of
+//! one field, counted under `read_modify_write` with each step under
+//! `read` and `update`. Reads return all fields; updates write one random
+//! field (YCSB's `readallfields=true`, `writeallfields=false`).
+//!
+//! Documents are `{ _id: key, field0: …, field9: … }` in the collection
+//! `usertable`, as YCSB's MongoDB binding stores them (strings here rather
+//! than binary). Inserts (D, E) take key numbers from a counter shared by
+//! all workers, raised at prepare time to the number of records present.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use mongodb::bson::{doc, Document};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use super::gen::{fnv1a64, splitmix64, worker_rng, KeyGen, PadPool};
+use super::{Action, Op, OpSource, PrepareStep, WeightedPick, Workload};
+use crate::config::YcsbConfig;
+
+const COLL: usize = 0;
+
+/// The op labels, in the order of [`crate::config::YcsbLetter::proportions`].
+const OPS: [&str; 5] = ["read", "update", "insert", "scan", "read_modify_write"];
+
+/// YCSB's key for record number `n`: `"user"` followed by the decimal of
+/// `fnvhash64(n)` (Java's `Math.abs` of the signed hash, so `i64::MIN`
+/// stays negative as in Java).
+pub fn key_name(n: u64) -> String {
+    let h = fnv1a64(n) as i64;
+    format!("user{}", h.wrapping_abs())
+}
+
+#[derive(Debug)]
+struct Shared {
+    pad: PadPool,
+    field_names: Vec<String>,
+    field_length: usize,
+    max_scan: i64,
+    /// Next record number to insert; also the number of records.
+    next_key: Arc<AtomicU64>,
+    /// Key chooser, built once (zeta is O(record_count)) and cloned.
+    keys: KeyGen,
+    seed: u64,
+}
+
+impl Shared {
+    fn record(&self, rng: &mut SmallRng, n: u64) -> Document {
+        let mut d = Document::new();
+        d.insert("_id", key_name(n));
+        for f in &self.field_names {
+            d.insert(f.clone(), self.pad.pad(rng, self.field_length));
+        }
+        d
+    }
+}
+
+/// The `ycsb` workload.
+#[derive(Debug)]
+pub struct Ycsb {
+    shared: Arc<Shared>,
+    collections: Vec<String>,
+    op_names: Vec<&'static str>,
+    /// Op kind (index into [`OPS`]) of each op label.
+    kinds: Vec<usize>,
+    pick: WeightedPick,
+    record_count: u64,
+    load_batch: usize,
+}
+
+impl Ycsb {
+    /// Builds the workload from validated parameters.
+    pub fn new(cfg: &YcsbConfig, seed: u64) -> Result<Ycsb, String> {
+        if cfg.field_count == 0 {
+            return Err("field_count must be at least 1".into());
+        }
+        let props = cfg.workload.proportions();
+        let kinds: Vec<usize> = (0..OPS.len()).filter(|&i| props[i] > 0.0).collect();
+        let weights: Vec<f64> = kinds.iter().map(|&i| props[i]).collect();
+        let pick = WeightedPick::new(&weights).ok_or("no operation has a positive proportion")?;
+        let mut op_names: Vec<&'static str> = kinds.iter().map(|&i| OPS[i]).collect();
+        // Read-modify-write's steps are counted as read and update.
+        if kinds.contains(&4) {
+            for step in ["read", "update"] {
+                if !op_names.contains(&step) {
+                    op_names.push(step);
+                }
+            }
+        }
+        Ok(Ycsb {
+            shared: Arc::new(Shared {
+                pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
+                field_names: (0..cfg.field_count).map(|i| format!("field{i}")).collect(),
+                field_length: cfg.field_length,
+                max_scan: cfg.max_scan_length.max(1),
+                next_key: Arc::new(AtomicU64::new(cfg.record_count)),
+                keys: KeyGen::new(cfg.distribution(), cfg.record_count),
+                seed,
+            }),
+            collections: vec![cfg.collection.clone()],
+            op_names,
+            kinds,
+            pick,
+            record_count: cfg.record_count,
+            load_batch: cfg.load_batch.max(1),
+        })
+    }
+
+    /// The shared record counter (next insert's record number).
+    pub fn next_key(&self) -> &Arc<AtomicU64> {
+        &self.shared.next_key
+    }
+}
+
+impl Workload for Ycsb {
+    fn kind(&self) -> &'static str {
+        "ycsb"
+    }
+
+    fn op_names(&self) -> &[&'static str] {
+        &self.op_names
+    }
+
+    fn collections(&self) -> &[String] {
+        &self.collections
+    }
+
+    fn prepare(&self) -> Vec<PrepareStep> {
+        let shared = Arc::clone(&self.shared);
+        vec![
+            PrepareStep::Load {
+                collection: COLL,
+                count: self.record_count,
+                batch: self.load_batch,
+                make: Arc::new(move |i| {
+                    let mut rng = SmallRng::seed_from_u64(splitmix64(shared.seed ^ i));
+                    shared.record(&mut rng, i)
+                }),
+            },
+            PrepareStep::CountKeys {
+                collection: COLL,
+                counter: Arc::clone(&self.shared.next_key),
+            },
+        ]
+    }
+
+    fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource> {
+        let at = |name: &str| self.op_names.iter().position(|n| *n == name);
+        Box::new(Source {
+            shared: Arc::clone(&self.shared),
+            keys: self.shared.keys.clone(),
+            kinds: self.kinds.clone(),
+            pick: self.pick.clone(),
+            read_op: at("read").unwrap_or(0),
+            update_op: at("update").unwrap_or(0),
+            rng: worker_rng(seed, worker_id),
+        })
+    }
+}
+
+struct Source {
+    shared: Arc<Shared>,
+    keys: KeyGen,
+    kinds: Vec<usize>,
+    pick: WeightedPick,
+    read_op: usize,
+    update_op: usize,
+    rng: SmallRng,
+}
+
+impl Source {
+    fn existing_key(&mut self) -> String {
+        let n = self.shared.next_key.load(Ordering::Relaxed);
+        key_name(self.keys.next_key(&mut self.rng, n))
+    }
+
+    fn update(&mut self, key: String) -> Action {
+        let s = &self.shared;
+        let field = &s.field_names[self.rng.random_range(0..s.field_names.len())];
+        let value = s.pad.pad(&mut self.rng, s.field_length);
+        let mut set = Document::new();
+        set.insert(field.clone(), value);
+        Action::UpdateOne {
+            collection: COLL,
+            filter: doc! { "_id": key },
+            update: doc! { "$set": set },
+        }
+    }
+}
+
+impl OpSource for Source {
+    fn next_op(&mut self) -> Op {
+        let op = self.pick.pick(&mut self.rng);
+        let action = match self.kinds[op] {
+            0 => Action::FindOne {
+                collection: COLL,
+                filter: doc! { "_id": self.existing_key() },
+            },
+            1 => {
+                let key = self.existing_key();
+                self.update(key)
+            }
+            2 => {
+                let n = self.shared.next_key.fetch_add(1, Ordering::Relaxed);
+                Action::InsertOne {
+                    collection: COLL,
+                    doc: self.shared.record(&mut self.rng, n),
+                }
+            }
+            3 => {
+                let len = self.rng.random_range(1..=self.shared.max_scan);
+                Action::Find {
+                    collection: COLL,
+                    filter: doc! { "_id": { "$gte": self.existing_key() } },
+                    sort: Some(doc! { "_id": 1 }),
+                    limit: len,
+                    projection: None,
+                }
+            }
+            _ => {
+                let key = self.existing_key();
+                Action::Sequence(vec![
+                    Op {
+                        op: self.read_op,
+                        action: Action::FindOne {
+                            collection: COLL,
+                            filter: doc! { "_id": key.clone() },
+                        },
+                    },
+                    Op {
+                        op: self.update_op,
+                        action: self.update(key),
+                    },
+                ])
+            }
+        };
+        Op { op, action }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::YcsbLetter;
+    use crate::workload::bson_len;
+
+    fn cfg(letter: YcsbLetter) -> YcsbConfig {
+        YcsbConfig {
+            workload: letter,
+            ..YcsbConfig::default()
+        }
+    }
+
+    #[test]
+    fn keys_are_named_as_ycsb_names_them() {
+        // FNV-1a 64 of the 8 little-endian bytes of 0, as YCSB's
+        // Utils.fnvhash64(0): offset basis xor'd with 0 and multiplied 8
+        // times; computed independently here.
+        let mut h: u64 = 0xCBF2_9CE4_8422_2325;
+        for _ in 0..8 {
+            h = h.wrapping_mul(1_099_511_628_211);
+        }
+        assert_eq!(key_name(0), format!("user{}", (h as i64).wrapping_abs()));
+        assert_ne!(key_name(1), key_name(2));
+        assert!(key_name(12345).starts_with("user"));
+        assert!(key_name(12345)[4..].parse::<i64>().is_ok());
+    }
+
+    #[test]
+    fn records_have_ten_fields_of_a_hundred_bytes() {
+        let w = Ycsb::new(&cfg(YcsbLetter::A), 1).unwrap();
+        let PrepareStep::Load { make, count, .. } = &w.prepare()[0] else {
+            panic!()
+        };
+        assert_eq!(*count, 1000);
+        let r = make(3);
+        assert_eq!(r.get_str("_id").unwrap(), key_name(3));
+        assert_eq!(r.len(), 11);
+        for i in 0..10 {
+            assert_eq!(r.get_str(format!("field{i}")).unwrap().len(), 100);
+        }
+        assert!(bson_len(&r) > 1000);
+    }
+
+    fn shares(letter: YcsbLetter) -> Vec<(String, f64)> {
+        let w = Ycsb::new(&cfg(letter), 1).unwrap();
+        let mut src = w.worker(0, 2);
+        let mut counts = vec![0u32; w.op_names().len()];
+        let n = 20_000;
+        for _ in 0..n {
+            let op = src.next_op();
+            counts[op.op] += 1;
+            let ok = matches!(
+                (w.op_names()[op.op], &op.action),
+                ("read", Action::FindOne { .. })
+                    | ("update", Action::UpdateOne { .. })
+                    | ("insert", Action::InsertOne { .. })
+                    | ("scan", Action::Find { .. })
+                    | ("read_modify_write", Action::Sequence(_))
+            );
+            assert!(ok, "{letter:?}: {op:?}");
+        }
+        w.op_names()
+            .iter()
+            .zip(counts)
+            .map(|(n_, c)| (n_.to_string(), c as f64 / n as f64))
+            .filter(|(_, s)| *s > 0.0)
+            .collect()
+    }
+
+    #[test]
+    fn each_core_workload_has_its_mix() {
+        let close = |got: &[(String, f64)], expect: &[(&str, f64)]| {
+            assert_eq!(got.len(), expect.len(), "{got:?}");
+            for ((g, gs), (e, es)) in got.iter().zip(expect) {
+                assert_eq!(g, e);
+                assert!((gs - es).abs() < 0.015, "{got:?}");
+            }
+        };
+        close(&shares(YcsbLetter::A), &[("read", 0.5), ("update", 0.5)]);
+        close(&shares(YcsbLetter::B), &[("read", 0.95), ("update", 0.05)]);
+        close(&shares(YcsbLetter::C), &[("read", 1.0)]);
+        close(&shares(YcsbLetter::D), &[("read", 0.95), ("insert", 0.05)]);
+        close(&shares(YcsbLetter::E), &[("insert", 0.05), ("scan", 0.95)]);
+        close(
+            &shares(YcsbLetter::F),
+            &[("read", 0.5), ("read_modify_write", 0.5)],
+        );
+    }
+
+    #[test]
+    fn f_reads_then_updates_the_same_key_and_e_scans_up_to_100() {
+        let w = Ycsb::new(&cfg(YcsbLetter::F), 1).unwrap();
+        assert_eq!(w.op_names(), ["read", "read_modify_write", "update"]);
+        let mut src = w.worker(0, 1);
+        let rmw = loop {
+            let op = src.next_op();
+            if let Action::Sequence(steps) = op.action {
+                break steps;
+            }
+        };
+        let (Action::FindOne { filter: f1, .. }, Action::UpdateOne { filter: f2, .. }) =
+            (&rmw[0].action, &rmw[1].action)
+        else {
+            panic!()
+        };
+        assert_eq!(f1, f2);
+        assert_eq!((rmw[0].op, rmw[1].op), (0, 2));
+
+        let w = Ycsb::new(&cfg(YcsbLetter::E), 1).unwrap();
+        let mut src = w.worker(0, 1);
+        let mut lens = Vec::new();
+        while lens.len() < 2000 {
+            if let Action::Find { limit, sort, .. } = src.next_op().action {
+                assert_eq!(sort, Some(doc! {"_id": 1}));
+                lens.push(limit);
+            }
+        }
+        assert!(lens.iter().all(|l| (1..=100).contains(l)));
+        let mean = lens.iter().sum::<i64>() as f64 / lens.len() as f64;
+        assert!((mean - 50.5).abs() < 3.0, "uniform lengths: mean {mean}");
+    }
+
+    #[test]
+    fn d_reads_the_latest_records() {
+        let w = Ycsb::new(&cfg(YcsbLetter::D), 1).unwrap();
+        let mut src = w.worker(0, 1);
+        let recent: std::collections::HashSet<String> = (990..1000).map(key_name).collect();
+        let (mut reads, mut hits) = (0, 0);
+        for _ in 0..5000 {
+            if let Action::FindOne { filter, .. } = src.next_op().action {
+                reads += 1;
+                // Inserts move the newest keys; count reads of the 10
+                // loaded last or anything inserted since.
+                let k = filter.get_str("_id").unwrap().to_string();
+                let n = w.next_key().load(Ordering::Relaxed);
+                if recent.contains(&k) || (1000..n).any(|i| key_name(i) == k) {
+                    hits += 1;
+                }
+            }
+        }
+        // Under a uniform choice 1 % of reads would be this recent.
+        assert!(hits as f64 / reads as f64 > 0.3, "{hits}/{reads}");
+    }
+}

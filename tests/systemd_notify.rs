@@ -1,0 +1,115 @@
+//! The sd_notify protocol as systemd sees it: the real `mongoload run`
+//! binary with NOTIFY_SOCKET pointing at this test's datagram socket and
+//! WATCHDOG_USEC=1s, against the simulator. READY=1 once up, STATUS= at
+//! stage changes, WATCHDOG=1 every half second, RELOADING=1 (with
+//! MONOTONIC_USEC) then READY=1 on SIGHUP, STOPPING=1 and exit 0 on SIGTERM.
+
+mod notify_socket;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use notify_socket::{config_toml, pings, NotifySocket};
+
+fn kill(signal: &str, pid: u32) {
+    let status = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill {signal} {pid}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notify_protocol_of_the_real_binary() {
+    let sim = mongoload::sim::start(mongoload::sim::SimConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("mongoload.toml");
+    std::fs::write(&config, config_toml(&sim.uri())).unwrap();
+    let log = dir.path().join("stderr.log");
+
+    // The blocking waits below run on this thread while the simulator
+    // serves from the runtime's worker threads.
+    let mut socket = NotifySocket::bind();
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(["run", "--config"])
+        .arg(&config)
+        .env("NOTIFY_SOCKET", &socket.path)
+        .env("WATCHDOG_USEC", "1000000")
+        .env_remove("WATCHDOG_PID")
+        .env_remove("JOURNAL_STREAM")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let stderr = || std::fs::read_to_string(&log).unwrap_or_default();
+
+    let ready = socket.wait_for("READY=1", Duration::from_secs(15));
+    assert!(ready.at - started < Duration::from_secs(15), "{}", stderr());
+
+    // STATUS= with the stage, at the first stage and at the change to the
+    // second (2 s later, after the prepare step).
+    socket.wait_until("STATUS for stage 0", Duration::from_secs(15), |m| {
+        m.text.starts_with("STATUS=") && m.text.contains("stage 0")
+    });
+    socket.wait_until("STATUS for stage 1", Duration::from_secs(10), |m| {
+        m.text.starts_with("STATUS=") && m.text.contains("stage 1")
+    });
+
+    // WATCHDOG_USEC=1s: a ping every 0.5 s, never a gap systemd would
+    // punish (1 s), never a flood.
+    let window = socket.collect_for(Duration::from_secs(3));
+    let at = pings(&window);
+    assert!(
+        (4..=8).contains(&at.len()),
+        "{} pings in 3 s: {:?}",
+        at.len(),
+        window
+    );
+    for pair in at.windows(2) {
+        let gap = pair[1] - pair[0];
+        assert!(
+            gap > Duration::from_millis(250) && gap < Duration::from_millis(950),
+            "gap {gap:?} between pings"
+        );
+    }
+
+    // SIGHUP: RELOADING=1 with MONOTONIC_USEC, then READY=1, in order.
+    kill("-HUP", pid);
+    let reloading = socket.wait_for("RELOADING=1", Duration::from_secs(5));
+    let usec = reloading
+        .text
+        .lines()
+        .find_map(|l| l.strip_prefix("MONOTONIC_USEC="))
+        .expect("MONOTONIC_USEC with RELOADING=1");
+    assert!(usec.parse::<u64>().unwrap() > 0);
+    let ready_again = socket.wait_for("READY=1", Duration::from_secs(5));
+    assert!(ready_again.at >= reloading.at);
+    // Still pinging after the reload.
+    let after = socket.collect_for(Duration::from_millis(1500));
+    assert!(pings(&after).len() >= 2, "{after:?}");
+
+    // SIGTERM: STOPPING=1, drain, exit 0.
+    kill("-TERM", pid);
+    socket.wait_for("STOPPING=1", Duration::from_secs(5));
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("no exit within 15 s of SIGTERM\n{}", stderr());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0), "{}", stderr());
+    sim.shutdown().await;
+}

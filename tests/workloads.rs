@@ -1,0 +1,720 @@
+//! The built-in workloads against the simulator, through the real driver:
+//! what each prepare step leaves on the server, sysbench's per-step counts
+//! and the values its sum and distinct steps return, delete + reinsert
+//! keeping counts constant, bounded collections staying at their bound,
+//! an interrupted prepare resuming to the right count, and every example
+//! config passing `check-config` and running briefly without errors.
+
+use std::collections::{BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::options::ClientOptions;
+use mongodb::{Client, Database};
+use mongoload::config::{
+    self, Config, CustomConfig, InsertBenchmarkConfig, LargeDocConfig, NameNumConfig, NameNumMode,
+    SecretUri, StageConfig, SysbenchConfig, WorkloadConfig, WorkloadKind, YcsbConfig, YcsbLetter,
+};
+use mongoload::daemon;
+use mongoload::sim::{self, SimConfig, SimHandle};
+use mongoload::target::Target;
+use mongoload::workload::sysbench::{sum_pipeline, Sysbench};
+use mongoload::workload::{self, Action, Workload};
+
+async fn start_sim() -> SimHandle {
+    sim::start(SimConfig::default())
+        .await
+        .expect("simulator starts")
+}
+
+async fn client(sim: &SimHandle) -> Client {
+    let mut opts = ClientOptions::parse(sim.uri()).await.unwrap();
+    opts.server_selection_timeout = Some(Duration::from_secs(3));
+    Client::with_options(opts).unwrap()
+}
+
+/// A config with one workload and no parameter table, pointed at the
+/// simulator, the HTTP endpoint on a free port.
+fn base_config(sim: &SimHandle, database: &str, workloads: Vec<WorkloadConfig>) -> Config {
+    let text = format!(
+        "[target]\nuri = \"{}\"\ndatabase = \"{database}\"\n[http]\nlisten = \"127.0.0.1:0\"\n\
+         [run]\nshutdown_grace = \"20s\"\n",
+        sim.uri()
+    );
+    let mut cfg: Config = config::parse_with_env(
+        &format!("{text}[[workloads]]\nname = \"x\"\nkind = \"mixed\"\n[[workloads.stages]]\nconcurrency = 1\nduration = \"1s\"\n"),
+        Path::new("test.toml"),
+        std::iter::empty(),
+    )
+    .unwrap();
+    cfg.workloads = workloads;
+    cfg.validate().expect("the test's config is valid");
+    cfg
+}
+
+/// A workload of `kind` with one closed-loop stage, parsed (not validated:
+/// the test adds the parameter table) as the config loader parses it.
+fn workload(name: &str, kind: WorkloadKind, concurrency: f64, secs: u64) -> WorkloadConfig {
+    let mut w: WorkloadConfig = toml_table(&format!(
+        "name = \"{name}\"\nkind = \"{}\"\nmax_inflight = 16\nseed = 7\n",
+        kind.as_str()
+    ));
+    w.stages = vec![stage(concurrency, secs)];
+    w
+}
+
+/// A closed-loop stage of `concurrency` workers for `secs` seconds.
+fn stage(concurrency: f64, secs: u64) -> StageConfig {
+    toml_table(&format!(
+        "name = \"run\"\nconcurrency = {concurrency}\nduration = \"{secs}s\"\n"
+    ))
+}
+
+/// Runs the daemon until its schedules end; returns the `/metrics` page.
+async fn run_daemon(cfg: Config) -> (String, daemon::Summary) {
+    let running = daemon::start(cfg).await.expect("daemon starts");
+    let metrics = running.metrics.clone();
+    let summary = tokio::time::timeout(Duration::from_secs(120), running.wait())
+        .await
+        .expect("the run ends");
+    (metrics.encode().unwrap(), summary)
+}
+
+/// The value of one sample of the `/metrics` page (0 when absent).
+fn sample(page: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    page.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (series, value) = l.rsplit_once(' ')?;
+            let (metric, rest) = series.split_once('{').unwrap_or((series, ""));
+            if metric != name {
+                return None;
+            }
+            labels
+                .iter()
+                .all(|(k, v)| rest.contains(&format!("{k}=\"{v}\"")))
+                .then(|| value.parse::<f64>().ok())
+                .flatten()
+        })
+        .sum()
+}
+
+fn ops(page: &str, workload: &str, op: &str, outcome: &str) -> u64 {
+    sample(
+        page,
+        "mongoload_operations_total",
+        &[("workload", workload), ("op", op), ("outcome", outcome)],
+    ) as u64
+}
+
+fn ops_total(page: &str, workload: &str, op: &str) -> u64 {
+    ops(page, workload, op, "ok") + ops(page, workload, op, "error")
+}
+
+/// Runs a workload's prepare steps through the target layer.
+async fn prepare(db: &Database, w: &dyn Workload) {
+    let target = Target::new(db.clone(), w, Duration::from_secs(30));
+    for step in w.prepare() {
+        target
+            .prepare(&step, |_, _| {})
+            .await
+            .expect("prepare step");
+    }
+}
+
+async fn count(db: &Database, coll: &str) -> u64 {
+    db.collection::<Document>(coll)
+        .count_documents(doc! {})
+        .await
+        .unwrap()
+}
+
+async fn index_keys(db: &Database, coll: &str) -> Vec<Document> {
+    db.collection::<Document>(coll)
+        .list_indexes()
+        .await
+        .unwrap()
+        .try_collect::<Vec<_>>()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.keys)
+        .collect()
+}
+
+fn build(kind: WorkloadKind, edit: impl FnOnce(&mut WorkloadConfig)) -> Arc<dyn Workload> {
+    let mut w = workload("w", kind, 1.0, 1);
+    edit(&mut w);
+    workload::build(&w).expect("builds")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepare_of_every_kind_loads_its_documents_and_indexes() {
+    let sim = start_sim().await;
+    let client = client(&sim).await;
+    let db = client.database("prep");
+
+    let w = build(WorkloadKind::Sysbench, |c| {
+        c.sysbench = Some(SysbenchConfig {
+            collections: 3,
+            docs_per_collection: 250,
+            load_batch: 100,
+            ..Default::default()
+        })
+    });
+    prepare(&db, &*w).await;
+    for name in ["sbtest1", "sbtest2", "sbtest3"] {
+        assert_eq!(count(&db, name).await, 250, "{name}");
+        assert!(index_keys(&db, name).await.contains(&doc! {"k": 1}));
+    }
+    // Idempotent: a second prepare changes nothing.
+    prepare(&db, &*w).await;
+    assert_eq!(count(&db, "sbtest2").await, 250);
+
+    let w = build(WorkloadKind::InsertBenchmark, |c| {
+        c.insert_benchmark = Some(InsertBenchmarkConfig {
+            initial_docs: 300,
+            ..Default::default()
+        })
+    });
+    prepare(&db, &*w).await;
+    assert_eq!(count(&db, "purchases_index").await, 300);
+    let keys = index_keys(&db, "purchases_index").await;
+    for k in workload::insert_benchmark::index_keys() {
+        assert!(keys.contains(&k), "{k} in {keys:?}");
+    }
+
+    let w = build(WorkloadKind::NameNum, |c| {
+        c.name_num = Some(NameNumConfig {
+            initial_docs: 400,
+            ..Default::default()
+        })
+    });
+    prepare(&db, &*w).await;
+    assert_eq!(count(&db, "namenum").await, 400);
+    assert!(index_keys(&db, "namenum").await.contains(&doc! {"Num": 1}));
+    let d = db
+        .collection::<Document>("namenum")
+        .find_one(doc! {"_id": 5i64})
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(d.get_str("Name"), Ok("Edison"));
+
+    let w = build(WorkloadKind::LargeDoc, |c| {
+        c.large_doc = Some(LargeDocConfig {
+            initial_docs: 60,
+            ..Default::default()
+        })
+    });
+    prepare(&db, &*w).await;
+    assert_eq!(count(&db, "largedoc").await, 60);
+
+    // A YCSB workload built with fewer records than are present (another
+    // run's inserts) takes its insert keys above them.
+    let ycsb = |records| YcsbConfig {
+        workload: YcsbLetter::D,
+        record_count: records,
+        ..Default::default()
+    };
+    prepare(&db, &workload::ycsb::Ycsb::new(&ycsb(500), 1).unwrap()).await;
+    assert_eq!(count(&db, "usertable").await, 500);
+    let w = workload::ycsb::Ycsb::new(&ycsb(300), 1).unwrap();
+    prepare(&db, &w).await;
+    assert_eq!(count(&db, "usertable").await, 500);
+    assert_eq!(w.next_key().load(std::sync::atomic::Ordering::Relaxed), 500);
+    let key = workload::ycsb::key_name(17);
+    let rec = db
+        .collection::<Document>("usertable")
+        .find_one(doc! {"_id": &key})
+        .await
+        .unwrap()
+        .expect("record 17 by its YCSB key");
+    assert_eq!(rec.len(), 11);
+
+    let custom: CustomConfig = toml_table(
+        r#"
+        initial_docs = 120
+        document = { customer = { "$gen" = "uniform", max = 10 }, when = { "$gen" = "date" } }
+        [[indexes]]
+        keys = { customer = 1, when = -1 }
+        [[operations]]
+        op = "find"
+        filter = { customer = 3 }
+        "#,
+    );
+    let w = build(WorkloadKind::Custom, |c| c.custom = Some(custom));
+    prepare(&db, &*w).await;
+    assert_eq!(count(&db, "custom").await, 120);
+    // Key order of the index spec is kept from the config.
+    assert!(index_keys(&db, "custom")
+        .await
+        .contains(&doc! {"customer": 1i64, "when": -1i64}));
+    sim.shutdown().await;
+}
+
+/// A parameter table parsed as the config loader parses it.
+fn toml_table<T: serde::de::DeserializeOwned>(text: &str) -> T {
+    let built = ::config::Config::builder()
+        .add_source(::config::File::from_str(text, ::config::FileFormat::Toml))
+        .build()
+        .unwrap();
+    built.try_deserialize().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sysbench_sum_and_distinct_return_what_the_data_implies() {
+    let sim = start_sim().await;
+    let client = client(&sim).await;
+    let db = client.database("sbvalues");
+    let cfg = SysbenchConfig {
+        collections: 2,
+        docs_per_collection: 600,
+        ..Default::default()
+    };
+    let w = Sysbench::new(&cfg, 11).unwrap();
+    prepare(&db, &w).await;
+
+    let mut src = w.worker(0, 3);
+    let mut checked = 0;
+    while checked < 10 {
+        let Action::Sequence(steps) = src.next_op().action else {
+            panic!("a transaction")
+        };
+        for step in steps {
+            match step.action {
+                Action::Aggregate {
+                    collection,
+                    pipeline,
+                } => {
+                    let range = pipeline[0].get_document("$match").unwrap().clone();
+                    assert_eq!(pipeline, sum_pipeline(range.clone()));
+                    let (lo, hi) = bounds(&range);
+                    let expect: i64 = (lo..hi.min(600))
+                        .map(|i| w.loaded_document(collection, i).get_i64("k").unwrap())
+                        .sum();
+                    let got: Vec<Document> = db
+                        .collection::<Document>(&w.collections()[collection])
+                        .aggregate(pipeline)
+                        .await
+                        .unwrap()
+                        .try_collect()
+                        .await
+                        .unwrap();
+                    assert_eq!(got.len(), 1);
+                    let total = match got[0].get("total") {
+                        Some(Bson::Int64(v)) => *v,
+                        Some(Bson::Int32(v)) => *v as i64,
+                        other => panic!("total {other:?}"),
+                    };
+                    assert_eq!(total, expect, "sum of k over {range}");
+                    checked += 1;
+                }
+                Action::Distinct {
+                    collection,
+                    field,
+                    filter,
+                } => {
+                    let (lo, hi) = bounds(&filter);
+                    let expect: BTreeSet<String> = (lo..hi.min(600))
+                        .map(|i| {
+                            w.loaded_document(collection, i)
+                                .get_str("c")
+                                .unwrap()
+                                .to_string()
+                        })
+                        .collect();
+                    let got: BTreeSet<String> = db
+                        .collection::<Document>(&w.collections()[collection])
+                        .distinct(&field, filter.clone())
+                        .await
+                        .unwrap()
+                        .into_iter()
+                        .map(|b| b.as_str().unwrap().to_string())
+                        .collect();
+                    assert_eq!(got, expect, "distinct c over {filter}");
+                    checked += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    sim.shutdown().await;
+}
+
+fn bounds(filter: &Document) -> (u64, u64) {
+    let r = filter.get_document("_id").unwrap();
+    (
+        r.get_i64("$gte").unwrap() as u64,
+        r.get_i64("$lt").unwrap() as u64,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sysbench_transactions_count_each_step_and_keep_the_data_set() {
+    let sim = start_sim().await;
+    let mut w = workload("sb", WorkloadKind::Sysbench, 3.0, 3);
+    w.sysbench = Some(SysbenchConfig {
+        collections: 2,
+        docs_per_collection: 400,
+        ..Default::default()
+    });
+    let mut ro = workload("sbro", WorkloadKind::Sysbench, 1.0, 3);
+    ro.sysbench = Some(SysbenchConfig {
+        collections: 2,
+        docs_per_collection: 400,
+        read_only: true,
+        ..Default::default()
+    });
+    let cfg = base_config(&sim, "sb", vec![w, ro]);
+    let (page, summary) = run_daemon(cfg).await;
+
+    let tx = ops_total(&page, "sb", "transaction");
+    assert!(tx > 20, "only {tx} transactions in 3 s:\n{page}");
+    assert_eq!(ops_total(&page, "sb", "point_select"), 10 * tx);
+    for step in [
+        "simple_range",
+        "sum_range",
+        "order_range",
+        "distinct_range",
+        "update_index",
+        "update_non_index",
+        "delete",
+        "insert",
+    ] {
+        assert_eq!(ops_total(&page, "sb", step), tx, "{step}");
+    }
+    // The only error a transaction may meet: two workers reinserting the
+    // same _id at once (without a MongoDB transaction, as sysbench-mongodb).
+    let tx_errors = ops(&page, "sb", "transaction", "error");
+    let dup = sample(
+        &page,
+        "mongoload_errors_total",
+        &[
+            ("workload", "sb"),
+            ("op", "insert"),
+            ("kind", "duplicate_key"),
+        ],
+    ) as u64;
+    assert_eq!(tx_errors, dup, "{page}");
+    // The read-only variant runs only reads.
+    let ro_tx = ops_total(&page, "sbro", "transaction");
+    assert!(ro_tx > 5);
+    assert_eq!(ops_total(&page, "sbro", "point_select"), 10 * ro_tx);
+    assert_eq!(ops_total(&page, "sbro", "update_index"), 0);
+    assert!(!page.contains(r#"op="update_index",outcome="ok",workload="sbro""#));
+    assert_eq!(ops(&page, "sbro", "transaction", "error"), 0);
+    // Each transaction returned documents: the range steps' 100 each.
+    let range_docs = sample(
+        &page,
+        "mongoload_documents_total",
+        &[("workload", "sb"), ("op", "simple_range")],
+    );
+    assert!(range_docs > 50.0 * tx as f64, "{range_docs} for {tx}");
+    assert!(summary.workloads.iter().all(|w| w.ok > 0));
+
+    // Delete + reinsert keeps every collection at its size, and _id 0..400.
+    let client = client(&sim).await;
+    let db = client.database("sb");
+    for name in ["sbtest1", "sbtest2"] {
+        assert_eq!(count(&db, name).await, 400, "{name}");
+        let ids: HashSet<i64> = db
+            .collection::<Document>(name)
+            .distinct("_id", doc! {})
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|b| b.as_i64().unwrap())
+            .collect();
+        assert_eq!(ids, (0..400).collect());
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn insert_benchmark_counts_documents_and_holds_its_bound() {
+    let sim = start_sim().await;
+    let mut w = workload("ii", WorkloadKind::InsertBenchmark, 3.0, 2);
+    let params = InsertBenchmarkConfig {
+        batch_size: 50,
+        initial_docs: 400,
+        max_docs: 1000,
+        query_workers: 1,
+        query_rate: 50.0,
+        ..Default::default()
+    };
+    w.insert_benchmark = Some(params.clone());
+    let cfg = base_config(&sim, "ii", vec![w]);
+    let (page, summary) = run_daemon(cfg).await;
+    assert_eq!(summary.workloads[0].errors, 0, "{page}");
+    let inserts = ops(&page, "ii", "insert", "ok");
+    let docs = sample(
+        &page,
+        "mongoload_documents_total",
+        &[("workload", "ii"), ("op", "insert")],
+    ) as u64;
+    assert_eq!(docs, 50 * inserts, "documents/s come from the batches");
+    assert!(docs > 1000, "the bound is reached: {docs} inserted");
+    let queries = ops(&page, "ii", "query", "ok");
+    assert!(
+        (20..=110).contains(&queries),
+        "one query worker at 50/s for 2 s: {queries}"
+    );
+    let client = client(&sim).await;
+    let db = client.database("ii");
+    assert_eq!(count(&db, "purchases_index").await, 1000);
+    // The newest documents are the ones kept.
+    let oldest = db
+        .collection::<Document>("purchases_index")
+        .find_one(doc! {})
+        .sort(doc! {"_id": 1})
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(oldest.get_i64("_id").unwrap() as u64, 400 + docs - 1000);
+    // A restart's prepare does not bring back the evicted loaded documents.
+    let again = workload::insert_benchmark::InsertBenchmark::new(&params, 7).unwrap();
+    prepare(&db, &again).await;
+    assert_eq!(count(&db, "purchases_index").await, 1000);
+    assert_eq!(
+        again.next_id().load(std::sync::atomic::Ordering::Relaxed),
+        400 + docs
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_prepare_resumes_to_the_right_count() {
+    let sim = start_sim().await;
+    let client = client(&sim).await;
+    for (kind, coll, total) in [
+        (WorkloadKind::NameNum, "namenum", 30_000u64),
+        (WorkloadKind::Ycsb, "usertable", 8_000),
+    ] {
+        let database = format!("resume_{}", kind.as_str().replace('-', "_"));
+        let mk = || {
+            let mut w = workload("r", kind, 1.0, 1);
+            match kind {
+                WorkloadKind::NameNum => {
+                    w.name_num = Some(NameNumConfig {
+                        mode: NameNumMode::Query,
+                        initial_docs: total,
+                        load_batch: 200,
+                        ..Default::default()
+                    })
+                }
+                _ => {
+                    w.ycsb = Some(YcsbConfig {
+                        workload: YcsbLetter::C,
+                        record_count: total,
+                        load_batch: 100,
+                        ..Default::default()
+                    })
+                }
+            }
+            base_config(&sim, &database, vec![w])
+        };
+        let db = client.database(&database);
+        let running = daemon::start(mk()).await.unwrap();
+        // Stop once part of the load is in; /status shows the progress.
+        let mut seen = 0;
+        let mut status_ratio = 0.0;
+        for _ in 0..400 {
+            seen = count(&db, coll).await;
+            let status = status(running.http_addr).await;
+            let p = &status["workloads"][0]["prepare"];
+            assert_eq!(p["documents_total"], total, "{status}");
+            status_ratio = p["ratio"].as_f64().unwrap();
+            if seen >= total / 5 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(status_ratio > 0.0 && status_ratio < 1.0, "{status_ratio}");
+        let metrics = running.metrics.clone();
+        running.stop();
+        running.wait().await;
+        let partial = count(&db, coll).await;
+        assert!(
+            partial >= seen && partial < total,
+            "{kind:?}: interrupted at {partial} of {total}"
+        );
+        let page = metrics.encode().unwrap();
+        let ratio = sample(
+            &page,
+            "mongoload_prepare_progress_ratio",
+            &[("workload", "r")],
+        );
+        assert!(ratio > 0.0 && ratio < 1.0, "progress gauge {ratio}");
+
+        let (page, summary) = run_daemon(mk()).await;
+        assert_eq!(count(&db, coll).await, total, "{kind:?} after resuming");
+        assert_eq!(
+            sample(
+                &page,
+                "mongoload_prepare_progress_ratio",
+                &[("workload", "r")]
+            ),
+            1.0
+        );
+        assert_eq!(summary.workloads[0].errors, 0, "{page}");
+        assert!(
+            summary.workloads[0].ok > 0,
+            "the run went on after the load"
+        );
+    }
+    sim.shutdown().await;
+}
+
+/// `GET /status` of a running daemon, as JSON.
+async fn status(addr: std::net::SocketAddr) -> serde_json::Value {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET /status HTTP/1.0\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).await.unwrap();
+    let raw = String::from_utf8(raw).unwrap();
+    let (_, body) = raw.split_once("\r\n\r\n").unwrap();
+    serde_json::from_str(body).unwrap()
+}
+
+fn examples() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("etc/examples");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_example_passes_check_config() {
+    let examples = examples();
+    let kinds: HashSet<String> = examples
+        .iter()
+        .filter_map(|p| Some(p.file_stem()?.to_str()?.to_string()))
+        .collect();
+    for k in WorkloadKind::ALL {
+        assert!(
+            kinds.contains(k.as_str()),
+            "no etc/examples/{}.toml",
+            k.as_str()
+        );
+    }
+    for path in examples {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
+            .arg("check-config")
+            .arg("--config")
+            .arg(&path)
+            .env_remove("MONGOLOAD_CONFIG")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}{}",
+            path.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains(": ok"), "{stdout}");
+    }
+}
+
+/// Shrinks an example's data sizes and schedule so it runs in seconds.
+fn scale_down(cfg: &mut Config, sim: &SimHandle, database: &str) {
+    cfg.target.uri = Some(SecretUri::new(sim.uri()));
+    cfg.target.uri_file = None;
+    cfg.target.database = database.into();
+    cfg.http.listen = "127.0.0.1:0".parse().unwrap();
+    cfg.run.shutdown_grace = Duration::from_secs(20);
+    for w in &mut cfg.workloads {
+        w.repeat = false;
+        w.max_inflight = w.max_inflight.min(8);
+        // One worker: sysbench's delete + reinsert of two workers on the
+        // same _id would be a legitimate duplicate_key error.
+        w.stages = vec![stage(1.0, 2)];
+        if let Some(m) = &mut w.mixed {
+            m.initial_docs = 200;
+            m.doc_size = config::ByteSize(1024);
+        }
+        if let Some(m) = &mut w.insert_benchmark {
+            m.initial_docs = 100;
+            m.max_docs = 1000;
+        }
+        if let Some(m) = &mut w.sysbench {
+            m.collections = 2;
+            m.docs_per_collection = 200;
+        }
+        if let Some(m) = &mut w.name_num {
+            m.initial_docs = 200;
+            m.max_docs = 300;
+        }
+        if let Some(m) = &mut w.large_doc {
+            m.initial_docs = 50;
+        }
+        if let Some(m) = &mut w.ycsb {
+            m.record_count = 200;
+        }
+        if let Some(m) = &mut w.custom {
+            m.initial_docs = 100;
+            m.max_docs = 200;
+        }
+    }
+    cfg.validate().expect("the scaled copy is valid");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_example_runs_briefly_against_the_simulator() {
+    let sim = start_sim().await;
+    for (i, path) in examples().into_iter().enumerate() {
+        let mut cfg = config::load_with_env(&path, std::iter::empty()).unwrap();
+        scale_down(&mut cfg, &sim, &format!("example{i}"));
+        let (page, summary) = run_daemon(cfg).await;
+        for w in &summary.workloads {
+            assert!(w.ok > 0, "{}: {w:?}", path.display());
+            assert_eq!(w.errors, 0, "{}: {w:?}\n{page}", path.display());
+        }
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_doc_inserts_and_queries_side_by_side() {
+    let sim = start_sim().await;
+    let mut w = workload("ld", WorkloadKind::LargeDoc, 4.0, 2);
+    w.large_doc = Some(LargeDocConfig {
+        initial_docs: 100,
+        ..Default::default()
+    });
+    let cfg = base_config(&sim, "ld", vec![w]);
+    let (page, summary) = run_daemon(cfg).await;
+    assert_eq!(summary.workloads[0].errors, 0, "{page}");
+    let inserts = ops(&page, "ld", "insert", "ok");
+    let queries = ops(&page, "ld", "query", "ok");
+    // 2 insert and 2 query workers of similar speed.
+    assert!(inserts > 20 && queries > 20, "{inserts} / {queries}");
+    let ratio = inserts as f64 / queries as f64;
+    assert!((0.33..3.0).contains(&ratio), "{inserts} / {queries}");
+    // Every query found its document: _ids are only taken once inserted…
+    // or about to be, so allow the few in flight.
+    let found = sample(
+        &page,
+        "mongoload_documents_total",
+        &[("workload", "ld"), ("op", "query")],
+    ) as u64;
+    assert!(found + 10 >= queries, "{found} of {queries} found");
+    let client = client(&sim).await;
+    assert_eq!(
+        count(&client.database("ld"), "largedoc").await,
+        100 + inserts
+    );
+    sim.shutdown().await;
+}
