@@ -25,10 +25,10 @@ use std::sync::Arc;
 
 use mongodb::bson::{doc, Bson, DateTime, Document};
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use serde_json::Value;
 
-use super::gen::{splitmix64, worker_rng, KeyDist, KeyGen, PadPool};
+use super::gen::{document_rng, worker_rng, KeyDist, KeyGen, PadPool};
 use super::{bson_len, Action, Op, OpSource, PrepareStep, WeightedPick, Workload};
 use crate::config::{CustomConfig, CustomOpKind};
 
@@ -780,7 +780,7 @@ impl Workload for Custom {
                 // Generators keep state (a zipfian's table): a fresh clone
                 // per document keeps document i a function of i alone.
                 let mut t = template.clone();
-                let mut rng = SmallRng::seed_from_u64(splitmix64(shared.seed ^ i));
+                let mut rng = document_rng(shared.seed, i);
                 shared.document(&mut t, &mut rng, i)
             }),
         });

@@ -26,6 +26,12 @@ pub fn worker_rng(seed: u64, worker_id: u32) -> SmallRng {
     SmallRng::seed_from_u64(splitmix64(seed ^ splitmix64(worker_id as u64 + 1)))
 }
 
+/// The RNG of loaded document number `i`: it depends only on (seed, i), so
+/// a resumed prepare writes exactly what an uninterrupted one would have.
+pub fn document_rng(seed: u64, i: u64) -> SmallRng {
+    SmallRng::seed_from_u64(splitmix64(seed ^ i))
+}
+
 /// SplitMix64 finaliser: a cheap, well-mixed hash of a u64.
 pub fn splitmix64(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);

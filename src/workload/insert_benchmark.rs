@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 
 use mongodb::bson::{doc, DateTime, Document};
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 
-use super::gen::{splitmix64, worker_rng, PadPool};
+use super::gen::{document_rng, worker_rng, PadPool};
 use super::{Action, Op, OpSource, PrepareStep, Workload};
 use crate::config::InsertBenchmarkConfig;
 
@@ -144,7 +144,7 @@ impl Workload for InsertBenchmark {
             count: self.shared.cfg.initial_docs,
             batch: self.shared.cfg.load_batch.max(1),
             make: Arc::new(move |i| {
-                let mut rng = SmallRng::seed_from_u64(splitmix64(shared.seed ^ i));
+                let mut rng = document_rng(shared.seed, i);
                 let at = DateTime::from_millis(LOAD_EPOCH_MS + i as i64);
                 shared.document(&mut rng, i, at)
             }),

@@ -15,9 +15,9 @@ use std::sync::Arc;
 
 use mongodb::bson::{doc, Document};
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 
-use super::gen::{splitmix64, worker_rng, PadPool};
+use super::gen::{document_rng, worker_rng, PadPool};
 use super::{bson_len, Action, Op, OpSource, PrepareStep, Workload};
 use crate::config::LargeDocConfig;
 
@@ -120,7 +120,7 @@ impl Workload for LargeDoc {
                 count: self.initial_docs,
                 batch: self.load_batch,
                 make: Arc::new(move |i| {
-                    let mut rng = SmallRng::seed_from_u64(splitmix64(shared.seed ^ i));
+                    let mut rng = document_rng(shared.seed, i);
                     shared.document(&mut rng, i)
                 }),
             },

@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use mongodb::bson::{doc, Document};
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 
-use super::gen::{splitmix64, worker_rng};
+use super::gen::{document_rng, worker_rng};
 use super::{Action, Op, OpSource, PrepareStep, WeightedPick, Workload};
 use crate::config::{NameNumConfig, NameNumMode};
 
@@ -141,7 +141,7 @@ impl Workload for NameNum {
                 count: self.initial_docs,
                 batch: self.load_batch,
                 make: Arc::new(move |i| {
-                    let mut rng = SmallRng::seed_from_u64(splitmix64(shared.seed ^ i));
+                    let mut rng = document_rng(shared.seed, i);
                     shared.document(&mut rng, i)
                 }),
             },

@@ -17,9 +17,9 @@ use std::sync::Arc;
 
 use mongodb::bson::{doc, Document};
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 
-use super::gen::{fnv1a64, splitmix64, worker_rng, KeyGen, PadPool};
+use super::gen::{document_rng, fnv1a64, worker_rng, KeyGen, PadPool};
 use super::{Action, Op, OpSource, PrepareStep, WeightedPick, Workload};
 use crate::config::YcsbConfig;
 
@@ -138,7 +138,7 @@ impl Workload for Ycsb {
                 count: self.record_count,
                 batch: self.load_batch,
                 make: Arc::new(move |i| {
-                    let mut rng = SmallRng::seed_from_u64(splitmix64(shared.seed ^ i));
+                    let mut rng = document_rng(shared.seed, i);
                     shared.record(&mut rng, i)
                 }),
             },
