@@ -682,34 +682,34 @@ impl Worker {
         errors: &mut ErrorLog,
         batch: &mut StageBatch,
     ) {
-        let op = source.next_op();
+        let Op { op, action } = source.next_op();
         self.run.metrics.inflight.inc();
         let sent = Instant::now();
-        let outcome = match &op.action {
+        let outcome = match action {
             Action::Sequence(steps) => self.execute_sequence(steps, errors).await,
             action => self.run.target.execute(action).await,
         };
         let done = Instant::now();
         let latency = done.saturating_duration_since(from);
         self.run.metrics.inflight.dec();
-        self.ops[op.op].record_service(done.saturating_duration_since(sent));
+        self.ops[op].record_service(done.saturating_duration_since(sent));
         batch.record(
-            op.op,
+            op,
             from,
             done,
             outcome.as_ref().map(|_| ()).map_err(classify),
         );
-        self.record(op.op, latency, outcome, errors);
+        self.record(op, latency, outcome, errors);
     }
 
     /// Runs a sequence's steps in order, each timed from its own send and
     /// recorded under its own label; stops at the first failure, which is
     /// then also the sequence's outcome.
-    async fn execute_sequence(&self, steps: &[Op], errors: &mut ErrorLog) -> Outcome {
+    async fn execute_sequence(&self, steps: Vec<Op>, errors: &mut ErrorLog) -> Outcome {
         let mut docs = 0;
         for step in steps {
             let sent = Instant::now();
-            let outcome = self.run.target.execute(&step.action).await;
+            let outcome = self.run.target.execute(step.action).await;
             let latency = sent.elapsed();
             // A step is timed from its own send: service = response time.
             self.ops[step.op].record_service(latency);

@@ -49,7 +49,9 @@ impl Target {
 
     /// Executes one operation, bounded by the operation timeout. A timeout
     /// is reported as an I/O `TimedOut` error so it is classified `timeout`.
-    pub async fn execute(&self, action: &Action) -> Outcome {
+    /// Takes the action by value: its documents move into the driver call
+    /// instead of being cloned on every operation.
+    pub async fn execute(&self, action: Action) -> Outcome {
         self.bounded(self.execute_unbounded(action)).await
     }
 
@@ -67,21 +69,20 @@ impl Target {
         }
     }
 
-    async fn execute_unbounded(&self, action: &Action) -> Outcome {
+    async fn execute_unbounded(&self, action: Action) -> Outcome {
         let c = &self.collections;
         match action {
             Action::InsertOne { collection, doc } => {
-                c[*collection].insert_one(doc).await?;
+                c[collection].insert_one(doc).await?;
                 Ok(1)
             }
             Action::InsertMany { collection, docs } => {
-                let r = c[*collection].insert_many(docs).await?;
+                let r = c[collection].insert_many(docs).await?;
                 Ok(r.inserted_ids.len() as u64)
             }
-            Action::FindOne { collection, filter } => Ok(c[*collection]
-                .find_one(filter.clone())
-                .await?
-                .map_or(0, |_| 1)),
+            Action::FindOne { collection, filter } => {
+                Ok(c[collection].find_one(filter).await?.map_or(0, |_| 1))
+            }
             Action::Find {
                 collection,
                 filter,
@@ -89,12 +90,12 @@ impl Target {
                 limit,
                 projection,
             } => {
-                let mut find = c[*collection].find(filter.clone()).limit(*limit);
+                let mut find = c[collection].find(filter).limit(limit);
                 if let Some(sort) = sort {
-                    find = find.sort(sort.clone());
+                    find = find.sort(sort);
                 }
                 if let Some(projection) = projection {
-                    find = find.projection(projection.clone());
+                    find = find.projection(projection);
                 }
                 let mut cursor = find.await?;
                 let mut n = 0;
@@ -108,9 +109,7 @@ impl Target {
                 filter,
                 update,
             } => {
-                let r = c[*collection]
-                    .update_one(filter.clone(), update.clone())
-                    .await?;
+                let r = c[collection].update_one(filter, update).await?;
                 Ok(r.modified_count + u64::from(r.upserted_id.is_some()))
             }
             Action::UpdateMany {
@@ -118,9 +117,7 @@ impl Target {
                 filter,
                 update,
             } => {
-                let r = c[*collection]
-                    .update_many(filter.clone(), update.clone())
-                    .await?;
+                let r = c[collection].update_many(filter, update).await?;
                 Ok(r.modified_count + u64::from(r.upserted_id.is_some()))
             }
             Action::ReplaceOne {
@@ -128,32 +125,28 @@ impl Target {
                 filter,
                 replacement,
             } => {
-                let r = c[*collection]
-                    .replace_one(filter.clone(), replacement)
-                    .await?;
+                let r = c[collection].replace_one(filter, replacement).await?;
                 Ok(r.modified_count + u64::from(r.upserted_id.is_some()))
             }
-            Action::DeleteOne { collection, filter } => Ok(c[*collection]
-                .delete_one(filter.clone())
-                .await?
-                .deleted_count),
-            Action::DeleteMany { collection, filter } => Ok(c[*collection]
-                .delete_many(filter.clone())
-                .await?
-                .deleted_count),
+            Action::DeleteOne { collection, filter } => {
+                Ok(c[collection].delete_one(filter).await?.deleted_count)
+            }
+            Action::DeleteMany { collection, filter } => {
+                Ok(c[collection].delete_many(filter).await?.deleted_count)
+            }
             Action::Aggregate {
                 collection,
                 pipeline,
             } => {
-                let docs: Vec<Document> = c[*collection]
-                    .aggregate(pipeline.clone())
+                let docs: Vec<Document> = c[collection]
+                    .aggregate(pipeline)
                     .await?
                     .try_collect()
                     .await?;
                 Ok(docs.len() as u64)
             }
             Action::Count { collection, filter } => {
-                c[*collection].count_documents(filter.clone()).await?;
+                c[collection].count_documents(filter).await?;
                 Ok(1)
             }
             // The engine runs sequences step by step, to count each step.
@@ -164,7 +157,7 @@ impl Target {
                 collection,
                 field,
                 filter,
-            } => Ok(c[*collection].distinct(field, filter.clone()).await?.len() as u64),
+            } => Ok(c[collection].distinct(field, filter).await?.len() as u64),
         }
     }
 
