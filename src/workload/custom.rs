@@ -133,13 +133,7 @@ fn int_of(
     key: &str,
     at: &str,
 ) -> Result<Option<i64>, TemplateError> {
-    match g.get(key) {
-        None => Ok(None),
-        Some(v) => v.as_i64().map(Some).ok_or_else(|| TemplateError {
-            key: format!("{at}.{key}"),
-            reason: format!("expected an integer, got {v}"),
-        }),
-    }
+    typed_of(g, key, at, "an integer", Value::as_i64)
 }
 
 fn float_of(
@@ -147,11 +141,23 @@ fn float_of(
     key: &str,
     at: &str,
 ) -> Result<Option<f64>, TemplateError> {
+    typed_of(g, key, at, "a number", Value::as_f64)
+}
+
+/// `g[key]` converted by `as_t`, `None` when absent, an error naming
+/// `at.key` and `what` was expected when present but of another type.
+fn typed_of<T>(
+    g: &serde_json::Map<String, Value>,
+    key: &str,
+    at: &str,
+    what: &str,
+    as_t: impl Fn(&Value) -> Option<T>,
+) -> Result<Option<T>, TemplateError> {
     match g.get(key) {
         None => Ok(None),
-        Some(v) => v.as_f64().map(Some).ok_or_else(|| TemplateError {
+        Some(v) => as_t(v).map(Some).ok_or_else(|| TemplateError {
             key: format!("{at}.{key}"),
-            reason: format!("expected a number, got {v}"),
+            reason: format!("expected {what}, got {v}"),
         }),
     }
 }
