@@ -250,3 +250,61 @@ async fn a_wrong_password_is_one_log_line_naming_the_user() {
         "a refused login is not an unreachable deployment:\n{stderr}"
     );
 }
+
+/// The documented production path: the password in `uri_file` (as systemd
+/// `LoadCredential=` hands it over), TLS with `tlsCAFile`. The load runs,
+/// and the password is in no output: the binary's stderr at debug level,
+/// /metrics, /status, `check-config`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_in_uri_file_over_tls_works_and_never_shows() {
+    let _serial = serial().await;
+    let certs = Certs::new("mongoload daemon CA");
+    let sim = sim_with(true, Some(&certs)).await;
+    let http = free_port();
+    let uri = format!(
+        "mongodb://{USER}:{PASSWORD_ENCODED}@localhost:{}/?tls=true&tlsCAFile={}",
+        sim.addr().port(),
+        certs.ca.display()
+    );
+    let file = uri_file_config(&uri, http);
+    let (mut child, stderr_path) = spawn_run(&file);
+    let page = wait_metric(http, "operations", Duration::from_secs(30), |p| {
+        sum(p, "mongoload_operations_total", &[("outcome", "ok")]) >= 50.0
+    })
+    .await;
+    assert_eq!(sample(&page, "mongoload_target_up", &[]), Some(1.0));
+    let status = must_get(http, "/status").await.body;
+
+    let check_config = Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(["check-config", "--config"])
+        .arg(&file.path)
+        .env_remove("MONGOLOAD_CONFIG")
+        .output()
+        .expect("run check-config");
+    assert!(check_config.status.success());
+
+    sigterm(child.id());
+    let mut c = child.take();
+    let exit = wait_for("the daemon to exit", Duration::from_secs(15), || {
+        let s = c.try_wait().expect("try_wait");
+        async move { s }
+    })
+    .await;
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    assert_eq!(exit.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("deployment reachable"), "{stderr}");
+    let outputs = [
+        ("/metrics", page),
+        ("/status", status),
+        ("stderr", stderr),
+        (
+            "check-config",
+            String::from_utf8_lossy(&check_config.stdout).into_owned(),
+        ),
+    ];
+    for (what, text) in &outputs {
+        for secret in [PASSWORD, PASSWORD_ENCODED, "s3cr"] {
+            assert!(!text.contains(secret), "{what} shows {secret:?}:\n{text}");
+        }
+    }
+}
