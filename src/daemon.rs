@@ -455,7 +455,7 @@ async fn watchdog_loop(
 
 /// Removes the URI's password from a message, in case an error echoes
 /// part of the URI back.
-fn scrub(message: &str, uri: &str) -> String {
+pub(crate) fn scrub(message: &str, uri: &str) -> String {
     let redacted = crate::config::redact_uri(uri);
     let mut out = message.replace(uri, &redacted);
     if let Some(password) = password_of(uri) {

@@ -38,6 +38,7 @@ const OPEN_COMMANDS: &[&str] = &[
     "ping",
     "buildInfo",
     "buildinfo",
+    "connectionStatus",
 ];
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
@@ -452,6 +453,9 @@ pub fn execute(
     connection_id: i64,
     cmd: Document,
 ) -> Document {
+    if command_name(&cmd) == "connectionStatus" {
+        return connection_status(shared.auth.as_ref(), session);
+    }
     let Some(creds) = &shared.auth else {
         return commands::execute(shared, connection_id, cmd);
     };
@@ -469,6 +473,22 @@ pub fn execute(
             }
             reply
         }
+    }
+}
+
+/// `connectionStatus`, which MongoDB answers before authentication too:
+/// the connection's user, with the `root` role the simulator's one user has.
+fn connection_status(creds: Option<&Credentials>, session: &Session) -> Document {
+    let (users, roles) = match creds {
+        Some(c) if session.authenticated => (
+            vec![doc! {"user": c.user(), "db": USER_DB}],
+            vec![doc! {"role": "root", "db": USER_DB}],
+        ),
+        _ => (Vec::new(), Vec::new()),
+    };
+    doc! {
+        "authInfo": { "authenticatedUsers": users, "authenticatedUserRoles": roles },
+        "ok": 1.0,
     }
 }
 
