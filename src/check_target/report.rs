@@ -218,7 +218,10 @@ impl Report {
         line(
             "reachable",
             &match (r.status, r.round_trip_ms, &r.error) {
-                (Status::Ok, Some(ms), _) => format!("yes ({ms:.1} ms hello)"),
+                (Status::Ok, Some(ms), _) => {
+                    format!("yes ({ms:.1} ms to connect, log in and answer hello)")
+                }
+                (Status::Ok, None, _) => "yes".to_owned(),
                 (_, _, Some(e)) => format!("NO: {e}"),
                 _ => "NO".to_owned(),
             },
@@ -336,7 +339,7 @@ fn render_plan(w: &WorkloadPlan, database: &str) -> String {
         .collections
         .iter()
         .map(|c| match c.present {
-            Some(n) => format!("{database}.{} ({n} there)", c.name),
+            Some(n) => format!("{database}.{} ({n} already there)", c.name),
             None => format!("{database}.{}", c.name),
         })
         .collect();
@@ -432,12 +435,12 @@ mod tests {
         let text = r.render();
         for want in [
             "  target         mongodb://app:***@db1:27017/ (database load, TLS)\n",
-            "  reachable      yes (1.2 ms hello)\n",
+            "  reachable      yes (1.2 ms to connect, log in and answer hello)\n",
             "  authentication ok: user app (authSource admin, negotiated; server offers SCRAM-SHA-1, SCRAM-SHA-256); roles: readWrite@load\n",
             "  topology       replica set rs0 (2 members: db1:27017, db2:27017; primary db1:27017; answered by db1:27017)\n",
             "  write concern  w=majority (uri)\n",
             "  readWrite      ok: create in load.scratch\n",
-            "  prepare        w (mixed): 10 documents, ≈ 2.0 KiB, 1 index in load.m (4 there)\n",
+            "  prepare        w (mixed): 10 documents, ≈ 2.0 KiB, 1 index in load.m (4 already there)\n",
             "ready (exit 0)\n",
         ] {
             assert!(text.contains(want), "missing {want:?} in:\n{text}");

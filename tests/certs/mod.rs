@@ -7,6 +7,8 @@ use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 
 /// PEM files in a temporary directory (removed on drop).
 pub struct Certs {
+    /// Held so the files live as long as the value.
+    #[allow(dead_code)]
     pub dir: tempfile::TempDir,
     /// The CA certificate clients trust (`tlsCAFile`).
     pub ca: PathBuf,
