@@ -595,8 +595,8 @@ async fn terminate(child: &mut ChildGuard) -> std::process::ExitStatus {
     status
 }
 
-/// The simulator does not implement SCRAM (`saslStart` is an unknown
-/// command), so with credentials every operation fails authentication:
+/// A simulator started without `--auth` does not know `saslStart`, so
+/// with credentials every operation fails authentication:
 /// the password must stay out of every output all the same, the failures
 /// must be counted, and SIGTERM must still end the process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
