@@ -747,15 +747,17 @@ mod tests {
     #[test]
     fn without_skip_empty_exchange_a_third_round_ends_it() {
         let creds = Credentials::new(&user("app", "pw"));
-        let mut session = Session::default();
         // A conversation whose proof was already accepted.
-        session.conversation = Some(Conversation {
-            mechanism: Mechanism::Sha256,
-            first_messages: String::new(),
-            nonce: String::new(),
-            skip_empty_exchange: false,
-            verified: true,
-        });
+        let mut session = Session {
+            authenticated: true,
+            conversation: Some(Conversation {
+                mechanism: Mechanism::Sha256,
+                first_messages: String::new(),
+                nonce: String::new(),
+                skip_empty_exchange: false,
+                verified: true,
+            }),
+        };
         let Verdict::Reply(r) = creds.check(&mut session, &continue_cmd("")) else {
             panic!()
         };

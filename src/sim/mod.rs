@@ -362,6 +362,35 @@ mod tests {
     }
 
     #[test]
+    fn auth_and_tls_flags() {
+        let a = parse(&[
+            "--auth",
+            "app:p:w",
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "k.pem",
+        ])
+        .unwrap();
+        assert_eq!(
+            a.auth,
+            Some(AuthUser {
+                user: "app".into(),
+                password: "p:w".into()
+            })
+        );
+        assert_eq!(
+            a.tls_files(),
+            Some(TlsFiles {
+                cert: "c.pem".into(),
+                key: "k.pem".into()
+            })
+        );
+        assert!(parse(&["--tls-cert", "c.pem"]).is_err(), "needs --tls-key");
+        assert!(parse(&["--auth", "nopassword"]).is_err());
+    }
+
+    #[test]
     fn bad_flags_are_rejected() {
         assert!(parse(&["--error-rate", "1.5"]).is_err());
         assert!(parse(&["--drop-rate", "-0.1"]).is_err());

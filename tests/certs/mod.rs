@@ -1,6 +1,8 @@
 //! Certificates made at test time (rcgen): a CA and a server certificate
 //! for `localhost` and `127.0.0.1` signed by it, written as PEM files.
 
+#![allow(dead_code)] // each test crate uses a different subset
+
 use std::path::PathBuf;
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
@@ -8,7 +10,6 @@ use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 /// PEM files in a temporary directory (removed on drop).
 pub struct Certs {
     /// Held so the files live as long as the value.
-    #[allow(dead_code)]
     pub dir: tempfile::TempDir,
     /// The CA certificate clients trust (`tlsCAFile`).
     pub ca: PathBuf,
