@@ -9,7 +9,7 @@ mod certs;
 mod common;
 
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use std::time::Duration;
 
@@ -162,24 +162,6 @@ async fn tls_with_the_ca_file_works_and_an_untrusted_certificate_is_named() {
     assert!(round_trip(&uri).await.is_err());
 }
 
-/// `mongoload run --config FILE` with stderr to a file (debug logs, not
-/// the journal); the guard kills it if the test fails.
-fn spawn_run(file: &ConfigFile) -> (ChildGuard, std::path::PathBuf) {
-    let stderr_path = file.dir.path().join("stderr");
-    let child = Command::new(env!("CARGO_BIN_EXE_mongoload"))
-        .args(["run", "--config"])
-        .arg(&file.path)
-        .env_remove("JOURNAL_STREAM")
-        .env_remove("NOTIFY_SOCKET")
-        .env_remove("MONGOLOAD_CONFIG")
-        .env("RUST_LOG", "debug")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&stderr_path).unwrap())
-        .spawn()
-        .expect("spawn mongoload run");
-    (ChildGuard::new(child), stderr_path)
-}
-
 /// A config whose `target.uri_file` holds `uri`, HTTP on `http`.
 fn uri_file_config(uri: &str, http: SocketAddr) -> ConfigFile {
     let toml = config_toml(
@@ -212,7 +194,7 @@ async fn a_wrong_password_is_one_log_line_naming_the_user() {
     let http = free_port();
     let wrong = "WrongPassw0rd";
     let file = uri_file_config(&creds_uri(sim.addr(), wrong, ""), http);
-    let (mut child, stderr_path) = spawn_run(&file);
+    let (mut child, stderr_path) = spawn_run(&file, "debug");
     // Several prepare retries (backoff 0.5 s, 1 s, 2 s, …) and pings.
     let page = wait_metric(http, "auth errors", Duration::from_secs(30), |p| {
         errors(p, "auth") >= 4.0
@@ -228,13 +210,7 @@ async fn a_wrong_password_is_one_log_line_naming_the_user() {
     let status = must_get(http, "/status").await.body;
     assert!(!status.contains(wrong), "{status}");
 
-    sigterm(child.id());
-    let mut c = child.take();
-    let exit = wait_for("the daemon to exit", Duration::from_secs(15), || {
-        let s = c.try_wait().expect("try_wait");
-        async move { s }
-    })
-    .await;
+    let exit = terminate(&mut child).await;
     let stderr = std::fs::read_to_string(&stderr_path).unwrap();
     assert_eq!(exit.code(), Some(0), "{stderr}");
     assert!(!stderr.contains(wrong), "{stderr}");
@@ -267,7 +243,7 @@ async fn a_password_in_uri_file_over_tls_works_and_never_shows() {
         certs.ca.display()
     );
     let file = uri_file_config(&uri, http);
-    let (mut child, stderr_path) = spawn_run(&file);
+    let (mut child, stderr_path) = spawn_run(&file, "debug");
     let page = wait_metric(http, "operations", Duration::from_secs(30), |p| {
         sum(p, "mongoload_operations_total", &[("outcome", "ok")]) >= 50.0
     })
@@ -283,13 +259,7 @@ async fn a_password_in_uri_file_over_tls_works_and_never_shows() {
         .expect("run check-config");
     assert!(check_config.status.success());
 
-    sigterm(child.id());
-    let mut c = child.take();
-    let exit = wait_for("the daemon to exit", Duration::from_secs(15), || {
-        let s = c.try_wait().expect("try_wait");
-        async move { s }
-    })
-    .await;
+    let exit = terminate(&mut child).await;
     let stderr = std::fs::read_to_string(&stderr_path).unwrap();
     assert_eq!(exit.code(), Some(0), "{stderr}");
     assert!(stderr.contains("deployment reachable"), "{stderr}");

@@ -621,12 +621,13 @@ mod tests {
         assert_eq!(payload_text(&reply), "v=UMWeI25JD1yNYZRMpZ4VHvhZ9e0=");
     }
 
-    /// RFC 7677's SCRAM-SHA-256 vector (user "user", password "pencil").
-    #[test]
-    fn sha256_matches_the_rfc_7677_vector() {
+    /// RFC 7677's SCRAM-SHA-256 conversation (user "user", the client's
+    /// proof made with password "pencil") against a user whose password
+    /// is `password`.
+    fn rfc_7677(password: &str) -> (Credentials, Document) {
         let salt = B64.decode("W22ZaJ0SNY7soEsUEjb6gQ==").unwrap();
         let creds =
-            Credentials::with_salts(&user("user", "pencil"), (vec![0; 16], 4096), (salt, 4096));
+            Credentials::with_salts(&user("user", password), (vec![0; 16], 4096), (salt, 4096));
         let (_, reply) = converse(
             &creds,
             "SCRAM-SHA-256",
@@ -634,6 +635,12 @@ mod tests {
             "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0",
             "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
         );
+        (creds, reply)
+    }
+
+    #[test]
+    fn sha256_matches_the_rfc_7677_vector() {
+        let (_, reply) = rfc_7677("pencil");
         assert_eq!(reply.get_f64("ok"), Ok(1.0), "{reply}");
         assert_eq!(
             payload_text(&reply),
@@ -643,16 +650,7 @@ mod tests {
 
     #[test]
     fn a_wrong_proof_or_user_is_authentication_failed() {
-        let salt = B64.decode("W22ZaJ0SNY7soEsUEjb6gQ==").unwrap();
-        let creds =
-            Credentials::with_salts(&user("user", "other"), (vec![0; 16], 4096), (salt, 4096));
-        let (_, reply) = converse(
-            &creds,
-            "SCRAM-SHA-256",
-            "n,,n=user,r=rOprNGfwEbeRWgbNEkqO",
-            "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0",
-            "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
-        );
+        let (creds, reply) = rfc_7677("other");
         assert_eq!(reply.get_i32("code"), Ok(18), "{reply}");
         assert_eq!(reply.get_str("codeName"), Ok("AuthenticationFailed"));
 

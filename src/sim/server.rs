@@ -157,19 +157,24 @@ async fn serve_tcp(
             let stream = super::tls::accept(acceptor, stream)
                 .await
                 .map_err(Closed::Tls)?;
-            serve(stream, shared, connection_id, root).await
+            let (rd, wr) = tokio::io::split(stream);
+            serve(rd, wr, shared, connection_id, root).await
         }
-        None => serve(stream, shared, connection_id, root).await,
+        // Plain TCP keeps the lock-free owned halves.
+        None => {
+            let (rd, wr) = stream.into_split();
+            serve(rd, wr, shared, connection_id, root).await
+        }
     }
 }
 
 async fn serve(
-    stream: impl AsyncRead + AsyncWrite + Unpin,
+    rd: impl AsyncRead + Unpin,
+    mut wr: impl AsyncWrite + Unpin,
     shared: &Shared,
     connection_id: i64,
     root: &CancellationToken,
 ) -> Result<(), Closed> {
-    let (rd, mut wr) = tokio::io::split(stream);
     let mut session = Session::default();
     let mut reader = BufReader::with_capacity(64 * 1024, rd);
     let mut frame = Vec::with_capacity(16 * 1024);
