@@ -33,6 +33,10 @@ pub enum Command {
     Run(ConfigArg),
     /// Validate a config file and print the resolved plan and timeline.
     CheckConfig(ConfigArg),
+    /// Check the deployment before running: reachability, authentication,
+    /// version, topology, write concern, readWrite privileges, what prepare
+    /// writes (exit 0 ready, 69 unreachable, 77 refused, 78 config).
+    CheckTarget(crate::check_target::CheckTargetArgs),
     /// Run the built-in MongoDB wire-protocol simulator (a test double, not a database).
     Sim(crate::sim::SimArgs),
     /// Start the simulator and the daemon against it with a bundled example config.
@@ -135,7 +139,8 @@ pub struct ConfigArg {
 }
 
 impl ConfigArg {
-    fn path(&self) -> PathBuf {
+    /// The config file: `--config`, else `$MONGOLOAD_CONFIG`, else the default.
+    pub(crate) fn path(&self) -> PathBuf {
         self.config.clone().unwrap_or_else(config::default_path)
     }
 }
@@ -154,6 +159,7 @@ pub struct DemoArgs {
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::CheckConfig(arg) => check_config(&arg.path()),
+        Command::CheckTarget(args) => block_on(crate::check_target::run_cli(args)),
         Command::Run(arg) => {
             crate::logging::init("info");
             let path = arg.path();

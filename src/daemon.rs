@@ -14,9 +14,10 @@ use serde_json::json;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{uri_hosts, Config, ConfigError};
+use crate::config::{uri_hosts, uri_user, Config, ConfigError, UriUser};
 use crate::control::server::ControlSocket;
 use crate::control::ControlMetrics;
+use crate::error_kind::ErrorKind;
 use crate::http::{self, HttpState};
 use crate::metrics::{Metrics, MetricsError};
 use crate::service;
@@ -253,14 +254,27 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         db.clone(),
         metrics.clone(),
         target_up.clone(),
+        uri_user(uri.expose()),
         ping_stop.clone(),
     ));
 
     // Warm the pool in the background so an unreachable deployment does not
-    // hold up the start; the workloads' prepare steps wait on the driver's
-    // server selection anyway.
+    // hold up the start (the workloads' prepare steps wait on the driver's
+    // server selection anyway), and only once a ping has succeeded: while
+    // every handshake fails authentication, the driver's warm-up can wedge
+    // the pool so that every later checkout waits forever, and a wrong
+    // password would then show as timeouts instead of `auth` errors.
     let warm_client = client.clone();
-    tokio::spawn(async move { warm_client.warm_connection_pool().await });
+    let (warm_up, warm_stop) = (target_up.clone(), ping_stop.clone());
+    tokio::spawn(async move {
+        while !warm_up.load(Ordering::Relaxed) {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                _ = warm_stop.cancelled() => return,
+            }
+        }
+        warm_client.warm_connection_pool().await
+    });
 
     let watchdog_task = service::watchdog_interval()
         .map(|interval| tokio::spawn(watchdog_loop(interval, statuses.clone(), cancel.clone())));
@@ -325,31 +339,72 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     })
 }
 
+/// What the pings say about the deployment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    Up,
+    Down,
+    /// The deployment answers but refuses the connection string's credentials.
+    AuthRefused,
+}
+
+/// The state after a ping that succeeded (`None`) or failed with an error
+/// of class `Some(kind)` (a timeout of ours counts as `Timeout`). A refused
+/// authentication holds until a ping succeeds: the driver marks the server
+/// unknown after it, so the next pings fail server selection instead.
+fn next_reach(prev: Option<Reach>, failure: Option<ErrorKind>) -> Reach {
+    match failure {
+        None => Reach::Up,
+        Some(ErrorKind::Auth) => Reach::AuthRefused,
+        Some(_) if prev == Some(Reach::AuthRefused) => Reach::AuthRefused,
+        Some(_) => Reach::Down,
+    }
+}
+
 /// Pings the deployment every couple of seconds and keeps
 /// `mongoload_target_up` and readiness current. `ping` needs no privilege.
+/// Each change of state is logged once; a refused authentication as one
+/// line naming the user (never the password), however many retries follow.
 async fn ping_loop(
     db: mongodb::Database,
     metrics: Arc<Metrics>,
     up: Arc<AtomicBool>,
+    user: Option<UriUser>,
     stop: CancellationToken,
 ) {
-    let mut was: Option<bool> = None;
+    let mut was: Option<Reach> = None;
     loop {
-        let ok = tokio::select! {
-            r = tokio::time::timeout(PING_INTERVAL * 2, db.run_command(doc! {"ping": 1})) => matches!(r, Ok(Ok(_))),
+        let failure = tokio::select! {
+            r = tokio::time::timeout(PING_INTERVAL * 2, db.run_command(doc! {"ping": 1})) => match r {
+                Ok(Ok(_)) => None,
+                Ok(Err(e)) => Some(target::classify(&e)),
+                Err(_) => Some(ErrorKind::Timeout),
+            },
             _ = stop.cancelled() => return,
         };
+        let now = next_reach(was, failure);
+        let ok = now == Reach::Up;
         up.store(ok, Ordering::Relaxed);
         metrics.set_target_up(ok);
-        if was != Some(ok) {
-            if ok {
-                tracing::info!("deployment reachable");
-            } else {
-                tracing::warn!(
+        if was != Some(now) {
+            match (now, &user) {
+                (Reach::Up, _) => tracing::info!("deployment reachable"),
+                (Reach::Down, _) => tracing::warn!(
                     "deployment unreachable; operations are counted as errors and retried"
-                );
+                ),
+                (Reach::AuthRefused, Some(u)) => tracing::error!(
+                    user = %u.user,
+                    auth_source = %u.source,
+                    "authentication failed for user '{}' (authSource {}, mechanism {}): the deployment refuses the credentials of target.uri/uri_file; prepare steps and operations are counted as auth errors and retried",
+                    u.user,
+                    u.source,
+                    u.mechanism.as_deref().unwrap_or("negotiated"),
+                ),
+                (Reach::AuthRefused, None) => tracing::error!(
+                    "the deployment requires authentication and the connection string has no user; prepare steps and operations are counted as auth errors and retried"
+                ),
             }
-            was = Some(ok);
+            was = Some(now);
         }
         tokio::select! {
             _ = tokio::time::sleep(PING_INTERVAL) => {}
@@ -400,7 +455,7 @@ async fn watchdog_loop(
 
 /// Removes the URI's password from a message, in case an error echoes
 /// part of the URI back.
-fn scrub(message: &str, uri: &str) -> String {
+pub(crate) fn scrub(message: &str, uri: &str) -> String {
     let redacted = crate::config::redact_uri(uri);
     let mut out = message.replace(uri, &redacted);
     if let Some(password) = password_of(uri) {
@@ -420,6 +475,28 @@ fn password_of(uri: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_authentication_holds_until_a_ping_succeeds() {
+        use ErrorKind::*;
+        assert_eq!(next_reach(None, None), Reach::Up);
+        assert_eq!(next_reach(None, Some(Timeout)), Reach::Down);
+        assert_eq!(
+            next_reach(Some(Reach::Down), Some(Auth)),
+            Reach::AuthRefused
+        );
+        for other in [ServerSelection, Timeout, Network] {
+            assert_eq!(
+                next_reach(Some(Reach::AuthRefused), Some(other)),
+                Reach::AuthRefused
+            );
+        }
+        assert_eq!(next_reach(Some(Reach::AuthRefused), None), Reach::Up);
+        assert_eq!(
+            next_reach(Some(Reach::Up), Some(ServerSelection)),
+            Reach::Down
+        );
+    }
 
     #[test]
     fn scrub_removes_password_and_uri() {

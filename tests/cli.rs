@@ -221,7 +221,7 @@ fn help_lists_the_subcommands() {
         .take_while(|l| l.starts_with("  "))
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    for want in ["run", "check-config", "sim", "demo"] {
+    for want in ["run", "check-config", "check-target", "sim", "demo"] {
         assert!(
             commands.contains(&want),
             "{want} not in {commands:?}:\n{stdout}"

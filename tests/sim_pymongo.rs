@@ -1,5 +1,10 @@
 //! An independent client: the real `mongoload sim` binary started as a
-//! separate process, checked by a pymongo script (CRUD, aggregate, cursors).
+//! separate process, checked by pymongo scripts (CRUD, aggregate, cursors;
+//! SCRAM authentication over TLS).
+
+mod certs;
+
+use certs::Certs;
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
@@ -31,20 +36,28 @@ fn pymongo_available() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-#[test]
-fn pymongo_script_passes_against_the_sim_binary() {
-    if !pymongo_available() {
-        if std::env::var_os("CI").is_some() {
-            panic!("pymongo is not importable by python3 and CI is set: install it (pip install pymongo)");
-        }
-        eprintln!(
-            "\n*** SKIPPED sim_pymongo: python3 cannot import pymongo (pip install pymongo) ***\n"
-        );
-        return;
+/// False (after a loud notice) when pymongo is missing outside CI; in CI a
+/// missing pymongo fails the test.
+fn require_pymongo(test: &str) -> bool {
+    if pymongo_available() {
+        return true;
     }
+    if std::env::var_os("CI").is_some() {
+        panic!(
+            "pymongo is not importable by python3 and CI is set: install it (pip install pymongo)"
+        );
+    }
+    eprintln!("\n*** SKIPPED {test}: python3 cannot import pymongo (pip install pymongo) ***\n");
+    false
+}
+
+/// Starts `mongoload sim --listen 127.0.0.1:PORT ARGS…` and waits for the
+/// line saying it listens; returns it with its port.
+fn start_sim(args: &[&str]) -> (Sim, u16) {
     let port = free_port();
     let child = Command::new(env!("CARGO_BIN_EXE_mongoload"))
         .args(["sim", "--listen", &format!("127.0.0.1:{port}")])
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -62,22 +75,76 @@ fn pymongo_script_passes_against_the_sim_binary() {
     });
     rx.recv_timeout(Duration::from_secs(20))
         .expect("mongoload sim logs that it listens");
+    (sim, port)
+}
 
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/pymongo/sim_check.py");
+/// Runs `tests/pymongo/SCRIPT ARGS…` and asserts it passed, printing `passed`.
+fn run_script(script: &str, args: &[&str], passed: &str) {
+    let path = format!("{}/tests/pymongo/{script}", env!("CARGO_MANIFEST_DIR"));
     let started = Instant::now();
     let out = Command::new("python3")
-        .args([script, &format!("mongodb://127.0.0.1:{port}/")])
+        .arg(&path)
+        .args(args)
         .output()
         .expect("run python3");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "pymongo check failed ({:?}):\n{stdout}\n{stderr}",
+        "pymongo check {script} failed ({:?}):\n{stdout}\n{stderr}",
         out.status
     );
-    assert!(stdout.contains("pymongo check passed"), "{stdout}");
+    assert!(stdout.contains(passed), "{stdout}");
     assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+#[test]
+fn pymongo_script_passes_against_the_sim_binary() {
+    if !require_pymongo("sim_pymongo") {
+        return;
+    }
+    let (mut sim, port) = start_sim(&[]);
+    run_script(
+        "sim_check.py",
+        &[&format!("mongodb://127.0.0.1:{port}/")],
+        "pymongo check passed",
+    );
+    assert!(
+        sim.0.try_wait().unwrap().is_none(),
+        "the simulator is still running"
+    );
+}
+
+/// SCRAM and TLS checked by an independent client: pymongo against
+/// `mongoload sim --auth … --tls-cert … --tls-key …`, certificates made
+/// at test time.
+#[test]
+fn pymongo_authenticates_over_tls_against_the_sim_binary() {
+    if !require_pymongo("sim_pymongo (auth)") {
+        return;
+    }
+    let certs = Certs::new("mongoload pymongo CA");
+    let other = Certs::new("a CA pymongo must not trust");
+    let (user, password) = ("pyuser", "py:p@ss w0rd");
+    let (mut sim, port) = start_sim(&[
+        "--auth",
+        &format!("{user}:{password}"),
+        "--tls-cert",
+        &certs.cert.display().to_string(),
+        "--tls-key",
+        &certs.key.display().to_string(),
+    ]);
+    run_script(
+        "auth_check.py",
+        &[
+            &format!("localhost:{port}"),
+            user,
+            password,
+            &certs.ca.display().to_string(),
+            &other.ca.display().to_string(),
+        ],
+        "pymongo auth check passed",
+    );
     assert!(
         sim.0.try_wait().unwrap().is_none(),
         "the simulator is still running"

@@ -91,7 +91,7 @@ use crate::schedule::window::{WindowLevel, Windows};
 use crate::schedule::{Mode, Schedule, Shape, Stage, WindowPlan};
 
 pub use types::{ByteSize, LevelSpec};
-pub use uri::{redact_uri, uri_hosts, SecretUri};
+pub use uri::{redact_uri, uri_hosts, uri_user, SecretUri, UriUser};
 pub use workloads::{
     CustomConfig, CustomIndex, CustomOp, CustomOpKind, InsertBenchmarkConfig, LargeDocConfig,
     NameNumConfig, NameNumMode, SysbenchConfig, YcsbConfig, YcsbLetter,

@@ -135,6 +135,70 @@ pub fn uri_hosts(uri: &str) -> Vec<String> {
         .collect()
 }
 
+/// The user a connection string authenticates as, and where: what a log
+/// line may say about the credentials (never the password).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UriUser {
+    /// The user name, percent-decoded.
+    pub user: String,
+    /// `authSource`, else the database in the path, else `admin`.
+    pub source: String,
+    /// `authMechanism`, when the URI names one (else negotiated).
+    pub mechanism: Option<String>,
+}
+
+/// The user of a connection string with credentials; `None` without.
+pub fn uri_user(uri: &str) -> Option<UriUser> {
+    let (_, authority, rest) = split(uri)?;
+    let userinfo = &authority[..authority.rfind('@')?];
+    let user = percent_decode(userinfo.split(':').next().unwrap_or(""));
+    if user.is_empty() {
+        return None;
+    }
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let param = |name: &str| {
+        query
+            .split('&')
+            .filter_map(|p| p.split_once('='))
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| percent_decode(v))
+    };
+    let path_db = path.trim_start_matches('/');
+    let source = param("authSource")
+        .or_else(|| (!path_db.is_empty()).then(|| percent_decode(path_db)))
+        .unwrap_or_else(|| "admin".to_owned());
+    Some(UriUser {
+        user,
+        source,
+        mechanism: param("authMechanism"),
+    })
+}
+
+/// Decodes `%XX` escapes; anything malformed is kept as written.
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,6 +260,25 @@ mod tests {
             vec!["c.example.net"]
         );
         assert!(uri_hosts("nonsense").is_empty());
+    }
+
+    #[test]
+    fn names_the_user_and_the_auth_source() {
+        let u = uri_user("mongodb://app%40x:p%3Aw@h1,h2/load?authMechanism=SCRAM-SHA-1").unwrap();
+        assert_eq!(
+            u,
+            UriUser {
+                user: "app@x".into(),
+                source: "load".into(),
+                mechanism: Some("SCRAM-SHA-1".into()),
+            }
+        );
+        let u = uri_user("mongodb://app:pw@h/db?authSource=admin").unwrap();
+        assert_eq!((u.source.as_str(), u.mechanism), ("admin", None));
+        assert_eq!(uri_user("mongodb://app:pw@h").unwrap().source, "admin");
+        assert_eq!(uri_user("mongodb://h/db"), None);
+        assert_eq!(uri_user("nonsense"), None);
+        assert_eq!(percent_decode("a%2"), "a%2");
     }
 
     #[test]

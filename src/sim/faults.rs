@@ -152,7 +152,8 @@ pub struct ErrorFault {
     /// The MongoDB error code to answer with (e.g. 10107, 91, 112, 50).
     pub code: i32,
     /// Command names the fault applies to; empty means every command except
-    /// the handshake (`hello`, `isMaster`) and `endSessions`.
+    /// the handshake (`hello`, `isMaster`, `saslStart`, `saslContinue`)
+    /// and `endSessions`.
     pub commands: Vec<String>,
 }
 
@@ -343,7 +344,10 @@ impl Faults {
 /// Commands that never get injected latency, errors or drops, so a driver
 /// can always connect and monitor (stalls still hold them).
 pub fn is_handshake(command: &str) -> bool {
-    matches!(command, "hello" | "isMaster" | "ismaster" | "endSessions")
+    matches!(
+        command,
+        "hello" | "isMaster" | "ismaster" | "saslStart" | "saslContinue" | "endSessions"
+    )
 }
 
 #[cfg(test)]

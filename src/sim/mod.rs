@@ -5,14 +5,18 @@
 //!
 //! In Rust: [`start`] a simulator, keep the [`SimHandle`], point a driver at
 //! [`SimHandle::uri`], and change faults through [`SimHandle::faults`].
+//! With [`SimConfig::auth`] clients must authenticate (SCRAM), with
+//! [`SimConfig::tls`] they connect over TLS.
 
 pub mod aggregate;
+pub mod auth;
 pub mod commands;
 pub mod cursor;
 pub mod faults;
 pub mod query;
 pub mod server;
 pub mod store;
+pub mod tls;
 pub mod update;
 pub mod wire;
 
@@ -23,8 +27,10 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+pub use auth::AuthUser;
 pub use faults::{Decision, ErrorFault, FaultConfig, Faults, LatencyDist, Stall};
 use server::Shared;
+pub use tls::TlsFiles;
 
 /// How to start a simulator.
 #[derive(Debug, Clone)]
@@ -33,6 +39,10 @@ pub struct SimConfig {
     pub listen: SocketAddr,
     /// Faults active from the start.
     pub faults: FaultConfig,
+    /// The one user (in `admin`) clients must authenticate as; none: no authentication.
+    pub auth: Option<AuthUser>,
+    /// Serve TLS with this certificate and key; none: plain TCP.
+    pub tls: Option<TlsFiles>,
 }
 
 impl Default for SimConfig {
@@ -40,6 +50,8 @@ impl Default for SimConfig {
         SimConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             faults: FaultConfig::default(),
+            auth: None,
+            tls: None,
         }
     }
 }
@@ -54,11 +66,16 @@ pub struct SimHandle {
     listener: Mutex<Option<Listener>>,
 }
 
-/// Starts a simulator on `config.listen` and returns once it accepts connections.
+/// Starts a simulator on `config.listen` and returns once it accepts
+/// connections. Unreadable TLS files are an `InvalidInput` error naming the file.
 pub async fn start(config: SimConfig) -> std::io::Result<SimHandle> {
+    let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
     let faults = Faults::new(config.faults);
     let root = faults.root().clone();
-    let shared = Arc::new(Shared::new(faults));
+    let mut shared = Shared::new(faults);
+    shared.auth = config.auth.as_ref().map(auth::Credentials::new);
+    shared.tls = tls;
+    let shared = Arc::new(shared);
     let (addr, stop, task) = server::listen(config.listen, shared.clone(), &root).await?;
     tokio::spawn(server::reap_cursors(shared.clone(), root.clone()));
     Ok(SimHandle {
@@ -183,6 +200,20 @@ pub struct SimArgs {
     /// Close every new connection at once.
     #[arg(long)]
     pub refuse: bool,
+    /// Require SCRAM-SHA-256 or SCRAM-SHA-1 authentication as this user (defined in `admin`).
+    #[arg(
+        long,
+        value_name = "USER:PASSWORD",
+        env = "MONGOLOAD_SIM_AUTH",
+        hide_env_values = true
+    )]
+    pub auth: Option<AuthUser>,
+    /// Serve TLS with this PEM certificate chain (with --tls-key).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
 }
 
 fn parse_rate(s: &str) -> Result<f64, String> {
@@ -195,6 +226,14 @@ fn parse_rate(s: &str) -> Result<f64, String> {
 }
 
 impl SimArgs {
+    /// The TLS files, when both flags are given.
+    pub fn tls_files(&self) -> Option<TlsFiles> {
+        Some(TlsFiles {
+            cert: self.tls_cert.clone()?,
+            key: self.tls_key.clone()?,
+        })
+    }
+
     /// The fault configuration these flags describe.
     pub fn fault_config(&self) -> FaultConfig {
         FaultConfig {
@@ -229,13 +268,20 @@ pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
     let handle = start(SimConfig {
         listen: args.listen,
         faults: faults.clone(),
+        auth: args.auth.clone(),
+        tls: args.tls_files(),
     })
     .await
-    .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
+    .map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidInput => anyhow::anyhow!("{e}"),
+        _ => anyhow::anyhow!("cannot listen on {}: {e}", args.listen),
+    })?;
     tracing::info!(
         addr = %handle.addr(),
         uri = %handle.uri(),
         faults = ?faults,
+        auth = args.auth.as_ref().map_or("off", |u| u.user.as_str()),
+        tls = args.tls_files().is_some(),
         "mongoload sim listening (an in-memory test double, not a database)"
     );
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -313,6 +359,35 @@ mod tests {
             Some(LatencyDist::Fixed(Duration::from_millis(2)))
         );
         assert_eq!(parse(&[]).unwrap().fault_config(), FaultConfig::default());
+    }
+
+    #[test]
+    fn auth_and_tls_flags() {
+        let a = parse(&[
+            "--auth",
+            "app:p:w",
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "k.pem",
+        ])
+        .unwrap();
+        assert_eq!(
+            a.auth,
+            Some(AuthUser {
+                user: "app".into(),
+                password: "p:w".into()
+            })
+        );
+        assert_eq!(
+            a.tls_files(),
+            Some(TlsFiles {
+                cert: "c.pem".into(),
+                key: "k.pem".into()
+            })
+        );
+        assert!(parse(&["--tls-cert", "c.pem"]).is_err(), "needs --tls-key");
+        assert!(parse(&["--auth", "nopassword"]).is_err());
     }
 
     #[test]

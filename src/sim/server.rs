@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 use mongodb::bson::{Bson, Document};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
+use super::auth::{self, Credentials, Session};
 use super::commands::{self, command_name};
 use super::cursor::{Cursors, IDLE_TIMEOUT};
 use super::faults::Faults;
@@ -41,6 +42,10 @@ pub struct Shared {
     pub faults: Faults,
     pub stats: Stats,
     pub started: Instant,
+    /// The user clients must authenticate as (`--auth`); none: no authentication.
+    pub auth: Option<Credentials>,
+    /// Serve TLS with this (`--tls-cert`/`--tls-key`); none: plain TCP.
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
     next_connection: AtomicI64,
     next_request: AtomicI64,
 }
@@ -53,6 +58,8 @@ impl Shared {
             faults,
             stats: Stats::default(),
             started: Instant::now(),
+            auth: None,
+            tls: None,
             next_connection: AtomicI64::new(1),
             next_request: AtomicI64::new(1),
         }
@@ -84,7 +91,7 @@ pub async fn accept_loop(
                     shared.stats.conns_current.fetch_add(1, Ordering::Relaxed);
                     shared.stats.conns_total.fetch_add(1, Ordering::Relaxed);
                     let id = shared.next_connection.fetch_add(1, Ordering::Relaxed);
-                    match serve(stream, &shared, id, &root).await {
+                    match serve_tcp(stream, &shared, id, &root).await {
                         Ok(()) => tracing::debug!(%peer, connection = id, "connection closed"),
                         Err(reason) => {
                             tracing::info!(%peer, connection = id, %reason, "connection closed")
@@ -115,10 +122,12 @@ enum Closed {
     Killed,
     #[error("simulator shut down")]
     Shutdown,
+    #[error("TLS handshake failed: {0}")]
+    Tls(std::io::Error),
 }
 
 async fn read_frame(
-    reader: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
+    reader: &mut BufReader<impl AsyncRead + Unpin>,
     buf: &mut Vec<u8>,
 ) -> Result<bool, Closed> {
     let mut head = [0u8; HEADER_LEN];
@@ -135,14 +144,38 @@ async fn read_frame(
     Ok(true)
 }
 
-async fn serve(
+/// Serves an accepted connection, after the TLS handshake when TLS is on.
+async fn serve_tcp(
     stream: TcpStream,
     shared: &Shared,
     connection_id: i64,
     root: &CancellationToken,
 ) -> Result<(), Closed> {
     stream.set_nodelay(true)?;
-    let (rd, mut wr) = stream.into_split();
+    match &shared.tls {
+        Some(acceptor) => {
+            let stream = super::tls::accept(acceptor, stream)
+                .await
+                .map_err(Closed::Tls)?;
+            let (rd, wr) = tokio::io::split(stream);
+            serve(rd, wr, shared, connection_id, root).await
+        }
+        // Plain TCP keeps the lock-free owned halves.
+        None => {
+            let (rd, wr) = stream.into_split();
+            serve(rd, wr, shared, connection_id, root).await
+        }
+    }
+}
+
+async fn serve(
+    rd: impl AsyncRead + Unpin,
+    mut wr: impl AsyncWrite + Unpin,
+    shared: &Shared,
+    connection_id: i64,
+    root: &CancellationToken,
+) -> Result<(), Closed> {
+    let mut session = Session::default();
     let mut reader = BufReader::with_capacity(64 * 1024, rd);
     let mut frame = Vec::with_capacity(16 * 1024);
     let mut out = Vec::with_capacity(16 * 1024);
@@ -189,7 +222,7 @@ async fn serve(
             }
         };
         let reply = tokio::select! {
-            r = respond(shared, connection_id, body, &mut rng) => r?,
+            r = respond(shared, connection_id, body, &mut rng, &mut session) => r?,
             _ = &mut closed => return Err(reason()),
         };
         if no_reply {
@@ -216,6 +249,7 @@ async fn respond(
     connection_id: i64,
     body: Document,
     rng: &mut SmallRng,
+    session: &mut Session,
 ) -> Result<Document, Closed> {
     let name = command_name(&body).to_owned();
     let decision = shared.faults.decide(&name, rng);
@@ -244,7 +278,7 @@ async fn respond(
             body.contains_key("txnNumber"),
         ));
     }
-    Ok(commands::execute(shared, connection_id, body))
+    Ok(auth::execute(shared, session, connection_id, body))
 }
 
 /// Binds `addr` and starts accepting in a task.

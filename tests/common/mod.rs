@@ -476,6 +476,36 @@ impl Drop for ChildGuard {
     }
 }
 
+/// Spawns `mongoload run --config FILE` at log level `rust_log`, stderr to
+/// a file beside the config (not the journal); returns the guard and the
+/// stderr path.
+pub fn spawn_run(file: &ConfigFile, rust_log: &str) -> (ChildGuard, PathBuf) {
+    let stderr_path = file.dir.path().join("stderr");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(["run", "--config"])
+        .arg(&file.path)
+        .env_remove("JOURNAL_STREAM")
+        .env_remove("NOTIFY_SOCKET")
+        .env_remove("MONGOLOAD_CONFIG")
+        .env("RUST_LOG", rust_log)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .expect("spawn mongoload run");
+    (ChildGuard::new(child), stderr_path)
+}
+
+/// Sends SIGTERM and waits (bounded) for the exit status.
+pub async fn terminate(child: &mut ChildGuard) -> std::process::ExitStatus {
+    sigterm(child.id());
+    let mut c = child.take();
+    wait_for("the process to exit", Duration::from_secs(15), || {
+        let s = c.try_wait().expect("try_wait");
+        async move { s }
+    })
+    .await
+}
+
 /// Sends SIGTERM to `pid` with kill(1) (no signal crate needed).
 pub fn sigterm(pid: u32) {
     let st = std::process::Command::new("kill")
