@@ -5,7 +5,7 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use mongodb::bson::{Bson, Document};
@@ -41,6 +41,8 @@ pub struct Shared {
     pub faults: Faults,
     pub stats: Stats,
     pub started: Instant,
+    /// Set when this server is a replica-set member.
+    pub(crate) replset: OnceLock<super::replset::Link>,
     next_connection: AtomicI64,
     next_request: AtomicI64,
 }
@@ -53,6 +55,7 @@ impl Shared {
             faults,
             stats: Stats::default(),
             started: Instant::now(),
+            replset: OnceLock::new(),
             next_connection: AtomicI64::new(1),
             next_request: AtomicI64::new(1),
         }
@@ -189,6 +192,9 @@ async fn serve(
             }
         };
         let reply = tokio::select! {
+            // A reply already computed is sent even if the connection is
+            // being closed (a replSetStepDown answers, then closes).
+            biased;
             r = respond(shared, connection_id, body, &mut rng) => r?,
             _ = &mut closed => return Err(reason()),
         };
@@ -243,6 +249,9 @@ async fn respond(
             code,
             body.contains_key("txnNumber"),
         ));
+    }
+    if let Some(member) = shared.replset.get() {
+        return Ok(member.respond(shared, connection_id, body).await);
     }
     Ok(commands::execute(shared, connection_id, body))
 }
