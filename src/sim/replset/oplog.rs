@@ -73,6 +73,9 @@ pub enum Catalog {
 }
 
 /// One oplog entry's change.
+// Nearly every entry is a `Doc`, and entries live behind an `Arc`: boxing
+// it would only add an allocation per write.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
     /// The document `id` of `ns` (`db.coll`) becomes `after` (removed when
@@ -239,7 +242,7 @@ impl Oplog {
     /// The newest entry a majority applied.
     pub fn commit_point(&self) -> OpTime {
         let mut seqs: Vec<OpTime> = self.applied.clone();
-        seqs.sort_by(|a, b| b.seq.cmp(&a.seq));
+        seqs.sort_by_key(|t| std::cmp::Reverse(t.seq));
         seqs[self.majority() - 1]
     }
 
