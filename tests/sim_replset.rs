@@ -3,14 +3,17 @@
 //! from a seed list, streaming monitoring, step-downs and elections,
 //! NotWritablePrimary and NotPrimaryNoSecondaryOk, rollback of w:1 writes
 //! and never of w:"majority" ones, replication lag seen by a secondary
-//! read, retryable writes, `replSetStepDown`, scheduled failovers, and a
-//! pymongo client against the `mongoload sim --replset` binary.
+//! read, retryable writes, `replSetStepDown` and scheduled failovers
+//! (`sim_pymongo.rs` runs pymongo against `mongoload sim --replset`).
+
+mod common;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::error_code as code;
 use mongodb::bson::{doc, spec::BinarySubtype, Binary, Bson, Document};
-use mongodb::error::{Error, ErrorKind, WriteFailure};
+use mongodb::error::{ErrorKind, WriteFailure};
 use mongodb::event::sdam::SdamEvent;
 use mongodb::event::EventHandler;
 use mongodb::options::{
@@ -31,21 +34,7 @@ async fn replset(config: ReplSetConfig) -> SimHandle {
 
 /// A client for `uri`, patient enough to wait through an election.
 async fn client(uri: &str, retry: bool) -> Client {
-    let mut opts = ClientOptions::parse(uri).await.unwrap();
-    opts.server_selection_timeout = Some(Duration::from_secs(15));
-    opts.connect_timeout = Some(Duration::from_secs(2));
-    opts.retry_writes = Some(retry);
-    opts.retry_reads = Some(retry);
-    Client::with_options(opts).unwrap()
-}
-
-/// The server error code inside a driver error.
-fn code(e: &Error) -> Option<i32> {
-    match &*e.kind {
-        ErrorKind::Command(c) => Some(c.code),
-        ErrorKind::Write(WriteFailure::WriteError(w)) => Some(w.code),
-        _ => None,
-    }
+    common::driver_client(uri, retry, Duration::from_secs(15)).await
 }
 
 fn coll_w(client: &Client, w: WriteConcern) -> Collection<Document> {
@@ -577,93 +566,5 @@ async fn scheduled_failovers_rotate_the_primary_and_writes_keep_landing() {
         ids(&coll).await,
         (0..i).collect::<Vec<_>>(),
         "every acknowledged write is there"
-    );
-}
-
-#[test]
-fn pymongo_follows_a_failover_of_the_sim_binary() {
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
-    let available = Command::new("python3")
-        .args(["-c", "import pymongo"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !available {
-        if std::env::var_os("CI").is_some() {
-            panic!("pymongo is not importable by python3 and CI is set: install it (pip install pymongo)");
-        }
-        eprintln!("\n*** SKIPPED pymongo replica-set check: python3 cannot import pymongo ***\n");
-        return;
-    }
-    // Three consecutive free ports: bind them to find them, then release.
-    let (port, _guards) = loop {
-        let a = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let p = a.local_addr().unwrap().port();
-        let rest: Vec<_> = (1..3)
-            .filter_map(|i| std::net::TcpListener::bind(("127.0.0.1", p.checked_add(i)?)).ok())
-            .collect();
-        if rest.len() == 2 {
-            break (p, (a, rest));
-        }
-    };
-    drop(_guards);
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let mut sim = Kill(
-        Command::new(env!("CARGO_BIN_EXE_mongoload"))
-            .args([
-                "sim",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--replset",
-                "rs0",
-                "--members",
-                "3",
-                "--election",
-                "300ms..600ms",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start mongoload sim"),
-    );
-    let stderr = sim.0.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if line.contains("listening") {
-                let _ = tx.send(());
-            }
-        }
-    });
-    rx.recv_timeout(Duration::from_secs(20))
-        .expect("mongoload sim logs that it listens");
-    let seeds: Vec<String> = (0..3).map(|i| format!("127.0.0.1:{}", port + i)).collect();
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/pymongo/replset_check.py"
-    );
-    let out = Command::new("python3")
-        .args([
-            script,
-            &format!("mongodb://{}/?replicaSet=rs0", seeds.join(",")),
-        ])
-        .output()
-        .expect("run python3");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "pymongo replica-set check failed ({:?}):\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        stdout.contains("pymongo replica-set check passed"),
-        "{stdout}"
     );
 }
