@@ -144,6 +144,8 @@ async fn the_driver_discovers_the_set_from_one_secondary_and_streams_hello() {
         .await
         .unwrap();
     opts.server_selection_timeout = Some(Duration::from_secs(10));
+    // maxAwaitTimeMS is the heartbeat frequency: awaited replies come every 500 ms.
+    opts.heartbeat_freq = Some(Duration::from_millis(500));
     let seen = awaited.clone();
     opts.sdam_event_handler = Some(EventHandler::callback(move |ev: SdamEvent| {
         if let SdamEvent::ServerHeartbeatSucceeded(h) = ev {
@@ -387,13 +389,18 @@ async fn rollback_loses_exactly_the_w1_writes_asked_and_no_majority_write() {
     set.wait_for_primary(Duration::from_secs(20)).await.unwrap();
     let want: Vec<i32> = (0..350).chain(400..405).chain(425..460).collect();
     assert_eq!(ids(&w1).await, want);
-    let counts: Vec<usize> = set.failovers().iter().map(|f| f.rolled_back).collect();
+    let counts: Vec<usize> = set
+        .failovers()
+        .iter()
+        .map(|f| f.rolled_back.len())
+        .collect();
     assert_eq!(counts, [50, 20, 0]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_pinned_to_a_secondary_sees_the_replication_lag() {
-    let lag = Duration::from_millis(1500);
+    // Long enough that the read right after the insert cannot be late for it.
+    let lag = Duration::from_secs(3);
     let mut cfg = ReplSetConfig::new("rs0", 3);
     cfg.replication_lag = lag;
     let sim = replset(cfg).await;
@@ -402,6 +409,13 @@ async fn a_read_pinned_to_a_secondary_sees_the_replication_lag() {
     let w1 = coll_w(&c, WriteConcern::nodes(1));
     let secondary = client(&set.member_uri(1), false).await;
     let on_secondary = secondary.database("rs").collection::<Document>("docs");
+    // Connected before the clock starts.
+    assert!(on_secondary
+        .find_one(doc! {"_id": 1})
+        .await
+        .unwrap()
+        .is_none());
+    w1.find_one(doc! {}).await.unwrap();
 
     let sent = Instant::now();
     w1.insert_one(doc! {"_id": 1}).await.unwrap();

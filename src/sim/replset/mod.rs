@@ -179,7 +179,8 @@ pub struct Failover {
     /// The term the new primary was elected in.
     pub term: Option<i64>,
     pub election: Duration,
-    pub rolled_back: usize,
+    /// The writes the step-down rolled back, oldest first.
+    pub rolled_back: Vec<RolledBack>,
 }
 
 /// Why a step-down was refused.
@@ -638,7 +639,7 @@ impl Inner {
             elected: None,
             term: None,
             election,
-            rolled_back: rolled_back.len(),
+            rolled_back: rolled_back.clone(),
         });
         tracing::info!(
             set = %self.name,
@@ -858,6 +859,39 @@ mod tests {
             advertised("10.1.2.3:5".parse().unwrap()).to_string(),
             "10.1.2.3:5"
         );
+    }
+
+    #[derive(Debug, Default)]
+    struct Recorder(Mutex<Vec<(Option<i32>, Option<i32>)>>);
+
+    impl ChangeLog for Recorder {
+        fn record(&self, ns: &str, _: &Key, before: Option<&Document>, after: Option<&Document>) {
+            assert_eq!(ns, "d.c");
+            let v = |d: Option<&Document>| d.map(|d| d.get_i32("v").unwrap());
+            lock(&self.0).push((v(before), v(after)));
+        }
+    }
+
+    #[test]
+    fn a_store_with_a_log_records_every_document_change() {
+        let store = Store::default();
+        let log = Arc::new(Recorder::default());
+        store.set_log(log.clone());
+        let (c, _) = store.collection_or_create("d", "c");
+        let mut c = wlock(&c);
+        c.insert(mongodb::bson::doc! {"_id": 1, "v": 1}).unwrap();
+        let id = Key(Bson::Int32(1));
+        c.replace(&id, mongodb::bson::doc! {"_id": 1, "v": 2})
+            .unwrap();
+        assert!(c.insert(mongodb::bson::doc! {"_id": 1, "v": 3}).is_err());
+        c.remove(&id);
+        // Applying a change is not a change of this member's own.
+        c.put(&id, Some(mongodb::bson::doc! {"_id": 1, "v": 4}));
+        assert_eq!(
+            *lock(&log.0),
+            [(None, Some(1)), (Some(1), Some(2)), (Some(2), None)]
+        );
+        assert_eq!(c.get(&id).unwrap().get_i32("v"), Ok(4));
     }
 
     #[test]
