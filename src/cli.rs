@@ -38,7 +38,7 @@ pub enum Command {
     /// writes (exit 0 ready, 69 unreachable, 77 refused, 78 config).
     CheckTarget(crate::check_target::CheckTargetArgs),
     /// Run the built-in MongoDB wire-protocol simulator (a test double, not a database).
-    Sim(crate::sim::SimArgs),
+    Sim(Box<crate::sim::SimArgs>),
     /// Start the simulator and the daemon against it with a bundled example config.
     Demo(DemoArgs),
     /// Control a running daemon through its control socket ([control] socket).
@@ -170,7 +170,7 @@ pub fn run(cli: Cli) -> ExitCode {
             block_on(run_daemon(config, Some(path)))
         }
         Command::Sim(args) => block_on(async move {
-            match crate::sim::run_cli(args).await {
+            match crate::sim::run_cli(*args).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("mongoload sim: {e:#}");

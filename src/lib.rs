@@ -3,6 +3,7 @@
 //! and calls into this library, so tests and benches reach everything.
 #![forbid(unsafe_code)]
 
+pub mod audit;
 pub mod check_target;
 pub mod cli;
 pub mod config;

@@ -2,12 +2,15 @@
 //! command of issue 2, cursors, duplicate keys, indexes, aggregation and
 //! each fault kind.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::error_code as code;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
-use mongodb::error::{Error, ErrorKind, WriteFailure};
-use mongodb::options::{ClientOptions, FindOptions, IndexOptions, ReturnDocument};
+use mongodb::error::{ErrorKind, WriteFailure};
+use mongodb::options::{FindOptions, IndexOptions, ReturnDocument};
 use mongodb::{Client, IndexModel};
 use mongoload::sim::{self, ErrorFault, LatencyDist, SimConfig, SimHandle, Stall};
 
@@ -20,22 +23,7 @@ async fn sim_and_client() -> (SimHandle, Client) {
 }
 
 async fn client_for(sim: &SimHandle, retry: bool) -> Client {
-    let mut opts = ClientOptions::parse(sim.uri()).await.unwrap();
-    opts.server_selection_timeout = Some(Duration::from_secs(2));
-    opts.connect_timeout = Some(Duration::from_secs(2));
-    opts.retry_writes = Some(retry);
-    opts.retry_reads = Some(retry);
-    Client::with_options(opts).unwrap()
-}
-
-/// The server error code inside a driver error, wherever the driver put it.
-fn code(e: &Error) -> Option<i32> {
-    match &*e.kind {
-        ErrorKind::Command(c) => Some(c.code),
-        ErrorKind::Write(WriteFailure::WriteError(w)) => Some(w.code),
-        ErrorKind::InsertMany(m) => m.write_errors.as_ref()?.first().map(|w| w.code),
-        _ => None,
-    }
+    common::driver_client(&sim.uri(), retry, Duration::from_secs(2)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,6 @@
 //! An independent client: the real `mongoload sim` binary started as a
 //! separate process, checked by pymongo scripts (CRUD, aggregate, cursors;
-//! SCRAM authentication over TLS).
+//! SCRAM authentication over TLS; a replica set through a failover).
 
 mod certs;
 
@@ -54,7 +54,11 @@ fn require_pymongo(test: &str) -> bool {
 /// Starts `mongoload sim --listen 127.0.0.1:PORT ARGS…` and waits for the
 /// line saying it listens; returns it with its port.
 fn start_sim(args: &[&str]) -> (Sim, u16) {
-    let port = free_port();
+    start_sim_on(free_port(), args)
+}
+
+/// [`start_sim`] on a given port (a replica set's first member).
+fn start_sim_on(port: u16, args: &[&str]) -> (Sim, u16) {
     let child = Command::new(env!("CARGO_BIN_EXE_mongoload"))
         .args(["sim", "--listen", &format!("127.0.0.1:{port}")])
         .args(args)
@@ -148,5 +152,41 @@ fn pymongo_authenticates_over_tls_against_the_sim_binary() {
     assert!(
         sim.0.try_wait().unwrap().is_none(),
         "the simulator is still running"
+    );
+}
+
+/// Three consecutive free loopback ports (bound to find them, then released).
+fn free_ports3() -> u16 {
+    loop {
+        let first = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = first.local_addr().unwrap().port();
+        let rest: Vec<TcpListener> = (1..3)
+            .filter_map(|i| TcpListener::bind(("127.0.0.1", port.checked_add(i)?)).ok())
+            .collect();
+        if rest.len() == 2 {
+            return port;
+        }
+    }
+}
+
+#[test]
+fn pymongo_follows_a_failover_of_the_sim_replica_set() {
+    if !require_pymongo("sim_pymongo (replica set)") {
+        return;
+    }
+    let args = [
+        "--replset",
+        "rs0",
+        "--members",
+        "3",
+        "--election",
+        "300ms..600ms",
+    ];
+    let (_sim, port) = start_sim_on(free_ports3(), &args);
+    let seeds: Vec<String> = (0..3).map(|i| format!("127.0.0.1:{}", port + i)).collect();
+    run_script(
+        "replset_check.py",
+        &[&format!("mongodb://{}/?replicaSet=rs0", seeds.join(","))],
+        "pymongo replica-set check passed",
     );
 }

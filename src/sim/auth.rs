@@ -17,7 +17,7 @@ use rand::RngCore;
 use sha1::Sha1;
 use sha2::Sha256;
 
-use super::commands::{self, command_name, CmdError};
+use super::commands::{command_name, CmdError};
 use super::server::Shared;
 
 /// The database the simulator's user is defined in.
@@ -445,35 +445,33 @@ impl Credentials {
     }
 }
 
-/// Runs `cmd` as [`commands::execute`] does, behind the simulator's
-/// authentication when it has a user.
-pub fn execute(
-    shared: &Shared,
-    session: &mut Session,
-    connection_id: i64,
-    cmd: Document,
-) -> Document {
-    if command_name(&cmd) == "connectionStatus" {
-        return connection_status(shared.auth.as_ref(), session);
+/// Checks `cmd` against the simulator's authentication (when it has a
+/// user): either the reply to send at once (a SASL step, a refusal,
+/// `connectionStatus`), or the fields to add to the command's own reply
+/// (speculative authentication in `hello`), which [`finish`] adds.
+pub fn gate(shared: &Shared, session: &mut Session, cmd: &Document) -> Verdict {
+    if command_name(cmd) == "connectionStatus" {
+        return Verdict::Reply(connection_status(shared.auth.as_ref(), session));
     }
-    let Some(creds) = &shared.auth else {
-        return commands::execute(shared, connection_id, cmd);
-    };
-    match creds.check(session, &cmd) {
-        Verdict::Reply(reply) => reply,
-        Verdict::Run { fields } => {
-            let mut reply = commands::execute(shared, connection_id, cmd);
-            if !fields.is_empty() {
-                // Keep `ok` last, as the server does.
-                let ok = reply.remove("ok");
-                reply.extend(fields);
-                if let Some(ok) = ok {
-                    reply.insert("ok", ok);
-                }
-            }
-            reply
+    match &shared.auth {
+        Some(creds) => creds.check(session, cmd),
+        None => Verdict::Run {
+            fields: Document::new(),
+        },
+    }
+}
+
+/// The command's reply with the fields [`gate`] asked to add.
+pub fn finish(mut reply: Document, fields: Document) -> Document {
+    if !fields.is_empty() {
+        // Keep `ok` last, as the server does.
+        let ok = reply.remove("ok");
+        reply.extend(fields);
+        if let Some(ok) = ok {
+            reply.insert("ok", ok);
         }
     }
+    reply
 }
 
 /// `connectionStatus`, which MongoDB answers before authentication too:

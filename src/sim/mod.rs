@@ -1,12 +1,15 @@
 //! `mongoload sim`: an in-memory server that speaks the MongoDB wire
 //! protocol well enough for the official drivers and every built-in
-//! workload, with fault injection. A test double and demo target, never a
-//! database: no persistence, no replication, no real transactions.
+//! workload, with fault injection, standalone or as a replica set. A test
+//! double and demo target, never a database: no persistence, no real
+//! transactions.
 //!
-//! In Rust: [`start`] a simulator, keep the [`SimHandle`], point a driver at
-//! [`SimHandle::uri`], and change faults through [`SimHandle::faults`].
-//! With [`SimConfig::auth`] clients must authenticate (SCRAM), with
-//! [`SimConfig::tls`] they connect over TLS.
+//! In Rust: [`start`] a simulator (or [`start_replset`] a replica set),
+//! keep the [`SimHandle`], point a driver at [`SimHandle::uri`], change
+//! faults through [`SimHandle::faults`] and drive elections through
+//! [`SimHandle::replset`]. With [`SimConfig::auth`] clients must
+//! authenticate (SCRAM), with [`SimConfig::tls`] they connect over TLS
+//! (every member of a replica set alike).
 
 pub mod aggregate;
 pub mod auth;
@@ -14,6 +17,7 @@ pub mod commands;
 pub mod cursor;
 pub mod faults;
 pub mod query;
+pub mod replset;
 pub mod server;
 pub mod store;
 pub mod tls;
@@ -29,6 +33,9 @@ use tokio_util::sync::CancellationToken;
 
 pub use auth::AuthUser;
 pub use faults::{Decision, ErrorFault, FaultConfig, Faults, LatencyDist, Stall};
+pub use replset::{
+    ElectionTime, Failover, ReplSet, ReplSetConfig, RolledBack, StepDown, StepDownError, WriteKind,
+};
 use server::Shared;
 pub use tls::TlsFiles;
 
@@ -64,18 +71,15 @@ pub struct SimHandle {
     shared: Arc<Shared>,
     root: CancellationToken,
     listener: Mutex<Option<Listener>>,
+    replset: Option<ReplSet>,
 }
 
 /// Starts a simulator on `config.listen` and returns once it accepts
 /// connections. Unreadable TLS files are an `InvalidInput` error naming the file.
 pub async fn start(config: SimConfig) -> std::io::Result<SimHandle> {
     let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
-    let faults = Faults::new(config.faults);
-    let root = faults.root().clone();
-    let mut shared = Shared::new(faults);
-    shared.auth = config.auth.as_ref().map(auth::Credentials::new);
-    shared.tls = tls;
-    let shared = Arc::new(shared);
+    let shared = Arc::new(new_shared(&config, &tls));
+    let root = shared.faults.root().clone();
     let (addr, stop, task) = server::listen(config.listen, shared.clone(), &root).await?;
     tokio::spawn(server::reap_cursors(shared.clone(), root.clone()));
     Ok(SimHandle {
@@ -83,7 +87,35 @@ pub async fn start(config: SimConfig) -> std::io::Result<SimHandle> {
         shared,
         root,
         listener: Mutex::new(Some((stop, task))),
+        replset: None,
     })
+}
+
+/// Starts a replica set of `set.members` members on consecutive ports from
+/// `config.listen` (from a free one when its port is 0), each with the
+/// faults of `config.faults`; member 0 is primary. The handle's
+/// [`SimHandle::addr`], [`SimHandle::faults`] and listener methods are
+/// member 0's; [`SimHandle::uri`] is the seed list.
+pub async fn start_replset(config: SimConfig, set: ReplSetConfig) -> std::io::Result<SimHandle> {
+    let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
+    let started = replset::start(config.listen, &|| new_shared(&config, &tls), set).await?;
+    let (addr, shared, root, stop, task) = started.first;
+    Ok(SimHandle {
+        addr,
+        shared,
+        root,
+        listener: Mutex::new(Some((stop, task))),
+        replset: Some(started.set),
+    })
+}
+
+/// One server's state as `config` describes it (faults, user, TLS); a
+/// replica set makes one per member.
+fn new_shared(config: &SimConfig, tls: &Option<tokio_rustls::TlsAcceptor>) -> Shared {
+    let mut shared = Shared::new(Faults::new(config.faults.clone()));
+    shared.auth = config.auth.as_ref().map(auth::Credentials::new);
+    shared.tls = tls.clone();
+    shared
 }
 
 impl SimHandle {
@@ -92,9 +124,19 @@ impl SimHandle {
         self.addr
     }
 
-    /// A connection string for the driver: `mongodb://127.0.0.1:PORT/`.
+    /// A connection string for the driver: `mongodb://127.0.0.1:PORT/`, or
+    /// for a replica set the seed list `mongodb://h1,h2,h3/?replicaSet=NAME`.
     pub fn uri(&self) -> String {
-        format!("mongodb://{}/", self.addr)
+        match &self.replset {
+            Some(set) => set.uri(),
+            None => format!("mongodb://{}/", self.addr),
+        }
+    }
+
+    /// The replica set, when started with [`start_replset`]: members,
+    /// elections, replication lag and rollback.
+    pub fn replset(&self) -> Option<&ReplSet> {
+        self.replset.as_ref()
     }
 
     /// The fault-injection handle; changes apply to the next command.
@@ -153,6 +195,9 @@ impl SimHandle {
     /// Stops listening, closes every connection and waits for the listener to end.
     pub async fn shutdown(self) {
         self.root.cancel();
+        if let Some(set) = &self.replset {
+            set.shutdown();
+        }
         let current = self
             .listener
             .lock()
@@ -167,6 +212,9 @@ impl SimHandle {
 impl Drop for SimHandle {
     fn drop(&mut self) {
         self.root.cancel();
+        if let Some(set) = &self.replset {
+            set.shutdown();
+        }
     }
 }
 
@@ -214,6 +262,35 @@ pub struct SimArgs {
     /// The PEM private key of --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<std::path::PathBuf>,
+    /// Run a replica set named NAME: --members members on consecutive ports from --listen's.
+    #[arg(long, value_name = "NAME", help_heading = "Replica set")]
+    pub replset: Option<String>,
+    /// Members of the replica set (1 to 50); member 0 starts as primary.
+    #[arg(long, default_value_t = 3, requires = "replset", value_parser = clap::value_parser!(u16).range(1..=50), help_heading = "Replica set")]
+    pub members: u16,
+    /// Step the primary down this often (e.g. 60s).
+    #[arg(long, value_parser = humantime::parse_duration, requires = "replset", help_heading = "Replica set")]
+    pub failover_every: Option<Duration>,
+    /// How long a step-down leaves the set without a primary: 2s, or a uniform range 2s..10s.
+    #[arg(
+        long,
+        default_value = "2s",
+        requires = "replset",
+        help_heading = "Replica set"
+    )]
+    pub election: ElectionTime,
+    /// A step-down rolls back up to N of the newest writes acknowledged with w:1 (kept off the secondaries until then); w:"majority" writes are never lost.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        requires = "replset",
+        help_heading = "Replica set"
+    )]
+    pub rollback_writes: usize,
+    /// Secondaries apply each write this long after the primary (e.g. 500ms).
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration, requires = "replset", help_heading = "Replica set")]
+    pub replication_lag: Duration,
 }
 
 fn parse_rate(s: &str) -> Result<f64, String> {
@@ -231,6 +308,18 @@ impl SimArgs {
         Some(TlsFiles {
             cert: self.tls_cert.clone()?,
             key: self.tls_key.clone()?,
+        })
+    }
+
+    /// The replica set these flags describe, if `--replset` is given.
+    pub fn replset_config(&self) -> Option<ReplSetConfig> {
+        self.replset.as_ref().map(|name| ReplSetConfig {
+            name: name.clone(),
+            members: self.members.into(),
+            election: self.election,
+            failover_every: self.failover_every,
+            rollback_writes: self.rollback_writes,
+            replication_lag: self.replication_lag,
         })
     }
 
@@ -265,17 +354,42 @@ pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
         )
         .try_init();
     let faults = args.fault_config();
-    let handle = start(SimConfig {
+    let config = SimConfig {
         listen: args.listen,
         faults: faults.clone(),
         auth: args.auth.clone(),
         tls: args.tls_files(),
-    })
-    .await
-    .map_err(|e| match e.kind() {
-        std::io::ErrorKind::InvalidInput => anyhow::anyhow!("{e}"),
-        _ => anyhow::anyhow!("cannot listen on {}: {e}", args.listen),
-    })?;
+    };
+    // Unreadable TLS files (InvalidInput) name the file themselves.
+    let handle = match args.replset_config() {
+        Some(set) => {
+            let members = set.members;
+            start_replset(config, set)
+                .await
+                .map_err(|e| match e.kind() {
+                    std::io::ErrorKind::InvalidInput => anyhow::anyhow!("{e}"),
+                    _ => anyhow::anyhow!(
+                        "cannot listen on {members} consecutive ports from {}: {e}",
+                        args.listen
+                    ),
+                })?
+        }
+        None => start(config).await.map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidInput => anyhow::anyhow!("{e}"),
+            _ => anyhow::anyhow!("cannot listen on {}: {e}", args.listen),
+        })?,
+    };
+    if let Some(set) = handle.replset() {
+        tracing::info!(
+            replset = set.name(),
+            members = ?set.hosts(),
+            election = ?args.election,
+            failover_every = ?args.failover_every,
+            rollback_writes = args.rollback_writes,
+            replication_lag = ?args.replication_lag,
+            "replica set: member 0 is primary"
+        );
+    }
     tracing::info!(
         addr = %handle.addr(),
         uri = %handle.uri(),
@@ -397,5 +511,49 @@ mod tests {
         assert!(parse(&["--stall", "10s/1s"]).is_err());
         assert!(parse(&["--latency-dist", "gauss:1ms"]).is_err());
         assert!(parse(&["--latency", "2ms", "--latency-dist", "exp:1ms"]).is_err());
+    }
+
+    #[test]
+    fn replica_set_flags() {
+        assert_eq!(parse(&[]).unwrap().replset_config(), None);
+        let a = parse(&[
+            "--replset",
+            "rs0",
+            "--members",
+            "5",
+            "--failover-every",
+            "60s",
+            "--election",
+            "2s..10s",
+            "--rollback-writes",
+            "50",
+            "--replication-lag",
+            "500ms",
+        ])
+        .unwrap();
+        assert_eq!(
+            a.replset_config(),
+            Some(ReplSetConfig {
+                name: "rs0".into(),
+                members: 5,
+                election: ElectionTime {
+                    min: Duration::from_secs(2),
+                    max: Duration::from_secs(10)
+                },
+                failover_every: Some(Duration::from_secs(60)),
+                rollback_writes: 50,
+                replication_lag: Duration::from_millis(500),
+            })
+        );
+        assert_eq!(
+            parse(&["--replset", "rs"]).unwrap().replset_config(),
+            Some(ReplSetConfig::new("rs", 3))
+        );
+        // Replica-set flags need --replset; member counts are bounded.
+        assert!(parse(&["--members", "3"]).is_err());
+        assert!(parse(&["--replication-lag", "1s"]).is_err());
+        assert!(parse(&["--replset", "rs", "--members", "0"]).is_err());
+        assert!(parse(&["--replset", "rs", "--members", "51"]).is_err());
+        assert!(parse(&["--replset", "rs", "--election", "5s..1s"]).is_err());
     }
 }

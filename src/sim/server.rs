@@ -5,7 +5,7 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use mongodb::bson::{Bson, Document};
@@ -46,6 +46,8 @@ pub struct Shared {
     pub auth: Option<Credentials>,
     /// Serve TLS with this (`--tls-cert`/`--tls-key`); none: plain TCP.
     pub tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Set when this server is a replica-set member.
+    pub(crate) replset: OnceLock<super::replset::Link>,
     next_connection: AtomicI64,
     next_request: AtomicI64,
 }
@@ -60,6 +62,7 @@ impl Shared {
             started: Instant::now(),
             auth: None,
             tls: None,
+            replset: OnceLock::new(),
             next_connection: AtomicI64::new(1),
             next_request: AtomicI64::new(1),
         }
@@ -222,6 +225,9 @@ async fn serve(
             }
         };
         let reply = tokio::select! {
+            // A reply already computed is sent even if the connection is
+            // being closed (a replSetStepDown answers, then closes).
+            biased;
             r = respond(shared, connection_id, body, &mut rng, &mut session) => r?,
             _ = &mut closed => return Err(reason()),
         };
@@ -278,7 +284,15 @@ async fn respond(
             body.contains_key("txnNumber"),
         ));
     }
-    Ok(auth::execute(shared, session, connection_id, body))
+    let fields = match auth::gate(shared, session, &body) {
+        auth::Verdict::Reply(reply) => return Ok(reply),
+        auth::Verdict::Run { fields } => fields,
+    };
+    let reply = match shared.replset.get() {
+        Some(member) => member.respond(shared, connection_id, body).await,
+        None => commands::execute(shared, connection_id, body),
+    };
+    Ok(auth::finish(reply, fields))
 }
 
 /// Binds `addr` and starts accepting in a task.

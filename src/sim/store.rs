@@ -7,7 +7,7 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound as StdBound;
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use mongodb::bson::{doc, oid::ObjectId, Bson, Document};
 
@@ -222,12 +222,23 @@ pub fn index_name(key: &[(String, i32)]) -> String {
         .join("_")
 }
 
+/// Receives every document change a collection makes through
+/// [`Collection::insert`], [`Collection::replace`] and
+/// [`Collection::remove`]: a replica-set member's oplog. `before` is the
+/// document before the change (none for an insert), `after` the document
+/// after it (none for a removal).
+pub trait ChangeLog: Send + Sync + std::fmt::Debug {
+    fn record(&self, ns: &str, id: &Key, before: Option<&Document>, after: Option<&Document>);
+}
+
 /// One collection.
 #[derive(Debug)]
 pub struct Collection {
     pub ns: String,
     docs: BTreeMap<Key, Document>,
     pub indexes: Vec<Index>,
+    /// Where document changes are recorded (replica-set members only).
+    log: Option<Arc<dyn ChangeLog>>,
 }
 
 impl Collection {
@@ -236,6 +247,24 @@ impl Collection {
             ns,
             docs: BTreeMap::new(),
             indexes: Vec::new(),
+            log: None,
+        }
+    }
+
+    /// Sets the document to `doc` (or removes it when `None`) without the
+    /// unique checks and without recording the change: a replica-set
+    /// member applying (or undoing) a change its primary already checked.
+    pub fn put(&mut self, id: &Key, doc: Option<Document>) {
+        if let Some(old) = self.docs.remove(id) {
+            for ix in &mut self.indexes {
+                ix.remove(id, &old);
+            }
+        }
+        if let Some(doc) = doc {
+            for ix in &mut self.indexes {
+                ix.add(id, &doc);
+            }
+            self.docs.insert(id.clone(), doc);
         }
     }
 
@@ -287,6 +316,9 @@ impl Collection {
         for ix in &mut self.indexes {
             ix.add(&key, &doc);
         }
+        if let Some(log) = &self.log {
+            log.record(&self.ns, &key, None, Some(&doc));
+        }
         self.docs.insert(key, doc);
         Ok(id)
     }
@@ -305,6 +337,9 @@ impl Collection {
             ix.remove(id, &old);
             ix.add(id, new);
         }
+        if let Some(log) = &self.log {
+            log.record(&self.ns, id, Some(&old), Some(new));
+        }
         Ok(())
     }
 
@@ -313,6 +348,9 @@ impl Collection {
         let old = self.docs.remove(id)?;
         for ix in &mut self.indexes {
             ix.remove(id, &old);
+        }
+        if let Some(log) = &self.log {
+            log.record(&self.ns, id, Some(&old), None);
         }
         Some(old)
     }
@@ -627,9 +665,17 @@ pub type SharedCollection = Arc<RwLock<Collection>>;
 #[derive(Debug, Default)]
 pub struct Store {
     dbs: RwLock<BTreeMap<String, BTreeMap<String, SharedCollection>>>,
+    /// Given to every collection created after it is set.
+    log: OnceLock<Arc<dyn ChangeLog>>,
 }
 
 impl Store {
+    /// Records the document changes of every collection created from now
+    /// on in `log` (set once, before the first collection exists).
+    pub fn set_log(&self, log: Arc<dyn ChangeLog>) {
+        let _ = self.log.set(log);
+    }
+
     pub fn collection(&self, db: &str, coll: &str) -> Option<SharedCollection> {
         rlock(&self.dbs).get(db)?.get(coll).cloned()
     }
@@ -644,7 +690,9 @@ impl Store {
         if let Some(c) = colls.get(coll) {
             return (c.clone(), false);
         }
-        let c = Arc::new(RwLock::new(Collection::new(format!("{db}.{coll}"))));
+        let mut c = Collection::new(format!("{db}.{coll}"));
+        c.log = self.log.get().cloned();
+        let c = Arc::new(RwLock::new(c));
         colls.insert(coll.to_owned(), c.clone());
         (c, true)
     }

@@ -34,6 +34,32 @@ pub async fn sim_on(addr: SocketAddr) -> SimHandle {
     .unwrap_or_else(|e| panic!("the simulator starts on {addr}: {e}"))
 }
 
+/// A driver client for `uri` with the given server selection timeout,
+/// a 2 s connect timeout and retryable reads and writes on or off.
+pub async fn driver_client(
+    uri: &str,
+    retry: bool,
+    server_selection_timeout: Duration,
+) -> mongodb::Client {
+    let mut opts = mongodb::options::ClientOptions::parse(uri).await.unwrap();
+    opts.server_selection_timeout = Some(server_selection_timeout);
+    opts.connect_timeout = Some(Duration::from_secs(2));
+    opts.retry_writes = Some(retry);
+    opts.retry_reads = Some(retry);
+    mongodb::Client::with_options(opts).unwrap()
+}
+
+/// The server error code inside a driver error, wherever the driver put it.
+pub fn error_code(e: &mongodb::error::Error) -> Option<i32> {
+    use mongodb::error::{ErrorKind, WriteFailure};
+    match &*e.kind {
+        ErrorKind::Command(c) => Some(c.code),
+        ErrorKind::Write(WriteFailure::WriteError(w)) => Some(w.code),
+        ErrorKind::InsertMany(m) => m.write_errors.as_ref()?.first().map(|w| w.code),
+        _ => None,
+    }
+}
+
 /// A loopback port nothing listens on: bound, then released. Another
 /// process could take it in between; on a test machine that is rare
 /// enough, and the tests that use it say what they expected on failure.
