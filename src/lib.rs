@@ -20,3 +20,4 @@ pub mod sim;
 pub mod supervisor;
 pub mod target;
 pub mod workload;
+pub mod writable;
