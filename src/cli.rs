@@ -326,7 +326,11 @@ fn check_config(path: &Path) -> ExitCode {
                     eprintln!("mongoload: warning: {}: {}: {u}", path.display(), u.key);
                 }
             }
-            let text = format!("{path}: ok\n\n{}\n", config.describe(), path = path.display());
+            let text = format!(
+                "{path}: ok\n\n{}\n",
+                config.describe(),
+                path = path.display()
+            );
             emit_then(&text, ExitCode::SUCCESS)
         }
         Err(e) => config_error(&e),

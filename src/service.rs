@@ -265,7 +265,9 @@ mod tests {
         );
         let mut half = none.clone();
         half.scale = 0.5;
-        assert!(phrase(&stage("running", Some(1), 50.0, 0), &half).ends_with("[control: scale 0.5]"));
+        assert!(
+            phrase(&stage("running", Some(1), 50.0, 0), &half).ends_with("[control: scale 0.5]")
+        );
         let idle = StageLabel {
             name: "idle".into(),
             ..stage("idle", None, 0.0, 0)
@@ -275,7 +277,10 @@ mod tests {
             phrase(&stage("idle", Some(2), 0.0, 0), &half),
             "w: idle in stage 2 steady [control: scale 0.5]"
         );
-        assert_eq!(phrase(&stage("stopped", None, 0.0, 0), &none), "w: finished");
+        assert_eq!(
+            phrase(&stage("stopped", None, 0.0, 0), &none),
+            "w: finished"
+        );
     }
 
     /// The one test that touches NOTIFY_SOCKET and WATCHDOG_*: environment

@@ -599,7 +599,10 @@ duration = "1m"
         ] {
             assert!(later_stages_only(&old, &new, Some(1)));
             assert!(later_stages_only(&old, &new, Some(0)));
-            assert!(later_stages_only(&old, &new, None), "before the first stage");
+            assert!(
+                later_stages_only(&old, &new, None),
+                "before the first stage"
+            );
         }
         // The current stage or an earlier one changed.
         let new = three(&stage(25), &stage(30));

@@ -188,8 +188,12 @@ mod tests {
     #[test]
     fn directories_the_units_create_are_marked() {
         let found = check(&config(
-            Some(Path::new("/var/lib/mongoload/no-such-instance-dir/runs.jsonl")),
-            Some(Path::new("/run/mongoload/no-such-instance-dir/control.sock")),
+            Some(Path::new(
+                "/var/lib/mongoload/no-such-instance-dir/runs.jsonl",
+            )),
+            Some(Path::new(
+                "/run/mongoload/no-such-instance-dir/control.sock",
+            )),
         ));
         assert_eq!(found.len(), 2);
         assert!(found.iter().all(|u| u.unit_creates_it), "{found:?}");
