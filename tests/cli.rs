@@ -310,8 +310,14 @@ async fn a_closed_stdout_ends_the_output_quietly() {
     ))
     .await;
     let socket = socket.to_str().unwrap();
+    // An empty run log still prints the table's header.
+    let runlog = file.dir.path().join("runs.jsonl");
+    std::fs::write(&runlog, "").unwrap();
+    let runlog = runlog.to_str().unwrap();
     for args in [
         &["check-config", "--config", config][..],
+        &["report", runlog],
+        &["report", "--compare", runlog, runlog],
         &["man"],
         &["ctl", "--socket", socket, "status"],
         &["ctl", "--socket", socket, "--json", "status"],
