@@ -14,7 +14,7 @@
 //! metrics registry hands back the same series for a known name) and
 //! runtime control (pause, override, scale) stays with the workload's name.
 //! Keys the process binds at start (`target.*`, `http.listen`,
-//! `control.socket`) cannot change live: such a reload is refused as a
+//! `control.socket`, `run.log`) cannot change live: such a reload is refused as a
 //! whole and the running plan goes on.
 
 use std::collections::HashMap;
