@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packaging checks, run by CI (.ci/run) on Debian bookworm as root:
 #   1. the man pages are generated from the CLI and the .deb is built
-#      (cargo-deb from crates.io: `cargo install cargo-deb --locked`);
+#      (cargo-deb from crates.io: `cargo install cargo-deb --locked`) into
+#      target/debian/, where packaging/systemd-test.sh takes it next;
 #   2. the .deb is listed (dpkg-deb -c), its control data checked (conffile,
 #      dependencies, maintainer scripts that never enable or start a unit);
 #   3. it is unpacked into a scratch root (dpkg -x) and every file checked
@@ -42,9 +43,10 @@ gzip -9nf target/man/*.1
 ls target/man
 
 step "cargo deb"
-cargo deb --locked --output "$scratch/out/" >"$scratch/deb.log" 2>&1 \
+rm -f "$target_dir"/debian/*.deb
+cargo deb --locked --output "$target_dir/debian/" >"$scratch/deb.log" 2>&1 \
     || { cat "$scratch/deb.log"; fail "cargo deb"; }
-deb=$(ls "$scratch"/out/*.deb)
+deb=$(ls "$target_dir"/debian/*.deb)
 [ "$(echo "$deb" | wc -l)" = 1 ] || fail "expected one .deb, got: $deb"
 echo "$deb"
 
@@ -98,7 +100,7 @@ expect 755 /usr/bin/mongoload
 expect 640 /etc/mongoload/mongoload.toml
 expect 644 /usr/lib/systemd/system/mongoload.service
 expect 644 /usr/lib/systemd/system/mongoload@.service
-for page in mongoload mongoload-run mongoload-check-config mongoload-sim mongoload-demo; do
+for page in mongoload mongoload-run mongoload-check-config mongoload-check-target mongoload-sim mongoload-demo; do
     expect 644 "/usr/share/man/man1/$page.1.gz"
     zcat "$root/usr/share/man/man1/$page.1.gz" | grep -q '^\.TH ' || fail "$page.1.gz is not a man page"
 done

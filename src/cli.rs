@@ -12,8 +12,9 @@ use crate::config::{self, Config, ConfigError, SecretUri};
 use crate::daemon;
 use crate::service::{self, Signal};
 
-/// Exit status for a configuration error (sysexits' EX_CONFIG); the systemd
-/// unit lists it in RestartPreventExitStatus so a bad config does not loop.
+/// Exit status for a configuration error (sysexits' EX_CONFIG), including
+/// a path the daemon must write and cannot; the systemd units list it in
+/// RestartPreventExitStatus so a bad config does not loop.
 pub const EX_CONFIG: u8 = 78;
 
 /// The config `mongoload demo` runs, bundled into the binary.
@@ -167,6 +168,9 @@ pub fn run(cli: Cli) -> ExitCode {
                 Ok(c) => c,
                 Err(e) => return config_error(&e),
             };
+            if let Some(u) = crate::writable::check(&config).first() {
+                return config_error(&u.to_config_error(&path));
+            }
             block_on(run_daemon(config, Some(path)))
         }
         Command::Sim(args) => block_on(async move {
@@ -188,17 +192,42 @@ pub fn run(cli: Cli) -> ExitCode {
     }
 }
 
+/// Writes `text` to stdout. A reader that went away (`mongoload report …
+/// | head`) ends the output quietly, as Unix tools do, and the command
+/// keeps its exit status; any other write error fails the command.
+fn emit(text: &str) -> Result<(), ExitCode> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => {
+            eprintln!("mongoload: cannot write to stdout: {e}");
+            Err(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// [`emit`], then `code` unless the write failed.
+fn emit_then(text: &str, code: ExitCode) -> ExitCode {
+    emit(text).err().unwrap_or(code)
+}
+
 fn man(args: ManArgs) -> ExitCode {
     let result = match &args.dir {
         Some(dir) => crate::manpage::generate_to(dir).map(|pages| {
-            for page in pages {
-                println!("{}", page.display());
-            }
+            pages
+                .iter()
+                .map(|p| format!("{}\n", p.display()))
+                .collect::<String>()
         }),
-        None => crate::manpage::render(&mut std::io::stdout().lock()),
+        None => {
+            let mut page = Vec::new();
+            crate::manpage::render(&mut page).map(|()| String::from_utf8_lossy(&page).into_owned())
+        }
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(text) => emit_then(&text, ExitCode::SUCCESS),
         Err(e) => {
             eprintln!("mongoload man: {e}");
             ExitCode::FAILURE
@@ -225,18 +254,15 @@ async fn ctl(args: CtlArgs) -> ExitCode {
         }
     };
     if args.json {
-        println!("{reply}");
-        return if reply["ok"] == true {
+        let code = if reply["ok"] == true {
             ExitCode::SUCCESS
         } else {
             ExitCode::FAILURE
         };
+        return emit_then(&format!("{reply}\n"), code);
     }
     match client::render(&reply) {
-        Ok(text) => {
-            print!("{text}");
-            ExitCode::SUCCESS
-        }
+        Ok(text) => emit_then(&text, ExitCode::SUCCESS),
         Err(reason) => {
             eprintln!("mongoload ctl: {reason}");
             ExitCode::FAILURE
@@ -259,12 +285,12 @@ fn report(args: &ReportArgs) -> ExitCode {
             (Err(code), _) | (_, Err(code)) => return code,
         };
         let c = compare::compare(&base, &new, args.max_drop);
-        print!("{}", compare::render_comparison(&c));
-        return if c.regressions() > 0 {
+        let code = if c.regressions() > 0 {
             ExitCode::from(EXIT_REGRESSION)
         } else {
             ExitCode::SUCCESS
         };
+        return emit_then(&compare::render_comparison(&c), code);
     }
     let mut all = Vec::new();
     for path in &args.files {
@@ -273,8 +299,7 @@ fn report(args: &ReportArgs) -> ExitCode {
             Err(code) => return code,
         }
     }
-    print!("{}", table::stage_table(&all));
-    ExitCode::SUCCESS
+    emit_then(&table::stage_table(&all), ExitCode::SUCCESS)
 }
 
 fn block_on(f: impl Future<Output = ExitCode>) -> ExitCode {
@@ -295,11 +320,24 @@ fn config_error(e: &ConfigError) -> ExitCode {
     ExitCode::from(EX_CONFIG)
 }
 
+/// `mongoload check-config`. Paths the daemon must write are tried as
+/// whoever runs the check, outside the unit's sandbox, so a problem there
+/// is a warning; `mongoload run` fails on it with 78. Directories the
+/// packaged units create at start are not warned about.
 fn check_config(path: &Path) -> ExitCode {
     match config::load(path) {
         Ok(config) => {
-            println!("{path}: ok\n\n{}", config.describe(), path = path.display());
-            ExitCode::SUCCESS
+            for u in crate::writable::check(&config) {
+                if !u.unit_creates_it {
+                    eprintln!("mongoload: warning: {}: {}: {u}", path.display(), u.key);
+                }
+            }
+            let text = format!(
+                "{path}: ok\n\n{}\n",
+                config.describe(),
+                path = path.display()
+            );
+            emit_then(&text, ExitCode::SUCCESS)
         }
         Err(e) => config_error(&e),
     }
@@ -319,9 +357,9 @@ async fn run_daemon(config: Config, path: Option<PathBuf>) -> ExitCode {
     let running = match daemon::start(config).await {
         Ok(r) => r,
         Err(daemon::StartError::Config(e)) => return config_error(&e),
+        // Logged once: to the journal under systemd, else to stderr.
         Err(e) => {
             tracing::error!("cannot start: {e}");
-            eprintln!("mongoload: cannot start: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -332,9 +370,9 @@ async fn run_daemon(config: Config, path: Option<PathBuf>) -> ExitCode {
         tokio::select! {
             r = &mut done => break r,
             signal = signals.recv() => match signal {
+                // The daemon tells systemd STOPPING=1 (once) when cancelled.
                 Some(Signal::Terminate) | None if !cancel.is_cancelled() => {
                     tracing::info!("stopping: dispatch stopped, draining in-flight operations");
-                    let _ = service::notify_stopping();
                     cancel.cancel();
                 }
                 Some(Signal::Terminate) | None => {}
@@ -384,15 +422,15 @@ async fn demo(args: DemoArgs) -> ExitCode {
     config.target.uri = Some(SecretUri::new(sim.uri()));
     config.target.uri_file = None;
     config.http.listen = args.http_listen;
-    println!(
-        "mongoload demo: simulator (an in-memory test double, not a database) at {}",
-        sim.uri()
-    );
-    println!(
-        "mongoload demo: metrics at http://{}/metrics  status at http://{}/status",
-        args.http_listen, args.http_listen
-    );
-    println!("mongoload demo: Ctrl-C stops both");
+    // The demo runs on when nobody reads its stdout.
+    let _ = emit(&format!(
+        "mongoload demo: simulator (an in-memory test double, not a database) at {}\n\
+         mongoload demo: metrics at http://{}/metrics  status at http://{}/status\n\
+         mongoload demo: Ctrl-C stops both\n",
+        sim.uri(),
+        args.http_listen,
+        args.http_listen
+    ));
     let code = run_daemon(config, None).await;
     sim.shutdown().await;
     code

@@ -24,6 +24,10 @@ use crate::service;
 use crate::supervisor::{self, Env, ReloadError, Reloader, Supervisor};
 use crate::target::{self, Handlers, Timeouts};
 
+/// How often systemd's STATUS= line is brought up to date (it is sent only
+/// when its text changes).
+const STATUS_INTERVAL: Duration = Duration::from_secs(1);
+
 /// How often the deployment is pinged for `mongoload_target_up`.
 const PING_INTERVAL: Duration = Duration::from_secs(2);
 
@@ -202,7 +206,6 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
 
     let cancel = CancellationToken::new();
     let target_up = Arc::new(AtomicBool::new(false));
-    let workload_count = config.workloads.len();
     let env = Env {
         db: db.clone(),
         metrics: metrics.clone(),
@@ -279,14 +282,18 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let watchdog_task = service::watchdog_interval()
         .map(|interval| tokio::spawn(watchdog_loop(interval, statuses.clone(), cancel.clone())));
 
-    let _ = service::notify_ready();
-    let _ = service::notify_status(&format!(
-        "running {workload_count} workload(s) against {hosts}"
+    let stopping_sent = Arc::new(AtomicBool::new(false));
+    let status_task = tokio::spawn(status_loop(
+        statuses.clone(),
+        cancel.clone(),
+        stopping_sent.clone(),
     ));
+    let _ = service::notify_ready();
 
     let done = tokio::spawn(async move {
         let _ = workloads.await;
-        let _ = service::notify_stopping();
+        announce_stopping(&stopping_sent);
+        status_task.abort();
         if let Some(task) = watchdog_task {
             task.abort();
         }
@@ -358,6 +365,55 @@ fn next_reach(prev: Option<Reach>, failure: Option<ErrorKind>) -> Reach {
         Some(ErrorKind::Auth) => Reach::AuthRefused,
         Some(_) if prev == Some(Reach::AuthRefused) => Reach::AuthRefused,
         Some(_) => Reach::Down,
+    }
+}
+
+/// Keeps systemd's STATUS= line current — each workload's stage and
+/// effective level, runtime control, prepare progress — checked every
+/// [`STATUS_INTERVAL`] and sent when its text changes; once the run is
+/// cancelled, says STOPPING=1 (once) with the draining status.
+async fn status_loop(
+    slots: Arc<crate::supervisor::Slots>,
+    cancel: CancellationToken,
+    stopping_sent: Arc<AtomicBool>,
+) {
+    let mut ticker = tokio::time::interval(STATUS_INTERVAL);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last = String::new();
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = cancel.cancelled() => {
+                announce_stopping(&stopping_sent);
+                return;
+            }
+        }
+        let text = status_line(&slots.list());
+        if text != last {
+            let _ = service::notify_status(&text);
+            last = text;
+        }
+    }
+}
+
+/// The STATUS= line: every workload's phrase ([`service::status_phrase`]).
+fn status_line(slots: &[Arc<crate::supervisor::Slot>]) -> String {
+    slots
+        .iter()
+        .map(|s| {
+            let control = s.control.borrow().clone();
+            service::status_phrase(&s.name, &s.status.stage(), &control, &s.status.prepare())
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// STOPPING=1 and the stopping status, the first time only: SIGTERM and
+/// the end of every schedule both lead here.
+fn announce_stopping(sent: &AtomicBool) {
+    if !sent.swap(true, Ordering::SeqCst) {
+        let _ = service::notify_stopping();
+        let _ = service::notify_status(service::STOPPING_STATUS);
     }
 }
 

@@ -22,3 +22,4 @@ pub mod sim;
 pub mod supervisor;
 pub mod target;
 pub mod workload;
+pub mod writable;

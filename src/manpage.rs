@@ -26,7 +26,12 @@ const SECTIONS: &[(&str, &[(&str, &str)])] = &[
             ),
             (
                 "/var/lib/mongoload/",
-                "State directory of the systemd unit (run logs).",
+                "State directory of the systemd unit (run logs); /var/lib/mongoload/NAME for mongoload@NAME.",
+            ),
+            (
+                "/run/mongoload/control.sock",
+                "Control socket of the shipped config (mongoload ctl's default); \
+                 /run/mongoload/NAME/control.sock for mongoload@NAME.",
             ),
             (
                 "/usr/share/mongoload/",
@@ -45,8 +50,9 @@ const SECTIONS: &[(&str, &[(&str, &str)])] = &[
             ("RUST_LOG", "Log filter (default info)."),
             (
                 "NOTIFY_SOCKET, WATCHDOG_USEC",
-                "Set by systemd: READY=1 once /metrics listens and the plan runs, STATUS= at stage changes, \
-                 WATCHDOG=1 while every load loop ticks, RELOADING=1/READY=1 around SIGHUP, STOPPING=1.",
+                "Set by systemd: READY=1 once /metrics listens and the plan runs, STATUS= with each workload's \
+                 stage, level and runtime control, WATCHDOG=1 while every load loop ticks, RELOADING=1/READY=1 \
+                 around SIGHUP, STOPPING=1 once.",
             ),
             (
                 "JOURNAL_STREAM",
@@ -74,7 +80,8 @@ const SECTIONS: &[(&str, &[(&str, &str)])] = &[
             ("1", "Runtime failure (cannot listen, cannot start)."),
             (
                 "78",
-                "Invalid config (EX_CONFIG); the systemd unit does not restart on it.",
+                "Invalid config, or a run.log or control.socket path the daemon cannot write (EX_CONFIG); \
+                 the systemd units do not restart on it.",
             ),
         ],
     ),

@@ -11,6 +11,9 @@ use std::time::Duration;
 use sd_notify::NotifyState;
 use tokio::signal::unix::{signal, SignalKind};
 
+use crate::control::{fmt_rate, ControlState};
+use crate::engine::{PrepareProgress, StageLabel};
+
 /// Tells systemd the service is up (READY=1): send it once `/metrics`
 /// listens and the plan runs, and again after a reload.
 pub fn notify_ready() -> io::Result<()> {
@@ -83,6 +86,45 @@ pub fn stalled_workloads(ages: &[Option<Duration>], max_age: Duration) -> Vec<us
         .map(|(i, _)| i)
         .collect()
 }
+
+/// One workload's part of the STATUS= line `systemctl status` shows: its
+/// stage and effective level (after runtime control), or what it does
+/// instead (preparing, paused, idle, finished).
+pub fn status_phrase(
+    name: &str,
+    stage: &StageLabel,
+    control: &ControlState,
+    prepare: &PrepareProgress,
+) -> String {
+    let at = match stage.index {
+        Some(i) => format!("stage {i} {}", stage.name),
+        None => stage.name.clone(),
+    };
+    let level = if stage.concurrency > 0 {
+        format!("{} workers", stage.concurrency)
+    } else {
+        format!("{} ops/s", fmt_rate(stage.rate))
+    };
+    let mut phrase = match stage.state {
+        "preparing" => format!("{name}: preparing, {:.0}% loaded", prepare.ratio * 100.0),
+        "paused" => format!("{name}: paused in {at}"),
+        "idle" if stage.index.is_none() => format!("{name}: idle outside every window"),
+        "idle" => format!("{name}: idle in {at}"),
+        "running" => format!("{name}: {at}, {level}"),
+        "stopped" => format!("{name}: finished"),
+        other => format!("{name}: {other}"),
+    };
+    // Paused says so already; an override or a scale is worth naming.
+    if stage.state != "paused" && (control.override_load.is_some() || control.scale != 1.0) {
+        phrase += &format!(" [control: {control}]");
+    }
+    phrase
+}
+
+/// The STATUS= line once the daemon is stopping (SIGTERM, or every
+/// schedule has ended): in-flight operations drain for up to
+/// `run.shutdown_grace`.
+pub const STOPPING_STATUS: &str = "stopping: dispatch stopped, draining in-flight operations";
 
 fn one_line(s: &str) -> String {
     s.chars()
@@ -179,6 +221,65 @@ mod tests {
         assert_eq!(
             stalled_workloads(&[Some(Duration::from_millis(5001))], max),
             vec![0]
+        );
+    }
+
+    #[test]
+    fn status_phrases_follow_stage_control_and_state() {
+        let stage = |state, index, rate, concurrency| StageLabel {
+            index,
+            name: "steady".into(),
+            rate,
+            concurrency,
+            state,
+        };
+        let none = ControlState::default();
+        let prep = PrepareProgress {
+            ratio: 0.456,
+            ..Default::default()
+        };
+        let phrase = |s: &StageLabel, c: &ControlState| status_phrase("w", s, c, &prep);
+        assert_eq!(
+            phrase(&stage("running", Some(1), 13.004_2, 0), &none),
+            "w: stage 1 steady, 13 ops/s"
+        );
+        assert_eq!(
+            phrase(&stage("running", Some(0), 0.0, 16), &none),
+            "w: stage 0 steady, 16 workers"
+        );
+        assert_eq!(
+            phrase(&stage("preparing", None, 0.0, 0), &none),
+            "w: preparing, 46% loaded"
+        );
+        let mut paused = none.clone();
+        paused.paused = true;
+        assert_eq!(
+            phrase(&stage("paused", Some(1), 0.0, 0), &paused),
+            "w: paused in stage 1 steady"
+        );
+        let mut fast = none.clone();
+        fast.override_load = Some(crate::schedule::Load::Rate(500.0));
+        assert_eq!(
+            phrase(&stage("running", Some(1), 500.0, 0), &fast),
+            "w: stage 1 steady, 500 ops/s [control: rate 500/s (override)]"
+        );
+        let mut half = none.clone();
+        half.scale = 0.5;
+        assert!(
+            phrase(&stage("running", Some(1), 50.0, 0), &half).ends_with("[control: scale 0.5]")
+        );
+        let idle = StageLabel {
+            name: "idle".into(),
+            ..stage("idle", None, 0.0, 0)
+        };
+        assert_eq!(phrase(&idle, &none), "w: idle outside every window");
+        assert_eq!(
+            phrase(&stage("idle", Some(2), 0.0, 0), &half),
+            "w: idle in stage 2 steady [control: scale 0.5]"
+        );
+        assert_eq!(
+            phrase(&stage("stopped", None, 0.0, 0), &none),
+            "w: finished"
         );
     }
 

@@ -4,14 +4,17 @@
 //! the daemon is stopped) and applies new configs in between.
 //!
 //! Reload semantics: workloads are matched by name. Unchanged ones run on
-//! untouched; a changed one (any key of its `[[workloads]]` table) is
-//! drained (up to `run.shutdown_grace`) and started again from its first
-//! stage, its prepare step re-run (it is resumable: it loads only what is
-//! missing); removed ones stop; new ones start. Counters continue (the
+//! untouched; one whose only changes are to stages after the one it runs
+//! now (edited, added or removed) keeps running where it is and takes the
+//! new stages when it reaches them; any other changed one (any key of its
+//! `[[workloads]]` table) is drained (up to `run.shutdown_grace`) and
+//! started again from its first stage, its prepare step re-run (it is
+//! resumable: it loads only what is missing); removed ones stop; new ones
+//! start. Counters continue (the
 //! metrics registry hands back the same series for a known name) and
 //! runtime control (pause, override, scale) stays with the workload's name.
 //! Keys the process binds at start (`target.*`, `http.listen`,
-//! `control.socket`) cannot change live: such a reload is refused as a
+//! `control.socket`, `run.log`) cannot change live: such a reload is refused as a
 //! whole and the running plan goes on.
 
 use std::collections::HashMap;
@@ -105,6 +108,9 @@ pub enum ReloadError {
 pub struct ReloadSummary {
     /// Unchanged: kept running.
     pub kept: Vec<String>,
+    /// Changed only in stages after the current one: kept running at its
+    /// position; the new stages apply when reached.
+    pub rescheduled: Vec<String>,
     /// Changed: drained and started again.
     pub restarted: Vec<String>,
     /// Not in the new config: stopped.
@@ -118,6 +124,7 @@ impl std::fmt::Display for ReloadSummary {
         let mut parts = Vec::new();
         for (what, names) in [
             ("kept", &self.kept),
+            ("rescheduled", &self.rescheduled),
             ("restarted", &self.restarted),
             ("stopped", &self.stopped),
             ("started", &self.started),
@@ -180,6 +187,30 @@ pub fn diff(old: &[WorkloadConfig], new: &[WorkloadConfig]) -> ReloadSummary {
     s
 }
 
+/// Whether `new` differs from `old` in nothing but stages after `current`
+/// (the index of the stage running now; `None` before the first stage), so
+/// the running engine can keep its position and take the edited list at
+/// its next stage boundary. Time-of-day windows follow the clock, not a
+/// position: a change there restarts the workload.
+pub fn later_stages_only(
+    old: &WorkloadConfig,
+    new: &WorkloadConfig,
+    current: Option<usize>,
+) -> bool {
+    if !old.windows.is_empty() || !new.windows.is_empty() || old.stages.is_empty() {
+        return false;
+    }
+    let without_stages = |w: &WorkloadConfig| WorkloadConfig {
+        stages: Vec::new(),
+        ..w.clone()
+    };
+    let done = current.map_or(0, |i| i + 1);
+    without_stages(old) == without_stages(new)
+        && old.stages.len() >= done
+        && new.stages.len() >= done
+        && old.stages[..done] == new.stages[..done]
+}
+
 /// A workload built from its config, ready to start.
 pub struct Built {
     config: WorkloadConfig,
@@ -228,6 +259,8 @@ struct EngineHandle {
     stop: CancellationToken,
     /// Cancelled when the engine task has returned.
     finished: CancellationToken,
+    /// Hands the engine an edited stage list (see [`later_stages_only`]).
+    schedule: watch::Sender<Schedule>,
 }
 
 type ReloadRequest = (Config, oneshot::Sender<Result<ReloadSummary, ReloadError>>);
@@ -262,15 +295,10 @@ impl Reloader {
             Ok(c) => self.reload(c).await,
             Err(e) => Err(ReloadError::Config(e)),
         };
+        // STATUS= stays the daemon's line of workload stages.
         match &result {
-            Ok(summary) => {
-                tracing::info!("reloaded {}: {summary}", path.display());
-                let _ = service::notify_status(&format!("reloaded: {summary}"));
-            }
-            Err(e) => {
-                tracing::error!("reload refused: {e}; the running plan goes on");
-                let _ = service::notify_status(&format!("reload refused: {e}"));
-            }
+            Ok(summary) => tracing::info!("reloaded {}: {summary}", path.display()),
+            Err(e) => tracing::error!("reload refused: {e}; the running plan goes on"),
         }
         self.control_metrics.count_reload(result.is_ok());
         let _ = service::notify_ready();
@@ -353,6 +381,7 @@ impl Supervisor {
     /// Starts the engine of `built` for `slot`.
     fn spawn(&mut self, slot: &Arc<Slot>, built: Built) {
         let w = &built.config;
+        let (schedule, schedule_rx) = watch::channel(built.schedule);
         let mut op_names: Vec<&str> = built.workload.op_names().to_vec();
         op_names.push(PREPARE_OP);
         let run = WorkloadRun {
@@ -369,7 +398,7 @@ impl Supervisor {
             max_lag: w.max_lag,
             seed: w.seed.unwrap_or_else(rand::random),
             workload: built.workload,
-            schedule: built.schedule,
+            schedule: schedule_rx,
             status: slot.status.clone(),
             control: slot.control.subscribe(),
             run_info: self.env.run_info.clone(),
@@ -388,6 +417,7 @@ impl Supervisor {
                 config: built.config,
                 stop,
                 finished,
+                schedule,
             },
         );
     }
@@ -410,13 +440,39 @@ impl Supervisor {
             .iter()
             .filter_map(|s| self.engines.get(&s.name).map(|e| e.config.clone()))
             .collect();
-        let summary = diff(&running, &new.workloads);
+        let mut summary = diff(&running, &new.workloads);
         // Build everything that will start before stopping anything.
         let mut built: HashMap<String, Built> = build(&new)?
             .into_iter()
             .filter(|b| !summary.kept.contains(&b.config.name))
             .map(|b| (b.config.name.clone(), b))
             .collect();
+        // Changed only after the current stage: the engine runs on with the
+        // edited list. (It may pass a stage boundary meanwhile; then the
+        // stage it entered runs as it was, and the edit applies after it.)
+        let current = |name: &str| {
+            let slots = self.slots.list();
+            slots
+                .iter()
+                .find(|s| s.name == name)
+                .and_then(|s| s.status.stage().index)
+        };
+        let (rescheduled, restarted): (Vec<String>, Vec<String>) =
+            summary.restarted.drain(..).partition(|name| {
+                let (Some(engine), Some(b)) = (self.engines.get(name), built.get(name)) else {
+                    return false;
+                };
+                !engine.finished.is_cancelled()
+                    && later_stages_only(&engine.config, &b.config, current(name))
+            });
+        summary.restarted = restarted;
+        for name in &rescheduled {
+            if let (Some(engine), Some(b)) = (self.engines.get_mut(name), built.remove(name)) {
+                engine.schedule.send_replace(b.schedule);
+                engine.config = b.config;
+            }
+        }
+        summary.rescheduled = rescheduled;
         self.config = new;
 
         let old_slots = self.slots.list();
@@ -522,6 +578,46 @@ duration = "1m"
         assert_eq!(d.to_string(), "restarted a; stopped b; started c");
         let same = diff(&old.workloads, &old.workloads);
         assert_eq!(same.kept, vec!["a", "b"]);
+    }
+
+    #[test]
+    fn only_stages_after_the_current_one_keep_the_position() {
+        let three = |second: &str, third: &str| {
+            let text = format!(
+                "[target]\nuri = \"mongodb://127.0.0.1:27017\"\n[[workloads]]\nname = \"a\"\nkind = \"mixed\"\n\
+                 [[workloads.stages]]\nrate = 10\nduration = \"1m\"\n{second}{third}"
+            );
+            parse(&text).workloads[0].clone()
+        };
+        let stage = |rate: u32| format!("[[workloads.stages]]\nrate = {rate}\nduration = \"1m\"\n");
+        let old = three(&stage(20), &stage(30));
+        // The third stage edited, removed, or a fourth added.
+        for new in [
+            three(&stage(20), &stage(99)),
+            three(&stage(20), ""),
+            three(&stage(20), &(stage(30) + &stage(40))),
+        ] {
+            assert!(later_stages_only(&old, &new, Some(1)));
+            assert!(later_stages_only(&old, &new, Some(0)));
+            assert!(
+                later_stages_only(&old, &new, None),
+                "before the first stage"
+            );
+        }
+        // The current stage or an earlier one changed.
+        let new = three(&stage(25), &stage(30));
+        assert!(later_stages_only(&old, &new, Some(0)));
+        assert!(!later_stages_only(&old, &new, Some(1)));
+        assert!(!later_stages_only(&old, &new, Some(2)));
+        // Removing the current stage is not a later change.
+        assert!(!later_stages_only(&old, &three(&stage(20), ""), Some(2)));
+        // Any other key restarts.
+        let mut other = three(&stage(20), &stage(99));
+        other.max_inflight += 1;
+        assert!(!later_stages_only(&old, &other, Some(0)));
+        let mut repeat = old.clone();
+        repeat.repeat = true;
+        assert!(!later_stages_only(&old, &repeat, Some(0)));
     }
 
     #[test]

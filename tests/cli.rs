@@ -284,3 +284,112 @@ async fn demo_serves_metrics_with_operations_increasing() {
     .await;
     assert_eq!(status.code(), Some(0));
 }
+
+/// A pipe whose reader has gone, as stdout is for `mongoload … | head`
+/// once `head` has exited: every write fails with EPIPE.
+fn closed_pipe() -> std::io::PipeWriter {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    writer
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_stdout_ends_the_output_quietly() {
+    let file = write_config(VALID);
+    let config = file.path.to_str().unwrap();
+    // ctl needs a daemon that answers on its control socket.
+    let sim = sim().await;
+    let socket = file.dir.path().join("control.sock");
+    let (_daemon_file, running) = start_daemon(&format!(
+        "{}\n[control]\nsocket = {:?}\n",
+        config_toml(
+            &sim.uri(),
+            "[[workloads.stages]]\nrate = 5\nduration = \"1h\"\n"
+        ),
+        socket.display().to_string()
+    ))
+    .await;
+    let socket = socket.to_str().unwrap();
+    // An empty run log still prints the table's header.
+    let runlog = file.dir.path().join("runs.jsonl");
+    std::fs::write(&runlog, "").unwrap();
+    let runlog = runlog.to_str().unwrap();
+    for args in [
+        &["check-config", "--config", config][..],
+        &["report", runlog],
+        &["report", "--compare", runlog, runlog],
+        &["man"],
+        &["ctl", "--socket", socket, "status"],
+        &["ctl", "--socket", socket, "--json", "status"],
+        &["--help"],
+    ] {
+        let out = mongoload(args, &[])
+            .stdout(closed_pipe())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        assert_eq!(
+            (out.status.code(), text(&out.stderr)),
+            (Some(0), String::new()),
+            "mongoload {args:?} with stdout closed"
+        );
+    }
+    running.stop();
+    running.wait().await;
+    sim.shutdown().await;
+}
+
+#[test]
+fn paths_the_daemon_cannot_write_exit_78_at_start_and_warn_in_check_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    for (key, table) in [
+        (
+            "run.log",
+            format!("[run]\nlog = {:?}", missing.join("runs.jsonl")),
+        ),
+        (
+            "control.socket",
+            format!("[control]\nsocket = {:?}", missing.join("c.sock")),
+        ),
+    ] {
+        let file = write_config(&format!("{VALID}\n{table}\n"));
+        let path = file.path.to_str().unwrap();
+        let out = run(&["run", "--config", path], &[]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(78), "{key}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{path}: {key}: {}", missing.display())),
+            "{key}: {stderr}"
+        );
+        assert!(stderr.contains("does not exist"), "{stderr}");
+        assert!(stderr.contains("ReadWritePaths="), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "said once: {stderr}");
+
+        let out = check_config(&file.path, &[]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        assert!(
+            stderr.starts_with(&format!("mongoload: warning: {path}: {key}: ")),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_start_failure_is_logged_once() {
+    // The HTTP port is taken, so the daemon cannot start.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let file = write_config(&format!(
+        "{VALID}\n[http]\nlisten = \"{}\"\n",
+        taken.local_addr().unwrap()
+    ));
+    let out = run(&["run", "--config", file.path.to_str().unwrap()], &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr.matches("cannot listen for HTTP").count(),
+        1,
+        "{stderr}"
+    );
+}

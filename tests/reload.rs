@@ -265,3 +265,79 @@ async fn sighup_reloads_the_binary() {
     assert!(stderr.contains(&path.display().to_string()), "{stderr}");
     sim.shutdown().await;
 }
+
+/// The current stage of the first workload in `/status`: (index, name, rate).
+async fn stage_of(addr: &str) -> Option<(Option<u64>, String, f64)> {
+    let body = get(addr, "/status").await?;
+    let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+    let s = &v["workloads"][0]["stage"];
+    Some((
+        s["index"].as_u64(),
+        s["name"].as_str()?.to_string(),
+        s["rate"].as_f64()?,
+    ))
+}
+
+/// A workload changed only in stages after the one it runs keeps its
+/// position (no drain, no prepare again, no return to stage 0) and runs
+/// the edited stages when it gets there; a change to the current stage
+/// starts it again from the first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_of_later_stages_keeps_the_position() {
+    let sim = sim::start(SimConfig::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mongoload.toml");
+    let stages = |second: u32, third: &str| {
+        format!(
+            "name = \"first\"\nrate = 20\nduration = \"5s\"\n\
+             [[workloads.stages]]\nname = \"second\"\nrate = {second}\nduration = \"3s\"\n{third}"
+        )
+    };
+    let base = common::config_text(&sim.uri(), 20.0, None);
+    let hold = "name = \"hold\"\nrate = 20\nduration = \"1h\"\n";
+    assert!(base.contains(hold));
+    let text = base.replace(hold, &stages(20, ""));
+    let running = daemon::start(common::parse(&text, &path)).await.unwrap();
+    let addr = running.http_addr.to_string();
+    common::wait_for("stage 0", Duration::from_secs(20), || async {
+        stage_of(&addr).await.filter(|s| s.0 == Some(0))
+    })
+    .await;
+
+    // The second stage edited, a third added, while the first runs.
+    let third = "[[workloads.stages]]\nname = \"third\"\nrate = 30\nduration = \"1h\"\n";
+    let summary = running
+        .reload(common::parse(
+            &base.replace(hold, &stages(40, third)),
+            &path,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(summary.rescheduled, vec!["w"]);
+    assert!(summary.restarted.is_empty(), "{summary:?}");
+    assert_eq!(summary.to_string(), "rescheduled w");
+    let now = stage_of(&addr).await.unwrap();
+    assert_eq!((now.0, now.1.as_str()), (Some(0), "first"), "position kept");
+
+    for (index, name, rate) in [(1, "second", 40.0), (2, "third", 30.0)] {
+        common::wait_for(name, Duration::from_secs(10), || async {
+            stage_of(&addr)
+                .await
+                .filter(|s| *s == (Some(index), name.to_string(), rate))
+        })
+        .await;
+    }
+
+    // The current stage changed: restarted from the first stage.
+    let text = base.replace(hold, &stages(40, &third.replace("rate = 30", "rate = 35")));
+    let summary = running.reload(common::parse(&text, &path)).await.unwrap();
+    assert_eq!(summary.restarted, vec!["w"]);
+    common::wait_for("back at stage 0", Duration::from_secs(20), || async {
+        stage_of(&addr).await.filter(|s| s.0 == Some(0))
+    })
+    .await;
+
+    running.stop();
+    running.wait().await;
+    sim.shutdown().await;
+}

@@ -1,8 +1,9 @@
 //! The sd_notify protocol as systemd sees it: the real `mongoload run`
 //! binary with NOTIFY_SOCKET pointing at this test's datagram socket and
 //! WATCHDOG_USEC=1s, against the simulator. READY=1 once up, STATUS= at
-//! stage changes, WATCHDOG=1 every half second, RELOADING=1 (with
-//! MONOTONIC_USEC) then READY=1 on SIGHUP, STOPPING=1 and exit 0 on SIGTERM.
+//! stage changes and runtime control, WATCHDOG=1 every half second,
+//! RELOADING=1 (with MONOTONIC_USEC) then READY=1 on SIGHUP, STOPPING=1
+//! (once) with a stopping STATUS= and exit 0 on SIGTERM.
 
 mod notify_socket;
 
@@ -29,7 +30,16 @@ async fn notify_protocol_of_the_real_binary() {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("mongoload.toml");
-    std::fs::write(&config, config_toml(&sim.uri())).unwrap();
+    let control = dir.path().join("control.sock");
+    std::fs::write(
+        &config,
+        format!(
+            "{}\n[control]\nsocket = {:?}\n",
+            config_toml(&sim.uri()),
+            control.display().to_string()
+        ),
+    )
+    .unwrap();
     let log = dir.path().join("stderr.log");
 
     // The blocking waits below run on this thread while the simulator
@@ -62,6 +72,27 @@ async fn notify_protocol_of_the_real_binary() {
     socket.wait_until("STATUS for stage 1", Duration::from_secs(10), |m| {
         m.text.starts_with("STATUS=") && m.text.contains("stage 1")
     });
+
+    // STATUS= follows runtime control: a pause, then an override.
+    let ctl = |line: &str| {
+        let reply = Command::new(env!("CARGO_BIN_EXE_mongoload"))
+            .args(["ctl", "--socket"])
+            .arg(&control)
+            .args(line.split(' '))
+            .output()
+            .unwrap();
+        assert!(reply.status.success(), "ctl {line}: {reply:?}");
+    };
+    ctl("pause w");
+    socket.wait_until("STATUS paused", Duration::from_secs(10), |m| {
+        m.text == "STATUS=w: paused in stage 1 second\n"
+    });
+    ctl("set-rate w 13.26");
+    ctl("resume w");
+    socket.wait_until("STATUS with the override", Duration::from_secs(10), |m| {
+        m.text == "STATUS=w: stage 1 second, 13.3 ops/s [control: rate 13.26/s (override)]\n"
+    });
+    ctl("reset w");
 
     // WATCHDOG_USEC=1s: a ping every 0.5 s, never a gap systemd would
     // punish (1 s), never a flood.
@@ -96,9 +127,12 @@ async fn notify_protocol_of_the_real_binary() {
     let after = socket.collect_for(Duration::from_millis(1500));
     assert!(pings(&after).len() >= 2, "{after:?}");
 
-    // SIGTERM: STOPPING=1, drain, exit 0.
+    // SIGTERM: STOPPING=1 and a stopping STATUS=, drain, exit 0.
     kill("-TERM", pid);
     socket.wait_for("STOPPING=1", Duration::from_secs(5));
+    socket.wait_until("STATUS stopping", Duration::from_secs(5), |m| {
+        m.text.starts_with("STATUS=stopping")
+    });
     let deadline = Instant::now() + Duration::from_secs(15);
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -111,5 +145,9 @@ async fn notify_protocol_of_the_real_binary() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert_eq!(status.code(), Some(0), "{}", stderr());
+    // Whatever else arrived, STOPPING=1 came once.
+    socket.collect_for(Duration::from_millis(200));
+    let stopping = socket.seen.iter().filter(|m| m.has("STOPPING=1")).count();
+    assert_eq!(stopping, 1, "{:?}", socket.seen);
     sim.shutdown().await;
 }

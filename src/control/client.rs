@@ -89,7 +89,10 @@ pub fn render(reply: &serde_json::Value) -> Result<String, String> {
                 w["name"].as_str().unwrap_or("?"),
                 stage["state"].as_str().unwrap_or("?"),
                 stage["name"].as_str().unwrap_or("-"),
-                format!("{}/s", stage["rate"].as_f64().unwrap_or(0.0)),
+                format!(
+                    "{}/s",
+                    super::fmt_rate(stage["rate"].as_f64().unwrap_or(0.0))
+                ),
                 stage["concurrency"].as_u64().unwrap_or(0),
                 w["control"]["summary"].as_str().unwrap_or("")
             );
@@ -108,7 +111,7 @@ mod tests {
     fn renders_status_messages_and_refusals() {
         let status = json!({"ok": true, "workloads": [{
             "name": "mixed",
-            "stage": {"state": "running", "name": "warm", "rate": 500.0, "concurrency": 0},
+            "stage": {"state": "running", "name": "warm", "rate": 500.004_206, "concurrency": 0},
             "control": {"summary": "paused"},
         }]});
         let text = render(&status).unwrap();

@@ -39,6 +39,27 @@ pub fn default_socket() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET))
 }
 
+/// A rate for people to read: three significant digits at most, no
+/// trailing zeros (`13.0042…` → `13`, `55.26` → `55.3`, `0.5` → `0.5`,
+/// `1234.6` → `1235`). `ctl status` and systemd's STATUS= line use it.
+pub fn fmt_rate(rate: f64) -> String {
+    if !rate.is_finite() {
+        return rate.to_string();
+    }
+    let decimals = match rate.abs() {
+        r if r >= 100.0 || r == 0.0 => 0,
+        r if r >= 10.0 => 1,
+        r if r >= 1.0 => 2,
+        _ => 3,
+    };
+    let text = format!("{rate:.decimals$}");
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    }
+}
+
 /// What an operator has changed on one workload at run time. The default
 /// (not paused, no override, scale 1) runs the schedule as configured.
 #[derive(Debug, Clone, PartialEq)]
@@ -380,6 +401,23 @@ mod tests {
         ] {
             let e = cmd(line).expect_err(line).to_string();
             assert!(e.contains(why), "{line:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn rates_read_as_people_write_them() {
+        for (rate, text) in [
+            (13.004_206_094_5, "13"),
+            (55.26, "55.3"),
+            (0.5, "0.5"),
+            (1234.6, "1235"),
+            (100.0, "100"),
+            (2.333_33, "2.33"),
+            (0.012_34, "0.012"),
+            (0.0, "0"),
+            (99.96, "100"),
+        ] {
+            assert_eq!(fmt_rate(rate), text, "{rate}");
         }
     }
 

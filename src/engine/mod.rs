@@ -39,7 +39,10 @@ const TICKETS_CLOSED: u64 = u64::MAX / 2;
 pub struct WorkloadRun {
     pub name: String,
     pub workload: Arc<dyn Workload>,
-    pub schedule: Schedule,
+    /// The stage list. A reload that changes only stages after the current
+    /// one sends the edited list here; the controller takes it at the next
+    /// stage boundary and keeps its position ([`Schedule::carry_position`]).
+    pub schedule: watch::Receiver<Schedule>,
     pub target: Target,
     pub metrics: WorkloadMetrics,
     /// Worker tasks: the open-loop bound on operations in flight, or the
@@ -372,14 +375,24 @@ async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
 /// its start, with the ticket counter moved to the first operation due
 /// from now on.
 async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &CancellationToken) {
-    let t0 = Instant::now();
+    let mut t0 = Instant::now();
     let report_ctx = ReportContext::new(run.run_info.clone(), &run.name, run.workload.op_names());
-    let mut cycles = vec![0u64; run.schedule.stages().len()];
+    let mut schedules = run.schedule.clone();
+    let mut schedule = schedules.borrow_and_update().clone();
+    let mut cycles = vec![0u64; schedule.stages().len()];
     let mut control = run.control.clone();
     let mut control_open = true;
     loop {
         let now = Instant::now();
-        let Some(occurrence) = run.schedule.occurrence(now - t0, chrono::Utc::now()) else {
+        if schedules.has_changed().unwrap_or(false) {
+            let edited = schedules.borrow_and_update().clone();
+            let at = schedule.carry_position(&edited, now - t0);
+            t0 = now.checked_sub(at).unwrap_or(now);
+            cycles.resize(edited.stages().len(), 0);
+            schedule = edited;
+            tracing::info!(workload = %run.name, "the edited stage list applies from here on; the position is kept");
+        }
+        let Some(occurrence) = schedule.occurrence(now - t0, chrono::Utc::now()) else {
             tracing::info!(workload = %run.name, "schedule finished");
             return;
         };
@@ -523,7 +536,6 @@ fn log_stage(run: &WorkloadRun, index: Option<usize>, stage: Option<&Stage>, dur
         ),
     };
     tracing::info!(workload = %run.name, stage = %stage.map_or(IDLE_STAGE, |s| s.name()), "{what}");
-    let _ = crate::service::notify_status(&format!("workload {}: {what}", run.name));
 }
 
 fn update_targets(

@@ -15,6 +15,7 @@
 //! (`i / rate` for a hold, the inverse of the integral of the rate for a
 //! ramp), never accumulated, so a long stage does not drift.
 
+mod position;
 pub mod window;
 
 use std::fmt;
