@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, Config, ConfigError, WorkloadConfig};
 use crate::control::{Command, ControlMetrics, ControlState};
-use crate::engine::{self, WorkloadRun, WorkloadStatus, PREPARE_OP};
+use crate::engine::{self, WorkloadRun, WorkloadStatus};
 use crate::metrics::Metrics;
 use crate::schedule::Schedule;
 use crate::service;
@@ -353,8 +353,6 @@ impl Supervisor {
     /// Starts the engine of `built` for `slot`.
     fn spawn(&mut self, slot: &Arc<Slot>, built: Built) {
         let w = &built.config;
-        let mut op_names: Vec<&str> = built.workload.op_names().to_vec();
-        op_names.push(PREPARE_OP);
         let run = WorkloadRun {
             name: w.name.clone(),
             target: Target::new(
@@ -362,7 +360,7 @@ impl Supervisor {
                 built.workload.as_ref(),
                 self.config.target.operation_timeout,
             ),
-            metrics: self.env.metrics.workload(&w.name, &op_names),
+            metrics: self.env.metrics.workload(&w.name, built.workload.ops()),
             // Room for runtime overrides up to max_inflight workers, as
             // well as the highest configured concurrency.
             workers: w.peak_concurrency().max(w.max_inflight) as usize,

@@ -94,7 +94,7 @@ pub use types::{ByteSize, LevelSpec};
 pub use uri::{redact_uri, uri_hosts, SecretUri};
 pub use workloads::{
     CustomConfig, CustomIndex, CustomOp, CustomOpKind, InsertBenchmarkConfig, LargeDocConfig,
-    NameNumConfig, NameNumMode, SysbenchConfig, YcsbConfig, YcsbLetter,
+    NameNumConfig, NameNumMode, SysbenchConfig, YcsbConfig, YcsbFieldType, YcsbLetter,
 };
 
 /// Where the daemon looks for its config when `--config` is not given.

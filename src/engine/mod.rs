@@ -24,11 +24,8 @@ use crate::metrics::{OpMetrics, WorkloadMetrics};
 use crate::report::live::{ReportContext, StageBatch, StageCollector};
 use crate::report::RunInfo;
 use crate::schedule::{Mode, Schedule, Stage};
-use crate::target::{classify, Outcome, Target};
-use crate::workload::{Action, Op, OpSource, PrepareStep, Workload};
-
-/// The `op` label under which failed prepare steps are counted.
-pub const PREPARE_OP: &str = "prepare";
+use crate::target::{classify, Target};
+use crate::workload::{Action, Body, Op, OpSource, PrepareStep, Request, Workload};
 
 /// The ticket counter of a finished stage: far past any stage's last
 /// operation, so a late claim finds no intended start and waits for the
@@ -267,7 +264,7 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
 /// false when cancelled first.
 async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
     let steps = run.workload.prepare();
-    let prepare_metrics = run.metrics.op(PREPARE_OP).cloned();
+    let prepare_metrics = &run.metrics.prepare;
     // Progress over all load steps together (sysbench loads one per
     // collection): documents of the finished steps plus the current one's.
     let documents_total: u64 = steps
@@ -340,6 +337,7 @@ async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
             };
             match result {
                 Ok(()) => {
+                    prepare_metrics.record_ok();
                     if let PrepareStep::Load { count, .. } = step {
                         finished_docs += count;
                         loaded += count.saturating_sub(resumed_at.unwrap_or(0));
@@ -349,9 +347,7 @@ async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
                 }
                 Err(e) => {
                     let kind = classify(&e);
-                    if let Some(m) = &prepare_metrics {
-                        m.record_error(started.elapsed(), kind);
-                    }
+                    prepare_metrics.record_error(kind);
                     tracing::warn!(workload = %run.name, step = n, error_kind = %kind, "prepare failed, retrying in {backoff:?}: {e}");
                     tokio::select! {
                         _ = tokio::time::sleep(backoff) => {}
@@ -373,7 +369,7 @@ async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
 /// from now on.
 async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &CancellationToken) {
     let t0 = Instant::now();
-    let report_ctx = ReportContext::new(run.run_info.clone(), &run.name, run.workload.op_names());
+    let report_ctx = ReportContext::new(run.run_info.clone(), &run.name, run.workload.ops());
     let mut cycles = vec![0u64; run.schedule.stages().len()];
     let mut control = run.control.clone();
     let mut control_open = true;
@@ -675,6 +671,10 @@ impl Worker {
         }
     }
 
+    /// Runs one scheduled operation intended to start at `from`: its
+    /// requests in order (each recorded under its step), then the
+    /// operation once, with the latency of the whole. A failing request
+    /// ends the operation, which fails with that request's error kind.
     async fn execute(
         &self,
         source: &mut dyn OpSource,
@@ -682,73 +682,198 @@ impl Worker {
         errors: &mut ErrorLog,
         batch: &mut StageBatch,
     ) {
-        let Op { op, action } = source.next_op();
+        let Op { op, body } = source.next_op();
+        let metrics = &self.ops[op];
         self.run.metrics.inflight.inc();
         let sent = Instant::now();
-        let outcome = match action {
-            Action::Sequence(steps) => self.execute_sequence(steps, errors).await,
-            action => self.run.target.execute(action).await,
+        let outcome = match body {
+            Body::One(action) => self.request((op, from), 0, action, None, batch).await,
+            Body::Steps(requests) => self.steps((op, from), requests, batch).await,
+            Body::Transaction {
+                requests,
+                commit_step,
+            } => {
+                self.transaction((op, from), requests, commit_step, batch)
+                    .await
+            }
         };
         let done = Instant::now();
         let latency = done.saturating_duration_since(from);
         self.run.metrics.inflight.dec();
-        self.ops[op].record_service(done.saturating_duration_since(sent));
+        metrics.record_service(done.saturating_duration_since(sent));
         batch.record(
             op,
             from,
             done,
-            outcome.as_ref().map(|_| ()).map_err(classify),
+            outcome.as_ref().map(|_| ()).map_err(|f| f.kind),
         );
-        self.record(op, latency, outcome, errors);
-    }
-
-    /// Runs a sequence's steps in order, each timed from its own send and
-    /// recorded under its own label; stops at the first failure, which is
-    /// then also the sequence's outcome.
-    async fn execute_sequence(&self, steps: Vec<Op>, errors: &mut ErrorLog) -> Outcome {
-        let mut docs = 0;
-        for step in steps {
-            let sent = Instant::now();
-            let outcome = self.run.target.execute(step.action).await;
-            let latency = sent.elapsed();
-            // A step is timed from its own send: service = response time.
-            self.ops[step.op].record_service(latency);
-            match outcome {
-                Ok(n) => {
-                    docs += n;
-                    self.ops[step.op].record_ok(latency, n);
-                }
-                Err(e) => {
-                    let kind = classify(&e);
-                    self.ops[step.op].record_error(latency, kind);
-                    errors.log(
-                        &self.run.name,
-                        self.run.workload.op_names()[step.op],
-                        kind,
-                        &e,
-                    );
-                    return Err(e);
-                }
-            }
-        }
-        Ok(docs)
-    }
-
-    fn record(&self, op: usize, latency: Duration, outcome: Outcome, errors: &mut ErrorLog) {
-        let metrics = &self.ops[op];
         match outcome {
             Ok(docs) => {
                 metrics.record_ok(latency, docs);
                 self.run.status.ok.fetch_add(1, Ordering::Relaxed);
             }
-            Err(e) => {
-                let kind = classify(&e);
-                metrics.record_error(latency, kind);
+            Err(f) => {
+                metrics.record_error(latency, f.kind);
                 self.run.status.errors.fetch_add(1, Ordering::Relaxed);
-                errors.log(&self.run.name, self.run.workload.op_names()[op], kind, &e);
+                let steps = &self.run.workload.ops()[op].steps;
+                let step = f
+                    .step
+                    .and_then(|s| steps.get(s))
+                    .map_or(metrics.name(), |s| &**s);
+                errors.log(&self.run.name, metrics.name(), step, f.kind, &f.error);
             }
         }
     }
+
+    /// Sends one request of step `step` of operation `op` intended to start
+    /// at `from` (in `session`'s transaction if given) and records it under
+    /// its step. Returns the documents that count as the operation's.
+    async fn request(
+        &self,
+        op: OpAt,
+        step: usize,
+        action: Action,
+        session: Option<&mut mongodb::ClientSession>,
+        batch: &mut StageBatch,
+    ) -> Result<u64, Failed> {
+        let sent = Instant::now();
+        let outcome = match session {
+            None => self.run.target.execute(action).await,
+            Some(session) => self.run.target.execute_in(action, session).await,
+        };
+        self.finish_request(op, step, sent, outcome, batch)
+    }
+
+    /// Records a request sent at `sent` that just returned `outcome`.
+    fn finish_request(
+        &self,
+        (op, from): OpAt,
+        step: usize,
+        sent: Instant,
+        outcome: Result<u64, mongodb::error::Error>,
+        batch: &mut StageBatch,
+    ) -> Result<u64, Failed> {
+        let done = Instant::now();
+        let result = outcome.map_err(|error| Failed {
+            step: Some(step),
+            kind: classify(&error),
+            error,
+        });
+        let counted = match self.ops[op].step(step) {
+            Some(m) => {
+                m.record(
+                    done.saturating_duration_since(sent),
+                    result.as_ref().map(|d| *d).map_err(|f| f.kind),
+                );
+                m.counts_documents()
+            }
+            None => true,
+        };
+        batch.record_request(
+            op,
+            step,
+            from,
+            sent,
+            done,
+            result.as_ref().map(|_| ()).map_err(|f| f.kind),
+        );
+        result.map(|docs| if counted { docs } else { 0 })
+    }
+
+    /// Runs an operation's requests in order; the first failure ends it.
+    async fn steps(
+        &self,
+        op: OpAt,
+        requests: Vec<Request>,
+        batch: &mut StageBatch,
+    ) -> Result<u64, Failed> {
+        let mut docs = 0;
+        for r in requests {
+            docs += self.request(op, r.step, r.action, None, batch).await?;
+        }
+        Ok(docs)
+    }
+
+    /// Runs an operation's requests in one multi-document transaction and
+    /// commits it (a request of `commit_step`). The whole transaction is
+    /// retried, a few times at most, on a `TransientTransactionError`, and
+    /// the commit on an `UnknownTransactionCommitResult`; every attempt's
+    /// requests are counted, the operation once.
+    async fn transaction(
+        &self,
+        op: OpAt,
+        requests: Vec<Request>,
+        commit_step: usize,
+        batch: &mut StageBatch,
+    ) -> Result<u64, Failed> {
+        use mongodb::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
+        const ATTEMPTS: u32 = 5;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut session =
+                self.run
+                    .target
+                    .start_transaction()
+                    .await
+                    .map_err(|error| Failed {
+                        step: None,
+                        kind: classify(&error),
+                        error,
+                    })?;
+            let mut docs = 0;
+            let mut failed = None;
+            for r in &requests {
+                let action = r.action.clone();
+                match self
+                    .request(op, r.step, action, Some(&mut session), batch)
+                    .await
+                {
+                    Ok(n) => docs += n,
+                    Err(f) => {
+                        failed = Some(f);
+                        break;
+                    }
+                }
+            }
+            if failed.is_none() {
+                let mut commits = 0;
+                failed = loop {
+                    commits += 1;
+                    let sent = Instant::now();
+                    let outcome = self.run.target.commit(&mut session).await;
+                    match self.finish_request(op, commit_step, sent, outcome.map(|()| 0u64), batch)
+                    {
+                        Ok(_) => return Ok(docs),
+                        Err(f)
+                            if commits < ATTEMPTS
+                                && f.error.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) => {}
+                        Err(f) => break Some(f),
+                    }
+                };
+            } else {
+                self.run.target.abort(&mut session).await;
+            }
+            let Some(f) = failed else {
+                return Ok(docs);
+            };
+            if attempt >= ATTEMPTS || !f.error.contains_label(TRANSIENT_TRANSACTION_ERROR) {
+                return Err(f);
+            }
+        }
+    }
+}
+
+/// An operation in flight: its index and intended start.
+type OpAt = (usize, Instant);
+
+/// Why an operation failed: the request (step) that failed, its error and
+/// error class. `step` is `None` when no request could be sent (a
+/// transaction's session could not start).
+struct Failed {
+    step: Option<usize>,
+    kind: ErrorKind,
+    error: mongodb::error::Error,
 }
 
 /// Logs operation errors without flooding the journal: the first of each
@@ -760,7 +885,14 @@ struct ErrorLog {
 }
 
 impl ErrorLog {
-    fn log(&mut self, workload: &str, op: &str, kind: ErrorKind, err: &mongodb::error::Error) {
+    fn log(
+        &mut self,
+        workload: &str,
+        op: &str,
+        step: &str,
+        kind: ErrorKind,
+        err: &mongodb::error::Error,
+    ) {
         let now = Instant::now();
         let slot = &mut self.last[kind as usize];
         match slot {
@@ -769,7 +901,7 @@ impl ErrorLog {
             }
             _ => {
                 let suppressed = slot.map_or(0, |(_, n)| n);
-                tracing::warn!(workload, op, error_kind = %kind, suppressed, "operation failed: {err}");
+                tracing::warn!(workload, op, step, error_kind = %kind, suppressed, "operation failed: {err}");
                 *slot = Some((now, 0));
             }
         }

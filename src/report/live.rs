@@ -22,6 +22,7 @@ use tokio::time::Instant;
 use super::{RunInfo, StageMeta, StageReport, StageStats};
 use crate::error_kind::ErrorKind;
 use crate::schedule::{Mode, Stage};
+use crate::workload::OpSpec;
 
 /// Results a worker keeps before handing them to the collector.
 const BATCH: usize = 64;
@@ -31,17 +32,17 @@ const BATCH: usize = 64;
 pub struct ReportContext {
     run: Arc<RunInfo>,
     workload: String,
-    op_names: Vec<&'static str>,
+    ops: Vec<OpSpec>,
 }
 
 impl ReportContext {
-    /// The context of workload `workload` with these op labels (in the
+    /// The context of workload `workload` with these operations (in the
     /// order `Op::op` indexes them).
-    pub fn new(run: Arc<RunInfo>, workload: &str, op_names: &[&'static str]) -> Arc<Self> {
+    pub fn new(run: Arc<RunInfo>, workload: &str, ops: &[OpSpec]) -> Arc<Self> {
         Arc::new(ReportContext {
             run,
             workload: workload.to_owned(),
-            op_names: op_names.to_vec(),
+            ops: ops.to_vec(),
         })
     }
 }
@@ -77,7 +78,9 @@ impl StageCollector {
         let wall_start = Utc::now() - chrono::Duration::from_std(ago).unwrap_or_default();
         let warmup = stage.warmup();
         Arc::new(StageCollector {
-            stats: Mutex::new(StageStats::new(ctx.op_names.len())),
+            stats: Mutex::new(StageStats::with_steps(
+                &ctx.ops.iter().map(|o| o.steps.len()).collect::<Vec<_>>(),
+            )),
             ctx,
             stage: stage.name().to_owned(),
             index,
@@ -116,12 +119,17 @@ impl StageCollector {
     fn absorb(&self, samples: &[Sample]) {
         let mut stats = self.stats.lock().unwrap_or_else(PoisonError::into_inner);
         for s in samples {
-            stats.record(
-                s.op as usize,
-                Duration::from_nanos(s.done_ns),
-                Duration::from_nanos(s.latency_ns),
-                s.outcome,
-            );
+            let latency = Duration::from_nanos(s.latency_ns);
+            if s.step == OPERATION {
+                stats.record(
+                    s.op as usize,
+                    Duration::from_nanos(s.done_ns),
+                    latency,
+                    s.outcome,
+                );
+            } else {
+                stats.record_request(s.op as usize, s.step as usize, latency, s.outcome);
+            }
         }
     }
 
@@ -150,7 +158,7 @@ impl StageCollector {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         stats.add_missed(self.missed.load(Ordering::Relaxed));
-        StageReport::build(&self.ctx.run, &meta, &stats, &self.ctx.op_names)
+        StageReport::build(&self.ctx.run, &meta, &stats, &self.ctx.ops)
     }
 }
 
@@ -200,9 +208,14 @@ fn emit(r: &StageReport, log: Option<&PathBuf>) {
     }
 }
 
+/// [`Sample::step`] of an operation's own sample (not a request's).
+const OPERATION: u32 = u32::MAX;
+
 #[derive(Clone, Copy)]
 struct Sample {
     op: u32,
+    /// The request's step, or [`OPERATION`].
+    step: u32,
     outcome: Result<(), ErrorKind>,
     latency_ns: u64,
     done_ns: u64,
@@ -254,9 +267,40 @@ impl StageBatch {
         let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         self.samples.push(Sample {
             op: u32::try_from(op).unwrap_or(u32::MAX),
+            step: OPERATION,
             outcome,
             latency_ns: ns(done.saturating_duration_since(from)),
             done_ns: ns(done.saturating_duration_since(stage.measure_from)),
+        });
+        if self.samples.len() >= BATCH {
+            self.flush();
+        }
+    }
+
+    /// Records one request of step `step` of operation `op`, sent at
+    /// `sent` and answered at `done`, for an operation intended to start
+    /// at `from` (its requests count where it does: not in the warm-up).
+    #[inline]
+    pub fn record_request(
+        &mut self,
+        op: usize,
+        step: usize,
+        from: Instant,
+        sent: Instant,
+        done: Instant,
+        outcome: Result<(), ErrorKind>,
+    ) {
+        let Some(stage) = &self.stage else { return };
+        if !stage.measures(from) {
+            return;
+        }
+        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        self.samples.push(Sample {
+            op: u32::try_from(op).unwrap_or(u32::MAX),
+            step: u32::try_from(step).unwrap_or(OPERATION - 1),
+            outcome,
+            latency_ns: ns(done.saturating_duration_since(sent)),
+            done_ns: 0,
         });
         if self.samples.len() >= BATCH {
             self.flush();
@@ -285,7 +329,11 @@ mod tests {
     use super::*;
 
     fn ctx(log: Option<PathBuf>) -> Arc<ReportContext> {
-        ReportContext::new(Arc::new(RunInfo::new(log)), "w", &["insert", "find"])
+        ReportContext::new(
+            Arc::new(RunInfo::new(log)),
+            "w",
+            &[OpSpec::single("insert"), OpSpec::single("find")],
+        )
     }
 
     #[test]
