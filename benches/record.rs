@@ -29,7 +29,10 @@ const LATENCIES: [Duration; 8] = [
 
 fn record(c: &mut Criterion) {
     let metrics = Metrics::new().unwrap();
-    let workload = metrics.workload("bench", &["find", "insert", "update", "delete"]);
+    let workload = metrics.workload(
+        "bench",
+        &mongoload::workload::OpSpec::singles(&["find", "insert", "update", "delete"]),
+    );
     let find = workload.op("find").unwrap().clone();
 
     let mut i = 0usize;

@@ -236,7 +236,9 @@ mod tests {
         let mut inserter = w.worker(1, 1);
         for _ in 0..300 {
             let op = inserter.next_op();
-            assert_eq!(op.op, INSERT_DELETE);
+            // The label stays insert; the eviction is its second step.
+            assert_eq!(op.op, INSERT);
+            assert_eq!(op.requests()[1].step, 1);
         }
         let mut querier = w.worker(0, 1);
         for _ in 0..300 {

@@ -141,6 +141,11 @@ impl OpSpec {
         }
     }
 
+    /// Single-call operations, one per name.
+    pub fn singles(names: &[&str]) -> Vec<OpSpec> {
+        names.iter().map(|n| OpSpec::single(n)).collect()
+    }
+
     /// An operation of several steps, in the order its requests index them.
     pub fn with_steps(name: &str, steps: &[&str]) -> OpSpec {
         OpSpec {
