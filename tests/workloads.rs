@@ -1009,3 +1009,59 @@ async fn sysbench_in_transactions_meets_the_standalone_refusal() {
     );
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_step_is_one_error_of_its_operation_with_the_step_s_kind() {
+    let sim = sim::start(SimConfig {
+        faults: sim::FaultConfig {
+            error: Some(sim::ErrorFault {
+                rate: 0.3,
+                code: 112,
+                commands: vec!["delete".into()],
+            }),
+            ..Default::default()
+        },
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let mut w = workload("sbfail", WorkloadKind::Sysbench, 1.0, 1);
+    w.sysbench = Some(SysbenchConfig {
+        collections: 1,
+        docs_per_collection: 100,
+        ..Default::default()
+    });
+    let (page, summary, r) = open_loop(&sim, w, 40, 2).await;
+    let tx = &r.ops[0];
+    let step = |name: &str| tx.steps.iter().find(|s| s.step == name).unwrap().requests;
+    let failed = step("delete").error;
+    assert!(failed > 0 && tx.operations.ok > 0, "{tx:?}");
+    // The failing delete ends its transaction: one operation error, of the
+    // delete's class, and no insert after it.
+    assert_eq!(tx.operations.error, failed);
+    assert_eq!(r.errors["write_conflict"], failed);
+    assert_eq!(r.errors_total(), failed);
+    assert_eq!(step("insert").ok + step("insert").error, step("delete").ok);
+    assert_eq!(step("point_select").ok, 10 * (tx.operations.ok + failed));
+    let of_op = sample(
+        &page,
+        "mongoload_errors_total",
+        &[
+            ("workload", "sbfail"),
+            ("op", "transaction"),
+            ("kind", "write_conflict"),
+        ],
+    );
+    let of_step = sample(
+        &page,
+        "mongoload_request_errors_total",
+        &[
+            ("workload", "sbfail"),
+            ("step", "delete"),
+            ("kind", "write_conflict"),
+        ],
+    );
+    assert_eq!((of_op as u64, of_step as u64), (failed, failed));
+    assert_eq!(summary.workloads[0].errors, failed);
+    sim.shutdown().await;
+}

@@ -91,6 +91,65 @@ fn recorded_operations_appear_as_exact_samples() {
 }
 
 #[test]
+fn requests_are_counted_by_step_apart_from_their_operation() {
+    let m = Metrics::new().unwrap();
+    let spec = OpSpec::insert("insert", true);
+    let w = m.workload("bounded", &[spec, OpSpec::single("find")]);
+    let insert = w.op("insert").unwrap();
+    // One insert of 2 documents that evicted 2: one operation, two requests.
+    insert
+        .step(0)
+        .unwrap()
+        .record(Duration::from_millis(3), Ok(2));
+    insert
+        .step(1)
+        .unwrap()
+        .record(Duration::from_millis(1), Ok(2));
+    insert.record_ok(Duration::from_millis(4), 2);
+    // One whose eviction failed: the operation fails with its kind.
+    insert
+        .step(0)
+        .unwrap()
+        .record(Duration::from_millis(3), Ok(2));
+    insert
+        .step(1)
+        .unwrap()
+        .record(Duration::from_millis(1), Err(ErrorKind::NotPrimary));
+    insert.record_error(Duration::from_millis(4), ErrorKind::NotPrimary);
+    assert!(insert.step(0).unwrap().counts_documents());
+    assert!(!insert.step(1).unwrap().counts_documents());
+    assert!(insert.step(2).is_none());
+    w.prepare.record_ok();
+    w.prepare.record_error(ErrorKind::ServerSelection);
+
+    let text = m.encode().unwrap();
+    for line in [
+        r#"mongoload_operations_total{op="insert",outcome="ok",workload="bounded"} 1"#,
+        r#"mongoload_operations_total{op="insert",outcome="error",workload="bounded"} 1"#,
+        r#"mongoload_errors_total{kind="not_primary",op="insert",workload="bounded"} 1"#,
+        r#"mongoload_requests_total{op="insert",outcome="ok",step="insert",workload="bounded"} 2"#,
+        r#"mongoload_requests_total{op="insert",outcome="ok",step="evict",workload="bounded"} 1"#,
+        r#"mongoload_requests_total{op="insert",outcome="error",step="evict",workload="bounded"} 1"#,
+        r#"mongoload_requests_total{op="find",outcome="ok",step="find",workload="bounded"} 0"#,
+        r#"mongoload_request_errors_total{kind="not_primary",op="insert",step="evict",workload="bounded"} 1"#,
+        r#"mongoload_request_errors_total{kind="timeout",op="find",step="find",workload="bounded"} 0"#,
+        r#"mongoload_request_documents_total{op="insert",step="insert",workload="bounded"} 4"#,
+        r#"mongoload_request_documents_total{op="insert",step="evict",workload="bounded"} 2"#,
+        r#"mongoload_request_duration_seconds_count{op="insert",step="evict",workload="bounded"} 2"#,
+        r#"mongoload_request_duration_seconds_bucket{op="insert",step="insert",workload="bounded",le="0.002"} 0"#,
+        r#"mongoload_request_duration_seconds_bucket{op="insert",step="insert",workload="bounded",le="0.005"} 2"#,
+        r#"mongoload_prepare_steps_total{outcome="ok",workload="bounded"} 1"#,
+        r#"mongoload_prepare_steps_total{outcome="error",workload="bounded"} 1"#,
+        r#"mongoload_prepare_errors_total{kind="server_selection",workload="bounded"} 1"#,
+    ] {
+        assert_has(&text, line);
+    }
+    // Prepare never shares the op label space.
+    assert!(!text.contains(r#"op="prepare""#), "{text}");
+    assert_eq!(w.prepare.ok_total(), 1);
+}
+
+#[test]
 fn every_error_kind_exists_at_zero() {
     let m = Metrics::new().unwrap();
     let _w = m.workload("w", &OpSpec::singles(&["find"]));
