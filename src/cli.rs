@@ -73,6 +73,9 @@ pub struct ReportArgs {
     /// With --compare: the largest throughput drop that still passes (exit 1 beyond it).
     #[arg(long, default_value = "5%", requires = "compare")]
     pub max_drop: crate::report::compare::Percent,
+    /// Also one row per operation and per step (request) of each stage.
+    #[arg(long)]
+    pub steps: bool,
 }
 
 #[derive(Debug, Args)]
@@ -254,6 +257,10 @@ fn report(args: &ReportArgs) -> ExitCode {
         };
         let c = compare::compare(&base, &new, args.max_drop);
         print!("{}", compare::render_comparison(&c));
+        if args.steps {
+            println!();
+            print!("{}", compare::render_steps(&base, &new));
+        }
         return if c.regressions() > 0 {
             ExitCode::from(EXIT_REGRESSION)
         } else {
@@ -268,6 +275,10 @@ fn report(args: &ReportArgs) -> ExitCode {
         }
     }
     print!("{}", table::stage_table(&all));
+    if args.steps {
+        println!();
+        print!("{}", table::steps_table(&all));
+    }
     ExitCode::SUCCESS
 }
 

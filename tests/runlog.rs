@@ -148,8 +148,50 @@ duration = "2s"
         "{out}"
     );
 
-    // A run compared with itself passes.
-    let (code, out, err) = mongoload(&["report", "--compare", s(&log), s(&log)]);
+    // Every op of the mixed workload is single-call: one step named like
+    // it, with as many requests as operations.
+    for o in &open.ops {
+        assert_eq!(o.steps.len(), 1, "{o:?}");
+        assert_eq!(o.steps[0].step, o.op);
+        assert_eq!(o.steps[0].requests, o.operations);
+    }
+
+    // --steps: a row per op (step "-") and per step under the stage table.
+    let (code, out, err) = mongoload(&["report", "--steps", s(&log)]);
+    assert_eq!(code, 0, "{err}");
+    let (stages_part, steps_part) = out.split_once("\n\n").expect("two tables");
+    assert_eq!(stages_part.lines().count(), 3, "{out}");
+    let find_rows: Vec<Vec<&str>> = steps_part
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|c| c[1] == "open" && c[2] == "find")
+        .collect();
+    let find = open.ops.iter().find(|o| o.op == "find").unwrap();
+    assert_eq!(find_rows.len(), 2, "{out}");
+    assert_eq!(find_rows[0][3], "-");
+    assert_eq!(find_rows[1][3], "find");
+    assert_eq!(find_rows[1][4], find.operations.ok.to_string());
+
+    // A run log line of mongoload 0.1 (no steps) still reads.
+    let old = dir.path().join("old.jsonl");
+    let mut v: serde_json::Value = serde_json::to_value(open).unwrap();
+    for o in v["ops"].as_array_mut().unwrap() {
+        o.as_object_mut().unwrap().remove("steps");
+    }
+    std::fs::write(&old, format!("{v}\n")).unwrap();
+    let (code, out, err) = mongoload(&["report", "--steps", s(&old)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("find") && out.contains(" - "), "{out}");
+
+    // A run compared with itself passes, steps too.
+    let (code, out, err) = mongoload(&["report", "--steps", "--compare", s(&log), s(&log)]);
+    assert!(
+        out.contains("Δ/s")
+            && out
+                .lines()
+                .any(|l| l.contains("find") && l.contains("+0.0%")),
+        "{out}"
+    );
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("+0.0%"), "{out}");
 

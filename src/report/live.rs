@@ -201,6 +201,39 @@ fn emit(r: &StageReport, log: Option<&PathBuf>) {
         r.workload, r.stage, r.operations.ok, r.operations.error, r.duration_seconds, r.ops_per_sec,
         r.ips_75, r.ips_95, r.ips_99, ms(l.p50), ms(l.p99), ms(l.p999), ms(l.max), r.missed,
     );
+    // One line per scheduled operation, its steps' figures in one field.
+    for o in &r.ops {
+        let steps: Vec<String> = o
+            .steps
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} {} ok {} errors p99 {:.3} ms",
+                    s.step,
+                    s.requests.ok,
+                    s.requests.error,
+                    ms(s.latency_ns.p99)
+                )
+            })
+            .collect();
+        let l = &o.latency_ns;
+        tracing::info!(
+            run_id = %r.run_id,
+            workload = %r.workload,
+            stage = %r.stage,
+            op = %o.op,
+            ops_ok = o.operations.ok,
+            ops_error = o.operations.error,
+            ops_per_sec = o.ops_per_sec,
+            p50_ms = ms(l.p50),
+            p99_ms = ms(l.p99),
+            max_ms = ms(l.max),
+            steps = %steps.join("; "),
+            "stage report: {} {} op {}: {} ok, {} errors, {:.1} ops/s, latency p50 {:.3} ms p99 {:.3} ms; steps: {}",
+            r.workload, r.stage, o.op, o.operations.ok, o.operations.error, o.ops_per_sec,
+            ms(l.p50), ms(l.p99), steps.join("; "),
+        );
+    }
     if let Some(path) = log {
         if let Err(e) = super::append(path, r) {
             tracing::warn!(workload = %r.workload, stage = %r.stage, "cannot append the stage report to the run log: {e}");
