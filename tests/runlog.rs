@@ -278,3 +278,73 @@ duration = "1h"
     assert!(r.operations.ok >= 150, "{r:?}");
     assert!((80.0..=120.0).contains(&r.ops_per_sec), "{r:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn count_based_stages_end_after_their_operations_and_report_each_worker() {
+    let sim = sim::start(SimConfig::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.jsonl");
+    // Without the counts these stages would last 30 days each.
+    let stages = r#"
+[[workloads.stages]]
+name = "per-connection"
+concurrency = 3
+operations = 40
+per_worker = true
+[[workloads.stages]]
+name = "total"
+rate = 50
+operations = 30
+[[workloads.stages]]
+name = "timed"
+concurrency = 2
+duration = "1s"
+"#;
+    let running = daemon::start(config(&sim.uri(), &log, stages))
+        .await
+        .unwrap();
+    let summary = tokio::time::timeout(Duration::from_secs(60), running.wait())
+        .await
+        .expect("the counted stages end by their counts");
+    sim.shutdown().await;
+
+    let lines = validated_lines(&log);
+    assert_eq!(lines.len(), 3, "{lines:#?}");
+    let (per, total, timed) = (&lines[0], &lines[1], &lines[2]);
+    // 3 workers × 40 operations, each worker's batch reported.
+    assert_eq!(per.operations.ok + per.operations.error, 120, "{per:?}");
+    let c = per.count.as_ref().expect("a count-based stage");
+    assert_eq!((c.operations, c.per_worker), (40, true));
+    let batches: Vec<(u32, u64)> = c.workers.iter().map(|w| (w.worker, w.operations)).collect();
+    assert_eq!(batches, [(0, 40), (1, 40), (2, 40)]);
+    assert!(c
+        .workers
+        .iter()
+        .all(|w| w.seconds > 0.0 && w.seconds <= per.duration_seconds + 1e-3));
+    assert!(!per.partial && per.duration_seconds < 60.0, "{per:?}");
+    // 30 operations in all at 50/s: done or missed, nothing more.
+    assert_eq!(
+        total.operations.ok + total.operations.error + total.missed,
+        30,
+        "{total:?}"
+    );
+    let c = total.count.as_ref().expect("a count-based stage");
+    assert_eq!((c.operations, c.per_worker), (30, false));
+    let by_workers: u64 = c.workers.iter().map(|w| w.operations).sum();
+    assert_eq!(by_workers, total.operations.ok + total.operations.error);
+    // The timed stage follows at once: the schedule moved up.
+    assert!(timed.count.is_none());
+    assert!(
+        timed.start >= total.end && timed.start >= per.end,
+        "{lines:#?}"
+    );
+    assert!((timed.duration_seconds - 1.0).abs() < 1e-3, "{timed:?}");
+    let s = &summary.workloads[0];
+    assert_eq!(
+        s.ok + s.errors,
+        120 + total.operations.ok
+            + total.operations.error
+            + timed.operations.ok
+            + timed.operations.error
+    );
+}

@@ -23,7 +23,7 @@ use crate::error_kind::ErrorKind;
 use crate::metrics::{OpMetrics, WorkloadMetrics};
 use crate::report::live::{ReportContext, StageBatch, StageCollector};
 use crate::report::RunInfo;
-use crate::schedule::{Mode, Schedule, Stage};
+use crate::schedule::{Limit, Mode, Schedule, Stage};
 use crate::target::{classify, Target};
 use crate::workload::{Action, Body, Op, OpSource, PrepareStep, Request, Workload};
 
@@ -197,9 +197,69 @@ struct ActiveStage {
     start: Instant,
     /// Next open-loop ticket (operation number within the stage).
     next_ticket: AtomicU64,
+    /// A count-based stage's progress, shared by every publication of the
+    /// same stage occurrence.
+    count: Option<Arc<CountProgress>>,
     /// The stage's report, written once the driver and every worker have
     /// let go of this stage.
     report: Arc<StageCollector>,
+}
+
+/// How far a count-based stage occurrence is: operations claimed (in all,
+/// or per worker by the workers themselves) and settled (finished, or
+/// missed in open loop). The controller ends the stage when every one of
+/// its operations has settled.
+struct CountProgress {
+    limit: Limit,
+    /// Operations the stage runs in all.
+    target: u64,
+    claimed: AtomicU64,
+    settled: AtomicU64,
+    complete: tokio::sync::Notify,
+}
+
+impl CountProgress {
+    fn new(stage: &Stage) -> Option<Arc<CountProgress>> {
+        Some(Arc::new(CountProgress {
+            limit: stage.limit()?,
+            target: stage.operations_target()?,
+            claimed: AtomicU64::new(0),
+            settled: AtomicU64::new(0),
+            complete: tokio::sync::Notify::new(),
+        }))
+    }
+
+    /// Claims one operation of the stage for a worker that has run `mine`
+    /// of them; false once the count is reached (the worker waits for the
+    /// next stage).
+    fn claim(&self, mine: u64) -> bool {
+        match self.limit {
+            Limit::PerWorker(n) => mine < n,
+            Limit::Total(n) => {
+                if self.claimed.fetch_add(1, Ordering::Relaxed) < n {
+                    true
+                } else {
+                    self.claimed.fetch_sub(1, Ordering::Relaxed);
+                    false
+                }
+            }
+        }
+    }
+
+    /// Gives back a claim whose operation was not sent (its stage was
+    /// re-published before it was due).
+    fn unclaim(&self) {
+        if let Limit::Total(_) = self.limit {
+            self.claimed.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// One claimed operation finished or was missed.
+    fn settle(&self) {
+        if self.settled.fetch_add(1, Ordering::Relaxed) + 1 == self.target {
+            self.complete.notify_one();
+        }
+    }
 }
 
 /// Runs the workload: its prepare steps (retried while the deployment is
@@ -369,17 +429,25 @@ async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
 /// from now on.
 async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &CancellationToken) {
     let t0 = Instant::now();
+    // Schedule time a count-based stage did not use (it ended before its
+    // cap): the stages after it move up by that much.
+    let mut skipped = Duration::ZERO;
     let report_ctx = ReportContext::new(run.run_info.clone(), &run.name, run.workload.ops());
     let mut cycles = vec![0u64; run.schedule.stages().len()];
     let mut control = run.control.clone();
     let mut control_open = true;
     loop {
         let now = Instant::now();
-        let Some(occurrence) = run.schedule.occurrence(now - t0, chrono::Utc::now()) else {
+        let elapsed = now - t0 + skipped;
+        let Some(occurrence) = run.schedule.occurrence(elapsed, chrono::Utc::now()) else {
             tracing::info!(workload = %run.name, "schedule finished");
             return;
         };
-        let start = t0 + occurrence.start;
+        // now - (elapsed - occurrence.start), without going below t0.
+        let start = (t0 + occurrence.start)
+            .checked_sub(skipped)
+            .unwrap_or(t0)
+            .max(t0);
         let end = start + occurrence.duration;
         let scheduled = occurrence.stage.as_ref();
         let label = scheduled.map_or(IDLE_STAGE, |s| s.name());
@@ -393,7 +461,25 @@ async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &Cancell
             cycles[index] += 1;
             StageCollector::new(report_ctx.clone(), stage, index, cycle, start)
         });
-        let mut active = publish(phase, scheduled, &ctl, start, false, report.as_ref());
+        let count = scheduled
+            .and_then(|s| effective_stage(s, &ctl).or_else(|| Some(s.clone())))
+            .and_then(|s| CountProgress::new(&s));
+        let mut active = publish(
+            phase,
+            scheduled,
+            &ctl,
+            (start, false),
+            report.as_ref(),
+            count.as_ref(),
+        );
+        let counted = async {
+            match &count {
+                Some(c) => c.complete.notified().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(counted);
+        let mut ended = end;
 
         // Refresh the target gauges every second so ramps show as ramps.
         loop {
@@ -410,6 +496,12 @@ async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &Cancell
             let tick = (Instant::now() + Duration::from_secs(1)).min(end);
             tokio::select! {
                 _ = tokio::time::sleep_until(tick) => {}
+                () = &mut counted => {
+                    // Every operation of a count-based stage has settled.
+                    ended = Instant::now();
+                    skipped += end.saturating_duration_since(ended);
+                    break;
+                }
                 changed = control.changed(), if control_open => {
                     if changed.is_err() {
                         control_open = false;
@@ -421,7 +513,14 @@ async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &Cancell
                         if let Some(a) = &active {
                             settle(run, a, Instant::now());
                         }
-                        active = publish(phase, scheduled, &new, start, true, report.as_ref());
+                        active = publish(
+                            phase,
+                            scheduled,
+                            &new,
+                            (start, true),
+                            report.as_ref(),
+                            count.as_ref(),
+                        );
                     }
                     ctl = new;
                 }
@@ -441,10 +540,10 @@ async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &Cancell
             }
         }
         if let Some(a) = &active {
-            settle(run, a, end);
+            settle(run, a, ended);
         }
         if let Some(r) = &report {
-            r.finish(end, false);
+            r.finish(ended, false);
         }
     }
 }
@@ -459,9 +558,9 @@ fn publish(
     phase: &watch::Sender<Phase>,
     scheduled: Option<&Stage>,
     control: &ControlState,
-    start: Instant,
-    rebase: bool,
+    (start, rebase): (Instant, bool),
     report: Option<&Arc<StageCollector>>,
+    count: Option<&Arc<CountProgress>>,
 ) -> Option<Arc<ActiveStage>> {
     let (Some(stage), Some(report)) = (scheduled.and_then(|s| effective_stage(s, control)), report)
     else {
@@ -477,6 +576,7 @@ fn publish(
         stage,
         start,
         next_ticket: AtomicU64::new(first),
+        count: count.cloned(),
         report: report.clone(),
     });
     let _ = phase.send(Phase::Stage(active.clone()));
@@ -574,7 +674,10 @@ impl Worker {
             .workload
             .worker(self.id, self.run.seed.wrapping_add(u64::from(self.id)));
         let mut errors = ErrorLog::default();
-        let mut batch = StageBatch::new();
+        let mut batch = StageBatch::for_worker(self.id);
+        // Operations this worker ran of the count-based stage occurrence it
+        // is in (per-worker counts).
+        let mut mine: (Option<Arc<CountProgress>>, u64) = (None, 0);
         loop {
             if self.stop.is_cancelled() {
                 return;
@@ -594,11 +697,29 @@ impl Worker {
                 }
                 Phase::Stage(active) => active,
             };
+            if let Some(c) = &active.count {
+                if !mine.0.as_ref().is_some_and(|m| Arc::ptr_eq(m, c)) {
+                    mine = (Some(c.clone()), 0);
+                }
+                // The count is reached: nothing more to send in this stage.
+                if !c.claim(mine.1) {
+                    if !self.wait_change().await {
+                        return;
+                    }
+                    continue;
+                }
+                mine.1 += 1;
+            }
+            let count = active.count.as_deref();
             match active.stage.mode() {
                 Mode::Rate => {
                     let i = active.next_ticket.fetch_add(1, Ordering::Relaxed);
                     let Some(offset) = active.stage.intended_offset(i) else {
                         // Past the end of this stage: wait for the next one.
+                        if let Some(c) = count {
+                            c.unclaim();
+                            mine.1 -= 1;
+                        }
                         if !self.wait_change().await {
                             return;
                         }
@@ -619,6 +740,10 @@ impl Worker {
                         // ticket is not due yet and the new phase has its
                         // own, so drop it rather than send a burst.
                         changed = self.phase.changed() => {
+                            if let Some(c) = count {
+                                c.unclaim();
+                                mine.1 -= 1;
+                            }
                             if changed.is_err() {
                                 return;
                             }
@@ -635,14 +760,24 @@ impl Worker {
                         if active.report.measures(intended) {
                             active.report.add_missed(1);
                         }
+                        if let Some(c) = count {
+                            c.settle();
+                        }
                         continue;
                     }
                     self.execute(source.as_mut(), intended, &mut errors, &mut batch)
                         .await;
+                    if let Some(c) = count {
+                        c.settle();
+                    }
                 }
                 Mode::Concurrency => {
                     let elapsed = Instant::now().saturating_duration_since(active.start);
                     if self.id >= active.stage.concurrency_at(elapsed) {
+                        if let Some(c) = count {
+                            c.unclaim();
+                            mine.1 -= 1;
+                        }
                         // Not needed at this level; look again when the
                         // stage changes or, for ramps, a little later.
                         tokio::select! {
@@ -653,11 +788,18 @@ impl Worker {
                         continue;
                     }
                     if self.phase.has_changed().unwrap_or(true) {
+                        if let Some(c) = count {
+                            c.unclaim();
+                            mine.1 -= 1;
+                        }
                         continue;
                     }
                     let start = Instant::now();
                     self.execute(source.as_mut(), start, &mut errors, &mut batch)
                         .await;
+                    if let Some(c) = count {
+                        c.settle();
+                    }
                 }
             }
         }

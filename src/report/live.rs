@@ -19,9 +19,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
-use super::{RunInfo, StageMeta, StageReport, StageStats};
+use super::{RunInfo, StageMeta, StageReport, StageStats, WorkerBatch};
 use crate::error_kind::ErrorKind;
-use crate::schedule::{Mode, Stage};
+use crate::schedule::{Limit, Mode, Stage};
 use crate::workload::OpSpec;
 
 /// Results a worker keeps before handing them to the collector.
@@ -62,6 +62,9 @@ pub struct StageCollector {
     ended: OnceLock<(Instant, bool)>,
     missed: AtomicU64,
     stats: Mutex<StageStats>,
+    /// Count-based stages: the count, and each worker's batch.
+    limit: Option<Limit>,
+    workers: Mutex<Vec<WorkerBatch>>,
 }
 
 impl StageCollector {
@@ -95,6 +98,8 @@ impl StageCollector {
             measure_from: start + warmup,
             ended: OnceLock::new(),
             missed: AtomicU64::new(0),
+            limit: stage.limit(),
+            workers: Mutex::new(Vec::new()),
         })
     }
 
@@ -114,6 +119,28 @@ impl StageCollector {
     /// that were never issued.
     pub fn add_missed(&self, n: u64) {
         self.missed.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// One worker's part of a count-based stage: the operations it ran
+    /// (after the warm-up) and the time from its first send to its last
+    /// reply.
+    fn add_worker(&self, worker: u32, operations: u64, seconds: f64) {
+        if self.limit.is_none() || operations == 0 {
+            return;
+        }
+        let mut w = self.workers.lock().unwrap_or_else(PoisonError::into_inner);
+        match w.iter_mut().find(|b| b.worker == worker) {
+            // The same worker again (it followed another stage between).
+            Some(b) => {
+                b.operations += operations;
+                b.seconds += seconds;
+            }
+            None => w.push(WorkerBatch {
+                worker,
+                operations,
+                seconds,
+            }),
+        }
     }
 
     fn absorb(&self, samples: &[Sample]) {
@@ -158,7 +185,25 @@ impl StageCollector {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         stats.add_missed(self.missed.load(Ordering::Relaxed));
-        StageReport::build(&self.ctx.run, &meta, &stats, &self.ctx.ops)
+        let mut r = StageReport::build(&self.ctx.run, &meta, &stats, &self.ctx.ops);
+        if let Some(limit) = self.limit {
+            let (n, per_worker) = match limit {
+                Limit::Total(n) => (n, false),
+                Limit::PerWorker(n) => (n, true),
+            };
+            let mut workers = self
+                .workers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            workers.sort_by_key(|w| w.worker);
+            r.count = Some(super::CountReport {
+                operations: n,
+                per_worker,
+                workers,
+            });
+        }
+        r
     }
 }
 
@@ -201,6 +246,25 @@ fn emit(r: &StageReport, log: Option<&PathBuf>) {
         r.workload, r.stage, r.operations.ok, r.operations.error, r.duration_seconds, r.ops_per_sec,
         r.ips_75, r.ips_95, r.ips_99, ms(l.p50), ms(l.p99), ms(l.p999), ms(l.max), r.missed,
     );
+    if let Some(c) = &r.count {
+        let secs: Vec<String> = c
+            .workers
+            .iter()
+            .map(|w| format!("{}:{}/{:.3}s", w.worker, w.operations, w.seconds))
+            .collect();
+        tracing::info!(
+            run_id = %r.run_id,
+            workload = %r.workload,
+            stage = %r.stage,
+            count = c.operations,
+            per_worker = c.per_worker,
+            elapsed_s = r.duration_seconds,
+            workers = %secs.join(" "),
+            "stage report: {} {}: {} operations{} in {:.3}s; worker:operations/time {}",
+            r.workload, r.stage, c.operations, if c.per_worker { " per worker" } else { "" },
+            r.duration_seconds, secs.join(" "),
+        );
+    }
     // One line per scheduled operation, its steps' figures in one field.
     for o in &r.ops {
         let steps: Vec<String> = o
@@ -260,12 +324,24 @@ struct Sample {
 pub struct StageBatch {
     stage: Option<Arc<StageCollector>>,
     samples: Vec<Sample>,
+    worker: u32,
+    /// This worker's operations in the followed stage (after its warm-up),
+    /// and the first send and last reply among them.
+    run: Option<(u64, Instant, Instant)>,
 }
 
 impl StageBatch {
     /// An empty batch, following no stage.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty batch of worker `worker` (count-based stages report each
+    /// worker's batch).
+    pub fn for_worker(worker: u32) -> Self {
+        let mut batch = Self::default();
+        batch.worker = worker;
+        batch
     }
 
     /// Follows the stage the worker is in now (`None` between stages):
@@ -279,7 +355,16 @@ impl StageBatch {
         };
         if !same {
             self.flush();
+            self.hand_over_run();
             self.stage = stage.cloned();
+        }
+    }
+
+    /// Tells the followed stage this worker's batch (count-based stages).
+    fn hand_over_run(&mut self) {
+        if let (Some(stage), Some((n, first, last))) = (&self.stage, self.run.take()) {
+            let secs = last.saturating_duration_since(first).as_secs_f64();
+            stage.add_worker(self.worker, n, secs);
         }
     }
 
@@ -298,6 +383,10 @@ impl StageBatch {
             return;
         }
         let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        self.run = Some(match self.run {
+            None => (1, from, done),
+            Some((n, first, _)) => (n + 1, first, done),
+        });
         self.samples.push(Sample {
             op: u32::try_from(op).unwrap_or(u32::MAX),
             step: OPERATION,
@@ -354,6 +443,7 @@ impl StageBatch {
 impl Drop for StageBatch {
     fn drop(&mut self) {
         self.flush();
+        self.hand_over_run();
     }
 }
 

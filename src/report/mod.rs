@@ -135,6 +135,31 @@ pub struct StageReport {
     pub missed: u64,
     /// Per operation label, in the workload's order.
     pub ops: Vec<OpReport>,
+    /// Count-based stages only: the count and each worker's batch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<CountReport>,
+}
+
+/// What a count-based stage ran: the stage's own figures are its elapsed
+/// time (`duration_seconds`) and operations; this adds the count and each
+/// worker's time for its batch of operations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CountReport {
+    /// The count the stage ran to (per worker when `per_worker`).
+    pub operations: u64,
+    pub per_worker: bool,
+    /// One entry per worker that ran operations, by worker number.
+    pub workers: Vec<WorkerBatch>,
+}
+
+/// One worker's batch of a count-based stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerBatch {
+    pub worker: u32,
+    /// Operations it ran (after the warm-up).
+    pub operations: u64,
+    /// From its first operation's (intended) start to its last reply.
+    pub seconds: f64,
 }
 
 fn rfc3339(t: DateTime<Utc>) -> String {
@@ -213,6 +238,7 @@ impl StageReport {
                     })
                 })
                 .collect(),
+            count: None,
         }
     }
 

@@ -197,6 +197,7 @@ pub(crate) mod tests {
             errors: [("timeout".to_owned(), 3), ("network".to_owned(), 1)].into(),
             missed: 0,
             ops: Vec::new(),
+            count: None,
         }
     }
 
