@@ -86,6 +86,9 @@ impl Op {
 }
 
 /// What an operation sends.
+// The single-call variant holds its action inline: boxing it would cost an
+// allocation per operation on the hot path; an op is moved, not stored.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Body {
     /// One driver call: the op's step 0.
