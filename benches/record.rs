@@ -96,43 +96,30 @@ fn record(c: &mut Criterion) {
     let mut batch = StageBatch::new();
     batch.follow(Some(&collector));
     let status_ok = std::sync::atomic::AtomicU64::new(0);
-    c.bench_function("record_engine_path", |b| {
-        b.iter(|| {
-            i = i.wrapping_add(1);
-            let intended = tokio::time::Instant::now();
-            let lag = tokio::time::Instant::now().saturating_duration_since(intended);
-            workload.schedule_lag_seconds.set(lag.as_secs_f64());
-            workload.send_lateness.observe(lag.as_secs_f64());
-            workload.inflight.inc();
-            let sent = tokio::time::Instant::now();
-            let done = sent + black_box(LATENCIES[i % LATENCIES.len()]);
+    let mut engine_path = |with_request: bool| {
+        i = i.wrapping_add(1);
+        let intended = tokio::time::Instant::now();
+        let lag = tokio::time::Instant::now().saturating_duration_since(intended);
+        workload.schedule_lag_seconds.set(lag.as_secs_f64());
+        workload.send_lateness.observe(lag.as_secs_f64());
+        workload.inflight.inc();
+        let sent = tokio::time::Instant::now();
+        let done = sent + black_box(LATENCIES[i % LATENCIES.len()]);
+        if with_request {
             let request_done = tokio::time::Instant::now().max(done);
             step.record(request_done.saturating_duration_since(sent), Ok(1));
             batch.record_request(3, 0, intended, sent, request_done, Ok(()));
-            workload.inflight.dec();
-            find.record_service(done.saturating_duration_since(sent));
-            batch.record(3, intended, done, Ok(()));
-            find.record_ok(done.saturating_duration_since(intended), 1);
-            status_ok.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        })
-    });
+        }
+        workload.inflight.dec();
+        find.record_service(done.saturating_duration_since(sent));
+        batch.record(3, intended, done, Ok(()));
+        find.record_ok(done.saturating_duration_since(intended), 1);
+        status_ok.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    };
+    c.bench_function("record_engine_path", |b| b.iter(|| engine_path(true)));
     // The same without the request: what 0.1 recorded per operation.
     c.bench_function("record_engine_path_without_request", |b| {
-        b.iter(|| {
-            i = i.wrapping_add(1);
-            let intended = tokio::time::Instant::now();
-            let lag = tokio::time::Instant::now().saturating_duration_since(intended);
-            workload.schedule_lag_seconds.set(lag.as_secs_f64());
-            workload.send_lateness.observe(lag.as_secs_f64());
-            workload.inflight.inc();
-            let sent = tokio::time::Instant::now();
-            let done = sent + black_box(LATENCIES[i % LATENCIES.len()]);
-            workload.inflight.dec();
-            find.record_service(done.saturating_duration_since(sent));
-            batch.record(3, intended, done, Ok(()));
-            find.record_ok(done.saturating_duration_since(intended), 1);
-            status_ok.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        })
+        b.iter(|| engine_path(false))
     });
     drop(batch);
 

@@ -74,18 +74,21 @@ impl Comparison {
 /// A stage's identity across runs: workload and stage name.
 type Key = (String, String);
 
-fn pool(reports: &[StageReport]) -> (Vec<Key>, BTreeMap<Key, Pooled>) {
+/// Per key, in the order keys first appear: successful count over the
+/// summed measured time (a rate), and the worst p99.
+fn pool_by<K: Ord + Clone>(
+    entries: impl Iterator<Item = (K, u64, f64, u64)>,
+) -> (Vec<K>, BTreeMap<K, Pooled>) {
     let mut order = Vec::new();
-    let mut sums: BTreeMap<Key, (u64, f64, u64)> = BTreeMap::new();
-    for r in reports {
-        let key = (r.workload.clone(), r.stage.clone());
+    let mut sums: BTreeMap<K, (u64, f64, u64)> = BTreeMap::new();
+    for (key, ok, secs, p99) in entries {
         let e = sums.entry(key.clone()).or_insert_with(|| {
             order.push(key);
             (0, 0.0, 0)
         });
-        e.0 += r.operations.ok;
-        e.1 += r.duration_seconds;
-        e.2 = e.2.max(r.latency_ns.p99);
+        e.0 += ok;
+        e.1 += secs;
+        e.2 = e.2.max(p99);
     }
     let pooled = sums
         .into_iter()
@@ -101,6 +104,13 @@ fn pool(reports: &[StageReport]) -> (Vec<Key>, BTreeMap<Key, Pooled>) {
         })
         .collect();
     (order, pooled)
+}
+
+fn pool(reports: &[StageReport]) -> (Vec<Key>, BTreeMap<Key, Pooled>) {
+    pool_by(reports.iter().map(|r| {
+        let key = (r.workload.clone(), r.stage.clone());
+        (key, r.operations.ok, r.duration_seconds, r.latency_ns.p99)
+    }))
 }
 
 fn pct(base: f64, new: f64) -> Option<f64> {
@@ -212,19 +222,8 @@ type StepKey = (String, String, String, String);
 /// Per operation and step: count over the measured time of every
 /// occurrence (a rate), and the worst p99.
 fn pool_steps(reports: &[StageReport]) -> (Vec<StepKey>, BTreeMap<StepKey, Pooled>) {
-    let mut order = Vec::new();
-    let mut sums: BTreeMap<StepKey, (u64, f64, u64)> = BTreeMap::new();
-    let mut add = |key: StepKey, ok: u64, secs: f64, p99: u64| {
-        let e = sums.entry(key.clone()).or_insert_with(|| {
-            order.push(key);
-            (0, 0.0, 0)
-        });
-        e.0 += ok;
-        e.1 += secs;
-        e.2 = e.2.max(p99);
-    };
-    for r in reports {
-        for o in &r.ops {
+    pool_by(reports.iter().flat_map(|r| {
+        r.ops.iter().flat_map(move |o| {
             let key = |step: &str| {
                 (
                     r.workload.clone(),
@@ -233,36 +232,14 @@ fn pool_steps(reports: &[StageReport]) -> (Vec<StepKey>, BTreeMap<StepKey, Poole
                     step.to_owned(),
                 )
             };
-            add(
-                key("-"),
-                o.operations.ok,
-                r.duration_seconds,
-                o.latency_ns.p99,
-            );
-            for st in &o.steps {
-                add(
-                    key(&st.step),
-                    st.requests.ok,
-                    r.duration_seconds,
-                    st.latency_ns.p99,
-                );
-            }
-        }
-    }
-    let pooled = sums
-        .into_iter()
-        .map(|(k, (ok, secs, p99))| {
-            let ops_per_sec = if secs > 0.0 { ok as f64 / secs } else { 0.0 };
-            (
-                k,
-                Pooled {
-                    ops_per_sec,
-                    p99_ns: p99,
-                },
+            let secs = r.duration_seconds;
+            std::iter::once((key("-"), o.operations.ok, secs, o.latency_ns.p99)).chain(
+                o.steps
+                    .iter()
+                    .map(move |st| (key(&st.step), st.requests.ok, secs, st.latency_ns.p99)),
             )
         })
-        .collect();
-    (order, pooled)
+    }))
 }
 
 /// Per operation (step `-`) and per step of each stage: base and new rate

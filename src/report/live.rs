@@ -305,6 +305,10 @@ fn emit(r: &StageReport, log: Option<&PathBuf>) {
     }
 }
 
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// [`Sample::step`] of an operation's own sample (not a request's).
 const OPERATION: u32 = u32::MAX;
 
@@ -378,25 +382,20 @@ impl StageBatch {
         done: Instant,
         outcome: Result<(), ErrorKind>,
     ) {
-        let Some(stage) = &self.stage else { return };
-        if !stage.measures(from) {
+        let Some(measure_from) = self.measured(from) else {
             return;
-        }
-        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        };
         self.run = Some(match self.run {
             None => (1, from, done),
             Some((n, first, _)) => (n + 1, first, done),
         });
-        self.samples.push(Sample {
+        self.push(Sample {
             op: u32::try_from(op).unwrap_or(u32::MAX),
             step: OPERATION,
             outcome,
-            latency_ns: ns(done.saturating_duration_since(from)),
-            done_ns: ns(done.saturating_duration_since(stage.measure_from)),
+            latency_ns: nanos(done.saturating_duration_since(from)),
+            done_ns: nanos(done.saturating_duration_since(measure_from)),
         });
-        if self.samples.len() >= BATCH {
-            self.flush();
-        }
     }
 
     /// Records one request of step `step` of operation `op`, sent at
@@ -412,18 +411,29 @@ impl StageBatch {
         done: Instant,
         outcome: Result<(), ErrorKind>,
     ) {
-        let Some(stage) = &self.stage else { return };
-        if !stage.measures(from) {
+        if self.measured(from).is_none() {
             return;
         }
-        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-        self.samples.push(Sample {
+        self.push(Sample {
             op: u32::try_from(op).unwrap_or(u32::MAX),
             step: u32::try_from(step).unwrap_or(OPERATION - 1),
             outcome,
-            latency_ns: ns(done.saturating_duration_since(sent)),
+            latency_ns: nanos(done.saturating_duration_since(sent)),
             done_ns: 0,
         });
+    }
+
+    /// The start of measurement of the followed stage, if an operation
+    /// intended to start at `from` counts in it.
+    #[inline]
+    fn measured(&self, from: Instant) -> Option<Instant> {
+        let stage = self.stage.as_ref()?;
+        stage.measures(from).then_some(stage.measure_from)
+    }
+
+    #[inline]
+    fn push(&mut self, sample: Sample) {
+        self.samples.push(sample);
         if self.samples.len() >= BATCH {
             self.flush();
         }
