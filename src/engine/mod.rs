@@ -262,6 +262,49 @@ impl CountProgress {
     }
 }
 
+/// A worker's part in the count-based stage occurrence it is in: the
+/// operations it ran of it (per-worker counts) and whether it holds a
+/// claim on the next one. Timed stages claim nothing.
+#[derive(Default)]
+struct WorkerCount {
+    stage: Option<Arc<CountProgress>>,
+    mine: u64,
+    claimed: bool,
+}
+
+impl WorkerCount {
+    /// Claims the next operation of `active`; false once its count is
+    /// reached (always true for a timed stage).
+    fn claim(&mut self, active: &ActiveStage) -> bool {
+        let Some(c) = &active.count else {
+            self.claimed = false;
+            return true;
+        };
+        if !self.stage.as_ref().is_some_and(|s| Arc::ptr_eq(s, c)) {
+            self.stage = Some(c.clone());
+            self.mine = 0;
+        }
+        self.claimed = c.claim(self.mine);
+        self.mine += u64::from(self.claimed);
+        self.claimed
+    }
+
+    /// Gives the claim back: the operation was not sent.
+    fn unclaim(&mut self) {
+        if let (true, Some(c)) = (std::mem::take(&mut self.claimed), &self.stage) {
+            c.unclaim();
+            self.mine -= 1;
+        }
+    }
+
+    /// The claimed operation finished or was missed.
+    fn settle(&mut self) {
+        if let (true, Some(c)) = (std::mem::take(&mut self.claimed), &self.stage) {
+            c.settle();
+        }
+    }
+}
+
 /// Runs the workload: its prepare steps (retried while the deployment is
 /// unreachable), then its schedule until it ends or `cancel` fires; then
 /// lets in-flight operations finish for up to `grace`.
@@ -675,9 +718,7 @@ impl Worker {
             .worker(self.id, self.run.seed.wrapping_add(u64::from(self.id)));
         let mut errors = ErrorLog::default();
         let mut batch = StageBatch::for_worker(self.id);
-        // Operations this worker ran of the count-based stage occurrence it
-        // is in (per-worker counts).
-        let mut mine: (Option<Arc<CountProgress>>, u64) = (None, 0);
+        let mut count = WorkerCount::default();
         loop {
             if self.stop.is_cancelled() {
                 return;
@@ -697,29 +738,19 @@ impl Worker {
                 }
                 Phase::Stage(active) => active,
             };
-            if let Some(c) = &active.count {
-                if !mine.0.as_ref().is_some_and(|m| Arc::ptr_eq(m, c)) {
-                    mine = (Some(c.clone()), 0);
-                }
+            if !count.claim(&active) {
                 // The count is reached: nothing more to send in this stage.
-                if !c.claim(mine.1) {
-                    if !self.wait_change().await {
-                        return;
-                    }
-                    continue;
+                if !self.wait_change().await {
+                    return;
                 }
-                mine.1 += 1;
+                continue;
             }
-            let count = active.count.as_deref();
             match active.stage.mode() {
                 Mode::Rate => {
                     let i = active.next_ticket.fetch_add(1, Ordering::Relaxed);
                     let Some(offset) = active.stage.intended_offset(i) else {
                         // Past the end of this stage: wait for the next one.
-                        if let Some(c) = count {
-                            c.unclaim();
-                            mine.1 -= 1;
-                        }
+                        count.unclaim();
                         if !self.wait_change().await {
                             return;
                         }
@@ -740,10 +771,7 @@ impl Worker {
                         // ticket is not due yet and the new phase has its
                         // own, so drop it rather than send a burst.
                         changed = self.phase.changed() => {
-                            if let Some(c) = count {
-                                c.unclaim();
-                                mine.1 -= 1;
-                            }
+                            count.unclaim();
                             if changed.is_err() {
                                 return;
                             }
@@ -760,24 +788,17 @@ impl Worker {
                         if active.report.measures(intended) {
                             active.report.add_missed(1);
                         }
-                        if let Some(c) = count {
-                            c.settle();
-                        }
+                        count.settle();
                         continue;
                     }
                     self.execute(source.as_mut(), intended, &mut errors, &mut batch)
                         .await;
-                    if let Some(c) = count {
-                        c.settle();
-                    }
+                    count.settle();
                 }
                 Mode::Concurrency => {
                     let elapsed = Instant::now().saturating_duration_since(active.start);
                     if self.id >= active.stage.concurrency_at(elapsed) {
-                        if let Some(c) = count {
-                            c.unclaim();
-                            mine.1 -= 1;
-                        }
+                        count.unclaim();
                         // Not needed at this level; look again when the
                         // stage changes or, for ramps, a little later.
                         tokio::select! {
@@ -788,18 +809,13 @@ impl Worker {
                         continue;
                     }
                     if self.phase.has_changed().unwrap_or(true) {
-                        if let Some(c) = count {
-                            c.unclaim();
-                            mine.1 -= 1;
-                        }
+                        count.unclaim();
                         continue;
                     }
                     let start = Instant::now();
                     self.execute(source.as_mut(), start, &mut errors, &mut batch)
                         .await;
-                    if let Some(c) = count {
-                        c.settle();
-                    }
+                    count.settle();
                 }
             }
         }
