@@ -78,6 +78,9 @@ pub struct ReportArgs {
     /// With --compare: the largest throughput drop that still passes (exit 1 beyond it).
     #[arg(long, default_value = "5%", requires = "compare")]
     pub max_drop: crate::report::compare::Percent,
+    /// Also one row per operation and per step (request) of each stage.
+    #[arg(long)]
+    pub steps: bool,
 }
 
 #[derive(Debug, Args)]
@@ -285,12 +288,17 @@ fn report(args: &ReportArgs) -> ExitCode {
             (Err(code), _) | (_, Err(code)) => return code,
         };
         let c = compare::compare(&base, &new, args.max_drop);
+        let mut text = compare::render_comparison(&c);
+        if args.steps {
+            text.push('\n');
+            text.push_str(&compare::render_steps(&base, &new));
+        }
         let code = if c.regressions() > 0 {
             ExitCode::from(EXIT_REGRESSION)
         } else {
             ExitCode::SUCCESS
         };
-        return emit_then(&compare::render_comparison(&c), code);
+        return emit_then(&text, code);
     }
     let mut all = Vec::new();
     for path in &args.files {
@@ -299,7 +307,12 @@ fn report(args: &ReportArgs) -> ExitCode {
             Err(code) => return code,
         }
     }
-    emit_then(&table::stage_table(&all), ExitCode::SUCCESS)
+    let mut text = table::stage_table(&all);
+    if args.steps {
+        text.push('\n');
+        text.push_str(&table::steps_table(&all));
+    }
+    emit_then(&text, ExitCode::SUCCESS)
 }
 
 fn block_on(f: impl Future<Output = ExitCode>) -> ExitCode {

@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, Config, ConfigError, WorkloadConfig};
 use crate::control::{Command, ControlMetrics, ControlState};
-use crate::engine::{self, WorkloadRun, WorkloadStatus, PREPARE_OP};
+use crate::engine::{self, WorkloadRun, WorkloadStatus};
 use crate::metrics::Metrics;
 use crate::schedule::Schedule;
 use crate::service;
@@ -382,8 +382,6 @@ impl Supervisor {
     fn spawn(&mut self, slot: &Arc<Slot>, built: Built) {
         let w = &built.config;
         let (schedule, schedule_rx) = watch::channel(built.schedule);
-        let mut op_names: Vec<&str> = built.workload.op_names().to_vec();
-        op_names.push(PREPARE_OP);
         let run = WorkloadRun {
             name: w.name.clone(),
             target: Target::new(
@@ -391,7 +389,7 @@ impl Supervisor {
                 built.workload.as_ref(),
                 self.config.target.operation_timeout,
             ),
-            metrics: self.env.metrics.workload(&w.name, &op_names),
+            metrics: self.env.metrics.workload(&w.name, built.workload.ops()),
             // Room for runtime overrides up to max_inflight workers, as
             // well as the highest configured concurrency.
             workers: w.peak_concurrency().max(w.max_inflight) as usize,

@@ -180,8 +180,11 @@ fn uri_file_config(uri: &str, http: SocketAddr) -> ConfigFile {
     file
 }
 
+/// Failures of class `kind`: of operations, and of prepare steps (which
+/// are what fail first when the login is refused).
 fn errors(page: &str, kind: &str) -> f64 {
     sum(page, "mongoload_errors_total", &[("kind", kind)])
+        + sum(page, "mongoload_prepare_errors_total", &[("kind", kind)])
 }
 
 /// A wrong password: prepare steps fail under the `auth` class,

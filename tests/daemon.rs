@@ -27,6 +27,26 @@ fn ops_total(page: &str, op: &str, outcome: &str) -> f64 {
     .unwrap_or(0.0)
 }
 
+/// Failed prepare attempts of workload `w` of class `kind`.
+fn prepare_errors(page: &str, kind: &str) -> f64 {
+    sample(
+        page,
+        "mongoload_prepare_errors_total",
+        &[("workload", "w"), ("kind", kind)],
+    )
+    .unwrap_or(0.0)
+}
+
+/// Prepare step attempts of workload `w` by outcome.
+fn prepare_steps(page: &str, outcome: &str) -> f64 {
+    sample(
+        page,
+        "mongoload_prepare_steps_total",
+        &[("workload", "w"), ("outcome", outcome)],
+    )
+    .unwrap_or(0.0)
+}
+
 fn errors(page: &str, op: &str, kind: &str) -> f64 {
     sample(
         page,
@@ -383,29 +403,21 @@ async fn unreachable_at_start_runs_and_becomes_ready_later() {
         http,
         "failed prepare attempts counted",
         Duration::from_secs(15),
-        |p| {
-            sum(
-                p,
-                "mongoload_errors_total",
-                &[("workload", "w"), ("op", "prepare")],
-            ) >= 1.0
-        },
+        |p| prepare_steps(p, "error") >= 1.0,
     )
     .await;
     assert_eq!(target_up(&page), Some(0.0));
     let classed: f64 = ["network", "server_selection"]
         .iter()
-        .map(|k| errors(&page, "prepare", k))
+        .map(|k| prepare_errors(&page, k))
         .sum();
     assert_eq!(
         classed,
-        sum(
-            &page,
-            "mongoload_errors_total",
-            &[("workload", "w"), ("op", "prepare")]
-        ),
+        prepare_steps(&page, "error"),
         "prepare errors are server_selection or network"
     );
+    // Prepare has its own families: no op label of that name.
+    assert!(!page.contains(r#"op="prepare""#));
     assert_eq!(must_get(http, "/readyz").await.status, 503);
 
     // The deployment comes up on that port.
@@ -416,6 +428,21 @@ async fn unreachable_at_start_runs_and_becomes_ready_later() {
     })
     .await;
     assert_eq!(target_up(&page), Some(1.0));
+    // After a complete prepare every step counts ok once.
+    let cfg = mongoload::config::parse_with_env(
+        &config_toml(
+            &uri,
+            "[[workloads.stages]]\nrate = 100\nduration = \"120s\"\n",
+        ),
+        std::path::Path::new("t.toml"),
+        std::iter::empty(),
+    )
+    .unwrap();
+    let steps = mongoload::workload::build(&cfg.workloads[0])
+        .unwrap()
+        .prepare()
+        .len();
+    assert_eq!(prepare_steps(&page, "ok"), steps as f64);
     running.stop();
     let _ = tokio::time::timeout(Duration::from_secs(10), running.wait()).await;
     drop(sim);
@@ -586,17 +613,17 @@ async fn the_password_never_appears() {
         http,
         "failed prepare attempts",
         Duration::from_secs(20),
-        |p| sum(p, "mongoload_errors_total", &[("op", "prepare")]) >= 2.0,
+        |p| prepare_steps(p, "error") >= 2.0,
     )
     .await;
-    let prepare = sum(&page, "mongoload_errors_total", &[("op", "prepare")]);
+    let prepare = prepare_steps(&page, "error");
     // Refused authentication, or a checkout the driver never completes
     // (bounded by the operation timeout); on a loaded machine the handshake
     // can also outlast the connect or server selection timeout. Never
     // "other": every failure has a class.
     let by_kind: Vec<(&str, f64)> = ["auth", "timeout", "server_selection", "network", "other"]
         .into_iter()
-        .map(|k| (k, errors(&page, "prepare", k)))
+        .map(|k| (k, prepare_errors(&page, k)))
         .collect();
     assert_eq!(
         by_kind.iter().take(4).map(|(_, n)| n).sum::<f64>(),

@@ -330,6 +330,10 @@ fn the_issue_panels_are_there() {
         "mongoload_pool_connections",
         "mongoload_topology_servers",
         "mongoload_primary_changes_total",
+        "mongoload_requests_total",
+        "mongoload_request_duration_seconds_bucket",
+        "mongoload_request_errors_total",
+        "mongoload_request_documents_total",
         "process_cpu_seconds_total",
         "process_resident_memory_bytes",
         "process_open_fds",
@@ -358,6 +362,25 @@ fn the_issue_panels_are_there() {
         );
     }
     let panels: Vec<&Value> = ds.iter().flat_map(|d| all_panels(&d.json)).collect();
+    // Throughput, error ratio and latency headline panels are over
+    // scheduled operations, never requests (a transaction counts once).
+    for title in [
+        "Achieved ops/s",
+        "Achieved vs target rate",
+        "Error ratio",
+        "p99 latency",
+    ] {
+        let p = panels
+            .iter()
+            .find(|p| p["title"] == title)
+            .unwrap_or_else(|| panic!("no panel {title:?}"));
+        let e = p["targets"][0]["expr"].as_str().unwrap();
+        assert!(
+            (e.contains("mongoload_operations_total") || e.contains("mongoload_latency_seconds"))
+                && !e.contains("mongoload_request"),
+            "{title}: {e}"
+        );
+    }
     let heatmap = panels
         .iter()
         .find(|p| p["type"] == "heatmap")

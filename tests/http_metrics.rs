@@ -89,7 +89,10 @@ async fn start() -> Server {
 #[tokio::test]
 async fn every_route_answers_as_documented() {
     let server = start().await;
-    let w = server.metrics.workload("mixed", &["find", "insert"]);
+    let w = server.metrics.workload(
+        "mixed",
+        &mongoload::workload::OpSpec::singles(&["find", "insert"]),
+    );
     w.op("find")
         .unwrap()
         .record_ok(Duration::from_micros(800), 1);

@@ -127,6 +127,55 @@ fn http_get(addr: &str, target: &str) -> Result<(u16, String), String> {
     Ok((status, body.to_owned()))
 }
 
+/// Starts Prometheus on a free loopback port: scrapes and rule evaluation
+/// every second, the rules of etc/prometheus loaded, one scrape job per
+/// `(job, address)`.
+fn start_prometheus(
+    children: &mut Children,
+    logs: &Path,
+    binary: &Path,
+    jobs: &[(&str, &str)],
+) -> Prometheus {
+    let rules: Vec<String> = rule_files()
+        .iter()
+        .map(|p| format!("  - {}\n", p.display()))
+        .collect();
+    let scrapes: Vec<String> = jobs
+        .iter()
+        .map(|(job, addr)| {
+            format!("  - job_name: {job}\n    static_configs:\n      - targets: ['{addr}']\n")
+        })
+        .collect();
+    let config = logs.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
+             rule_files:\n{}scrape_configs:\n{}",
+            rules.concat(),
+            scrapes.concat()
+        ),
+    )
+    .expect("write prometheus.yml");
+    let prom = Prometheus {
+        addr: format!("127.0.0.1:{}", free_port()),
+        at: None,
+    };
+    spawn(
+        children,
+        logs,
+        "prometheus",
+        Command::new(binary)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                logs.join("data").display()
+            ))
+            .arg(format!("--web.listen-address={}", prom.addr)),
+    );
+    prom
+}
+
 struct Prometheus {
     addr: String,
     /// Evaluation time (Unix seconds) for every query once set, so related
@@ -419,38 +468,11 @@ fn dashboards_and_rules_return_data_from_a_real_prometheus() {
         }
     };
 
-    let rules: Vec<String> = rule_files()
-        .iter()
-        .map(|p| format!("  - {}\n", p.display()))
-        .collect();
-    let config = logs.join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
-             rule_files:\n{}\
-             scrape_configs:\n\
-             \x20 - job_name: mongoload\n    static_configs:\n      - targets: ['{daemon_addr}']\n\
-             \x20 - job_name: node\n    static_configs:\n      - targets: ['{node_addr}']\n",
-            rules.concat()
-        ),
-    )
-    .expect("write prometheus.yml");
-    let mut prom = Prometheus {
-        addr: format!("127.0.0.1:{}", free_port()),
-        at: None,
-    };
-    spawn(
+    let mut prom = start_prometheus(
         &mut children,
         logs,
-        "prometheus",
-        Command::new(prometheus)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                logs.join("data").display()
-            ))
-            .arg(format!("--web.listen-address={}", prom.addr)),
+        &prometheus,
+        &[("mongoload", &daemon_addr), ("node", &node_addr)],
     );
 
     let started = Instant::now();
@@ -668,5 +690,131 @@ fn dashboards_and_rules_return_data_from_a_real_prometheus() {
         "{} of the queries failed:\n{}",
         failures.len(),
         failures.join("\n")
+    );
+}
+
+/// The sysbench workload's fixed rate in the test below (transactions/s).
+const SYSBENCH_RATE: f64 = 20.0;
+
+/// A composite workload read through the real Prometheus: a sysbench
+/// workload at a fixed open-loop rate (each transaction 18 requests) must
+/// show that rate, not 18 times it, in the overview's "Achieved ops/s"
+/// panel query and in the recording rule `workload:mongoload_operations:rate5m`
+/// (within 2 %), while its point selects show 10 times it among the
+/// requests. The recording rule's window is 5 minutes, so the test scrapes
+/// for a little over 5 minutes of the stage: the one long test here. The
+/// panel is read with `$__rate_interval` = 2m (at 1 s scrapes Grafana's
+/// would be shorter and noisier; the query is the same).
+#[test]
+fn a_sysbench_rate_reads_right_in_the_dashboard_and_the_recording_rule() {
+    let Some(prometheus) = require_tool(PROMETHEUS) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let logs = tmp.path();
+    let mut children = Children(Vec::new());
+    let sim_addr = format!("127.0.0.1:{}", free_port());
+    spawn(
+        &mut children,
+        logs,
+        "sim",
+        Command::new(env!("CARGO_BIN_EXE_mongoload"))
+            .args(["sim", "--listen", &sim_addr])
+            .env("RUST_LOG", "warn"),
+    );
+    let daemon_addr = format!("127.0.0.1:{}", free_port());
+    let config = logs.join("mongoload.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[target]\nuri = \"mongodb://{sim_addr}\"\ndatabase = \"e2e\"\n\
+             [http]\nlisten = \"{daemon_addr}\"\n\
+             [[workloads]]\nname = \"sb\"\nkind = \"sysbench\"\nmax_inflight = 32\nseed = 1\n\
+             [workloads.sysbench]\ncollections = 2\ndocs_per_collection = 500\n\
+             [[workloads.stages]]\nname = \"fixed\"\nrate = {SYSBENCH_RATE}\nduration = \"1h\"\n"
+        ),
+    )
+    .expect("write mongoload.toml");
+    spawn(
+        &mut children,
+        logs,
+        "mongoload",
+        Command::new(env!("CARGO_BIN_EXE_mongoload"))
+            .args(["run", "--config"])
+            .arg(&config)
+            .env("RUST_LOG", "warn"),
+    );
+    let mut prom = start_prometheus(
+        &mut children,
+        logs,
+        &prometheus,
+        &[("mongoload", &daemon_addr)],
+    );
+    let value = |r: Result<Vec<Value>, String>| -> f64 {
+        r.ok()
+            .and_then(|r| {
+                r.first()
+                    .and_then(|s| s["value"][1].as_str()?.parse::<f64>().ok())
+            })
+            .unwrap_or(f64::NAN)
+    };
+    // The stage has run at its rate for the whole 5-minute window, and
+    // the series began before it (a series that starts inside a rate's
+    // window is extrapolated by half a scrape only, which would read low):
+    // the target gauge was scraped for 5 m 20 s and at the rate for the
+    // last 5 minutes.
+    let target = r#"mongoload_target_rate{job="mongoload",workload="sb"}"#;
+    wait_for(
+        "5 minutes of the sysbench stage in Prometheus",
+        Duration::from_secs(540),
+        || {
+            let n = value(prom.query(&format!("count_over_time({target}[6m])")));
+            let min = value(prom.query(&format!("min_over_time({target}[5m])")));
+            n >= 320.0 && min == SYSBENCH_RATE
+        },
+        || children.assert_running(logs),
+    );
+    // Let the recording rule and the rates see one more scrape of it.
+    std::thread::sleep(Duration::from_secs(3));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64();
+    prom.at = Some(now - 1.0);
+
+    let overview = dashboards()
+        .into_iter()
+        .find(|d| d.file.contains("overview"))
+        .expect("the overview dashboard");
+    let achieved = dashboard_queries(&overview)
+        .into_iter()
+        .find(|q| q.source.contains("Achieved ops/s"))
+        .expect("the Achieved ops/s panel");
+    let values = [
+        ("job", "mongoload"),
+        ("instance", daemon_addr.as_str()),
+        ("workload", "sb"),
+        ("__rate_interval", "2m"),
+    ];
+    let expr = fill_variables(&achieved.expr, &values).expect("fills");
+    let panel = value(prom.query(&expr));
+    let rule = value(prom.query(r#"workload:mongoload_operations:rate5m{workload="sb"}"#));
+    let point_selects =
+        value(prom.query(
+            r#"workload_op_step:mongoload_requests:rate5m{workload="sb",step="point_select"}"#,
+        ));
+    eprintln!("sysbench at {SYSBENCH_RATE}/s: panel {panel}, rate5m {rule}, point selects {point_selects}/s");
+    let within = |v: f64, want: f64| (v - want).abs() <= 0.02 * want;
+    assert!(
+        within(panel, SYSBENCH_RATE),
+        "Achieved ops/s {panel} for {SYSBENCH_RATE}/s: {expr}"
+    );
+    assert!(
+        within(rule, SYSBENCH_RATE),
+        "rate5m {rule} for {SYSBENCH_RATE}/s"
+    );
+    assert!(
+        within(point_selects, 10.0 * SYSBENCH_RATE),
+        "point selects {point_selects}/s for {SYSBENCH_RATE} transactions/s"
     );
 }

@@ -60,6 +60,16 @@ fn validated_lines(path: &Path) -> Vec<StageReport> {
     report::read(path).expect("the run log parses")
 }
 
+/// Runs the daemon with `stages` until its schedule ends (a minute at most).
+async fn run_to_the_end(sim: &sim::SimHandle, log: &Path, stages: &str) -> daemon::Summary {
+    let running = daemon::start(config(&sim.uri(), log, stages))
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(60), running.wait())
+        .await
+        .expect("the schedule ends")
+}
+
 fn mongoload(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_mongoload"))
         .args(args)
@@ -92,12 +102,7 @@ name = "closed"
 concurrency = 4
 duration = "2s"
 "#;
-    let running = daemon::start(config(&sim.uri(), &log, stages))
-        .await
-        .unwrap();
-    let summary = tokio::time::timeout(Duration::from_secs(60), running.wait())
-        .await
-        .expect("the schedule ends");
+    let summary = run_to_the_end(&sim, &log, stages).await;
     sim.shutdown().await;
 
     let lines = validated_lines(&log);
@@ -148,8 +153,50 @@ duration = "2s"
         "{out}"
     );
 
-    // A run compared with itself passes.
-    let (code, out, err) = mongoload(&["report", "--compare", s(&log), s(&log)]);
+    // Every op of the mixed workload is single-call: one step named like
+    // it, with as many requests as operations.
+    for o in &open.ops {
+        assert_eq!(o.steps.len(), 1, "{o:?}");
+        assert_eq!(o.steps[0].step, o.op);
+        assert_eq!(o.steps[0].requests, o.operations);
+    }
+
+    // --steps: a row per op (step "-") and per step under the stage table.
+    let (code, out, err) = mongoload(&["report", "--steps", s(&log)]);
+    assert_eq!(code, 0, "{err}");
+    let (stages_part, steps_part) = out.split_once("\n\n").expect("two tables");
+    assert_eq!(stages_part.lines().count(), 3, "{out}");
+    let find_rows: Vec<Vec<&str>> = steps_part
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|c| c[1] == "open" && c[2] == "find")
+        .collect();
+    let find = open.ops.iter().find(|o| o.op == "find").unwrap();
+    assert_eq!(find_rows.len(), 2, "{out}");
+    assert_eq!(find_rows[0][3], "-");
+    assert_eq!(find_rows[1][3], "find");
+    assert_eq!(find_rows[1][4], find.operations.ok.to_string());
+
+    // A run log line of mongoload 0.1 (no steps) still reads.
+    let old = dir.path().join("old.jsonl");
+    let mut v: serde_json::Value = serde_json::to_value(open).unwrap();
+    for o in v["ops"].as_array_mut().unwrap() {
+        o.as_object_mut().unwrap().remove("steps");
+    }
+    std::fs::write(&old, format!("{v}\n")).unwrap();
+    let (code, out, err) = mongoload(&["report", "--steps", s(&old)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("find") && out.contains(" - "), "{out}");
+
+    // A run compared with itself passes, steps too.
+    let (code, out, err) = mongoload(&["report", "--steps", "--compare", s(&log), s(&log)]);
+    assert!(
+        out.contains("Δ/s")
+            && out
+                .lines()
+                .any(|l| l.contains("find") && l.contains("+0.0%")),
+        "{out}"
+    );
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("+0.0%"), "{out}");
 
@@ -235,4 +282,70 @@ duration = "1h"
     );
     assert!(r.operations.ok >= 150, "{r:?}");
     assert!((80.0..=120.0).contains(&r.ops_per_sec), "{r:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn count_based_stages_end_after_their_operations_and_report_each_worker() {
+    let sim = sim::start(SimConfig::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.jsonl");
+    // Without the counts these stages would last 30 days each.
+    let stages = r#"
+[[workloads.stages]]
+name = "per-connection"
+concurrency = 3
+operations = 40
+per_worker = true
+[[workloads.stages]]
+name = "total"
+rate = 50
+operations = 30
+[[workloads.stages]]
+name = "timed"
+concurrency = 2
+duration = "1s"
+"#;
+    // Without the counts the run would not end within the minute.
+    let summary = run_to_the_end(&sim, &log, stages).await;
+    sim.shutdown().await;
+
+    let lines = validated_lines(&log);
+    assert_eq!(lines.len(), 3, "{lines:#?}");
+    let (per, total, timed) = (&lines[0], &lines[1], &lines[2]);
+    // 3 workers × 40 operations, each worker's batch reported.
+    assert_eq!(per.operations.ok + per.operations.error, 120, "{per:?}");
+    let c = per.count.as_ref().expect("a count-based stage");
+    assert_eq!((c.operations, c.per_worker), (40, true));
+    let batches: Vec<(u32, u64)> = c.workers.iter().map(|w| (w.worker, w.operations)).collect();
+    assert_eq!(batches, [(0, 40), (1, 40), (2, 40)]);
+    assert!(c
+        .workers
+        .iter()
+        .all(|w| w.seconds > 0.0 && w.seconds <= per.duration_seconds + 1e-3));
+    assert!(!per.partial && per.duration_seconds < 60.0, "{per:?}");
+    // 30 operations in all at 50/s: done or missed, nothing more.
+    assert_eq!(
+        total.operations.ok + total.operations.error + total.missed,
+        30,
+        "{total:?}"
+    );
+    let c = total.count.as_ref().expect("a count-based stage");
+    assert_eq!((c.operations, c.per_worker), (30, false));
+    let by_workers: u64 = c.workers.iter().map(|w| w.operations).sum();
+    assert_eq!(by_workers, total.operations.ok + total.operations.error);
+    // The timed stage follows at once: the schedule moved up.
+    assert!(timed.count.is_none());
+    assert!(
+        timed.start >= total.end && timed.start >= per.end,
+        "{lines:#?}"
+    );
+    assert!((timed.duration_seconds - 1.0).abs() < 1e-3, "{timed:?}");
+    let s = &summary.workloads[0];
+    assert_eq!(
+        s.ok + s.errors,
+        120 + total.operations.ok
+            + total.operations.error
+            + timed.operations.ok
+            + timed.operations.error
+    );
 }

@@ -2,8 +2,11 @@
 //! what each prepare step leaves on the server, sysbench's per-step counts
 //! and the values its sum and distinct steps return, delete + reinsert
 //! keeping counts constant, bounded collections staying at their bound,
-//! an interrupted prepare resuming to the right count, and every example
-//! config passing `check-config` and running briefly without errors.
+//! an interrupted prepare resuming to the right count, every example
+//! config passing `check-config` and running briefly without errors, and
+//! each composite kind (sysbench, YCSB F, every bounded insert) counted
+//! once per scheduled operation, with the run log, the summary and
+//! `/metrics` agreeing to the operation and to the request.
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
@@ -19,6 +22,8 @@ use mongoload::config::{
     SecretUri, StageConfig, SysbenchConfig, WorkloadConfig, WorkloadKind, YcsbConfig, YcsbLetter,
 };
 use mongoload::daemon;
+use mongoload::report::{self, StageReport};
+use mongoload::schedule::Stage;
 use mongoload::sim::{self, SimConfig, SimHandle};
 use mongoload::target::Target;
 use mongoload::workload::sysbench::{sum_pipeline, Sysbench};
@@ -281,10 +286,8 @@ async fn sysbench_sum_and_distinct_return_what_the_data_implies() {
     let mut src = w.worker(0, 3);
     let mut checked = 0;
     while checked < 10 {
-        let Action::Sequence(steps) = src.next_op().action else {
-            panic!("a transaction")
-        };
-        for step in steps {
+        let op = src.next_op();
+        for step in op.requests().iter().cloned() {
             match step.action {
                 Action::Aggregate {
                     collection,
@@ -354,7 +357,7 @@ fn bounds(filter: &Document) -> (u64, u64) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sysbench_transactions_count_each_step_and_keep_the_data_set() {
+async fn sysbench_counts_each_step_as_a_request_and_keeps_the_data_set() {
     let sim = start_sim().await;
     let mut w = workload("sb", WorkloadKind::Sysbench, 3.0, 3);
     w.sysbench = Some(SysbenchConfig {
@@ -374,8 +377,12 @@ async fn sysbench_transactions_count_each_step_and_keep_the_data_set() {
 
     let tx = ops_total(&page, "sb", "transaction");
     assert!(tx > 20, "only {tx} transactions in 3 s:\n{page}");
-    assert_eq!(ops_total(&page, "sb", "point_select"), 10 * tx);
-    for step in [
+    let step = |w: &str, step: &str| {
+        let (ok, error) = requests(&page, w, "transaction", step);
+        ok + error
+    };
+    assert_eq!(step("sb", "point_select"), 10 * tx);
+    for s in [
         "simple_range",
         "sum_range",
         "order_range",
@@ -385,35 +392,38 @@ async fn sysbench_transactions_count_each_step_and_keep_the_data_set() {
         "delete",
         "insert",
     ] {
-        assert_eq!(ops_total(&page, "sb", step), tx, "{step}");
+        assert_eq!(step("sb", s), tx, "{s}");
     }
-    // The only error a transaction may meet: two workers reinserting the
-    // same _id at once (without a MongoDB transaction, as sysbench-mongodb).
-    let tx_errors = ops(&page, "sb", "transaction", "error");
-    let dup = sample(
-        &page,
-        "mongoload_errors_total",
-        &[
-            ("workload", "sb"),
-            ("op", "insert"),
-            ("kind", "duplicate_key"),
-        ],
-    ) as u64;
-    assert_eq!(tx_errors, dup, "{page}");
+    // Three workers deleting and reinserting at once never collide.
+    assert_eq!(ops(&page, "sb", "transaction", "error"), 0, "{page}");
+    // Only the transaction is an operation.
+    assert_eq!(
+        op_labels(&page, "sb"),
+        BTreeSet::from(["transaction".to_owned()])
+    );
     // The read-only variant runs only reads.
     let ro_tx = ops_total(&page, "sbro", "transaction");
     assert!(ro_tx > 5);
-    assert_eq!(ops_total(&page, "sbro", "point_select"), 10 * ro_tx);
-    assert_eq!(ops_total(&page, "sbro", "update_index"), 0);
-    assert!(!page.contains(r#"op="update_index",outcome="ok",workload="sbro""#));
+    assert_eq!(step("sbro", "point_select"), 10 * ro_tx);
+    assert_eq!(step("sbro", "update_index"), 0);
+    assert!(!page.contains(r#"step="update_index",workload="sbro""#));
     assert_eq!(ops(&page, "sbro", "transaction", "error"), 0);
     // Each transaction returned documents: the range steps' 100 each.
     let range_docs = sample(
         &page,
-        "mongoload_documents_total",
-        &[("workload", "sb"), ("op", "simple_range")],
+        "mongoload_request_documents_total",
+        &[("workload", "sb"), ("step", "simple_range")],
     );
     assert!(range_docs > 50.0 * tx as f64, "{range_docs} for {tx}");
+    let tx_docs = sample(
+        &page,
+        "mongoload_documents_total",
+        &[("workload", "sb"), ("op", "transaction")],
+    );
+    assert!(
+        tx_docs >= range_docs,
+        "a transaction's documents are its requests'"
+    );
     assert!(summary.workloads.iter().all(|w| w.ok > 0));
 
     // Delete + reinsert keeps every collection at its size, and _id 0..400.
@@ -638,9 +648,7 @@ fn scale_down(cfg: &mut Config, sim: &SimHandle, database: &str) {
     for w in &mut cfg.workloads {
         w.repeat = false;
         w.max_inflight = w.max_inflight.min(8);
-        // One worker: sysbench's delete + reinsert of two workers on the
-        // same _id would be a legitimate duplicate_key error.
-        w.stages = vec![stage(1.0, 2)];
+        w.stages = vec![stage(2.0, 2)];
         if let Some(m) = &mut w.mixed {
             m.initial_docs = 200;
             m.doc_size = config::ByteSize(1024);
@@ -716,5 +724,344 @@ async fn large_doc_inserts_and_queries_side_by_side() {
         count(&client.database("ld"), "largedoc").await,
         100 + inserts
     );
+    sim.shutdown().await;
+}
+
+/// Runs workload `w` alone for one open-loop stage of `rate` ops/s over
+/// `secs` seconds, with a run log; returns the `/metrics` page, the final
+/// summary and the stage report.
+async fn open_loop(
+    sim: &SimHandle,
+    mut w: WorkloadConfig,
+    rate: u32,
+    secs: u64,
+) -> (String, daemon::Summary, StageReport) {
+    w.stages = vec![toml_table(&format!(
+        "name = \"run\"\nrate = {rate}\nduration = \"{secs}s\"\n"
+    ))];
+    let name = w.name.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = base_config(sim, &name, vec![w]);
+    cfg.run.log = Some(dir.path().join("runs.jsonl"));
+    let (page, summary) = run_daemon(cfg).await;
+    let mut reports = report::read(&dir.path().join("runs.jsonl")).unwrap();
+    assert_eq!(reports.len(), 1, "one stage, one report");
+    (page, summary, reports.remove(0))
+}
+
+fn requests(page: &str, workload: &str, op: &str, step: &str) -> (u64, u64) {
+    let n = |outcome| {
+        sample(
+            page,
+            "mongoload_requests_total",
+            &[
+                ("workload", workload),
+                ("op", op),
+                ("step", step),
+                ("outcome", outcome),
+            ],
+        ) as u64
+    };
+    (n("ok"), n("error"))
+}
+
+/// The `op` labels `/metrics` has operations of for `workload`.
+fn op_labels(page: &str, workload: &str) -> BTreeSet<String> {
+    page.lines()
+        .filter(|l| l.starts_with("mongoload_operations_total{"))
+        .filter(|l| l.contains(&format!("workload=\"{workload}\"")))
+        .filter_map(|l| {
+            let (_, rest) = l.split_once("op=\"")?;
+            Some(rest.split_once('"')?.0.to_owned())
+        })
+        .collect()
+}
+
+/// What every composite kind must satisfy: each scheduled operation is
+/// counted once, and the run log, the summary and `/metrics` agree to the
+/// operation and to the request; mongoload caused no error.
+fn assert_counted_once(
+    page: &str,
+    summary: &daemon::Summary,
+    r: &StageReport,
+    rate: u32,
+    secs: u64,
+) {
+    let w = r.workload.as_str();
+    let scheduled = Stage::rate("run", f64::from(rate), Duration::from_secs(secs))
+        .unwrap()
+        .total_ops();
+    let done = r.operations.ok + r.operations.error;
+    assert_eq!(
+        done + r.missed,
+        scheduled,
+        "{w}: every scheduled operation is accounted for"
+    );
+    let metric_ops: u64 = r.ops.iter().map(|o| ops_total(page, w, &o.op)).sum();
+    let all_ops = sample(page, "mongoload_operations_total", &[("workload", w)]) as u64;
+    assert_eq!(
+        all_ops, done,
+        "{w}: the sum over op is the scheduled operations done\n{page}"
+    );
+    assert_eq!(metric_ops, done);
+    assert_eq!(
+        op_labels(page, w),
+        r.ops.iter().map(|o| o.op.clone()).collect(),
+        "{w}: only the declared op labels"
+    );
+    for o in &r.ops {
+        assert_eq!(ops(page, w, &o.op, "ok"), o.operations.ok, "{w} {}", o.op);
+        assert_eq!(
+            ops(page, w, &o.op, "error"),
+            o.operations.error,
+            "{w} {}",
+            o.op
+        );
+        for s in &o.steps {
+            let (ok, error) = requests(page, w, &o.op, &s.step);
+            assert_eq!(
+                (ok, error),
+                (s.requests.ok, s.requests.error),
+                "{w} {} {}",
+                o.op,
+                s.step
+            );
+        }
+    }
+    let s = summary.workloads.iter().find(|s| s.name == w).unwrap();
+    assert_eq!(
+        (s.ok, s.errors, s.missed),
+        (r.operations.ok, r.operations.error, r.missed)
+    );
+    assert_eq!(
+        r.operations.error, 0,
+        "{w}: mongoload caused errors\n{page}"
+    );
+    assert!(r.operations.ok > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sysbench_transaction_is_one_operation_of_eighteen_requests() {
+    let sim = start_sim().await;
+    let mut w = workload("sbonce", WorkloadKind::Sysbench, 1.0, 1);
+    // Few documents in one collection and many workers: concurrent
+    // transactions would meet on the same _id if ids were not claimed.
+    w.sysbench = Some(SysbenchConfig {
+        collections: 1,
+        docs_per_collection: 60,
+        ..Default::default()
+    });
+    let (page, summary, r) = open_loop(&sim, w, 40, 3).await;
+    assert_counted_once(&page, &summary, &r, 40, 3);
+    assert_eq!(r.ops.len(), 1);
+    let tx = &r.ops[0];
+    assert_eq!(tx.op, "transaction");
+    let n = tx.operations.ok;
+    let steps: Vec<(&str, u64)> = tx
+        .steps
+        .iter()
+        .map(|s| (s.step.as_str(), s.requests.ok))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("point_select", 10 * n),
+            ("simple_range", n),
+            ("sum_range", n),
+            ("order_range", n),
+            ("distinct_range", n),
+            ("update_index", n),
+            ("update_non_index", n),
+            ("delete", n),
+            ("insert", n),
+        ]
+    );
+    assert_eq!(
+        requests(&page, "sbonce", "transaction", "point_select").0,
+        10 * n
+    );
+    // A transaction takes at least as long as its slowest request.
+    assert!(tx.latency_ns.max >= tx.steps.iter().map(|s| s.latency_ns.max).max().unwrap());
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ycsb_f_read_modify_write_is_one_operation() {
+    let sim = start_sim().await;
+    let mut w = workload("ycsbf", WorkloadKind::Ycsb, 1.0, 1);
+    w.ycsb = Some(YcsbConfig {
+        workload: YcsbLetter::F,
+        record_count: 200,
+        ..Default::default()
+    });
+    let (page, summary, r) = open_loop(&sim, w, 60, 3).await;
+    assert_counted_once(&page, &summary, &r, 60, 3);
+    let rmw = r.ops.iter().find(|o| o.op == "read_modify_write").unwrap();
+    let steps: Vec<(&str, u64)> = rmw
+        .steps
+        .iter()
+        .map(|s| (s.step.as_str(), s.requests.ok))
+        .collect();
+    let n = rmw.operations.ok;
+    assert!(n > 0);
+    assert_eq!(steps, [("read", n), ("update", n)]);
+    let read = r.ops.iter().find(|o| o.op == "read").unwrap();
+    assert_eq!(read.steps[0].requests.ok, read.operations.ok);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bounded_insert_keeps_its_label_when_it_starts_evicting() {
+    let sim = start_sim().await;
+    let mut ii = workload("iibound", WorkloadKind::InsertBenchmark, 1.0, 1);
+    ii.insert_benchmark = Some(InsertBenchmarkConfig {
+        batch_size: 10,
+        initial_docs: 100,
+        max_docs: 300,
+        ..Default::default()
+    });
+    let mut nn = workload("nnbound", WorkloadKind::NameNum, 1.0, 1);
+    nn.name_num = Some(NameNumConfig {
+        mode: NameNumMode::Insert,
+        initial_docs: 100,
+        max_docs: 150,
+        ..Default::default()
+    });
+    let mut ld = workload("ldbound", WorkloadKind::LargeDoc, 1.0, 1);
+    ld.large_doc = Some(LargeDocConfig {
+        initial_docs: 20,
+        max_docs: 50,
+        doc_size: config::ByteSize(512),
+        insert_workers: 1,
+        query_workers: 0,
+        ..Default::default()
+    });
+    let mut cu = workload("cubound", WorkloadKind::Custom, 1.0, 1);
+    cu.custom = Some(toml_table(
+        "initial_docs = 20\nmax_docs = 50\ndocument = { x = 1 }\n\
+         [[operations]]\nop = \"insert\"\nname = \"put\"\n",
+    ));
+    for (w, coll, bound) in [
+        (ii, "purchases_index", 300),
+        (nn, "namenum", 150),
+        (ld, "largedoc", 50),
+        (cu, "custom", 50),
+    ] {
+        let name = w.name.clone();
+        let (page, summary, r) = open_loop(&sim, w, 50, 2).await;
+        assert_counted_once(&page, &summary, &r, 50, 2);
+        let insert = &r.ops[0];
+        let evicted = insert.steps.iter().find(|s| s.step == "evict").unwrap();
+        assert!(evicted.requests.ok > 0, "{name}: the bound was reached");
+        assert!(
+            evicted.requests.ok < insert.operations.ok,
+            "{name}: evicts only once full"
+        );
+        assert_eq!(insert.steps[0].requests.ok, insert.operations.ok);
+        assert_eq!(insert.steps[0].step, insert.op);
+        // Documents/s of the insert are the inserted ones, not the evicted.
+        let inserted = sample(
+            &page,
+            "mongoload_request_documents_total",
+            &[
+                ("workload", &name),
+                ("op", &insert.op),
+                ("step", &insert.op),
+            ],
+        );
+        let op_docs = sample(
+            &page,
+            "mongoload_documents_total",
+            &[("workload", &name), ("op", &insert.op)],
+        );
+        assert_eq!(op_docs, inserted, "{name}");
+        let client = client(&sim).await;
+        assert_eq!(count(&client.database(&name), coll).await, bound, "{name}");
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sysbench_in_transactions_meets_the_standalone_refusal() {
+    let sim = start_sim().await;
+    let mut w = workload("sbtxn", WorkloadKind::Sysbench, 1.0, 1);
+    w.sysbench = Some(SysbenchConfig {
+        collections: 1,
+        docs_per_collection: 50,
+        transactions: true,
+        ..Default::default()
+    });
+    let (page, summary, r) = open_loop(&sim, w, 10, 1).await;
+    // The simulator is a standalone: every transaction fails on its first
+    // request with IllegalOperation (code 20, class other), counted once.
+    let tx = &r.ops[0];
+    assert_eq!(tx.operations.ok, 0);
+    assert_eq!(tx.operations.error + r.missed, 10);
+    assert_eq!(r.errors["other"], tx.operations.error);
+    assert_eq!(tx.steps[0].requests.error, tx.operations.error);
+    assert!(tx.steps[1..]
+        .iter()
+        .all(|s| s.requests.ok + s.requests.error == 0));
+    assert_eq!(summary.workloads[0].errors, tx.operations.error);
+    assert_eq!(
+        ops(&page, "sbtxn", "transaction", "error"),
+        tx.operations.error
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_step_is_one_error_of_its_operation_with_the_step_s_kind() {
+    let sim = sim::start(SimConfig {
+        faults: sim::FaultConfig {
+            error: Some(sim::ErrorFault {
+                rate: 0.3,
+                code: 112,
+                commands: vec!["delete".into()],
+            }),
+            ..Default::default()
+        },
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let mut w = workload("sbfail", WorkloadKind::Sysbench, 1.0, 1);
+    w.sysbench = Some(SysbenchConfig {
+        collections: 1,
+        docs_per_collection: 100,
+        ..Default::default()
+    });
+    let (page, summary, r) = open_loop(&sim, w, 40, 2).await;
+    let tx = &r.ops[0];
+    let step = |name: &str| tx.steps.iter().find(|s| s.step == name).unwrap().requests;
+    let failed = step("delete").error;
+    assert!(failed > 0 && tx.operations.ok > 0, "{tx:?}");
+    // The failing delete ends its transaction: one operation error, of the
+    // delete's class, and no insert after it.
+    assert_eq!(tx.operations.error, failed);
+    assert_eq!(r.errors["write_conflict"], failed);
+    assert_eq!(r.errors_total(), failed);
+    assert_eq!(step("insert").ok + step("insert").error, step("delete").ok);
+    assert_eq!(step("point_select").ok, 10 * (tx.operations.ok + failed));
+    let of_op = sample(
+        &page,
+        "mongoload_errors_total",
+        &[
+            ("workload", "sbfail"),
+            ("op", "transaction"),
+            ("kind", "write_conflict"),
+        ],
+    );
+    let of_step = sample(
+        &page,
+        "mongoload_request_errors_total",
+        &[
+            ("workload", "sbfail"),
+            ("step", "delete"),
+            ("kind", "write_conflict"),
+        ],
+    );
+    assert_eq!((of_op as u64, of_step as u64), (failed, failed));
+    assert_eq!(summary.workloads[0].errors, failed);
     sim.shutdown().await;
 }

@@ -94,7 +94,7 @@ pub use types::{ByteSize, LevelSpec};
 pub use uri::{redact_uri, uri_hosts, uri_user, SecretUri, UriUser};
 pub use workloads::{
     CustomConfig, CustomIndex, CustomOp, CustomOpKind, InsertBenchmarkConfig, LargeDocConfig,
-    NameNumConfig, NameNumMode, SysbenchConfig, YcsbConfig, YcsbLetter,
+    NameNumConfig, NameNumMode, SysbenchConfig, YcsbConfig, YcsbFieldType, YcsbLetter,
 };
 
 /// Where the daemon looks for its config when `--config` is not given.
@@ -830,7 +830,9 @@ impl MixedConfig {
 
 /// `[[workloads.stages]]`: one stage. Exactly one of `rate` and
 /// `concurrency`; `duration` for holds and ramps, none for steps (a steps
-/// stage lasts `steps × each`).
+/// stage lasts `steps × each`); or, for a hold, `operations` (the stage
+/// ends after that many operations, `per_worker` each in closed loop;
+/// `duration` is then an optional cap).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StageConfig {
@@ -850,6 +852,12 @@ pub struct StageConfig {
     /// out of the stage's report; shorter than the stage.
     #[serde(default, with = "humantime_serde")]
     pub warmup: Option<Duration>,
+    /// Count-based: the stage ends after this many operations.
+    #[serde(default)]
+    pub operations: Option<u64>,
+    /// With `operations`: that many per worker (closed loop) instead of in all.
+    #[serde(default)]
+    pub per_worker: bool,
 }
 
 impl StageConfig {
@@ -908,8 +916,22 @@ impl StageConfig {
                 )
             }
         };
-        let Some(duration) = duration else {
-            return Err(KeyError::new(at("duration"), "is required"));
+        if self.per_worker && self.operations.is_none() {
+            return Err(KeyError::new(
+                at("per_worker"),
+                "needs operations (how many per worker)",
+            ));
+        }
+        let duration = match (duration, self.operations) {
+            (Some(d), _) => d,
+            // A count-based stage runs until its count, at most this long.
+            (None, Some(_)) => crate::schedule::COUNT_STAGE_CAP,
+            (None, None) => {
+                return Err(KeyError::new(
+                    at("duration"),
+                    "is required (or operations, for a count-based stage)",
+                ))
+            }
         };
         let stage = Stage::new(self.display_name(index), mode, shape, duration).map_err(|e| {
             use crate::schedule::StageError as E;
@@ -923,10 +945,23 @@ impl StageConfig {
             };
             KeyError::new(key, e.to_string())
         })?;
-        match self.warmup {
+        let stage = match self.warmup {
             Some(w) => stage
                 .with_warmup(w)
-                .map_err(|e| KeyError::new(at("warmup"), e.to_string())),
+                .map_err(|e| KeyError::new(at("warmup"), e.to_string()))?,
+            None => stage,
+        };
+        match self.operations {
+            Some(n) => {
+                let limit = if self.per_worker {
+                    crate::schedule::Limit::PerWorker(n)
+                } else {
+                    crate::schedule::Limit::Total(n)
+                };
+                stage
+                    .with_limit(limit)
+                    .map_err(|e| KeyError::new(at("operations"), e.to_string()))
+            }
             None => Ok(stage),
         }
     }

@@ -530,6 +530,70 @@ fn run_log_and_stage_warmup_parse_and_are_checked() {
     );
 }
 
+#[test]
+fn count_based_stages_parse_and_are_checked() {
+    let text = BASE
+        .replace(
+            "rate = 500\nduration = \"30s\"",
+            "rate = 500\noperations = 100000",
+        )
+        .replace(
+            "concurrency = 16\nduration = \"1m\"",
+            "concurrency = 16\noperations = 1000\nper_worker = true\nduration = \"1h\"",
+        );
+    let c = parse(&text).unwrap();
+    let s = c.workloads[0].schedule().unwrap();
+    use crate::schedule::{Limit, COUNT_STAGE_CAP};
+    assert_eq!(s.stages()[0].limit(), Some(Limit::Total(100_000)));
+    assert_eq!(s.stages()[0].duration(), COUNT_STAGE_CAP);
+    assert_eq!(s.stages()[1].limit(), Some(Limit::PerWorker(1000)));
+    assert_eq!(s.stages()[1].operations_target(), Some(16_000));
+    assert_eq!(s.stages()[1].duration(), Duration::from_secs(3600));
+    let d = c.describe();
+    assert!(
+        d.contains("warm: rate 500/s for 100000 operations (at most 30days)"),
+        "{d}"
+    );
+    assert!(
+        d.contains("for 1000 operations per worker (at most 1h)"),
+        "{d}"
+    );
+
+    let msg = err_at(
+        &text.replace(
+            "rate = 500\noperations = 100000",
+            "rate = 500\noperations = 100000\nper_worker = true",
+        ),
+        "workloads[0].stages[0].operations",
+    );
+    assert!(msg.contains("per_worker needs concurrency"), "{msg}");
+    let msg = err_at(
+        &text.replace(
+            "rate = 500\noperations = 100000",
+            "rate = { from = 1, to = 5 }\noperations = 10",
+        ),
+        "workloads[0].stages[0].operations",
+    );
+    assert!(msg.contains("constant level"), "{msg}");
+    err_at(
+        &text.replace("operations = 100000", "operations = 0"),
+        "workloads[0].stages[0].operations",
+    );
+    let msg = err_at(
+        &BASE.replace(
+            "rate = 500\nduration = \"30s\"",
+            "rate = 500\nduration = \"30s\"\nper_worker = true",
+        ),
+        "workloads[0].stages[0].per_worker",
+    );
+    assert!(msg.contains("needs operations"), "{msg}");
+    let msg = err_at(
+        &BASE.replace("rate = 500\nduration = \"30s\"", "rate = 500"),
+        "workloads[0].stages[0].duration",
+    );
+    assert!(msg.contains("or operations"), "{msg}");
+}
+
 const SOAK: &str = r#"
 [target]
 uri = "mongodb://127.0.0.1:27017"

@@ -207,6 +207,10 @@ pub struct SysbenchConfig {
     pub delete_inserts: u32,
     /// Only the reads (sysbench's `oltp_read_only`).
     pub read_only: bool,
+    /// Run each transaction in a MongoDB multi-document transaction
+    /// (replica sets and sharded clusters), retried on
+    /// `TransientTransactionError`.
+    pub transactions: bool,
     /// Documents per insert call during the prepare step.
     pub load_batch: usize,
 }
@@ -227,13 +231,14 @@ impl Default for SysbenchConfig {
             non_index_updates: 1,
             delete_inserts: 1,
             read_only: false,
+            transactions: false,
             load_batch: 1000,
         }
     }
 }
 
 impl SysbenchConfig {
-    /// Operations per transaction with their `op` labels, in the order a
+    /// Requests per transaction with their `step` labels, in the order a
     /// transaction runs them (the writes left out when `read_only`).
     pub fn steps(&self) -> Vec<(&'static str, u32)> {
         let mut v = vec![
@@ -283,7 +288,12 @@ impl SysbenchConfig {
             self.collections,
             self.docs_per_collection,
             self.range_size,
-            if self.read_only { ", read only" } else { "" },
+            match (self.read_only, self.transactions) {
+                (true, true) => ", read only, in MongoDB transactions",
+                (true, false) => ", read only",
+                (false, true) => ", in MongoDB transactions",
+                (false, false) => "",
+            },
             steps.join(", ")
         )
     }
@@ -464,6 +474,27 @@ impl LargeDocConfig {
     }
 }
 
+/// How YCSB record fields are stored.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum YcsbFieldType {
+    /// BSON binary (subtype 0) of `field_length` random bytes, as YCSB's
+    /// MongoDB binding stores them.
+    #[default]
+    Binary,
+    /// A string of `field_length` random characters (mongoload 0.1).
+    String,
+}
+
+impl YcsbFieldType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            YcsbFieldType::Binary => "binary",
+            YcsbFieldType::String => "string",
+        }
+    }
+}
+
 /// YCSB's core workloads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 pub enum YcsbLetter {
@@ -535,6 +566,8 @@ pub struct YcsbConfig {
     pub field_count: u32,
     /// Bytes per field (`fieldlength`).
     pub field_length: usize,
+    /// `binary` (YCSB's MongoDB binding) or `string`.
+    pub field_type: YcsbFieldType,
     /// Overrides the workload's request distribution.
     pub request_distribution: Option<KeyDist>,
     /// Longest scan of workload E (`maxscanlength`); lengths are uniform
@@ -553,6 +586,7 @@ impl Default for YcsbConfig {
             record_count: 1000,
             field_count: 10,
             field_length: 100,
+            field_type: YcsbFieldType::Binary,
             request_distribution: None,
             max_scan_length: 100,
             load_batch: 100,
@@ -585,11 +619,12 @@ impl YcsbConfig {
 
     pub(super) fn describe(&self) -> String {
         format!(
-            "  workload: {}, record_count: {}, fields: {} × {} bytes, distribution: {:?}, collection: {}{}\n",
+            "  workload: {}, record_count: {}, fields: {} × {} bytes ({}), distribution: {:?}, collection: {}{}\n",
             self.workload.as_str(),
             self.record_count,
             self.field_count,
             self.field_length,
+            self.field_type.as_str(),
             self.distribution(),
             self.collection,
             if self.workload == YcsbLetter::E {
@@ -755,7 +790,7 @@ impl CustomConfig {
             check_weight(&format!("operations[{i}].weight"), op.weight)?;
             sum += op.weight;
             let label = op.label();
-            if label.is_empty() || label == crate::engine::PREPARE_OP {
+            if label.is_empty() {
                 return Err(KeyError::new(
                     format!("operations[{i}].name"),
                     format!("{label:?} cannot be an op label"),

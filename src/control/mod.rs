@@ -137,7 +137,7 @@ pub fn effective_stage(stage: &Stage, control: &ControlState) -> Option<Stage> {
     if control.paused {
         return None;
     }
-    match control.override_load {
+    let overridden = match control.override_load {
         Some(Load::Rate(r)) => {
             Stage::new(stage.name(), Mode::Rate, Shape::Hold(r), stage.duration()).ok()
         }
@@ -148,8 +148,10 @@ pub fn effective_stage(stage: &Stage, control: &ControlState) -> Option<Stage> {
             stage.duration(),
         )
         .ok(),
-        None => stage.scaled(control.scale),
-    }
+        None => return stage.scaled(control.scale),
+    };
+    // A count-based stage keeps its count under an override.
+    overridden.map(|s| s.limited_like(stage))
 }
 
 /// The metrics of runtime control and reload, registered beside the

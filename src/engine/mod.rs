@@ -23,12 +23,9 @@ use crate::error_kind::ErrorKind;
 use crate::metrics::{OpMetrics, WorkloadMetrics};
 use crate::report::live::{ReportContext, StageBatch, StageCollector};
 use crate::report::RunInfo;
-use crate::schedule::{Mode, Schedule, Stage};
-use crate::target::{classify, Outcome, Target};
-use crate::workload::{Action, Op, OpSource, PrepareStep, Workload};
-
-/// The `op` label under which failed prepare steps are counted.
-pub const PREPARE_OP: &str = "prepare";
+use crate::schedule::{Limit, Mode, Schedule, Stage};
+use crate::target::{classify, Target};
+use crate::workload::{Action, Body, Op, OpSource, PrepareStep, Request, Workload};
 
 /// The ticket counter of a finished stage: far past any stage's last
 /// operation, so a late claim finds no intended start and waits for the
@@ -203,9 +200,112 @@ struct ActiveStage {
     start: Instant,
     /// Next open-loop ticket (operation number within the stage).
     next_ticket: AtomicU64,
+    /// A count-based stage's progress, shared by every publication of the
+    /// same stage occurrence.
+    count: Option<Arc<CountProgress>>,
     /// The stage's report, written once the driver and every worker have
     /// let go of this stage.
     report: Arc<StageCollector>,
+}
+
+/// How far a count-based stage occurrence is: operations claimed (in all,
+/// or per worker by the workers themselves) and settled (finished, or
+/// missed in open loop). The controller ends the stage when every one of
+/// its operations has settled.
+struct CountProgress {
+    limit: Limit,
+    /// Operations the stage runs in all.
+    target: u64,
+    claimed: AtomicU64,
+    settled: AtomicU64,
+    complete: tokio::sync::Notify,
+}
+
+impl CountProgress {
+    fn new(stage: &Stage) -> Option<Arc<CountProgress>> {
+        Some(Arc::new(CountProgress {
+            limit: stage.limit()?,
+            target: stage.operations_target()?,
+            claimed: AtomicU64::new(0),
+            settled: AtomicU64::new(0),
+            complete: tokio::sync::Notify::new(),
+        }))
+    }
+
+    /// Claims one operation of the stage for a worker that has run `mine`
+    /// of them; false once the count is reached (the worker waits for the
+    /// next stage).
+    fn claim(&self, mine: u64) -> bool {
+        match self.limit {
+            Limit::PerWorker(n) => mine < n,
+            Limit::Total(n) => {
+                if self.claimed.fetch_add(1, Ordering::Relaxed) < n {
+                    true
+                } else {
+                    self.claimed.fetch_sub(1, Ordering::Relaxed);
+                    false
+                }
+            }
+        }
+    }
+
+    /// Gives back a claim whose operation was not sent (its stage was
+    /// re-published before it was due).
+    fn unclaim(&self) {
+        if let Limit::Total(_) = self.limit {
+            self.claimed.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// One claimed operation finished or was missed.
+    fn settle(&self) {
+        if self.settled.fetch_add(1, Ordering::Relaxed) + 1 == self.target {
+            self.complete.notify_one();
+        }
+    }
+}
+
+/// A worker's part in the count-based stage occurrence it is in: the
+/// operations it ran of it (per-worker counts) and whether it holds a
+/// claim on the next one. Timed stages claim nothing.
+#[derive(Default)]
+struct WorkerCount {
+    stage: Option<Arc<CountProgress>>,
+    mine: u64,
+    claimed: bool,
+}
+
+impl WorkerCount {
+    /// Claims the next operation of `active`; false once its count is
+    /// reached (always true for a timed stage).
+    fn claim(&mut self, active: &ActiveStage) -> bool {
+        let Some(c) = &active.count else {
+            self.claimed = false;
+            return true;
+        };
+        if !self.stage.as_ref().is_some_and(|s| Arc::ptr_eq(s, c)) {
+            self.stage = Some(c.clone());
+            self.mine = 0;
+        }
+        self.claimed = c.claim(self.mine);
+        self.mine += u64::from(self.claimed);
+        self.claimed
+    }
+
+    /// Gives the claim back: the operation was not sent.
+    fn unclaim(&mut self) {
+        if let (true, Some(c)) = (std::mem::take(&mut self.claimed), &self.stage) {
+            c.unclaim();
+            self.mine -= 1;
+        }
+    }
+
+    /// The claimed operation finished or was missed.
+    fn settle(&mut self) {
+        if let (true, Some(c)) = (std::mem::take(&mut self.claimed), &self.stage) {
+            c.settle();
+        }
+    }
 }
 
 /// Runs the workload: its prepare steps (retried while the deployment is
@@ -270,7 +370,7 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
 /// false when cancelled first.
 async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
     let steps = run.workload.prepare();
-    let prepare_metrics = run.metrics.op(PREPARE_OP).cloned();
+    let prepare_metrics = &run.metrics.prepare;
     // Progress over all load steps together (sysbench loads one per
     // collection): documents of the finished steps plus the current one's.
     let documents_total: u64 = steps
@@ -343,6 +443,7 @@ async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
             };
             match result {
                 Ok(()) => {
+                    prepare_metrics.record_ok();
                     if let PrepareStep::Load { count, .. } = step {
                         finished_docs += count;
                         loaded += count.saturating_sub(resumed_at.unwrap_or(0));
@@ -352,9 +453,7 @@ async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
                 }
                 Err(e) => {
                     let kind = classify(&e);
-                    if let Some(m) = &prepare_metrics {
-                        m.record_error(started.elapsed(), kind);
-                    }
+                    prepare_metrics.record_error(kind);
                     tracing::warn!(workload = %run.name, step = n, error_kind = %kind, "prepare failed, retrying in {backoff:?}: {e}");
                     tokio::select! {
                         _ = tokio::time::sleep(backoff) => {}
@@ -376,7 +475,10 @@ async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
 /// from now on.
 async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &CancellationToken) {
     let mut t0 = Instant::now();
-    let report_ctx = ReportContext::new(run.run_info.clone(), &run.name, run.workload.op_names());
+    // Schedule time a count-based stage did not use (it ended before its
+    // cap): the stages after it move up by that much.
+    let mut skipped = Duration::ZERO;
+    let report_ctx = ReportContext::new(run.run_info.clone(), &run.name, run.workload.ops());
     let mut schedules = run.schedule.clone();
     let mut schedule = schedules.borrow_and_update().clone();
     let mut cycles = vec![0u64; schedule.stages().len()];
@@ -386,17 +488,23 @@ async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &Cancell
         let now = Instant::now();
         if schedules.has_changed().unwrap_or(false) {
             let edited = schedules.borrow_and_update().clone();
-            let at = schedule.carry_position(&edited, now - t0);
+            let at = schedule.carry_position(&edited, now - t0 + skipped);
             t0 = now.checked_sub(at).unwrap_or(now);
+            skipped = Duration::ZERO;
             cycles.resize(edited.stages().len(), 0);
             schedule = edited;
             tracing::info!(workload = %run.name, "the edited stage list applies from here on; the position is kept");
         }
-        let Some(occurrence) = schedule.occurrence(now - t0, chrono::Utc::now()) else {
+        let elapsed = now - t0 + skipped;
+        let Some(occurrence) = schedule.occurrence(elapsed, chrono::Utc::now()) else {
             tracing::info!(workload = %run.name, "schedule finished");
             return;
         };
-        let start = t0 + occurrence.start;
+        // now - (elapsed - occurrence.start), without going below t0.
+        let start = (t0 + occurrence.start)
+            .checked_sub(skipped)
+            .unwrap_or(t0)
+            .max(t0);
         let end = start + occurrence.duration;
         let scheduled = occurrence.stage.as_ref();
         let label = scheduled.map_or(IDLE_STAGE, |s| s.name());
@@ -410,7 +518,25 @@ async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &Cancell
             cycles[index] += 1;
             StageCollector::new(report_ctx.clone(), stage, index, cycle, start)
         });
-        let mut active = publish(phase, scheduled, &ctl, start, false, report.as_ref());
+        let count = scheduled
+            .and_then(|s| effective_stage(s, &ctl).or_else(|| Some(s.clone())))
+            .and_then(|s| CountProgress::new(&s));
+        let mut active = publish(
+            phase,
+            scheduled,
+            &ctl,
+            (start, false),
+            report.as_ref(),
+            count.as_ref(),
+        );
+        let counted = async {
+            match &count {
+                Some(c) => c.complete.notified().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(counted);
+        let mut ended = end;
 
         // Refresh the target gauges every second so ramps show as ramps.
         loop {
@@ -427,6 +553,12 @@ async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &Cancell
             let tick = (Instant::now() + Duration::from_secs(1)).min(end);
             tokio::select! {
                 _ = tokio::time::sleep_until(tick) => {}
+                () = &mut counted => {
+                    // Every operation of a count-based stage has settled.
+                    ended = Instant::now();
+                    skipped += end.saturating_duration_since(ended);
+                    break;
+                }
                 changed = control.changed(), if control_open => {
                     if changed.is_err() {
                         control_open = false;
@@ -438,7 +570,14 @@ async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &Cancell
                         if let Some(a) = &active {
                             settle(run, a, Instant::now());
                         }
-                        active = publish(phase, scheduled, &new, start, true, report.as_ref());
+                        active = publish(
+                            phase,
+                            scheduled,
+                            &new,
+                            (start, true),
+                            report.as_ref(),
+                            count.as_ref(),
+                        );
                     }
                     ctl = new;
                 }
@@ -458,10 +597,10 @@ async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &Cancell
             }
         }
         if let Some(a) = &active {
-            settle(run, a, end);
+            settle(run, a, ended);
         }
         if let Some(r) = &report {
-            r.finish(end, false);
+            r.finish(ended, false);
         }
     }
 }
@@ -476,9 +615,9 @@ fn publish(
     phase: &watch::Sender<Phase>,
     scheduled: Option<&Stage>,
     control: &ControlState,
-    start: Instant,
-    rebase: bool,
+    (start, rebase): (Instant, bool),
     report: Option<&Arc<StageCollector>>,
+    count: Option<&Arc<CountProgress>>,
 ) -> Option<Arc<ActiveStage>> {
     let (Some(stage), Some(report)) = (scheduled.and_then(|s| effective_stage(s, control)), report)
     else {
@@ -494,6 +633,7 @@ fn publish(
         stage,
         start,
         next_ticket: AtomicU64::new(first),
+        count: count.cloned(),
         report: report.clone(),
     });
     let _ = phase.send(Phase::Stage(active.clone()));
@@ -590,7 +730,8 @@ impl Worker {
             .workload
             .worker(self.id, self.run.seed.wrapping_add(u64::from(self.id)));
         let mut errors = ErrorLog::default();
-        let mut batch = StageBatch::new();
+        let mut batch = StageBatch::for_worker(self.id);
+        let mut count = WorkerCount::default();
         loop {
             if self.stop.is_cancelled() {
                 return;
@@ -610,11 +751,19 @@ impl Worker {
                 }
                 Phase::Stage(active) => active,
             };
+            if !count.claim(&active) {
+                // The count is reached: nothing more to send in this stage.
+                if !self.wait_change().await {
+                    return;
+                }
+                continue;
+            }
             match active.stage.mode() {
                 Mode::Rate => {
                     let i = active.next_ticket.fetch_add(1, Ordering::Relaxed);
                     let Some(offset) = active.stage.intended_offset(i) else {
                         // Past the end of this stage: wait for the next one.
+                        count.unclaim();
                         if !self.wait_change().await {
                             return;
                         }
@@ -635,6 +784,7 @@ impl Worker {
                         // ticket is not due yet and the new phase has its
                         // own, so drop it rather than send a burst.
                         changed = self.phase.changed() => {
+                            count.unclaim();
                             if changed.is_err() {
                                 return;
                             }
@@ -651,14 +801,17 @@ impl Worker {
                         if active.report.measures(intended) {
                             active.report.add_missed(1);
                         }
+                        count.settle();
                         continue;
                     }
                     self.execute(source.as_mut(), intended, &mut errors, &mut batch)
                         .await;
+                    count.settle();
                 }
                 Mode::Concurrency => {
                     let elapsed = Instant::now().saturating_duration_since(active.start);
                     if self.id >= active.stage.concurrency_at(elapsed) {
+                        count.unclaim();
                         // Not needed at this level; look again when the
                         // stage changes or, for ramps, a little later.
                         tokio::select! {
@@ -669,11 +822,13 @@ impl Worker {
                         continue;
                     }
                     if self.phase.has_changed().unwrap_or(true) {
+                        count.unclaim();
                         continue;
                     }
                     let start = Instant::now();
                     self.execute(source.as_mut(), start, &mut errors, &mut batch)
                         .await;
+                    count.settle();
                 }
             }
         }
@@ -687,6 +842,10 @@ impl Worker {
         }
     }
 
+    /// Runs one scheduled operation intended to start at `from`: its
+    /// requests in order (each recorded under its step), then the
+    /// operation once, with the latency of the whole. A failing request
+    /// ends the operation, which fails with that request's error kind.
     async fn execute(
         &self,
         source: &mut dyn OpSource,
@@ -694,73 +853,198 @@ impl Worker {
         errors: &mut ErrorLog,
         batch: &mut StageBatch,
     ) {
-        let Op { op, action } = source.next_op();
+        let Op { op, body } = source.next_op();
+        let metrics = &self.ops[op];
         self.run.metrics.inflight.inc();
         let sent = Instant::now();
-        let outcome = match action {
-            Action::Sequence(steps) => self.execute_sequence(steps, errors).await,
-            action => self.run.target.execute(action).await,
+        let outcome = match body {
+            Body::One(action) => self.request((op, from), 0, action, None, batch).await,
+            Body::Steps(requests) => self.steps((op, from), requests, batch).await,
+            Body::Transaction {
+                requests,
+                commit_step,
+            } => {
+                self.transaction((op, from), requests, commit_step, batch)
+                    .await
+            }
         };
         let done = Instant::now();
         let latency = done.saturating_duration_since(from);
         self.run.metrics.inflight.dec();
-        self.ops[op].record_service(done.saturating_duration_since(sent));
+        metrics.record_service(done.saturating_duration_since(sent));
         batch.record(
             op,
             from,
             done,
-            outcome.as_ref().map(|_| ()).map_err(classify),
+            outcome.as_ref().map(|_| ()).map_err(|f| f.kind),
         );
-        self.record(op, latency, outcome, errors);
-    }
-
-    /// Runs a sequence's steps in order, each timed from its own send and
-    /// recorded under its own label; stops at the first failure, which is
-    /// then also the sequence's outcome.
-    async fn execute_sequence(&self, steps: Vec<Op>, errors: &mut ErrorLog) -> Outcome {
-        let mut docs = 0;
-        for step in steps {
-            let sent = Instant::now();
-            let outcome = self.run.target.execute(step.action).await;
-            let latency = sent.elapsed();
-            // A step is timed from its own send: service = response time.
-            self.ops[step.op].record_service(latency);
-            match outcome {
-                Ok(n) => {
-                    docs += n;
-                    self.ops[step.op].record_ok(latency, n);
-                }
-                Err(e) => {
-                    let kind = classify(&e);
-                    self.ops[step.op].record_error(latency, kind);
-                    errors.log(
-                        &self.run.name,
-                        self.run.workload.op_names()[step.op],
-                        kind,
-                        &e,
-                    );
-                    return Err(e);
-                }
-            }
-        }
-        Ok(docs)
-    }
-
-    fn record(&self, op: usize, latency: Duration, outcome: Outcome, errors: &mut ErrorLog) {
-        let metrics = &self.ops[op];
         match outcome {
             Ok(docs) => {
                 metrics.record_ok(latency, docs);
                 self.run.status.ok.fetch_add(1, Ordering::Relaxed);
             }
-            Err(e) => {
-                let kind = classify(&e);
-                metrics.record_error(latency, kind);
+            Err(f) => {
+                metrics.record_error(latency, f.kind);
                 self.run.status.errors.fetch_add(1, Ordering::Relaxed);
-                errors.log(&self.run.name, self.run.workload.op_names()[op], kind, &e);
+                let steps = &self.run.workload.ops()[op].steps;
+                let step = f
+                    .step
+                    .and_then(|s| steps.get(s))
+                    .map_or(metrics.name(), |s| &**s);
+                errors.log(&self.run.name, metrics.name(), step, f.kind, &f.error);
             }
         }
     }
+
+    /// Sends one request of step `step` of operation `op` intended to start
+    /// at `from` (in `session`'s transaction if given) and records it under
+    /// its step. Returns the documents that count as the operation's.
+    async fn request(
+        &self,
+        op: OpAt,
+        step: usize,
+        action: Action,
+        session: Option<&mut mongodb::ClientSession>,
+        batch: &mut StageBatch,
+    ) -> Result<u64, Failed> {
+        let sent = Instant::now();
+        let outcome = match session {
+            None => self.run.target.execute(action).await,
+            Some(session) => self.run.target.execute_in(action, session).await,
+        };
+        self.finish_request(op, step, sent, outcome, batch)
+    }
+
+    /// Records a request sent at `sent` that just returned `outcome`.
+    fn finish_request(
+        &self,
+        (op, from): OpAt,
+        step: usize,
+        sent: Instant,
+        outcome: Result<u64, mongodb::error::Error>,
+        batch: &mut StageBatch,
+    ) -> Result<u64, Failed> {
+        let done = Instant::now();
+        let result = outcome.map_err(|error| Failed {
+            step: Some(step),
+            kind: classify(&error),
+            error,
+        });
+        let counted = match self.ops[op].step(step) {
+            Some(m) => {
+                m.record(
+                    done.saturating_duration_since(sent),
+                    result.as_ref().map(|d| *d).map_err(|f| f.kind),
+                );
+                m.counts_documents()
+            }
+            None => true,
+        };
+        batch.record_request(
+            op,
+            step,
+            from,
+            sent,
+            done,
+            result.as_ref().map(|_| ()).map_err(|f| f.kind),
+        );
+        result.map(|docs| if counted { docs } else { 0 })
+    }
+
+    /// Runs an operation's requests in order; the first failure ends it.
+    async fn steps(
+        &self,
+        op: OpAt,
+        requests: Vec<Request>,
+        batch: &mut StageBatch,
+    ) -> Result<u64, Failed> {
+        let mut docs = 0;
+        for r in requests {
+            docs += self.request(op, r.step, r.action, None, batch).await?;
+        }
+        Ok(docs)
+    }
+
+    /// Runs an operation's requests in one multi-document transaction and
+    /// commits it (a request of `commit_step`). The whole transaction is
+    /// retried, a few times at most, on a `TransientTransactionError`, and
+    /// the commit on an `UnknownTransactionCommitResult`; every attempt's
+    /// requests are counted, the operation once.
+    async fn transaction(
+        &self,
+        op: OpAt,
+        requests: Vec<Request>,
+        commit_step: usize,
+        batch: &mut StageBatch,
+    ) -> Result<u64, Failed> {
+        use mongodb::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
+        const ATTEMPTS: u32 = 5;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut session =
+                self.run
+                    .target
+                    .start_transaction()
+                    .await
+                    .map_err(|error| Failed {
+                        step: None,
+                        kind: classify(&error),
+                        error,
+                    })?;
+            let mut docs = 0;
+            let mut failed = None;
+            for r in &requests {
+                let action = r.action.clone();
+                match self
+                    .request(op, r.step, action, Some(&mut session), batch)
+                    .await
+                {
+                    Ok(n) => docs += n,
+                    Err(f) => {
+                        failed = Some(f);
+                        break;
+                    }
+                }
+            }
+            if failed.is_none() {
+                let mut commits = 0;
+                failed = loop {
+                    commits += 1;
+                    let sent = Instant::now();
+                    let outcome = self.run.target.commit(&mut session).await;
+                    match self.finish_request(op, commit_step, sent, outcome.map(|()| 0u64), batch)
+                    {
+                        Ok(_) => return Ok(docs),
+                        Err(f)
+                            if commits < ATTEMPTS
+                                && f.error.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) => {}
+                        Err(f) => break Some(f),
+                    }
+                };
+            } else {
+                self.run.target.abort(&mut session).await;
+            }
+            let Some(f) = failed else {
+                return Ok(docs);
+            };
+            if attempt >= ATTEMPTS || !f.error.contains_label(TRANSIENT_TRANSACTION_ERROR) {
+                return Err(f);
+            }
+        }
+    }
+}
+
+/// An operation in flight: its index and intended start.
+type OpAt = (usize, Instant);
+
+/// Why an operation failed: the request (step) that failed, its error and
+/// error class. `step` is `None` when no request could be sent (a
+/// transaction's session could not start).
+struct Failed {
+    step: Option<usize>,
+    kind: ErrorKind,
+    error: mongodb::error::Error,
 }
 
 /// Logs operation errors without flooding the journal: the first of each
@@ -772,7 +1056,14 @@ struct ErrorLog {
 }
 
 impl ErrorLog {
-    fn log(&mut self, workload: &str, op: &str, kind: ErrorKind, err: &mongodb::error::Error) {
+    fn log(
+        &mut self,
+        workload: &str,
+        op: &str,
+        step: &str,
+        kind: ErrorKind,
+        err: &mongodb::error::Error,
+    ) {
         let now = Instant::now();
         let slot = &mut self.last[kind as usize];
         match slot {
@@ -781,7 +1072,7 @@ impl ErrorLog {
             }
             _ => {
                 let suppressed = slot.map_or(0, |(_, n)| n);
-                tracing::warn!(workload, op, error_kind = %kind, suppressed, "operation failed: {err}");
+                tracing::warn!(workload, op, step, error_kind = %kind, suppressed, "operation failed: {err}");
                 *slot = Some((now, 0));
             }
         }

@@ -21,8 +21,9 @@ use prometheus::{
 
 pub use driver::{server_type_label, TopologyView, CHECKOUT_FAILURE_REASONS, SERVER_TYPES};
 pub use window::{LatencySummary, WindowConfig, WINDOW_QUANTILES};
-pub use workload::{OpMetrics, WorkloadMetrics};
+pub use workload::{OpMetrics, PrepareMetrics, RequestMetrics, WorkloadMetrics};
 
+use crate::workload::OpSpec;
 use driver::DriverMetrics;
 use window::WindowCollector;
 
@@ -98,6 +99,12 @@ pub(crate) struct Vecs {
     pub(crate) missed: IntCounterVec,
     pub(crate) phase_info: IntGaugeVec,
     pub(crate) prepare_progress: GaugeVec,
+    pub(crate) requests: IntCounterVec,
+    pub(crate) request_duration: HistogramVec,
+    pub(crate) request_errors: IntCounterVec,
+    pub(crate) request_documents: IntCounterVec,
+    pub(crate) prepare_steps: IntCounterVec,
+    pub(crate) prepare_errors: IntCounterVec,
 }
 
 impl Metrics {
@@ -165,11 +172,12 @@ impl Metrics {
         self.target_up.set(i64::from(up));
     }
 
-    /// Resolves every child metric of one workload and its operations. Call
-    /// once per workload at start (and again on reload: the same name gets
-    /// the same series back, counters are never reset). Error children are
-    /// created for every [`ErrorKind`](crate::error_kind::ErrorKind) so they are exported at 0.
-    pub fn workload(&self, name: &str, op_names: &[&str]) -> WorkloadMetrics {
+    /// Resolves every child metric of one workload, its operations and
+    /// their steps (requests). Call once per workload at start (and again
+    /// on reload: the same name gets the same series back, counters are
+    /// never reset). Error children are created for every
+    /// [`ErrorKind`](crate::error_kind::ErrorKind) so they are exported at 0.
+    pub fn workload(&self, name: &str, ops: &[OpSpec]) -> WorkloadMetrics {
         let stage = Arc::clone(
             self.phase_stages
                 .lock()
@@ -177,10 +185,10 @@ impl Metrics {
                 .entry(name.to_owned())
                 .or_default(),
         );
-        let ops = op_names
+        let ops = ops
             .iter()
             .map(|op| {
-                let window = self.windows.window(name, op);
+                let window = self.windows.window(name, &op.name);
                 OpMetrics::resolve(&self.vecs, name, op, window)
             })
             .collect();
@@ -251,25 +259,28 @@ impl Vecs {
     fn new() -> Result<Self, prometheus::Error> {
         let wl = &["workload"];
         let wl_op = &["workload", "op"];
+        let wl_op_step = &["workload", "op", "step"];
         Ok(Vecs {
             operations: IntCounterVec::new(
                 Opts::new(
                     "mongoload_operations_total",
-                    "Finished operations by outcome (ok or error).",
+                    "Finished scheduled operations by outcome (ok or error); a \
+                     composite operation (several requests) counts once.",
                 ),
                 &["workload", "op", "outcome"],
             )?,
             documents: IntCounterVec::new(
                 Opts::new(
                     "mongoload_documents_total",
-                    "Documents written or returned by successful operations.",
+                    "Documents written or returned by successful operations \
+                     (a bounded insert's evicted documents not included).",
                 ),
                 wl_op,
             )?,
             errors: IntCounterVec::new(
                 Opts::new(
                     "mongoload_errors_total",
-                    "Failed operations by error class.",
+                    "Failed operations by error class (of the failing request).",
                 ),
                 &["workload", "op", "kind"],
             )?,
@@ -344,6 +355,50 @@ impl Vecs {
                 ),
                 wl,
             )?,
+            requests: IntCounterVec::new(
+                Opts::new(
+                    "mongoload_requests_total",
+                    "Driver calls (requests) by operation, step and outcome; a \
+                     single-call operation's step is the op.",
+                ),
+                &["workload", "op", "step", "outcome"],
+            )?,
+            request_duration: HistogramVec::new(
+                HistogramOpts::new(
+                    "mongoload_request_duration_seconds",
+                    "Duration of each request, from its send to its reply.",
+                )
+                .buckets(LATENCY_BUCKETS.to_vec()),
+                wl_op_step,
+            )?,
+            request_errors: IntCounterVec::new(
+                Opts::new(
+                    "mongoload_request_errors_total",
+                    "Failed requests by error class.",
+                ),
+                &["workload", "op", "step", "kind"],
+            )?,
+            request_documents: IntCounterVec::new(
+                Opts::new(
+                    "mongoload_request_documents_total",
+                    "Documents written or returned by successful requests.",
+                ),
+                wl_op_step,
+            )?,
+            prepare_steps: IntCounterVec::new(
+                Opts::new(
+                    "mongoload_prepare_steps_total",
+                    "Prepare step attempts (indexes, loads, key scans) by outcome.",
+                ),
+                &["workload", "outcome"],
+            )?,
+            prepare_errors: IntCounterVec::new(
+                Opts::new(
+                    "mongoload_prepare_errors_total",
+                    "Failed prepare step attempts by error class.",
+                ),
+                &["workload", "kind"],
+            )?,
         })
     }
 
@@ -361,6 +416,12 @@ impl Vecs {
         registry.register(Box::new(self.missed.clone()))?;
         registry.register(Box::new(self.phase_info.clone()))?;
         registry.register(Box::new(self.prepare_progress.clone()))?;
+        registry.register(Box::new(self.requests.clone()))?;
+        registry.register(Box::new(self.request_duration.clone()))?;
+        registry.register(Box::new(self.request_errors.clone()))?;
+        registry.register(Box::new(self.request_documents.clone()))?;
+        registry.register(Box::new(self.prepare_steps.clone()))?;
+        registry.register(Box::new(self.prepare_errors.clone()))?;
         Ok(())
     }
 }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::error_kind::ErrorKind;
+use crate::workload::OpSpec;
 
 fn lines(text: &str) -> Vec<&str> {
     text.lines().collect()
@@ -34,7 +35,7 @@ fn sample(text: &str, prefix: &str) -> f64 {
 #[test]
 fn recorded_operations_appear_as_exact_samples() {
     let m = Metrics::new().unwrap();
-    let w = m.workload("mixed1", &["find", "insert"]);
+    let w = m.workload("mixed1", &OpSpec::singles(&["find", "insert"]));
     let find = w.op("find").unwrap().clone();
     find.record_ok(Duration::from_micros(1500), 3);
     find.record_ok(Duration::from_micros(150), 1);
@@ -90,9 +91,68 @@ fn recorded_operations_appear_as_exact_samples() {
 }
 
 #[test]
+fn requests_are_counted_by_step_apart_from_their_operation() {
+    let m = Metrics::new().unwrap();
+    let spec = OpSpec::insert("insert", true);
+    let w = m.workload("bounded", &[spec, OpSpec::single("find")]);
+    let insert = w.op("insert").unwrap();
+    // One insert of 2 documents that evicted 2: one operation, two requests.
+    insert
+        .step(0)
+        .unwrap()
+        .record(Duration::from_millis(3), Ok(2));
+    insert
+        .step(1)
+        .unwrap()
+        .record(Duration::from_millis(1), Ok(2));
+    insert.record_ok(Duration::from_millis(4), 2);
+    // One whose eviction failed: the operation fails with its kind.
+    insert
+        .step(0)
+        .unwrap()
+        .record(Duration::from_millis(3), Ok(2));
+    insert
+        .step(1)
+        .unwrap()
+        .record(Duration::from_millis(1), Err(ErrorKind::NotPrimary));
+    insert.record_error(Duration::from_millis(4), ErrorKind::NotPrimary);
+    assert!(insert.step(0).unwrap().counts_documents());
+    assert!(!insert.step(1).unwrap().counts_documents());
+    assert!(insert.step(2).is_none());
+    w.prepare.record_ok();
+    w.prepare.record_error(ErrorKind::ServerSelection);
+
+    let text = m.encode().unwrap();
+    for line in [
+        r#"mongoload_operations_total{op="insert",outcome="ok",workload="bounded"} 1"#,
+        r#"mongoload_operations_total{op="insert",outcome="error",workload="bounded"} 1"#,
+        r#"mongoload_errors_total{kind="not_primary",op="insert",workload="bounded"} 1"#,
+        r#"mongoload_requests_total{op="insert",outcome="ok",step="insert",workload="bounded"} 2"#,
+        r#"mongoload_requests_total{op="insert",outcome="ok",step="evict",workload="bounded"} 1"#,
+        r#"mongoload_requests_total{op="insert",outcome="error",step="evict",workload="bounded"} 1"#,
+        r#"mongoload_requests_total{op="find",outcome="ok",step="find",workload="bounded"} 0"#,
+        r#"mongoload_request_errors_total{kind="not_primary",op="insert",step="evict",workload="bounded"} 1"#,
+        r#"mongoload_request_errors_total{kind="timeout",op="find",step="find",workload="bounded"} 0"#,
+        r#"mongoload_request_documents_total{op="insert",step="insert",workload="bounded"} 4"#,
+        r#"mongoload_request_documents_total{op="insert",step="evict",workload="bounded"} 2"#,
+        r#"mongoload_request_duration_seconds_count{op="insert",step="evict",workload="bounded"} 2"#,
+        r#"mongoload_request_duration_seconds_bucket{op="insert",step="insert",workload="bounded",le="0.002"} 0"#,
+        r#"mongoload_request_duration_seconds_bucket{op="insert",step="insert",workload="bounded",le="0.005"} 2"#,
+        r#"mongoload_prepare_steps_total{outcome="ok",workload="bounded"} 1"#,
+        r#"mongoload_prepare_steps_total{outcome="error",workload="bounded"} 1"#,
+        r#"mongoload_prepare_errors_total{kind="server_selection",workload="bounded"} 1"#,
+    ] {
+        assert_has(&text, line);
+    }
+    // Prepare never shares the op label space.
+    assert!(!text.contains(r#"op="prepare""#), "{text}");
+    assert_eq!(w.prepare.ok_total(), 1);
+}
+
+#[test]
 fn every_error_kind_exists_at_zero() {
     let m = Metrics::new().unwrap();
-    let _w = m.workload("w", &["find"]);
+    let _w = m.workload("w", &OpSpec::singles(&["find"]));
     let text = m.encode().unwrap();
     for kind in ErrorKind::ALL {
         assert_has(
@@ -114,7 +174,7 @@ fn bucket_layout_is_log_spaced_from_100us_to_60s() {
         assert!((1.19..=2.51).contains(&ratio), "{pair:?}");
     }
     let m = Metrics::new().unwrap();
-    let _w = m.workload("w", &["find"]);
+    let _w = m.workload("w", &OpSpec::singles(&["find"]));
     let text = m.encode().unwrap();
     let les: Vec<&str> = text
         .lines()
@@ -133,7 +193,7 @@ fn bucket_layout_is_log_spaced_from_100us_to_60s() {
 #[test]
 fn gauges_and_build_info() {
     let m = Metrics::new().unwrap();
-    let w = m.workload("w", &[]);
+    let w = m.workload("w", &OpSpec::singles(&[]));
     w.target_rate.set(2000.0);
     w.target_concurrency.set(0);
     w.inflight.set(17);
@@ -170,8 +230,8 @@ fn gauges_and_build_info() {
 #[test]
 fn phase_info_names_one_stage_at_a_time() {
     let m = Metrics::new().unwrap();
-    let w = m.workload("w", &["find"]);
-    let other = m.workload("v", &["find"]);
+    let w = m.workload("w", &OpSpec::singles(&["find"]));
+    let other = m.workload("v", &OpSpec::singles(&["find"]));
     other.set_stage("warmup");
     w.set_stage("ramp");
     let text = m.encode().unwrap();
@@ -203,7 +263,7 @@ fn phase_info_names_one_stage_at_a_time() {
     assert_eq!(n, 1);
 
     // A reload re-registers the workload: the new handle knows the stage.
-    let reloaded = m.workload("w", &["find"]);
+    let reloaded = m.workload("w", &OpSpec::singles(&["find"]));
     reloaded.set_stage("steps");
     let text = m.encode().unwrap();
     assert_lacks_prefix(&text, r#"mongoload_phase_info{stage="hold""#);
@@ -224,9 +284,9 @@ fn phase_info_names_one_stage_at_a_time() {
 #[test]
 fn reregistering_a_workload_keeps_counters_and_window() {
     let m = Metrics::new().unwrap();
-    let first = m.workload("w", &["find"]);
+    let first = m.workload("w", &OpSpec::singles(&["find"]));
     first.ops()[0].record_ok(Duration::from_millis(1), 1);
-    let second = m.workload("w", &["find"]);
+    let second = m.workload("w", &OpSpec::singles(&["find"]));
     second.ops()[0].record_ok(Duration::from_millis(3), 1);
     assert_eq!(first.ops()[0].ok_total(), 2);
     let text = m.encode().unwrap();
@@ -246,7 +306,7 @@ fn reregistering_a_workload_keeps_counters_and_window() {
 #[test]
 fn empty_window_exports_nan_quantiles() {
     let m = Metrics::new().unwrap();
-    let _w = m.workload("w", &["find"]);
+    let _w = m.workload("w", &OpSpec::singles(&["find"]));
     let text = m.encode().unwrap();
     assert_has(
         &text,
@@ -308,7 +368,7 @@ async fn real_driver_events_reach_the_topology_gauges() {
 #[test]
 fn service_time_is_its_own_histogram_with_the_latency_buckets() {
     let m = Metrics::new().unwrap();
-    let w = m.workload("open", &["find"]);
+    let w = m.workload("open", &OpSpec::singles(&["find"]));
     let find = w.op("find").unwrap();
     // Open loop: 900 ms late behind a stall, served in 3 ms.
     find.record_ok(Duration::from_millis(903), 1);
@@ -342,7 +402,7 @@ fn service_time_is_its_own_histogram_with_the_latency_buckets() {
 #[tokio::test]
 async fn window_ticker_stops_when_cancelled() {
     let m = Arc::new(Metrics::new().unwrap());
-    let _w = m.workload("w", &["find"]);
+    let _w = m.workload("w", &OpSpec::singles(&["find"]));
     let shutdown = tokio_util::sync::CancellationToken::new();
     let ticker = tokio::spawn({
         let m = Arc::clone(&m);
@@ -361,7 +421,7 @@ async fn window_ticker_stops_when_cancelled() {
 #[test]
 fn send_lateness_is_a_histogram_fine_below_a_millisecond() {
     let m = Metrics::new().unwrap();
-    let w = m.workload("w", &[]);
+    let w = m.workload("w", &OpSpec::singles(&[]));
     w.send_lateness.observe(0.000_04);
     w.send_lateness.observe(0.000_4);
     w.send_lateness.observe(0.003);

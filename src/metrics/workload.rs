@@ -1,5 +1,6 @@
-//! Per-workload and per-operation metric handles, resolved once so the hot
-//! path never hashes label values or takes the registry's locks.
+//! Per-workload, per-operation and per-step (request) metric handles,
+//! resolved once so the hot path never hashes label values or takes the
+//! registry's locks.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -9,6 +10,7 @@ use prometheus::{Gauge, Histogram, IntCounter, IntGauge, IntGaugeVec};
 use super::window::LatencyWindow;
 use super::Vecs;
 use crate::error_kind::ErrorKind;
+use crate::workload::{Label, OpSpec};
 
 /// The metrics of one workload: its schedule gauges, its stage, and one
 /// [`OpMetrics`] per operation. Cloning shares the same series.
@@ -30,6 +32,8 @@ pub struct WorkloadMetrics {
     pub missed_operations: IntCounter,
     /// `mongoload_prepare_progress_ratio{workload}`: 0 to 1.
     pub prepare_progress: Gauge,
+    /// `mongoload_prepare_steps_total` and `mongoload_prepare_errors_total`.
+    pub prepare: PrepareMetrics,
     phase_info: IntGaugeVec,
     /// The stage whose `mongoload_phase_info` series is 1; shared by every
     /// handle of this workload name so a reload removes the right series.
@@ -54,6 +58,14 @@ impl WorkloadMetrics {
             send_lateness: vecs.send_lateness.with_label_values(wl),
             missed_operations: vecs.missed.with_label_values(wl),
             prepare_progress: vecs.prepare_progress.with_label_values(wl),
+            prepare: PrepareMetrics {
+                ok: vecs.prepare_steps.with_label_values(&[name, "ok"]),
+                error: vecs.prepare_steps.with_label_values(&[name, "error"]),
+                errors: ErrorKind::ALL.map(|kind| {
+                    vecs.prepare_errors
+                        .with_label_values(&[name, kind.as_str()])
+                }),
+            },
             phase_info: vecs.phase_info.clone(),
             stage,
             ops,
@@ -115,6 +127,38 @@ impl WorkloadMetrics {
     }
 }
 
+/// The prepare step counters of one workload: their own family, apart
+/// from the operations.
+#[derive(Clone)]
+pub struct PrepareMetrics {
+    ok: IntCounter,
+    error: IntCounter,
+    errors: [IntCounter; ErrorKind::ALL.len()],
+}
+
+impl PrepareMetrics {
+    /// Counts one prepare step that finished.
+    pub fn record_ok(&self) {
+        self.ok.inc();
+    }
+
+    /// Counts one failed attempt at a prepare step (it is retried).
+    pub fn record_error(&self, kind: ErrorKind) {
+        self.error.inc();
+        self.errors[kind as usize].inc();
+    }
+
+    /// Prepare steps finished so far.
+    pub fn ok_total(&self) -> u64 {
+        self.ok.get()
+    }
+
+    /// Failed prepare attempts so far.
+    pub fn error_total(&self) -> u64 {
+        self.error.get()
+    }
+}
+
 /// The handles of one operation of one workload. Cloning is one reference
 /// count; give each worker its own clone.
 #[derive(Clone)]
@@ -123,7 +167,9 @@ pub struct OpMetrics {
 }
 
 struct OpInner {
-    name: String,
+    name: Label,
+    /// One per step of the op, in [`OpSpec::steps`] order.
+    steps: Box<[RequestMetrics]>,
     ok: IntCounter,
     error: IntCounter,
     documents: IntCounter,
@@ -138,16 +184,26 @@ impl OpMetrics {
     pub(super) fn resolve(
         vecs: &Vecs,
         workload: &str,
-        op: &str,
+        spec: &OpSpec,
         window: Arc<LatencyWindow>,
     ) -> Self {
+        let op = &*spec.name;
         let errors = ErrorKind::ALL.map(|kind| {
             vecs.errors
                 .with_label_values(&[workload, op, kind.as_str()])
         });
+        let steps = spec
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, step)| {
+                RequestMetrics::resolve(vecs, workload, op, step, spec.evict_step != Some(i))
+            })
+            .collect();
         OpMetrics {
             inner: Arc::new(OpInner {
-                name: op.to_owned(),
+                name: spec.name.clone(),
+                steps,
                 ok: vecs.operations.with_label_values(&[workload, op, "ok"]),
                 error: vecs.operations.with_label_values(&[workload, op, "error"]),
                 documents: vecs.documents.with_label_values(&[workload, op]),
@@ -162,6 +218,17 @@ impl OpMetrics {
     /// The operation's name (its `op` label).
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// The metrics of the op's step `step` (index into [`OpSpec::steps`]).
+    #[inline]
+    pub fn step(&self, step: usize) -> Option<&RequestMetrics> {
+        self.inner.steps.get(step)
+    }
+
+    /// The metrics of every step, in [`OpSpec::steps`] order.
+    pub fn steps(&self) -> &[RequestMetrics] {
+        &self.inner.steps
     }
 
     /// Counts one successful operation that took `latency` and wrote or
@@ -211,5 +278,74 @@ impl OpMetrics {
     /// Errors of one class so far (since process start).
     pub fn errors_of(&self, kind: ErrorKind) -> u64 {
         self.inner.errors[kind as usize].get()
+    }
+}
+
+/// The handles of one step of one operation: its requests (driver calls).
+pub struct RequestMetrics {
+    ok: IntCounter,
+    error: IntCounter,
+    errors: [IntCounter; ErrorKind::ALL.len()],
+    documents: IntCounter,
+    duration: Histogram,
+    /// Whether the step's documents are its operation's too (not a
+    /// bounded insert's eviction).
+    counts_documents: bool,
+}
+
+impl RequestMetrics {
+    fn resolve(vecs: &Vecs, workload: &str, op: &str, step: &str, counts_documents: bool) -> Self {
+        RequestMetrics {
+            ok: vecs.requests.with_label_values(&[workload, op, step, "ok"]),
+            error: vecs
+                .requests
+                .with_label_values(&[workload, op, step, "error"]),
+            errors: ErrorKind::ALL.map(|kind| {
+                vecs.request_errors
+                    .with_label_values(&[workload, op, step, kind.as_str()])
+            }),
+            documents: vecs
+                .request_documents
+                .with_label_values(&[workload, op, step]),
+            duration: vecs
+                .request_duration
+                .with_label_values(&[workload, op, step]),
+            counts_documents,
+        }
+    }
+
+    /// Counts one request that took `duration` and wrote or returned `docs`
+    /// documents (`Ok`), or failed with an error of class `kind`.
+    #[inline]
+    pub fn record(&self, duration: Duration, outcome: Result<u64, ErrorKind>) {
+        match outcome {
+            Ok(docs) => {
+                self.ok.inc();
+                if docs > 0 {
+                    self.documents.inc_by(docs);
+                }
+            }
+            Err(kind) => {
+                self.error.inc();
+                self.errors[kind as usize].inc();
+            }
+        }
+        self.duration.observe(duration.as_secs_f64());
+    }
+
+    /// Whether this step's documents count as its operation's.
+    #[inline]
+    pub fn counts_documents(&self) -> bool {
+        self.counts_documents
+    }
+
+    /// Requests counted as ok so far (since process start).
+    pub fn ok_total(&self) -> u64 {
+        self.ok.get()
+    }
+
+    /// Requests counted as errors so far (since process start).
+    pub fn error_total(&self) -> u64 {
+        self.error.get()
     }
 }

@@ -74,18 +74,21 @@ impl Comparison {
 /// A stage's identity across runs: workload and stage name.
 type Key = (String, String);
 
-fn pool(reports: &[StageReport]) -> (Vec<Key>, BTreeMap<Key, Pooled>) {
+/// Per key, in the order keys first appear: successful count over the
+/// summed measured time (a rate), and the worst p99.
+fn pool_by<K: Ord + Clone>(
+    entries: impl Iterator<Item = (K, u64, f64, u64)>,
+) -> (Vec<K>, BTreeMap<K, Pooled>) {
     let mut order = Vec::new();
-    let mut sums: BTreeMap<Key, (u64, f64, u64)> = BTreeMap::new();
-    for r in reports {
-        let key = (r.workload.clone(), r.stage.clone());
+    let mut sums: BTreeMap<K, (u64, f64, u64)> = BTreeMap::new();
+    for (key, ok, secs, p99) in entries {
         let e = sums.entry(key.clone()).or_insert_with(|| {
             order.push(key);
             (0, 0.0, 0)
         });
-        e.0 += r.operations.ok;
-        e.1 += r.duration_seconds;
-        e.2 = e.2.max(r.latency_ns.p99);
+        e.0 += ok;
+        e.1 += secs;
+        e.2 = e.2.max(p99);
     }
     let pooled = sums
         .into_iter()
@@ -101,6 +104,13 @@ fn pool(reports: &[StageReport]) -> (Vec<Key>, BTreeMap<Key, Pooled>) {
         })
         .collect();
     (order, pooled)
+}
+
+fn pool(reports: &[StageReport]) -> (Vec<Key>, BTreeMap<Key, Pooled>) {
+    pool_by(reports.iter().map(|r| {
+        let key = (r.workload.clone(), r.stage.clone());
+        (key, r.operations.ok, r.duration_seconds, r.latency_ns.p99)
+    }))
 }
 
 fn pct(base: f64, new: f64) -> Option<f64> {
@@ -205,10 +215,144 @@ pub fn render_comparison(c: &Comparison) -> String {
     out
 }
 
+/// An operation's or a step's identity across runs: workload, stage, op
+/// and step (`-` for the operation itself).
+type StepKey = (String, String, String, String);
+
+/// Per operation and step: count over the measured time of every
+/// occurrence (a rate), and the worst p99.
+fn pool_steps(reports: &[StageReport]) -> (Vec<StepKey>, BTreeMap<StepKey, Pooled>) {
+    pool_by(reports.iter().flat_map(|r| {
+        r.ops.iter().flat_map(move |o| {
+            let key = |step: &str| {
+                (
+                    r.workload.clone(),
+                    r.stage.clone(),
+                    o.op.clone(),
+                    step.to_owned(),
+                )
+            };
+            let secs = r.duration_seconds;
+            std::iter::once((key("-"), o.operations.ok, secs, o.latency_ns.p99)).chain(
+                o.steps
+                    .iter()
+                    .map(move |st| (key(&st.step), st.requests.ok, secs, st.latency_ns.p99)),
+            )
+        })
+    }))
+}
+
+/// Per operation (step `-`) and per step of each stage: base and new rate
+/// and p99 with their change. For reading, not gating: the verdict is the
+/// stage's (scheduled operations).
+pub fn render_steps(base: &[StageReport], new: &[StageReport]) -> String {
+    let (mut keys, b) = pool_steps(base);
+    let (new_order, n) = pool_steps(new);
+    for k in new_order {
+        if !b.contains_key(&k) {
+            keys.push(k);
+        }
+    }
+    let header = [
+        "workload",
+        "stage",
+        "op",
+        "step",
+        "base /s",
+        "new /s",
+        "Δ/s",
+        "base p99ms",
+        "new p99ms",
+        "Δp99",
+    ];
+    let rows: Vec<Vec<String>> = keys
+        .into_iter()
+        .map(|k| {
+            let (bp, np) = (b.get(&k).copied(), n.get(&k).copied());
+            let rate =
+                |p: Option<Pooled>| p.map_or("-".to_owned(), |p| format!("{:.1}", p.ops_per_sec));
+            let p99 = |p: Option<Pooled>| p.map_or("-".to_owned(), |p| ms(p.p99_ns));
+            let (dr, dp) = match (bp, np) {
+                (Some(b), Some(n)) => (
+                    pct(b.ops_per_sec, n.ops_per_sec),
+                    pct(b.p99_ns as f64, n.p99_ns as f64),
+                ),
+                _ => (None, None),
+            };
+            vec![
+                k.0,
+                k.1,
+                k.2,
+                k.3,
+                rate(bp),
+                rate(np),
+                signed(dr),
+                p99(bp),
+                p99(np),
+                signed(dp),
+            ]
+        })
+        .collect();
+    render(&header, &rows, 4)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::report::table::tests::report;
+
+    #[test]
+    fn steps_are_compared_by_op_and_step() {
+        use crate::report::{Counts, LatencyNs, OpReport, StepReport};
+        let with = |ok: u64, p99: u64| {
+            let mut r = report("sb", "run", ok, 10.0, p99);
+            r.ops = vec![OpReport {
+                op: "transaction".into(),
+                operations: Counts { ok, error: 0 },
+                ops_per_sec: ok as f64 / 10.0,
+                latency_ns: LatencyNs {
+                    p99,
+                    ..LatencyNs::default()
+                },
+                steps: vec![StepReport {
+                    step: "point_select".into(),
+                    requests: Counts {
+                        ok: 10 * ok,
+                        error: 0,
+                    },
+                    requests_per_sec: ok as f64,
+                    latency_ns: LatencyNs {
+                        p99: p99 / 10,
+                        ..LatencyNs::default()
+                    },
+                }],
+            }];
+            r
+        };
+        let t = render_steps(&[with(100, 10_000_000)], &[with(90, 20_000_000)]);
+        let rows: Vec<Vec<&str>> = t
+            .lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(rows.len(), 2, "{t}");
+        assert_eq!(
+            rows[0],
+            [
+                "sb",
+                "run",
+                "transaction",
+                "-",
+                "10.0",
+                "9.0",
+                "-10.0%",
+                "10.0",
+                "20.0",
+                "+100.0%"
+            ]
+        );
+        assert_eq!(rows[1][3..7], ["point_select", "100.0", "90.0", "-10.0%"]);
+    }
 
     #[test]
     fn percent_parses_with_or_without_sign() {

@@ -19,9 +19,10 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
-use super::{RunInfo, StageMeta, StageReport, StageStats};
+use super::{RunInfo, StageMeta, StageReport, StageStats, WorkerBatch};
 use crate::error_kind::ErrorKind;
-use crate::schedule::{Mode, Stage};
+use crate::schedule::{Limit, Mode, Stage};
+use crate::workload::OpSpec;
 
 /// Results a worker keeps before handing them to the collector.
 const BATCH: usize = 64;
@@ -31,17 +32,17 @@ const BATCH: usize = 64;
 pub struct ReportContext {
     run: Arc<RunInfo>,
     workload: String,
-    op_names: Vec<&'static str>,
+    ops: Vec<OpSpec>,
 }
 
 impl ReportContext {
-    /// The context of workload `workload` with these op labels (in the
+    /// The context of workload `workload` with these operations (in the
     /// order `Op::op` indexes them).
-    pub fn new(run: Arc<RunInfo>, workload: &str, op_names: &[&'static str]) -> Arc<Self> {
+    pub fn new(run: Arc<RunInfo>, workload: &str, ops: &[OpSpec]) -> Arc<Self> {
         Arc::new(ReportContext {
             run,
             workload: workload.to_owned(),
-            op_names: op_names.to_vec(),
+            ops: ops.to_vec(),
         })
     }
 }
@@ -61,6 +62,9 @@ pub struct StageCollector {
     ended: OnceLock<(Instant, bool)>,
     missed: AtomicU64,
     stats: Mutex<StageStats>,
+    /// Count-based stages: the count, and each worker's batch.
+    limit: Option<Limit>,
+    workers: Mutex<Vec<WorkerBatch>>,
 }
 
 impl StageCollector {
@@ -77,7 +81,9 @@ impl StageCollector {
         let wall_start = Utc::now() - chrono::Duration::from_std(ago).unwrap_or_default();
         let warmup = stage.warmup();
         Arc::new(StageCollector {
-            stats: Mutex::new(StageStats::new(ctx.op_names.len())),
+            stats: Mutex::new(StageStats::with_steps(
+                &ctx.ops.iter().map(|o| o.steps.len()).collect::<Vec<_>>(),
+            )),
             ctx,
             stage: stage.name().to_owned(),
             index,
@@ -92,6 +98,8 @@ impl StageCollector {
             measure_from: start + warmup,
             ended: OnceLock::new(),
             missed: AtomicU64::new(0),
+            limit: stage.limit(),
+            workers: Mutex::new(Vec::new()),
         })
     }
 
@@ -113,15 +121,42 @@ impl StageCollector {
         self.missed.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// One worker's part of a count-based stage: the operations it ran
+    /// (after the warm-up) and the time from its first send to its last
+    /// reply.
+    fn add_worker(&self, worker: u32, operations: u64, seconds: f64) {
+        if self.limit.is_none() || operations == 0 {
+            return;
+        }
+        let mut w = self.workers.lock().unwrap_or_else(PoisonError::into_inner);
+        match w.iter_mut().find(|b| b.worker == worker) {
+            // The same worker again (it followed another stage between).
+            Some(b) => {
+                b.operations += operations;
+                b.seconds += seconds;
+            }
+            None => w.push(WorkerBatch {
+                worker,
+                operations,
+                seconds,
+            }),
+        }
+    }
+
     fn absorb(&self, samples: &[Sample]) {
         let mut stats = self.stats.lock().unwrap_or_else(PoisonError::into_inner);
         for s in samples {
-            stats.record(
-                s.op as usize,
-                Duration::from_nanos(s.done_ns),
-                Duration::from_nanos(s.latency_ns),
-                s.outcome,
-            );
+            let latency = Duration::from_nanos(s.latency_ns);
+            if s.step == OPERATION {
+                stats.record(
+                    s.op as usize,
+                    Duration::from_nanos(s.done_ns),
+                    latency,
+                    s.outcome,
+                );
+            } else {
+                stats.record_request(s.op as usize, s.step as usize, latency, s.outcome);
+            }
         }
     }
 
@@ -150,7 +185,25 @@ impl StageCollector {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         stats.add_missed(self.missed.load(Ordering::Relaxed));
-        StageReport::build(&self.ctx.run, &meta, &stats, &self.ctx.op_names)
+        let mut r = StageReport::build(&self.ctx.run, &meta, &stats, &self.ctx.ops);
+        if let Some(limit) = self.limit {
+            let (n, per_worker) = match limit {
+                Limit::Total(n) => (n, false),
+                Limit::PerWorker(n) => (n, true),
+            };
+            let mut workers = self
+                .workers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            workers.sort_by_key(|w| w.worker);
+            r.count = Some(super::CountReport {
+                operations: n,
+                per_worker,
+                workers,
+            });
+        }
+        r
     }
 }
 
@@ -193,6 +246,58 @@ fn emit(r: &StageReport, log: Option<&PathBuf>) {
         r.workload, r.stage, r.operations.ok, r.operations.error, r.duration_seconds, r.ops_per_sec,
         r.ips_75, r.ips_95, r.ips_99, ms(l.p50), ms(l.p99), ms(l.p999), ms(l.max), r.missed,
     );
+    if let Some(c) = &r.count {
+        let secs: Vec<String> = c
+            .workers
+            .iter()
+            .map(|w| format!("{}:{}/{:.3}s", w.worker, w.operations, w.seconds))
+            .collect();
+        tracing::info!(
+            run_id = %r.run_id,
+            workload = %r.workload,
+            stage = %r.stage,
+            count = c.operations,
+            per_worker = c.per_worker,
+            elapsed_s = r.duration_seconds,
+            workers = %secs.join(" "),
+            "stage report: {} {}: {} operations{} in {:.3}s; worker:operations/time {}",
+            r.workload, r.stage, c.operations, if c.per_worker { " per worker" } else { "" },
+            r.duration_seconds, secs.join(" "),
+        );
+    }
+    // One line per scheduled operation, its steps' figures in one field.
+    for o in &r.ops {
+        let steps: Vec<String> = o
+            .steps
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} {} ok {} errors p99 {:.3} ms",
+                    s.step,
+                    s.requests.ok,
+                    s.requests.error,
+                    ms(s.latency_ns.p99)
+                )
+            })
+            .collect();
+        let l = &o.latency_ns;
+        tracing::info!(
+            run_id = %r.run_id,
+            workload = %r.workload,
+            stage = %r.stage,
+            op = %o.op,
+            ops_ok = o.operations.ok,
+            ops_error = o.operations.error,
+            ops_per_sec = o.ops_per_sec,
+            p50_ms = ms(l.p50),
+            p99_ms = ms(l.p99),
+            max_ms = ms(l.max),
+            steps = %steps.join("; "),
+            "stage report: {} {} op {}: {} ok, {} errors, {:.1} ops/s, latency p50 {:.3} ms p99 {:.3} ms; steps: {}",
+            r.workload, r.stage, o.op, o.operations.ok, o.operations.error, o.ops_per_sec,
+            ms(l.p50), ms(l.p99), steps.join("; "),
+        );
+    }
     if let Some(path) = log {
         if let Err(e) = super::append(path, r) {
             tracing::warn!(workload = %r.workload, stage = %r.stage, "cannot append the stage report to the run log: {e}");
@@ -200,9 +305,18 @@ fn emit(r: &StageReport, log: Option<&PathBuf>) {
     }
 }
 
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// [`Sample::step`] of an operation's own sample (not a request's).
+const OPERATION: u32 = u32::MAX;
+
 #[derive(Clone, Copy)]
 struct Sample {
     op: u32,
+    /// The request's step, or [`OPERATION`].
+    step: u32,
     outcome: Result<(), ErrorKind>,
     latency_ns: u64,
     done_ns: u64,
@@ -214,12 +328,24 @@ struct Sample {
 pub struct StageBatch {
     stage: Option<Arc<StageCollector>>,
     samples: Vec<Sample>,
+    worker: u32,
+    /// This worker's operations in the followed stage (after its warm-up),
+    /// and the first send and last reply among them.
+    run: Option<(u64, Instant, Instant)>,
 }
 
 impl StageBatch {
     /// An empty batch, following no stage.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty batch of worker `worker` (count-based stages report each
+    /// worker's batch).
+    pub fn for_worker(worker: u32) -> Self {
+        let mut batch = Self::default();
+        batch.worker = worker;
+        batch
     }
 
     /// Follows the stage the worker is in now (`None` between stages):
@@ -233,7 +359,16 @@ impl StageBatch {
         };
         if !same {
             self.flush();
+            self.hand_over_run();
             self.stage = stage.cloned();
+        }
+    }
+
+    /// Tells the followed stage this worker's batch (count-based stages).
+    fn hand_over_run(&mut self) {
+        if let (Some(stage), Some((n, first, last))) = (&self.stage, self.run.take()) {
+            let secs = last.saturating_duration_since(first).as_secs_f64();
+            stage.add_worker(self.worker, n, secs);
         }
     }
 
@@ -247,17 +382,58 @@ impl StageBatch {
         done: Instant,
         outcome: Result<(), ErrorKind>,
     ) {
-        let Some(stage) = &self.stage else { return };
-        if !stage.measures(from) {
+        let Some(measure_from) = self.measured(from) else {
+            return;
+        };
+        self.run = Some(match self.run {
+            None => (1, from, done),
+            Some((n, first, _)) => (n + 1, first, done),
+        });
+        self.push(Sample {
+            op: u32::try_from(op).unwrap_or(u32::MAX),
+            step: OPERATION,
+            outcome,
+            latency_ns: nanos(done.saturating_duration_since(from)),
+            done_ns: nanos(done.saturating_duration_since(measure_from)),
+        });
+    }
+
+    /// Records one request of step `step` of operation `op`, sent at
+    /// `sent` and answered at `done`, for an operation intended to start
+    /// at `from` (its requests count where it does: not in the warm-up).
+    #[inline]
+    pub fn record_request(
+        &mut self,
+        op: usize,
+        step: usize,
+        from: Instant,
+        sent: Instant,
+        done: Instant,
+        outcome: Result<(), ErrorKind>,
+    ) {
+        if self.measured(from).is_none() {
             return;
         }
-        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-        self.samples.push(Sample {
+        self.push(Sample {
             op: u32::try_from(op).unwrap_or(u32::MAX),
+            step: u32::try_from(step).unwrap_or(OPERATION - 1),
             outcome,
-            latency_ns: ns(done.saturating_duration_since(from)),
-            done_ns: ns(done.saturating_duration_since(stage.measure_from)),
+            latency_ns: nanos(done.saturating_duration_since(sent)),
+            done_ns: 0,
         });
+    }
+
+    /// The start of measurement of the followed stage, if an operation
+    /// intended to start at `from` counts in it.
+    #[inline]
+    fn measured(&self, from: Instant) -> Option<Instant> {
+        let stage = self.stage.as_ref()?;
+        stage.measures(from).then_some(stage.measure_from)
+    }
+
+    #[inline]
+    fn push(&mut self, sample: Sample) {
+        self.samples.push(sample);
         if self.samples.len() >= BATCH {
             self.flush();
         }
@@ -277,6 +453,7 @@ impl StageBatch {
 impl Drop for StageBatch {
     fn drop(&mut self) {
         self.flush();
+        self.hand_over_run();
     }
 }
 
@@ -285,7 +462,11 @@ mod tests {
     use super::*;
 
     fn ctx(log: Option<PathBuf>) -> Arc<ReportContext> {
-        ReportContext::new(Arc::new(RunInfo::new(log)), "w", &["insert", "find"])
+        ReportContext::new(
+            Arc::new(RunInfo::new(log)),
+            "w",
+            &[OpSpec::single("insert"), OpSpec::single("find")],
+        )
     }
 
     #[test]

@@ -17,6 +17,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::error_kind::ErrorKind;
+use crate::workload::OpSpec;
 
 pub use stats::{rate_reached, LatencyNs, OpStats, StageStats};
 
@@ -78,6 +79,23 @@ pub struct OpReport {
     pub operations: Counts,
     /// Successful operations per second of the measured duration.
     pub ops_per_sec: f64,
+    /// Response time of the whole operation.
+    pub latency_ns: LatencyNs,
+    /// The operation's requests by step, in the op's step order (a
+    /// single-call operation has one step named like the op). Absent from
+    /// run logs of mongoload 0.1.
+    #[serde(default)]
+    pub steps: Vec<StepReport>,
+}
+
+/// One step's requests (driver calls) within an operation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepReport {
+    pub step: String,
+    pub requests: Counts,
+    /// Successful requests per second of the measured duration.
+    pub requests_per_sec: f64,
+    /// Request duration, from its send to its reply.
     pub latency_ns: LatencyNs,
 }
 
@@ -117,6 +135,31 @@ pub struct StageReport {
     pub missed: u64,
     /// Per operation label, in the workload's order.
     pub ops: Vec<OpReport>,
+    /// Count-based stages only: the count and each worker's batch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<CountReport>,
+}
+
+/// What a count-based stage ran: the stage's own figures are its elapsed
+/// time (`duration_seconds`) and operations; this adds the count and each
+/// worker's time for its batch of operations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CountReport {
+    /// The count the stage ran to (per worker when `per_worker`).
+    pub operations: u64,
+    pub per_worker: bool,
+    /// One entry per worker that ran operations, by worker number.
+    pub workers: Vec<WorkerBatch>,
+}
+
+/// One worker's batch of a count-based stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerBatch {
+    pub worker: u32,
+    /// Operations it ran (after the warm-up).
+    pub operations: u64,
+    /// From its first operation's (intended) start to its last reply.
+    pub seconds: f64,
 }
 
 fn rfc3339(t: DateTime<Utc>) -> String {
@@ -124,8 +167,9 @@ fn rfc3339(t: DateTime<Utc>) -> String {
 }
 
 impl StageReport {
-    /// Builds the report of a stage from its statistics.
-    pub fn build(run: &RunInfo, meta: &StageMeta, stats: &StageStats, op_names: &[&str]) -> Self {
+    /// Builds the report of a stage from its statistics; `ops` are the
+    /// workload's operations, in the order the statistics index them.
+    pub fn build(run: &RunInfo, meta: &StageMeta, stats: &StageStats, ops: &[OpSpec]) -> Self {
         let span = (meta.end - meta.start).to_std().unwrap_or(Duration::ZERO);
         let measured = span.saturating_sub(meta.warmup);
         let secs = measured.as_secs_f64();
@@ -161,22 +205,40 @@ impl StageReport {
                 .map(|&k| (k.as_str().to_owned(), stats.errors_of(k)))
                 .collect(),
             missed: stats.missed(),
-            ops: op_names
+            ops: ops
                 .iter()
                 .enumerate()
-                .filter_map(|(i, name)| {
+                .filter_map(|(i, spec)| {
                     let o = stats.op(i)?;
                     Some(OpReport {
-                        op: (*name).to_owned(),
+                        op: spec.name.to_string(),
                         operations: Counts {
                             ok: o.ok,
                             error: o.error,
                         },
                         ops_per_sec: rate(o.ok),
                         latency_ns: o.latency(),
+                        steps: spec
+                            .steps
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(j, step)| {
+                                let s = stats.step(i, j)?;
+                                Some(StepReport {
+                                    step: step.to_string(),
+                                    requests: Counts {
+                                        ok: s.ok,
+                                        error: s.error,
+                                    },
+                                    requests_per_sec: rate(s.ok),
+                                    latency_ns: s.latency(),
+                                })
+                            })
+                            .collect(),
                     })
                 })
                 .collect(),
+            count: None,
         }
     }
 
@@ -290,7 +352,7 @@ mod tests {
             &run,
             &meta(Duration::from_secs(5), 15),
             &s,
-            &["insert", "find"],
+            &[OpSpec::single("insert"), OpSpec::single("find")],
         );
         assert_eq!(r.duration_seconds, 10.0);
         assert_eq!(r.warmup_seconds, 5.0);
@@ -314,7 +376,12 @@ mod tests {
     fn a_stage_cut_short_in_its_warmup_reports_zero_rates() {
         let s = StageStats::new(1);
         let run = RunInfo::new(None);
-        let r = StageReport::build(&run, &meta(Duration::from_secs(30), 10), &s, &["find"]);
+        let r = StageReport::build(
+            &run,
+            &meta(Duration::from_secs(30), 10),
+            &s,
+            &[OpSpec::single("find")],
+        );
         assert_eq!(r.duration_seconds, 0.0);
         assert_eq!(r.ops_per_sec, 0.0);
         assert_eq!(r.whole_seconds, 0);
@@ -329,7 +396,12 @@ mod tests {
         s.record(0, Duration::ZERO, Duration::from_millis(1), Ok(()));
         let run = RunInfo::new(Some(path.clone()));
         assert_eq!(run.id.len(), "20261129T120000Z-abcd".len());
-        let r = StageReport::build(&run, &meta(Duration::ZERO, 1), &s, &["find"]);
+        let r = StageReport::build(
+            &run,
+            &meta(Duration::ZERO, 1),
+            &s,
+            &[OpSpec::single("find")],
+        );
         append(&path, &r).unwrap();
         append(&path, &r).unwrap();
         let back = read(&path).unwrap();

@@ -1,7 +1,8 @@
 //! The statistics of one stage, pure: counts, per-second completion
 //! buckets for the insert benchmark's ips.75/95/99, and HdrHistograms of
-//! latency (ns, 3 significant digits) overall and per operation. Fed with
-//! plain values; [`StageStats::merge`] joins the parts recorded apart.
+//! latency (ns, 3 significant digits) overall, per operation and per step
+//! (request) of each operation. Fed with plain values;
+//! [`StageStats::merge`] joins the parts recorded apart.
 
 use std::time::Duration;
 
@@ -115,20 +116,49 @@ pub struct StageStats {
     per_second: Vec<u32>,
     all: OpStats,
     ops: Vec<OpStats>,
+    /// Per op, per step: the requests.
+    steps: Vec<Vec<OpStats>>,
     errors: [u64; ErrorKind::ALL.len()],
     missed: u64,
 }
 
 impl StageStats {
-    /// Empty statistics for a workload with `ops` operation labels.
+    /// Empty statistics for a workload with `ops` single-call operations.
     pub fn new(ops: usize) -> StageStats {
+        StageStats::with_steps(&vec![1; ops])
+    }
+
+    /// Empty statistics for a workload whose operation `i` has `steps[i]`
+    /// steps.
+    pub fn with_steps(steps: &[usize]) -> StageStats {
+        let stats = |n: usize| (0..n).map(|_| OpStats::default()).collect::<Vec<_>>();
         StageStats {
             per_second: Vec::new(),
             all: OpStats::default(),
-            ops: (0..ops).map(|_| OpStats::default()).collect(),
+            ops: stats(steps.len()),
+            steps: steps.iter().map(|&n| stats(n)).collect(),
             errors: [0; ErrorKind::ALL.len()],
             missed: 0,
         }
+    }
+
+    /// Records one request of step `step` of operation `op` that took
+    /// `latency` (from its send); out-of-range indexes are ignored.
+    pub fn record_request(
+        &mut self,
+        op: usize,
+        step: usize,
+        latency: Duration,
+        outcome: Result<(), ErrorKind>,
+    ) {
+        if let Some(s) = self.steps.get_mut(op).and_then(|s| s.get_mut(step)) {
+            s.record(latency, outcome.is_ok());
+        }
+    }
+
+    /// One step's requests, by op and step index.
+    pub fn step(&self, op: usize, step: usize) -> Option<&OpStats> {
+        self.steps.get(op)?.get(step)
     }
 
     /// Records one finished operation: `op` indexes the workload's op
@@ -175,6 +205,11 @@ impl StageStats {
         self.all.merge(&other.all);
         for (a, b) in self.ops.iter_mut().zip(&other.ops) {
             a.merge(b);
+        }
+        for (a, b) in self.steps.iter_mut().zip(&other.steps) {
+            for (a, b) in a.iter_mut().zip(b) {
+                a.merge(b);
+            }
         }
         for (a, b) in self.errors.iter_mut().zip(other.errors) {
             *a += b;

@@ -1,8 +1,9 @@
-//! Plain-text tables: one row per stage report, columns aligned, numbers
+//! Plain-text tables: one row per stage report (and, with `--steps`, one
+//! per operation and per step of each), columns aligned, numbers
 //! right-aligned, latency in milliseconds with three significant digits,
 //! ready to paste into a report.
 
-use super::StageReport;
+use super::{LatencyNs, StageReport};
 
 /// The columns of [`stage_table`], in order.
 pub const STAGE_COLUMNS: [&str; 14] = [
@@ -64,6 +65,64 @@ pub fn stage_table(reports: &[StageReport]) -> String {
         })
         .collect();
     render(&STAGE_COLUMNS, &rows, 2)
+}
+
+/// The columns of [`steps_table`], in order.
+pub const STEP_COLUMNS: [&str; 12] = [
+    "workload", "stage", "op", "step", "count", "per s", "p50ms", "p95ms", "p99ms", "p99.9ms",
+    "maxms", "errors",
+];
+
+/// Per stage, one row per scheduled operation (`step` shown as `-`: the
+/// operation's count and response time) followed by one row per step of
+/// it (its requests: count and request duration). Stages of run logs
+/// without steps (mongoload 0.1) show their operations only.
+pub fn steps_table(reports: &[StageReport]) -> String {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let row =
+        |r: &StageReport, op: &str, step: &str, ok: u64, rate: f64, l: &LatencyNs, err: u64| {
+            vec![
+                r.workload.clone(),
+                stage_label(r),
+                op.to_owned(),
+                step.to_owned(),
+                ok.to_string(),
+                format!("{rate:.1}"),
+                ms(l.p50),
+                ms(l.p95),
+                ms(l.p99),
+                ms(l.p999),
+                ms(l.max),
+                err.to_string(),
+            ]
+        };
+    for r in reports {
+        for o in &r.ops {
+            let c = &o.operations;
+            rows.push(row(
+                r,
+                &o.op,
+                "-",
+                c.ok,
+                o.ops_per_sec,
+                &o.latency_ns,
+                c.error,
+            ));
+            for s in &o.steps {
+                let c = &s.requests;
+                rows.push(row(
+                    r,
+                    &o.op,
+                    &s.step,
+                    c.ok,
+                    s.requests_per_sec,
+                    &s.latency_ns,
+                    c.error,
+                ));
+            }
+        }
+    }
+    render(&STEP_COLUMNS, &rows, 4)
 }
 
 /// Aligns `rows` under `header`: the first `left` columns left-aligned
@@ -138,6 +197,7 @@ pub(crate) mod tests {
             errors: [("timeout".to_owned(), 3), ("network".to_owned(), 1)].into(),
             missed: 0,
             ops: Vec::new(),
+            count: None,
         }
     }
 
@@ -149,6 +209,51 @@ pub(crate) mod tests {
         assert_eq!(ms(12_345_678), "12.3");
         assert_eq!(ms(123_456_789), "123");
         assert_eq!(ms(1_234_567_890), "1235");
+    }
+
+    #[test]
+    fn steps_nest_under_their_operation() {
+        use crate::report::{OpReport, StepReport};
+        let mut r = report("sb", "run", 100, 10.0, 9_000_000);
+        let latency = |p99| LatencyNs {
+            p99,
+            ..LatencyNs::default()
+        };
+        r.ops = vec![OpReport {
+            op: "transaction".into(),
+            operations: Counts { ok: 100, error: 2 },
+            ops_per_sec: 10.0,
+            latency_ns: latency(9_000_000),
+            steps: vec![
+                StepReport {
+                    step: "point_select".into(),
+                    requests: Counts { ok: 1020, error: 0 },
+                    requests_per_sec: 102.0,
+                    latency_ns: latency(400_000),
+                },
+                StepReport {
+                    step: "delete".into(),
+                    requests: Counts { ok: 100, error: 2 },
+                    requests_per_sec: 10.0,
+                    latency_ns: latency(1_500_000),
+                },
+            ],
+        }];
+        let t = steps_table(&[r]);
+        let cells: Vec<Vec<&str>> = t.lines().map(|l| l.split_whitespace().collect()).collect();
+        assert_eq!(cells.len(), 4, "{t}");
+        assert_eq!(cells[0][..5], ["workload", "stage", "op", "step", "count"]);
+        assert_eq!(
+            cells[1][..6],
+            ["sb", "run", "transaction", "-", "100", "10.0"]
+        );
+        assert_eq!(cells[1][8], "9.00");
+        assert_eq!(
+            cells[2][..6],
+            ["sb", "run", "transaction", "point_select", "1020", "102.0"]
+        );
+        assert_eq!(cells[3][3..6], ["delete", "100", "10.0"]);
+        assert_eq!(cells[3][11], "2");
     }
 
     #[test]

@@ -14,6 +14,11 @@
 //! Open-loop offsets are computed from the operation's index `i` directly
 //! (`i / rate` for a hold, the inverse of the integral of the rate for a
 //! ramp), never accumulated, so a long stage does not drift.
+//!
+//! A hold may end after a number of operations instead of a duration
+//! ([`Limit`], `operations = N` in the config): in total, or per worker in
+//! closed loop. Its duration is then a cap (default [`COUNT_STAGE_CAP`]),
+//! and the engine moves the rest of the schedule up when it ends sooner.
 
 mod position;
 pub mod window;
@@ -58,6 +63,17 @@ pub enum Shape {
     Steps { levels: Vec<f64>, each: Duration },
 }
 
+/// A count-based stage's end: after this many operations in all, or (in
+/// closed loop) this many per worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    Total(u64),
+    PerWorker(u64),
+}
+
+/// How long a count-based stage may run at most when no `duration` caps it.
+pub const COUNT_STAGE_CAP: Duration = Duration::from_secs(30 * 86_400);
+
 /// Why a stage could not be built. The config layer adds file and key.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StageError {
@@ -77,6 +93,10 @@ pub enum StageError {
     /// A steps shape without levels.
     #[error("steps need at least one level")]
     NoSteps,
+    /// An operation count on a ramp or steps, a zero count, or a
+    /// per-worker count in open loop.
+    #[error("{0}")]
+    BadLimit(&'static str),
     /// A warm-up as long as the stage or longer.
     #[error("warm-up {} must be shorter than the stage ({})", humantime::format_duration(*.warmup), humantime::format_duration(*.duration))]
     WarmupTooLong {
@@ -97,6 +117,8 @@ pub struct Stage {
     step_bases: Vec<u64>,
     /// The start of the stage left out of its report (see [`Stage::with_warmup`]).
     warmup: Duration,
+    /// Count-based: the stage ends after this many operations.
+    limit: Option<Limit>,
 }
 
 impl Stage {
@@ -165,6 +187,7 @@ impl Stage {
             duration,
             step_bases: Vec::new(),
             warmup: Duration::ZERO,
+            limit: None,
         };
         if let (Mode::Rate, Shape::Steps { levels, each }) = (mode, &stage.shape) {
             let mut bases = Vec::with_capacity(levels.len() + 1);
@@ -239,6 +262,46 @@ impl Stage {
     /// The warm-up declared with [`Stage::with_warmup`] (zero if none).
     pub fn warmup(&self) -> Duration {
         self.warmup
+    }
+
+    /// Makes the stage count-based: it ends after `limit` operations, its
+    /// duration being the longest it may take. Only holds; per worker only
+    /// in closed loop.
+    pub fn with_limit(mut self, limit: Limit) -> Result<Stage, StageError> {
+        if !matches!(self.shape, Shape::Hold(_)) {
+            return Err(StageError::BadLimit(
+                "an operation count needs a constant level (not a ramp or steps)",
+            ));
+        }
+        match limit {
+            Limit::Total(0) | Limit::PerWorker(0) => {
+                return Err(StageError::BadLimit("must be at least 1"))
+            }
+            Limit::PerWorker(_) if self.mode == Mode::Rate => {
+                return Err(StageError::BadLimit(
+                    "per_worker needs concurrency (closed loop): a rate is shared by all workers",
+                ))
+            }
+            _ => {}
+        }
+        self.limit = Some(limit);
+        Ok(self)
+    }
+
+    /// The operation count that ends the stage, if count-based.
+    pub fn limit(&self) -> Option<Limit> {
+        self.limit
+    }
+
+    /// A count-based stage's operations in all: the total, or the count
+    /// per worker × the stage's workers. `None` for a timed stage.
+    pub fn operations_target(&self) -> Option<u64> {
+        match self.limit? {
+            Limit::Total(n) => Some(n),
+            Limit::PerWorker(n) => {
+                Some(n.saturating_mul(u64::from(self.concurrency_at(Duration::ZERO))))
+            }
+        }
     }
 
     /// The level (ops/s or workers, unrounded) at `elapsed` into the stage,
@@ -397,9 +460,27 @@ impl Stage {
                 each: *each,
             },
         };
-        Stage::new(self.name.clone(), self.mode, shape, self.duration)
+        let stage = Stage::new(self.name.clone(), self.mode, shape, self.duration)
             .and_then(|s| s.with_warmup(self.warmup))
-            .ok()
+            .ok()?;
+        Some(stage.limited_like(self))
+    }
+
+    /// This stage with `other`'s operation count, if any: runtime control
+    /// changes the level of a count-based stage, not how many operations
+    /// it runs (a per-worker count under a rate override becomes the same
+    /// total).
+    pub fn limited_like(self, other: &Stage) -> Stage {
+        let Some(limit) = other.limit else {
+            return self;
+        };
+        let limit = match (limit, self.mode) {
+            (Limit::PerWorker(_), Mode::Rate) => {
+                Limit::Total(other.operations_target().unwrap_or(1).max(1))
+            }
+            (l, _) => l,
+        };
+        self.clone().with_limit(limit).unwrap_or(self)
     }
 
     /// Open loop: the number of operations in the whole stage.
@@ -491,8 +572,18 @@ impl fmt::Display for Stage {
             }
         };
         write!(f, "{}: {what} {level}", self.name)?;
-        if !f.alternate() {
-            write!(f, " for {}", humantime::format_duration(self.duration))?;
+        match (self.limit, f.alternate()) {
+            (Some(Limit::Total(n)), _) => write!(f, " for {n} operations")?,
+            (Some(Limit::PerWorker(n)), _) => write!(f, " for {n} operations per worker")?,
+            (None, false) => write!(f, " for {}", humantime::format_duration(self.duration))?,
+            (None, true) => {}
+        }
+        if self.limit.is_some() && !f.alternate() {
+            write!(
+                f,
+                " (at most {})",
+                humantime::format_duration(self.duration)
+            )?;
         }
         if !self.warmup.is_zero() {
             write!(f, " (warm-up {})", humantime::format_duration(self.warmup))?;
@@ -1034,6 +1125,44 @@ mod tests {
         assert_eq!(s.first_ticket_at(secs(2.5)), 2500);
         assert_eq!(s.first_ticket_at(secs(2.5005)), 2501);
         assert_eq!(s.first_ticket_at(secs(20.0)), s.total_ops());
+    }
+
+    #[test]
+    fn a_count_based_stage_keeps_its_count_when_scaled_or_overridden() {
+        let s = Stage::concurrency("c", 4, secs(60.0))
+            .unwrap()
+            .with_limit(Limit::PerWorker(100))
+            .unwrap();
+        assert_eq!(s.operations_target(), Some(400));
+        assert_eq!(
+            s.to_string(),
+            "c: concurrency 4 workers for 100 operations per worker (at most 1m)"
+        );
+        let doubled = s.scaled(2.0).unwrap();
+        assert_eq!(doubled.limit(), Some(Limit::PerWorker(100)));
+        assert_eq!(doubled.operations_target(), Some(800));
+        // A rate override of a per-worker count runs the same operations.
+        let over = Stage::rate("c", 50.0, secs(60.0)).unwrap().limited_like(&s);
+        assert_eq!(over.limit(), Some(Limit::Total(400)));
+        let timed = Stage::rate("t", 5.0, secs(1.0)).unwrap();
+        assert_eq!(timed.clone().limited_like(&timed).limit(), None);
+        // Only holds; per worker only in closed loop; never 0.
+        let ramp = Stage::new(
+            "r",
+            Mode::Rate,
+            Shape::Ramp { from: 1.0, to: 2.0 },
+            secs(1.0),
+        )
+        .unwrap();
+        assert!(ramp.with_limit(Limit::Total(5)).is_err());
+        assert!(Stage::rate("r", 5.0, secs(1.0))
+            .unwrap()
+            .with_limit(Limit::PerWorker(5))
+            .is_err());
+        assert!(Stage::rate("r", 5.0, secs(1.0))
+            .unwrap()
+            .with_limit(Limit::Total(0))
+            .is_err());
     }
 
     #[test]

@@ -156,6 +156,16 @@ pub fn execute(shared: &Shared, connection_id: i64, cmd: Document) -> Document {
     if let Some(counter) = counter {
         counter.fetch_add(1, AtomicOrdering::Relaxed);
     }
+    // The simulator is a standalone, and a standalone refuses any command
+    // of a multi-document transaction with this error.
+    if cmd.contains_key("autocommit") {
+        return CmdError::new(
+            20,
+            "IllegalOperation",
+            "Transaction numbers are only allowed on a replica set member or mongos",
+        )
+        .to_doc();
+    }
     let result = match name.as_str() {
         "hello" => Ok(hello(connection_id, false)),
         "isMaster" | "ismaster" => Ok(hello(connection_id, true)),

@@ -195,8 +195,11 @@ async fn serve(
     };
     loop {
         let got = tokio::select! {
-            r = read_frame(&mut reader, &mut frame) => r?,
+            // A connection told to close reads no further request, even
+            // one already waiting in the socket.
+            biased;
             _ = &mut closed => return Err(reason()),
+            r = read_frame(&mut reader, &mut frame) => r?,
         };
         if !got {
             return Ok(());

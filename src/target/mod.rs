@@ -1,17 +1,20 @@
 //! The MongoDB side: building the driver client from the config, running
-//! a workload's prepare steps, executing generated operations, and
-//! classifying errors. Everything here goes through the official driver and
-//! needs only `readWrite` on the configured database.
+//! a workload's prepare steps, executing requests (single driver calls,
+//! optionally in a session's transaction), and classifying errors.
+//! Everything here goes through the official driver and needs only
+//! `readWrite` on the configured database. Operations of several requests
+//! are the engine's business: this layer never sees one.
 
 pub mod errors;
 
+use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::{ClientOptions, IndexOptions};
-use mongodb::{Client, Collection, Database, IndexModel};
+use mongodb::{Client, ClientSession, Collection, Database, IndexModel};
 
 use crate::workload::{Action, PrepareStep, Workload};
 
@@ -26,7 +29,7 @@ pub struct Target {
     operation_timeout: Duration,
 }
 
-/// What an operation returned: documents written or returned.
+/// What a request returned: documents written or returned.
 pub type Outcome = Result<u64, mongodb::error::Error>;
 
 impl Target {
@@ -47,12 +50,44 @@ impl Target {
         &self.db
     }
 
-    /// Executes one operation, bounded by the operation timeout. A timeout
+    /// Executes one request, bounded by the operation timeout. A timeout
     /// is reported as an I/O `TimedOut` error so it is classified `timeout`.
     /// Takes the action by value: its documents move into the driver call
-    /// instead of being cloned on every operation.
+    /// instead of being cloned on every request.
     pub async fn execute(&self, action: Action) -> Outcome {
-        self.bounded(self.execute_unbounded(action)).await
+        self.bounded(self.execute_unbounded(action, None)).await
+    }
+
+    /// Executes one request inside `session`'s transaction, bounded by the
+    /// operation timeout.
+    pub async fn execute_in(&self, action: Action, session: &mut ClientSession) -> Outcome {
+        self.bounded(self.execute_unbounded(action, Some(session)))
+            .await
+    }
+
+    /// A session with a transaction started (the first request sends
+    /// `startTransaction`).
+    pub async fn start_transaction(&self) -> Result<ClientSession, mongodb::error::Error> {
+        self.bounded(async {
+            let mut session = self.db.client().start_session().await?;
+            session.start_transaction().await?;
+            Ok(session)
+        })
+        .await
+    }
+
+    /// Commits `session`'s transaction.
+    pub async fn commit(&self, session: &mut ClientSession) -> Result<(), mongodb::error::Error> {
+        self.bounded(session.commit_transaction().into_future())
+            .await
+    }
+
+    /// Aborts `session`'s transaction (errors ignored: the server aborts an
+    /// abandoned transaction by itself).
+    pub async fn abort(&self, session: &mut ClientSession) {
+        let _ = self
+            .bounded(session.abort_transaction().into_future())
+            .await;
     }
 
     /// Runs one driver call under the operation timeout; running out of
@@ -69,19 +104,32 @@ impl Target {
         }
     }
 
-    async fn execute_unbounded(&self, action: Action) -> Outcome {
+    async fn execute_unbounded(
+        &self,
+        action: Action,
+        mut session: Option<&mut ClientSession>,
+    ) -> Outcome {
+        use mongodb::action::Action as _;
         let c = &self.collections;
+        // Each call joins the session's transaction when there is one.
+        macro_rules! in_session {
+            ($call:expr) => {
+                $call
+                    .optional(session.as_deref_mut(), |a, s| a.session(s))
+                    .await
+            };
+        }
         match action {
             Action::InsertOne { collection, doc } => {
-                c[collection].insert_one(doc).await?;
+                in_session!(c[collection].insert_one(doc))?;
                 Ok(1)
             }
             Action::InsertMany { collection, docs } => {
-                let r = c[collection].insert_many(docs).await?;
+                let r = in_session!(c[collection].insert_many(docs))?;
                 Ok(r.inserted_ids.len() as u64)
             }
             Action::FindOne { collection, filter } => {
-                Ok(c[collection].find_one(filter).await?.map_or(0, |_| 1))
+                Ok(in_session!(c[collection].find_one(filter))?.map_or(0, |_| 1))
             }
             Action::Find {
                 collection,
@@ -90,17 +138,25 @@ impl Target {
                 limit,
                 projection,
             } => {
-                let mut find = c[collection].find(filter).limit(limit);
-                if let Some(sort) = sort {
-                    find = find.sort(sort);
-                }
-                if let Some(projection) = projection {
-                    find = find.projection(projection);
-                }
-                let mut cursor = find.await?;
+                let find = c[collection]
+                    .find(filter)
+                    .limit(limit)
+                    .optional(sort, |f, s| f.sort(s))
+                    .optional(projection, |f, p| f.projection(p));
                 let mut n = 0;
-                while cursor.advance().await? {
-                    n += 1;
+                match session {
+                    None => {
+                        let mut cursor = find.await?;
+                        while cursor.advance().await? {
+                            n += 1;
+                        }
+                    }
+                    Some(session) => {
+                        let mut cursor = find.session(&mut *session).await?;
+                        while cursor.advance(&mut *session).await? {
+                            n += 1;
+                        }
+                    }
                 }
                 Ok(n)
             }
@@ -109,7 +165,7 @@ impl Target {
                 filter,
                 update,
             } => {
-                let r = c[collection].update_one(filter, update).await?;
+                let r = in_session!(c[collection].update_one(filter, update))?;
                 Ok(r.modified_count + u64::from(r.upserted_id.is_some()))
             }
             Action::UpdateMany {
@@ -117,7 +173,7 @@ impl Target {
                 filter,
                 update,
             } => {
-                let r = c[collection].update_many(filter, update).await?;
+                let r = in_session!(c[collection].update_many(filter, update))?;
                 Ok(r.modified_count + u64::from(r.upserted_id.is_some()))
             }
             Action::ReplaceOne {
@@ -125,39 +181,45 @@ impl Target {
                 filter,
                 replacement,
             } => {
-                let r = c[collection].replace_one(filter, replacement).await?;
+                let r = in_session!(c[collection].replace_one(filter, replacement))?;
                 Ok(r.modified_count + u64::from(r.upserted_id.is_some()))
             }
             Action::DeleteOne { collection, filter } => {
-                Ok(c[collection].delete_one(filter).await?.deleted_count)
+                Ok(in_session!(c[collection].delete_one(filter))?.deleted_count)
             }
             Action::DeleteMany { collection, filter } => {
-                Ok(c[collection].delete_many(filter).await?.deleted_count)
+                Ok(in_session!(c[collection].delete_many(filter))?.deleted_count)
             }
             Action::Aggregate {
                 collection,
                 pipeline,
             } => {
-                let docs: Vec<Document> = c[collection]
-                    .aggregate(pipeline)
-                    .await?
-                    .try_collect()
-                    .await?;
-                Ok(docs.len() as u64)
+                let agg = c[collection].aggregate(pipeline);
+                let n = match session {
+                    None => {
+                        let docs: Vec<Document> = agg.await?.try_collect().await?;
+                        docs.len() as u64
+                    }
+                    Some(session) => {
+                        let mut cursor = agg.session(&mut *session).await?;
+                        let mut n = 0;
+                        while cursor.advance(&mut *session).await? {
+                            n += 1;
+                        }
+                        n
+                    }
+                };
+                Ok(n)
             }
             Action::Count { collection, filter } => {
-                c[collection].count_documents(filter).await?;
+                in_session!(c[collection].count_documents(filter))?;
                 Ok(1)
             }
-            // The engine runs sequences step by step, to count each step.
-            Action::Sequence(_) => Err(mongodb::error::Error::custom(
-                "an operation sequence must be run step by step by the engine",
-            )),
             Action::Distinct {
                 collection,
                 field,
                 filter,
-            } => Ok(c[collection].distinct(field, filter).await?.len() as u64),
+            } => Ok(in_session!(c[collection].distinct(field, filter))?.len() as u64),
         }
     }
 

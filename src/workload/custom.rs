@@ -29,7 +29,9 @@ use rand::Rng;
 use serde_json::Value;
 
 use super::gen::{document_rng, worker_rng, KeyDist, KeyGen, PadPool};
-use super::{bson_len, Action, Op, OpSource, PrepareStep, WeightedPick, Workload};
+use super::{
+    bounded_insert, bson_len, Action, Op, OpSource, OpSpec, PrepareStep, WeightedPick, Workload,
+};
 use crate::config::{CustomConfig, CustomOpKind};
 
 const COLL: usize = 0;
@@ -638,85 +640,56 @@ impl Shared {
 pub struct Custom {
     shared: Arc<Shared>,
     collections: Vec<String>,
-    op_names: Vec<&'static str>,
+    specs: Vec<OpSpec>,
     ops: Vec<CompiledOp>,
     pick: WeightedPick,
     document: Template,
     indexes: Vec<(Document, bool, Option<String>)>,
     initial_docs: u64,
     load_batch: usize,
-    /// With a bound: the op indexes of the evicting delete and of each
-    /// insert's insert+delete pair (parallel to `ops`).
-    bound_ops: Option<(usize, Vec<usize>)>,
 }
 
-/// The label of the delete that keeps a bounded collection at `max_docs`.
-pub const EVICT_OP: &str = "evict";
-
 impl Custom {
-    /// Compiles the operations and templates of a custom workload. The
-    /// `op` labels of a workload are `'static`: they are leaked once per
-    /// build (a few bytes per operation, at start-up).
+    /// Compiles the operations and templates of a custom workload. With a
+    /// bound, every insert evicts the oldest document as its second step
+    /// (step label `evict`), under the insert's own `op` label.
     pub fn new(cfg: &CustomConfig, seed: u64) -> Result<Custom, TemplateError> {
         let (ops, document, indexes) = compile(cfg)?;
         let weights: Vec<f64> = cfg.operations.iter().map(|o| o.weight).collect();
         let Some(pick) = WeightedPick::new(&weights) else {
             return err("operations", "the operation weights sum to zero");
         };
-        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
-        let mut op_names: Vec<&'static str> = cfg
+        let bounded = cfg.max_docs > 0 && ops.iter().any(|o| matches!(o, CompiledOp::Insert(_)));
+        let specs = cfg
             .operations
             .iter()
-            .map(|o| leak(o.label().to_string()))
+            .map(|o| match o.op {
+                CustomOpKind::Insert => OpSpec::insert(o.label(), bounded),
+                _ => OpSpec::single(o.label()),
+            })
             .collect();
-        let bound_ops =
-            if cfg.max_docs > 0 && ops.iter().any(|o| matches!(o, CompiledOp::Insert(_))) {
-                let evict = op_names.len();
-                op_names.push(EVICT_OP);
-                let pairs = cfg
-                    .operations
-                    .iter()
-                    .map(|o| {
-                        if o.op == CustomOpKind::Insert {
-                            op_names.push(leak(format!("{}_{EVICT_OP}", o.label())));
-                            op_names.len() - 1
-                        } else {
-                            usize::MAX
-                        }
-                    })
-                    .collect();
-                Some((evict, pairs))
-            } else {
-                None
-            };
-        for (i, n) in op_names.iter().enumerate() {
-            if op_names[..i].contains(n) {
-                return err("operations", format!("op label {n:?} is used twice (\"{EVICT_OP}\" and \"<insert>_{EVICT_OP}\" are taken with max_docs)"));
-            }
-        }
         Ok(Custom {
             shared: Arc::new(Shared {
                 pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
                 doc_size: cfg.doc_size.map(|s| s.bytes() as usize),
                 max_docs: cfg.max_docs,
-                bounded: bound_ops.is_some(),
+                bounded,
                 next_id: Arc::new(AtomicU64::new(cfg.initial_docs)),
                 seed,
             }),
             collections: vec![cfg.collection.clone()],
-            op_names,
+            specs,
             ops,
             pick,
             document,
             indexes,
             initial_docs: cfg.initial_docs,
             load_batch: cfg.load_batch.max(1),
-            bound_ops,
         })
     }
 
-    /// Checks what [`Custom::new`] would build, without building it (no
-    /// labels leaked): for config validation.
+    /// Checks what [`Custom::new`] would build, without building it: for
+    /// config validation.
     pub fn check(cfg: &CustomConfig) -> Result<(), TemplateError> {
         compile(cfg).map(|_| ())
     }
@@ -757,8 +730,8 @@ impl Workload for Custom {
         "custom"
     }
 
-    fn op_names(&self) -> &[&'static str] {
-        &self.op_names
+    fn ops(&self) -> &[OpSpec] {
+        &self.specs
     }
 
     fn collections(&self) -> &[String] {
@@ -802,7 +775,6 @@ impl Workload for Custom {
             shared: Arc::clone(&self.shared),
             ops: self.ops.clone(),
             pick: self.pick.clone(),
-            bound_ops: self.bound_ops.clone(),
             rng: worker_rng(seed, worker_id),
         })
     }
@@ -812,7 +784,6 @@ struct Source {
     shared: Arc<Shared>,
     ops: Vec<CompiledOp>,
     pick: WeightedPick,
-    bound_ops: Option<(usize, Vec<usize>)>,
     rng: SmallRng,
 }
 
@@ -836,24 +807,11 @@ impl OpSource for Source {
                     collection: COLL,
                     doc: s.document(t, ctx.rng, id),
                 };
-                match &self.bound_ops {
-                    Some((evict, pairs)) if id >= s.max_docs => {
-                        return Op {
-                            op: pairs[op],
-                            action: Action::Sequence(vec![
-                                Op { op, action: insert },
-                                Op {
-                                    op: *evict,
-                                    action: Action::DeleteOne {
-                                        collection: COLL,
-                                        filter: doc! { "_id": (id - s.max_docs) as i64 },
-                                    },
-                                },
-                            ]),
-                        }
-                    }
-                    _ => insert,
-                }
+                let evict = (s.bounded && id >= s.max_docs).then(|| Action::DeleteOne {
+                    collection: COLL,
+                    filter: doc! { "_id": (id - s.max_docs) as i64 },
+                });
+                return bounded_insert(op, insert, evict);
             }
             CompiledOp::Find {
                 filter,
@@ -915,7 +873,7 @@ impl OpSource for Source {
                 filter: filter.eval_doc(&mut ctx),
             },
         };
-        Op { op, action }
+        Op::one(op, action)
     }
 }
 
@@ -1141,7 +1099,7 @@ mod tests {
         for _ in 0..6000 {
             let o = src.next_op();
             counts[o.op] += 1;
-            match o.action {
+            match o.into_action().unwrap() {
                 Action::InsertOne { doc, .. } => {
                     assert_eq!(bson_len(&doc), 1000);
                     assert!(doc.get_i64("_id").unwrap() >= 10);
@@ -1176,7 +1134,8 @@ mod tests {
             ..CustomConfig::default()
         };
         let w = Custom::new(&cfg, 1).unwrap();
-        assert_eq!(w.op_names(), ["insert", "evict", "insert_evict"]);
+        assert_eq!(w.op_names(), ["insert"]);
+        assert_eq!(w.ops()[0].steps, [Arc::from("insert"), Arc::from("evict")]);
         // Reads of existing _ids stay within the window of kept documents.
         let cfg_reads = CustomConfig {
             operations: vec![op(CustomOpKind::Insert), {
@@ -1190,7 +1149,7 @@ mod tests {
         let mut reads = r.worker(0, 1);
         for _ in 0..400 {
             let o = reads.next_op();
-            if let Action::Find { filter, .. } = o.action {
+            if let Some(Action::Find { filter, .. }) = o.action() {
                 let id = filter.get_i64("_id").unwrap() as u64;
                 let docs = r.shared.next_id.load(Ordering::Relaxed);
                 assert!(
@@ -1201,10 +1160,9 @@ mod tests {
         }
         let mut src = w.worker(0, 1);
         let o = src.next_op();
-        assert_eq!(o.op, 2);
-        let Action::Sequence(steps) = o.action else {
-            panic!()
-        };
+        assert_eq!(o.op, 0);
+        let steps = o.requests();
+        assert_eq!(steps[1].step, 1);
         assert!(
             matches!(&steps[1].action, Action::DeleteOne { filter, .. } if filter == &doc! {"_id": 0i64})
         );

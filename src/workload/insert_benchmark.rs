@@ -25,14 +25,12 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 
 use super::gen::{document_rng, worker_rng, PadPool};
-use super::{Action, Op, OpSource, PrepareStep, Workload};
+use super::{bounded_insert, Action, Op, OpSource, OpSpec, PrepareStep, Workload};
 use crate::config::InsertBenchmarkConfig;
 
 const COLL: usize = 0;
 const INSERT: usize = 0;
 const QUERY: usize = 1;
-const DELETE: usize = 2;
-const INSERT_DELETE: usize = 3;
 
 /// Loaded documents get `dateandtime` = this instant + `_id` milliseconds
 /// (2026-01-01T00:00:00Z), so a load is deterministic; run-time inserts
@@ -83,7 +81,7 @@ impl Shared {
 pub struct InsertBenchmark {
     shared: Arc<Shared>,
     collections: Vec<String>,
-    op_names: Vec<&'static str>,
+    ops: Vec<OpSpec>,
 }
 
 impl InsertBenchmark {
@@ -93,10 +91,10 @@ impl InsertBenchmark {
         {
             return Err("batch_size, customers, products and cashregisters must be ≥ 1".into());
         }
-        let mut op_names = vec!["insert", "query"];
-        if cfg.max_docs > 0 {
-            op_names.extend(["delete", "insert_delete"]);
-        }
+        let ops = vec![
+            OpSpec::insert("insert", cfg.max_docs > 0),
+            OpSpec::single("query"),
+        ];
         Ok(InsertBenchmark {
             shared: Arc::new(Shared {
                 pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
@@ -105,7 +103,7 @@ impl InsertBenchmark {
                 seed,
             }),
             collections: vec![cfg.collection.clone()],
-            op_names,
+            ops,
         })
     }
 
@@ -120,8 +118,8 @@ impl Workload for InsertBenchmark {
         "insert-benchmark"
     }
 
-    fn op_names(&self) -> &[&'static str] {
-        &self.op_names
+    fn ops(&self) -> &[OpSpec] {
+        &self.ops
     }
 
     fn collections(&self) -> &[String] {
@@ -240,41 +238,21 @@ impl Source {
         };
         let max = s.cfg.max_docs;
         let end = first + n;
-        if max == 0 || end <= max {
-            return Op {
-                op: INSERT,
-                action: insert,
-            };
-        }
-        Op {
-            op: INSERT_DELETE,
-            action: Action::Sequence(vec![
-                Op {
-                    op: INSERT,
-                    action: insert,
-                },
-                Op {
-                    op: DELETE,
-                    action: Action::DeleteMany {
-                        collection: COLL,
-                        filter: doc! { "_id": {
-                            "$gte": first.saturating_sub(max) as i64,
-                            "$lt": (end - max) as i64,
-                        } },
-                    },
-                },
-            ]),
-        }
+        let evict = (max > 0 && end > max).then(|| Action::DeleteMany {
+            collection: COLL,
+            filter: doc! { "_id": {
+                "$gte": first.saturating_sub(max) as i64,
+                "$lt": (end - max) as i64,
+            } },
+        });
+        bounded_insert(INSERT, insert, evict)
     }
 }
 
 impl OpSource for Source {
     fn next_op(&mut self) -> Op {
         if self.querier && self.may_query() {
-            return Op {
-                op: QUERY,
-                action: self.query(),
-            };
+            return Op::one(QUERY, self.query());
         }
         self.insert()
     }
@@ -300,7 +278,7 @@ mod tests {
         for i in 0..20 {
             let op = if i % 2 == 0 { a.next_op() } else { b.next_op() };
             assert_eq!(op.op, INSERT);
-            let Action::InsertMany { docs, .. } = op.action else {
+            let Some(Action::InsertMany { docs, .. }) = op.into_action() else {
                 panic!()
             };
             assert_eq!(docs.len(), 100);
@@ -357,12 +335,12 @@ mod tests {
         for _ in 0..3 {
             let op = q.next_op();
             assert_eq!(op.op, QUERY);
-            let Action::Find {
+            let Some(Action::Find {
                 sort,
                 limit,
                 projection,
                 ..
-            } = op.action
+            }) = op.into_action()
             else {
                 panic!()
             };
@@ -387,20 +365,22 @@ mod tests {
     }
 
     #[test]
-    fn a_bound_deletes_the_oldest_batch() {
+    fn a_bound_evicts_the_oldest_batch_in_the_same_insert() {
         let c = InsertBenchmarkConfig {
             initial_docs: 1000,
             max_docs: 1000,
             ..InsertBenchmarkConfig::default()
         };
         let w = InsertBenchmark::new(&c, 1).unwrap();
+        assert_eq!(w.op_names(), ["insert", "query"]);
+        assert_eq!(&*w.ops()[0].steps[1], "evict");
         let mut src = w.worker(0, 1);
         for batch in 0..5i64 {
             let op = src.next_op();
-            assert_eq!(op.op, INSERT_DELETE);
-            let Action::Sequence(steps) = op.action else {
-                panic!()
-            };
+            assert_eq!(op.op, INSERT);
+            let steps = op.requests();
+            assert_eq!((steps[0].step, steps[1].step), (0, 1));
+            assert!(matches!(steps[0].action, Action::InsertMany { .. }));
             let Action::DeleteMany { filter, .. } = &steps[1].action else {
                 panic!()
             };

@@ -18,14 +18,12 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 
 use super::gen::{document_rng, worker_rng, PadPool};
-use super::{bson_len, Action, Op, OpSource, PrepareStep, Workload};
+use super::{bounded_insert, bson_len, Action, Op, OpSource, OpSpec, PrepareStep, Workload};
 use crate::config::LargeDocConfig;
 
 const COLL: usize = 0;
 const INSERT: usize = 0;
 const QUERY: usize = 1;
-const DELETE: usize = 2;
-const INSERT_DELETE: usize = 3;
 
 #[derive(Debug)]
 struct Shared {
@@ -47,7 +45,7 @@ impl Shared {
 pub struct LargeDoc {
     shared: Arc<Shared>,
     collections: Vec<String>,
-    op_names: Vec<&'static str>,
+    ops: Vec<OpSpec>,
     inserters: u32,
     queriers: u32,
     initial_docs: u64,
@@ -77,10 +75,10 @@ impl LargeDoc {
         if cfg.insert_workers + cfg.query_workers == 0 {
             return Err("insert_workers and query_workers are both 0".into());
         }
-        let mut op_names = vec!["insert", "query"];
-        if cfg.max_docs > 0 {
-            op_names.extend(["delete", "insert_delete"]);
-        }
+        let ops = vec![
+            OpSpec::insert("insert", cfg.max_docs > 0),
+            OpSpec::single("query"),
+        ];
         Ok(LargeDoc {
             shared: Arc::new(Shared {
                 pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
@@ -90,7 +88,7 @@ impl LargeDoc {
                 seed,
             }),
             collections: vec![cfg.collection.clone()],
-            op_names,
+            ops,
             inserters: cfg.insert_workers,
             queriers: cfg.query_workers,
             initial_docs: cfg.initial_docs,
@@ -104,8 +102,8 @@ impl Workload for LargeDoc {
         "large-doc"
     }
 
-    fn op_names(&self) -> &[&'static str] {
-        &self.op_names
+    fn ops(&self) -> &[OpSpec] {
+        &self.ops
     }
 
     fn collections(&self) -> &[String] {
@@ -155,28 +153,11 @@ impl OpSource for Source {
                 collection: COLL,
                 doc: s.document(&mut self.rng, id),
             };
-            if s.max_docs > 0 && id >= s.max_docs {
-                return Op {
-                    op: INSERT_DELETE,
-                    action: Action::Sequence(vec![
-                        Op {
-                            op: INSERT,
-                            action: insert,
-                        },
-                        Op {
-                            op: DELETE,
-                            action: Action::DeleteOne {
-                                collection: COLL,
-                                filter: doc! { "_id": (id - s.max_docs) as i64 },
-                            },
-                        },
-                    ]),
-                };
-            }
-            return Op {
-                op: INSERT,
-                action: insert,
-            };
+            let evict = (s.max_docs > 0 && id >= s.max_docs).then(|| Action::DeleteOne {
+                collection: COLL,
+                filter: doc! { "_id": (id - s.max_docs) as i64 },
+            });
+            return bounded_insert(INSERT, insert, evict);
         }
         let top = s.next_id.load(Ordering::Relaxed).max(1);
         let low = if s.max_docs > 0 {
@@ -184,13 +165,13 @@ impl OpSource for Source {
         } else {
             0
         };
-        Op {
-            op: QUERY,
-            action: Action::FindOne {
+        Op::one(
+            QUERY,
+            Action::FindOne {
                 collection: COLL,
                 filter: doc! { "_id": self.rng.random_range(low..top) as i64 },
             },
-        }
+        )
     }
 }
 
@@ -221,13 +202,13 @@ mod tests {
         let mut inserter = w.worker(1, 1);
         let mut querier = w.worker(0, 1);
         for _ in 0..5 {
-            let Action::InsertOne { doc, .. } = inserter.next_op().action else {
+            let Action::InsertOne { doc, .. } = inserter.next_op().into_action().unwrap() else {
                 panic!()
             };
             assert_eq!(bson_len(&doc), 10 * 1024);
         }
         for _ in 0..500 {
-            let Action::FindOne { filter, .. } = querier.next_op().action else {
+            let Action::FindOne { filter, .. } = querier.next_op().into_action().unwrap() else {
                 panic!()
             };
             assert!((0..55).contains(&filter.get_i64("_id").unwrap()));
@@ -255,11 +236,13 @@ mod tests {
         let mut inserter = w.worker(1, 1);
         for _ in 0..300 {
             let op = inserter.next_op();
-            assert_eq!(op.op, INSERT_DELETE);
+            // The label stays insert; the eviction is its second step.
+            assert_eq!(op.op, INSERT);
+            assert_eq!(op.requests()[1].step, 1);
         }
         let mut querier = w.worker(0, 1);
         for _ in 0..300 {
-            let Action::FindOne { filter, .. } = querier.next_op().action else {
+            let Action::FindOne { filter, .. } = querier.next_op().into_action().unwrap() else {
                 panic!()
             };
             assert!((300..400).contains(&filter.get_i64("_id").unwrap()));

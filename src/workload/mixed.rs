@@ -18,7 +18,7 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 
 use super::gen::{document_rng, worker_rng, PadPool};
-use super::{Action, Op, OpSource, PrepareStep, Workload};
+use super::{Action, Op, OpSource, OpSpec, PrepareStep, Workload};
 use crate::config::MixedConfig;
 
 /// The collection index of the single collection.
@@ -71,8 +71,8 @@ impl Shared {
 pub struct Mixed {
     shared: Arc<Shared>,
     collections: Vec<String>,
-    op_names: Vec<&'static str>,
-    /// Kinds with a positive weight, parallel to `op_names`.
+    ops: Vec<OpSpec>,
+    /// Kinds with a positive weight, parallel to `ops`.
     kinds: Vec<Kind>,
     /// Cumulative thresholds over `u32` draws, parallel to `kinds`.
     thresholds: Vec<u64>,
@@ -103,14 +103,14 @@ impl Mixed {
             return Err(format!("doc_size {size} is below the {over}-byte minimum"));
         }
         let mut kinds = Vec::new();
-        let mut op_names = Vec::new();
+        let mut ops = Vec::new();
         let mut thresholds = Vec::new();
         let mut acc = 0.0;
         for ((name, w), kind) in weights.iter().zip(KINDS) {
             if *w > 0.0 {
                 acc += w;
                 kinds.push(kind);
-                op_names.push(*name);
+                ops.push(OpSpec::single(name));
                 thresholds.push(((acc / sum) * (1u64 << 32) as f64) as u64);
             }
         }
@@ -127,7 +127,7 @@ impl Mixed {
                 seed,
             }),
             collections: vec![cfg.collection.clone()],
-            op_names,
+            ops,
             kinds,
             thresholds,
             initial_docs: cfg.initial_docs,
@@ -146,8 +146,8 @@ impl Workload for Mixed {
         "mixed"
     }
 
-    fn op_names(&self) -> &[&'static str] {
-        &self.op_names
+    fn ops(&self) -> &[OpSpec] {
+        &self.ops
     }
 
     fn collections(&self) -> &[String] {
@@ -256,7 +256,7 @@ impl OpSource for MixedSource {
                 }
             }
         };
-        Op { op, action }
+        Op::one(op, action)
     }
 }
 
@@ -291,13 +291,13 @@ mod tests {
             counts[op.op] += 1;
             // The action matches its label.
             let ok = matches!(
-                (op.op, &op.action),
-                (0, Action::InsertOne { .. })
-                    | (1, Action::UpdateOne { .. })
-                    | (2, Action::DeleteOne { .. })
-                    | (3, Action::FindOne { .. })
+                (op.op, op.action()),
+                (0, Some(Action::InsertOne { .. }))
+                    | (1, Some(Action::UpdateOne { .. }))
+                    | (2, Some(Action::DeleteOne { .. }))
+                    | (3, Some(Action::FindOne { .. }))
             );
-            assert!(ok, "op {} with {:?}", op.op, op.action);
+            assert!(ok, "op {} with {:?}", op.op, op.body);
         }
         for (c, expect) in counts.iter().zip([6.5, 3.0, 3.0, 87.5]) {
             let share = *c as f64 / draws as f64 * 100.0;
@@ -325,20 +325,15 @@ mod tests {
         let mut src = w.worker(3, 1);
         let mut by_k = 0;
         for _ in 0..1000 {
-            match src.next_op() {
-                Op {
-                    op: 1,
-                    action: Action::FindOne { filter, .. },
-                } => {
+            let o = src.next_op();
+            match (o.op, o.action()) {
+                (1, Some(Action::FindOne { filter, .. })) => {
                     let k = filter.get_i64("k").unwrap();
                     assert!((0..1000).contains(&k));
                     by_k += 1;
                 }
-                Op {
-                    op: 0,
-                    action: Action::FindOne { filter, .. },
-                } => assert!(filter.get_i64("_id").is_ok()),
-                other => panic!("unexpected {other:?}"),
+                (0, Some(Action::FindOne { filter, .. })) => assert!(filter.get_i64("_id").is_ok()),
+                _ => panic!("unexpected {o:?}"),
             }
         }
         assert!((400..600).contains(&by_k), "{by_k}");
@@ -361,7 +356,7 @@ mod tests {
             let mut src = w.worker(0, 1);
             let mut seen = 0;
             while seen < 3 {
-                if let Action::InsertOne { doc, .. } = src.next_op().action {
+                if let Action::InsertOne { doc, .. } = src.next_op().into_action().unwrap() {
                     assert_eq!(bson_len(&doc) as u64, size, "doc_size {size}");
                     seen += 1;
                 }
@@ -381,7 +376,7 @@ mod tests {
         let mut inserted = std::collections::HashSet::new();
         for i in 0..20_000 {
             let op = if i % 2 == 0 { a.next_op() } else { b.next_op() };
-            match op.action {
+            match op.into_action().unwrap() {
                 Action::InsertOne { doc, .. } => {
                     let id = doc.get_i64("_id").unwrap();
                     assert!(id >= 1000, "insert reused a loaded key {id}");
@@ -433,7 +428,7 @@ mod tests {
         counter.fetch_max(5000, Ordering::Relaxed);
         let mut src = w.worker(0, 1);
         loop {
-            if let Action::InsertOne { doc, .. } = src.next_op().action {
+            if let Action::InsertOne { doc, .. } = src.next_op().into_action().unwrap() {
                 assert_eq!(doc.get_i64("_id").unwrap(), 5000);
                 break;
             }

@@ -6,6 +6,10 @@
 //! The engine builds a workload once ([`build`]), runs its
 //! [`Workload::prepare`] steps in order, then asks for one [`OpSource`] per
 //! worker (or per pacer) and calls [`OpSource::next_op`] on the hot path.
+//!
+//! An [`Op`] is one scheduled operation (what a stage's rate counts); it
+//! makes one or more [`Request`]s, each a single driver call ([`Action`])
+//! labelled with a step of the op ([`OpSpec`]).
 
 pub mod custom;
 pub mod gen;
@@ -25,16 +29,160 @@ use rand::Rng;
 
 use crate::config::{WorkloadConfig, WorkloadKind};
 
-/// One operation to execute.
+/// An `op` or `step` label: shared, cheap to clone, never leaked.
+pub type Label = Arc<str>;
+
+/// One scheduled operation: what a stage's `rate` and `concurrency`
+/// count. It is one or more [`Request`]s (driver calls) and is counted
+/// once, under its `op` label, with the latency of the whole.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Op {
-    /// Index into [`Workload::op_names`]: the `op` metric label.
+    /// Index into [`Workload::ops`]: the `op` metric label.
     pub op: usize,
-    /// What to send.
+    /// The driver calls it makes.
+    pub body: Body,
+}
+
+impl Op {
+    /// A single-call operation (its one request is step 0 of the op).
+    pub fn one(op: usize, action: Action) -> Op {
+        Op {
+            op,
+            body: Body::One(action),
+        }
+    }
+
+    /// An operation of several requests run in order.
+    pub fn steps(op: usize, requests: Vec<Request>) -> Op {
+        Op {
+            op,
+            body: Body::Steps(requests),
+        }
+    }
+
+    /// The action of a single-call operation.
+    pub fn action(&self) -> Option<&Action> {
+        match &self.body {
+            Body::One(a) => Some(a),
+            Body::Steps(_) | Body::Transaction { .. } => None,
+        }
+    }
+
+    /// The action of a single-call operation, by value.
+    pub fn into_action(self) -> Option<Action> {
+        match self.body {
+            Body::One(a) => Some(a),
+            Body::Steps(_) | Body::Transaction { .. } => None,
+        }
+    }
+
+    /// The requests of a multi-step operation (empty for a single call).
+    pub fn requests(&self) -> &[Request] {
+        match &self.body {
+            Body::One(_) => &[],
+            Body::Steps(r) | Body::Transaction { requests: r, .. } => r,
+        }
+    }
+}
+
+/// What an operation sends.
+// The single-call variant holds its action inline: boxing it would cost an
+// allocation per operation on the hot path; an op is moved, not stored.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    /// One driver call: the op's step 0.
+    One(Action),
+    /// Driver calls one after another; the first failure ends the
+    /// operation, which then fails with that step's error.
+    Steps(Vec<Request>),
+    /// Like `Steps`, inside one multi-document transaction that is retried
+    /// as a whole on a `TransientTransactionError`; the commit is a request
+    /// of step `commit_step`.
+    Transaction {
+        requests: Vec<Request>,
+        commit_step: usize,
+    },
+}
+
+/// One driver call of an operation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// Index into the op's [`OpSpec::steps`]: the `step` metric label.
+    pub step: usize,
     pub action: Action,
 }
 
-/// A driver call, as data. `collection` indexes [`Workload::collections`].
+impl Request {
+    pub fn new(step: usize, action: Action) -> Request {
+        Request { step, action }
+    }
+}
+
+/// An operation label and the labels of its steps. A single-call
+/// operation has one step labelled like the op.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpSpec {
+    pub name: Label,
+    pub steps: Vec<Label>,
+    /// The step whose documents are not the operation's (a bounded
+    /// insert's eviction: documents/s of an insert stay the inserted ones).
+    pub evict_step: Option<usize>,
+}
+
+/// The step label of a bounded insert's eviction.
+pub const EVICT: &str = "evict";
+
+impl OpSpec {
+    /// A single-call operation.
+    pub fn single(name: &str) -> OpSpec {
+        let name: Label = Arc::from(name);
+        OpSpec {
+            steps: vec![name.clone()],
+            name,
+            evict_step: None,
+        }
+    }
+
+    /// Single-call operations, one per name.
+    pub fn singles(names: &[&str]) -> Vec<OpSpec> {
+        names.iter().map(|n| OpSpec::single(n)).collect()
+    }
+
+    /// An operation of several steps, in the order its requests index them.
+    pub fn with_steps(name: &str, steps: &[&str]) -> OpSpec {
+        OpSpec {
+            name: Arc::from(name),
+            steps: steps.iter().map(|s| Arc::from(*s)).collect(),
+            evict_step: None,
+        }
+    }
+
+    /// An insert that, with `bounded`, evicts the oldest documents as a
+    /// second step once the collection holds its bound (see
+    /// [`bounded_insert`]). The label stays the same before and after.
+    pub fn insert(name: &str, bounded: bool) -> OpSpec {
+        let mut spec = OpSpec::single(name);
+        if bounded {
+            spec.steps.push(Arc::from(EVICT));
+            spec.evict_step = Some(1);
+        }
+        spec
+    }
+}
+
+/// An insert operation of op index `op`; with `evict` (the collection is at
+/// its bound) the delete of the oldest documents follows as step 1, in the
+/// same operation. Every bounded insert kind builds its op here.
+pub fn bounded_insert(op: usize, insert: Action, evict: Option<Action>) -> Op {
+    match evict {
+        None => Op::one(op, insert),
+        Some(evict) => Op::steps(op, vec![Request::new(0, insert), Request::new(1, evict)]),
+    }
+}
+
+/// A driver call, as data (one request). `collection` indexes
+/// [`Workload::collections`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     /// `insert_one(doc)`.
@@ -89,14 +237,10 @@ pub enum Action {
         field: String,
         filter: Document,
     },
-    /// Operations run one after another, each counted under its own `op`
-    /// label with its own latency, the whole under the outer op's label
-    /// (a sysbench transaction). The first failure ends the sequence.
-    Sequence(Vec<Op>),
 }
 
 impl Action {
-    /// The collection index the action targets (a sequence: its first step's).
+    /// The collection index the action targets.
     pub fn collection(&self) -> usize {
         match self {
             Action::InsertOne { collection, .. }
@@ -111,7 +255,6 @@ impl Action {
             | Action::Aggregate { collection, .. }
             | Action::Count { collection, .. }
             | Action::Distinct { collection, .. } => *collection,
-            Action::Sequence(ops) => ops.first().map_or(0, |op| op.action.collection()),
         }
     }
 }
@@ -211,8 +354,12 @@ impl fmt::Debug for PrepareStep {
 pub trait Workload: Send + Sync {
     /// The kind as written in the config (`mixed`).
     fn kind(&self) -> &'static str;
-    /// The `op` metric labels; [`Op::op`] indexes this list.
-    fn op_names(&self) -> &[&'static str];
+    /// The operations with their steps; [`Op::op`] indexes this list.
+    fn ops(&self) -> &[OpSpec];
+    /// The `op` labels, in the order of [`Workload::ops`].
+    fn op_names(&self) -> Vec<&str> {
+        self.ops().iter().map(|o| &*o.name).collect()
+    }
     /// Collection names (in the target database); actions index this list.
     fn collections(&self) -> &[String];
     /// The prepare steps, in order.

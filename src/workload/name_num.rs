@@ -16,7 +16,7 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 
 use super::gen::{document_rng, worker_rng};
-use super::{Action, Op, OpSource, PrepareStep, WeightedPick, Workload};
+use super::{bounded_insert, Action, Op, OpSource, OpSpec, PrepareStep, WeightedPick, Workload};
 use crate::config::{NameNumConfig, NameNumMode};
 
 const COLL: usize = 0;
@@ -53,7 +53,7 @@ enum Kind {
 pub struct NameNum {
     shared: Arc<Shared>,
     collections: Vec<String>,
-    op_names: Vec<&'static str>,
+    ops: Vec<OpSpec>,
     /// The kinds this mode draws from, and their weights.
     kinds: Vec<Kind>,
     pick: WeightedPick,
@@ -74,20 +74,15 @@ impl NameNum {
             ),
         };
         let pick = WeightedPick::new(&weights).ok_or("the mode's weights sum to zero")?;
-        let mut op_names = Vec::new();
-        for k in &kinds {
-            op_names.push(match k {
-                Kind::Insert => "insert",
-                Kind::Update => "update",
-                Kind::Query => "query",
-            });
-        }
-        if cfg.max_docs > 0 && kinds.contains(&Kind::Insert) {
-            // Sequence steps: the insert is counted as "insert", the
-            // bounding delete as "delete", the pair under "insert_delete".
-            op_names.push("delete");
-            op_names.push("insert_delete");
-        }
+        let ops = kinds
+            .iter()
+            .map(|k| match k {
+                // A bounded insert evicts as its second step, same label.
+                Kind::Insert => OpSpec::insert("insert", cfg.max_docs > 0),
+                Kind::Update => OpSpec::single("update"),
+                Kind::Query => OpSpec::single("query"),
+            })
+            .collect();
         if cfg.num_max == 0 {
             return Err("num_max must be at least 1".into());
         }
@@ -100,7 +95,7 @@ impl NameNum {
                 seed,
             }),
             collections: vec![cfg.collection.clone()],
-            op_names,
+            ops,
             kinds,
             pick,
             initial_docs: cfg.initial_docs,
@@ -119,8 +114,8 @@ impl Workload for NameNum {
         "name-num"
     }
 
-    fn op_names(&self) -> &[&'static str] {
-        &self.op_names
+    fn ops(&self) -> &[OpSpec] {
+        &self.ops
     }
 
     fn collections(&self) -> &[String] {
@@ -157,11 +152,6 @@ impl Workload for NameNum {
             shared: Arc::clone(&self.shared),
             kinds: self.kinds.clone(),
             pick: self.pick.clone(),
-            bounded_ops: self
-                .op_names
-                .iter()
-                .position(|n| *n == "delete")
-                .map(|d| (d, d + 1)),
             rng: worker_rng(seed, worker_id),
         })
     }
@@ -171,8 +161,6 @@ struct Source {
     shared: Arc<Shared>,
     kinds: Vec<Kind>,
     pick: WeightedPick,
-    /// With a bound: the op indexes of "delete" and "insert_delete".
-    bounded_ops: Option<(usize, usize)>,
     rng: SmallRng,
 }
 
@@ -188,44 +176,33 @@ impl OpSource for Source {
                     doc: self.shared.document(&mut self.rng, id),
                 };
                 let max = self.shared.max_docs;
-                match self.bounded_ops {
-                    Some((delete, pair)) if max > 0 && id >= max => Op {
-                        op: pair,
-                        action: Action::Sequence(vec![
-                            Op { op, action: insert },
-                            Op {
-                                op: delete,
-                                action: Action::DeleteOne {
-                                    collection: COLL,
-                                    filter: doc! { "_id": (id - max) as i64 },
-                                },
-                            },
-                        ]),
-                    },
-                    _ => Op { op, action: insert },
-                }
+                let evict = (max > 0 && id >= max).then(|| Action::DeleteOne {
+                    collection: COLL,
+                    filter: doc! { "_id": (id - max) as i64 },
+                });
+                bounded_insert(op, insert, evict)
             }
             Kind::Update => {
                 let (from, to) = (
                     num(&mut self.rng, self.shared.num_max),
                     num(&mut self.rng, self.shared.num_max),
                 );
-                Op {
+                Op::one(
                     op,
-                    action: Action::UpdateOne {
+                    Action::UpdateOne {
                         collection: COLL,
                         filter: doc! { "Num": from },
                         update: doc! { "$set": { "Num": to } },
                     },
-                }
+                )
             }
-            Kind::Query => Op {
+            Kind::Query => Op::one(
                 op,
-                action: Action::FindOne {
+                Action::FindOne {
                     collection: COLL,
                     filter: doc! { "Num": num(&mut self.rng, self.shared.num_max) },
                 },
-            },
+            ),
         }
     }
 }
@@ -258,7 +235,7 @@ mod tests {
             for _ in 0..2000 {
                 let op = src.next_op();
                 seen[op.op] += 1;
-                match (&op.action, w.op_names()[op.op]) {
+                match (op.action().unwrap(), w.op_names()[op.op]) {
                     (Action::InsertOne { doc, .. }, "insert") => {
                         assert_eq!(doc.get_str("Name"), Ok("Edison"));
                         assert!((0..1000).contains(&doc.get_i64("Num").unwrap()));
@@ -282,26 +259,24 @@ mod tests {
     }
 
     #[test]
-    fn a_bound_deletes_the_document_max_docs_behind() {
+    fn a_bound_evicts_the_document_max_docs_behind_in_the_same_insert() {
         let c = NameNumConfig {
             max_docs: 150,
             ..cfg(NameNumMode::Insert)
         };
         let w = NameNum::new(&c, 1).unwrap();
-        assert_eq!(w.op_names(), ["insert", "delete", "insert_delete"]);
+        assert_eq!(w.op_names(), ["insert"]);
         let mut src = w.worker(0, 1);
         for id in 100..400i64 {
             let op = src.next_op();
+            assert_eq!(op.op, 0, "the label stays insert");
             if id < 150 {
-                assert!(matches!(op.action, Action::InsertOne { .. }));
+                assert!(matches!(op.action(), Some(Action::InsertOne { .. })));
                 continue;
             }
-            let Action::Sequence(steps) = op.action else {
-                panic!("{op:?}")
-            };
-            assert_eq!(op.op, 2);
-            assert_eq!(steps[0].op, 0);
-            assert_eq!(steps[1].op, 1);
+            let steps = op.requests();
+            assert_eq!(steps[0].step, 0);
+            assert_eq!(steps[1].step, 1);
             match &steps[1].action {
                 Action::DeleteOne { filter, .. } => {
                     assert_eq!(filter.get_i64("_id"), Ok(id - 150))

@@ -1,25 +1,29 @@
 //! Kind `sysbench`: sysbench's OLTP transaction for MongoDB. N collections
 //! `sbtest1..N` of M documents `{ _id, k, c (120 chars), pad (60 chars) }`
-//! with an index on `k`. One transaction, run as an [`Action::Sequence`]
-//! on one collection picked at random, is by default: 10 point lookups of
-//! `c` by `_id`, one range of 100 by `_id`, one `$sum` of `k` over a range
-//! by aggregate, one range sorted by `c`, one distinct `c` over a range,
-//! an update of `k` (indexed), an update of `c` (unindexed), and the
-//! delete of one `_id` followed by its reinsertion. Each step is counted
-//! under its own `op` label, the whole under `transaction`;
-//! `read_only = true` keeps only the reads.
+//! with an index on `k`. One transaction is one operation `transaction`
+//! on one collection picked at random, of these requests (steps) by
+//! default: 10 point lookups of `c` by `_id`, one range of 100 by `_id`,
+//! one `$sum` of `k` over a range by aggregate, one range sorted by `c`,
+//! one distinct `c` over a range, an update of `k` (indexed), an update of
+//! `c` (unindexed), and the delete of one `_id` followed by its
+//! reinsertion. `read_only = true` keeps only the reads; `transactions =
+//! true` runs the requests in a MongoDB multi-document transaction.
 //!
 //! `_id`s are `0..M`, `k` is uniform in `[0, M)`, as sysbench's
-//! `k = sb_rand(1, table_size)`; ids and range starts are uniform.
+//! `k = sb_rand(1, table_size)`; ids and range starts are uniform. The
+//! `_id` a transaction deletes and reinserts is claimed for it (no other
+//! transaction in flight deletes the same one), so two workers never race
+//! to reinsert one `_id` and mongoload causes no `duplicate_key` itself.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use mongodb::bson::{doc, Document};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::gen::{splitmix64, worker_rng};
-use super::{Action, Op, OpSource, PrepareStep, Workload};
+use super::{Action, Body, Op, OpSource, OpSpec, PrepareStep, Request, Workload};
 use crate::config::SysbenchConfig;
 
 /// Characters of `c` and of `pad`.
@@ -45,11 +49,15 @@ pub fn digits(rng: &mut impl Rng, len: usize) -> String {
 struct Shared {
     cfg: SysbenchConfig,
     seed: u64,
-    /// The `op` index of each transaction step label.
+    /// The step index of each transaction step label.
     ops: StepOps,
+    /// The (collection, `_id`) each worker's transaction in flight deletes
+    /// and reinserts: a worker runs one transaction at a time, so its
+    /// claim is released when it asks for the next.
+    claimed: Mutex<HashSet<(usize, i64)>>,
 }
 
-/// Op indexes of the steps (those of a read-only transaction are `None`).
+/// Step indexes of the steps (those of a read-only transaction are `None`).
 #[derive(Debug, Clone, Copy)]
 struct StepOps {
     point_select: usize,
@@ -61,6 +69,8 @@ struct StepOps {
     update_non_index: Option<usize>,
     delete: Option<usize>,
     insert: Option<usize>,
+    /// With `transactions`: the commit (the last step).
+    commit: usize,
 }
 
 impl Shared {
@@ -81,11 +91,13 @@ impl Shared {
 pub struct Sysbench {
     shared: Arc<Shared>,
     collections: Vec<String>,
-    op_names: Vec<&'static str>,
+    ops: Vec<OpSpec>,
 }
 
-/// The op label of the whole transaction; always op index 0.
+/// The op label of the whole transaction; the only op.
 pub const TRANSACTION: &str = "transaction";
+/// The step label of the commit, with `transactions = true`.
+pub const COMMIT: &str = "commit";
 
 impl Sysbench {
     /// Builds the workload from validated parameters.
@@ -93,19 +105,22 @@ impl Sysbench {
         if cfg.collections == 0 || cfg.docs_per_collection == 0 {
             return Err("collections and docs_per_collection must be ≥ 1".into());
         }
-        let mut op_names = vec![TRANSACTION];
-        op_names.extend(cfg.steps().iter().map(|(name, _)| *name));
-        let at = |name: &str| op_names.iter().position(|n| *n == name);
+        let mut steps: Vec<&str> = cfg.steps().iter().map(|(name, _)| *name).collect();
+        if cfg.transactions {
+            steps.push(COMMIT);
+        }
+        let at = |name: &str| steps.iter().position(|n| *n == name);
         let ops = StepOps {
-            point_select: 1,
-            simple_range: 2,
-            sum_range: 3,
-            order_range: 4,
-            distinct_range: 5,
+            point_select: 0,
+            simple_range: 1,
+            sum_range: 2,
+            order_range: 3,
+            distinct_range: 4,
             update_index: at("update_index"),
             update_non_index: at("update_non_index"),
             delete: at("delete"),
             insert: at("insert"),
+            commit: steps.len().saturating_sub(1),
         };
         let collections = (1..=cfg.collections)
             .map(|i| format!("{}{i}", cfg.collection_prefix))
@@ -115,9 +130,10 @@ impl Sysbench {
                 cfg: cfg.clone(),
                 seed,
                 ops,
+                claimed: Mutex::new(HashSet::new()),
             }),
             collections,
-            op_names,
+            ops: vec![OpSpec::with_steps(TRANSACTION, &steps)],
         })
     }
 
@@ -140,8 +156,8 @@ impl Workload for Sysbench {
         "sysbench"
     }
 
-    fn op_names(&self) -> &[&'static str] {
-        &self.op_names
+    fn ops(&self) -> &[OpSpec] {
+        &self.ops
     }
 
     fn collections(&self) -> &[String] {
@@ -176,6 +192,7 @@ impl Workload for Sysbench {
             shared: Arc::clone(&self.shared),
             collections: self.collections.len(),
             rng: worker_rng(seed, worker_id),
+            claims: Vec::new(),
         })
     }
 }
@@ -184,6 +201,14 @@ struct Source {
     shared: Arc<Shared>,
     collections: usize,
     rng: SmallRng,
+    /// The `_id`s this worker's last transaction deletes and reinserts.
+    claims: Vec<(usize, i64)>,
+}
+
+impl Drop for Source {
+    fn drop(&mut self) {
+        self.release();
+    }
 }
 
 impl Source {
@@ -198,7 +223,46 @@ impl Source {
         doc! { "_id": { "$gte": a, "$lt": a + self.shared.cfg.range_size as i64 } }
     }
 
-    fn transaction(&mut self) -> Vec<Op> {
+    /// Lets go of the last transaction's delete/reinsert `_id`s: it has
+    /// finished (the engine asks for the next operation only then).
+    fn release(&mut self) {
+        if self.claims.is_empty() {
+            return;
+        }
+        let mut claimed = self
+            .shared
+            .claimed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for c in self.claims.drain(..) {
+            claimed.remove(&c);
+        }
+    }
+
+    /// A random `_id` of collection `coll` that no transaction in flight
+    /// deletes and reinserts, claimed for this one. After a few draws that
+    /// all collide (more workers than documents) it takes the last one.
+    fn claim(&mut self, coll: usize) -> i64 {
+        let mut claimed = self
+            .shared
+            .claimed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut id = 0;
+        for _ in 0..64 {
+            id = self
+                .rng
+                .random_range(0..self.shared.cfg.docs_per_collection) as i64;
+            if claimed.insert((coll, id)) {
+                self.claims.push((coll, id));
+                return id;
+            }
+        }
+        id
+    }
+
+    fn transaction(&mut self) -> Vec<Request> {
+        self.release();
         let shared = Arc::clone(&self.shared);
         let cfg = &shared.cfg;
         let o = shared.ops;
@@ -206,102 +270,103 @@ impl Source {
         let mut steps = Vec::with_capacity(20);
         let c_only = doc! { "c": 1, "_id": 0 };
         for _ in 0..cfg.point_selects {
-            steps.push(Op {
-                op: o.point_select,
-                action: Action::Find {
+            let filter = doc! { "_id": self.id() };
+            steps.push(Request::new(
+                o.point_select,
+                Action::Find {
                     collection: coll,
-                    filter: doc! { "_id": self.id() },
+                    filter,
                     sort: None,
                     limit: 1,
                     projection: Some(c_only.clone()),
                 },
-            });
+            ));
         }
         for _ in 0..cfg.simple_ranges {
-            steps.push(Op {
-                op: o.simple_range,
-                action: Action::Find {
+            steps.push(Request::new(
+                o.simple_range,
+                Action::Find {
                     collection: coll,
                     filter: self.range(),
                     sort: None,
                     limit: 0,
                     projection: Some(c_only.clone()),
                 },
-            });
+            ));
         }
         for _ in 0..cfg.sum_ranges {
-            steps.push(Op {
-                op: o.sum_range,
-                action: Action::Aggregate {
+            steps.push(Request::new(
+                o.sum_range,
+                Action::Aggregate {
                     collection: coll,
                     pipeline: sum_pipeline(self.range()),
                 },
-            });
+            ));
         }
         for _ in 0..cfg.order_ranges {
-            steps.push(Op {
-                op: o.order_range,
-                action: Action::Find {
+            steps.push(Request::new(
+                o.order_range,
+                Action::Find {
                     collection: coll,
                     filter: self.range(),
                     sort: Some(doc! { "c": 1 }),
                     limit: 0,
                     projection: Some(c_only.clone()),
                 },
-            });
+            ));
         }
         for _ in 0..cfg.distinct_ranges {
-            steps.push(Op {
-                op: o.distinct_range,
-                action: Action::Distinct {
+            steps.push(Request::new(
+                o.distinct_range,
+                Action::Distinct {
                     collection: coll,
                     field: "c".into(),
                     filter: self.range(),
                 },
-            });
+            ));
         }
-        if let Some(op) = o.update_index {
+        if let Some(step) = o.update_index {
             for _ in 0..cfg.index_updates {
-                steps.push(Op {
-                    op,
-                    action: Action::UpdateOne {
+                steps.push(Request::new(
+                    step,
+                    Action::UpdateOne {
                         collection: coll,
                         filter: doc! { "_id": self.id() },
                         update: doc! { "$inc": { "k": 1 } },
                     },
-                });
+                ));
             }
         }
-        if let Some(op) = o.update_non_index {
+        if let Some(step) = o.update_non_index {
             for _ in 0..cfg.non_index_updates {
-                steps.push(Op {
-                    op,
-                    action: Action::UpdateOne {
+                steps.push(Request::new(
+                    step,
+                    Action::UpdateOne {
                         collection: coll,
                         filter: doc! { "_id": self.id() },
                         update: doc! { "$set": { "c": digits(&mut self.rng, C_LEN) } },
                     },
-                });
+                ));
             }
         }
         if let (Some(delete), Some(insert)) = (o.delete, o.insert) {
             for _ in 0..cfg.delete_inserts {
-                let id = self.id();
-                steps.push(Op {
-                    op: delete,
-                    action: Action::DeleteOne {
+                let id = self.claim(coll);
+                steps.push(Request::new(
+                    delete,
+                    Action::DeleteOne {
                         collection: coll,
                         filter: doc! { "_id": id },
                     },
-                });
+                ));
                 let doc = self.shared.document(&mut self.rng, id as u64);
-                steps.push(Op {
-                    op: insert,
-                    action: Action::InsertOne {
+                steps.push(Request::new(
+                    insert,
+                    Action::InsertOne {
                         collection: coll,
                         doc,
                     },
-                });
+                ));
             }
         }
         steps
@@ -319,9 +384,17 @@ pub fn sum_pipeline(filter: Document) -> Vec<Document> {
 
 impl OpSource for Source {
     fn next_op(&mut self) -> Op {
+        let requests = self.transaction();
         Op {
             op: 0,
-            action: Action::Sequence(self.transaction()),
+            body: if self.shared.cfg.transactions {
+                Body::Transaction {
+                    requests,
+                    commit_step: self.shared.ops.commit,
+                }
+            } else {
+                Body::Steps(requests)
+            },
         }
     }
 }
@@ -338,13 +411,13 @@ mod tests {
         assert_eq!(w.collections()[15], "sbtest16");
         let mut src = w.worker(0, 5);
         let mut colls = std::collections::HashSet::new();
+        assert_eq!(w.op_names(), ["transaction"]);
         for _ in 0..200 {
             let op = src.next_op();
-            assert_eq!(w.op_names()[op.op], "transaction");
-            let Action::Sequence(steps) = op.action else {
-                panic!()
-            };
-            let labels: Vec<&str> = steps.iter().map(|s| w.op_names()[s.op]).collect();
+            assert_eq!(op.op, 0);
+            assert!(matches!(op.body, Body::Steps(_)));
+            let steps = op.requests();
+            let labels: Vec<&str> = steps.iter().map(|s| &*w.ops()[0].steps[s.step]).collect();
             let mut expect = vec!["point_select"; 10];
             expect.extend([
                 "simple_range",
@@ -384,10 +457,10 @@ mod tests {
             ..SysbenchConfig::default()
         };
         let w = Sysbench::new(&cfg, 1).unwrap();
+        let labels: Vec<&str> = w.ops()[0].steps.iter().map(|s| &**s).collect();
         assert_eq!(
-            w.op_names(),
+            labels,
             [
-                "transaction",
                 "point_select",
                 "simple_range",
                 "sum_range",
@@ -395,14 +468,49 @@ mod tests {
                 "distinct_range"
             ]
         );
-        let Action::Sequence(steps) = w.worker(0, 1).next_op().action else {
-            panic!()
-        };
+        let op = w.worker(0, 1).next_op();
+        let steps = op.requests();
         assert_eq!(steps.len(), 14);
         assert!(steps.iter().all(|s| matches!(
             s.action,
             Action::Find { .. } | Action::Aggregate { .. } | Action::Distinct { .. }
         )));
+    }
+
+    #[test]
+    fn transactions_in_flight_never_share_a_delete_and_reinsert_id() {
+        let cfg = SysbenchConfig {
+            collections: 1,
+            docs_per_collection: 20,
+            ..SysbenchConfig::default()
+        };
+        let w = Sysbench::new(&cfg, 1).unwrap();
+        let deleted = |op: &Op| match &op.requests()[16].action {
+            Action::DeleteOne { filter, .. } => filter.get_i64("_id").unwrap(),
+            other => panic!("{other:?}"),
+        };
+        // 15 workers with a transaction in flight each, over 20 ids.
+        let mut workers: Vec<_> = (0..15).map(|i| w.worker(i, 3)).collect();
+        for _ in 0..50 {
+            let ids: HashSet<i64> = workers.iter_mut().map(|s| deleted(&s.next_op())).collect();
+            assert_eq!(ids.len(), 15, "{ids:?}");
+        }
+        // A finished worker's claim is released.
+        drop(workers);
+        assert!(w.shared.claimed.lock().unwrap().is_empty());
+        let multi = Sysbench::new(
+            &SysbenchConfig {
+                transactions: true,
+                ..cfg
+            },
+            1,
+        )
+        .unwrap();
+        assert!(matches!(
+            multi.worker(0, 1).next_op().body,
+            Body::Transaction { commit_step: 9, .. }
+        ));
+        assert_eq!(&*multi.ops()[0].steps[9], "commit");
     }
 
     #[test]

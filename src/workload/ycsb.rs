@@ -2,31 +2,35 @@
 //! of 10 fields of 100 bytes, keys `"user" + fnvhash64(n)` as YCSB's
 //! `CoreWorkload.buildKeyName` makes them (hashed insert order), requests
 //! drawn from a scrambled zipfian (latest for D), scans of uniform length
-//! up to 100 (E), and read-modify-write (F) as a read then an update of
-//! one field, counted under `read_modify_write` with each step under
-//! `read` and `update`. Reads return all fields; updates write one random
-//! field (YCSB's `readallfields=true`, `writeallfields=false`).
+//! up to 100 (E), and read-modify-write (F) as one operation
+//! `read_modify_write` of two requests, steps `read` and `update` (one
+//! field). Reads return all fields; updates write one random field (YCSB's
+//! `readallfields=true`, `writeallfields=false`).
 //!
 //! Documents are `{ _id: key, field0: …, field9: … }` in the collection
-//! `usertable`, as YCSB's MongoDB binding stores them (strings here rather
-//! than binary). Inserts (D, E) take key numbers from a counter shared by
+//! `usertable`, as YCSB's MongoDB binding stores them: each field BSON
+//! binary (subtype 0) of `field_length` random bytes (`field_type =
+//! "string"` stores random characters instead). Inserts (D, E) take key numbers from a counter shared by
 //! all workers, raised at prepare time to the number of records present.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use mongodb::bson::{doc, Document};
+use mongodb::bson::spec::BinarySubtype;
+use mongodb::bson::{doc, Binary, Bson, Document};
 use rand::rngs::SmallRng;
 use rand::Rng;
 
 use super::gen::{document_rng, fnv1a64, worker_rng, KeyGen, PadPool};
-use super::{Action, Op, OpSource, PrepareStep, WeightedPick, Workload};
-use crate::config::YcsbConfig;
+use super::{Action, Op, OpSource, OpSpec, PrepareStep, Request, WeightedPick, Workload};
+use crate::config::{YcsbConfig, YcsbFieldType};
 
 const COLL: usize = 0;
 
 /// The op labels, in the order of [`crate::config::YcsbLetter::proportions`].
 const OPS: [&str; 5] = ["read", "update", "insert", "scan", "read_modify_write"];
+/// Read-modify-write's steps, in order.
+const RMW_STEPS: [&str; 2] = ["read", "update"];
 
 /// YCSB's key for record number `n`: `"user"` followed by the decimal of
 /// `fnvhash64(n)` (Java's `Math.abs` of the signed hash, so `i64::MIN`
@@ -41,6 +45,7 @@ struct Shared {
     pad: PadPool,
     field_names: Vec<String>,
     field_length: usize,
+    field_type: YcsbFieldType,
     max_scan: i64,
     /// Next record number to insert; also the number of records.
     next_key: Arc<AtomicU64>,
@@ -54,9 +59,22 @@ impl Shared {
         let mut d = Document::new();
         d.insert("_id", key_name(n));
         for f in &self.field_names {
-            d.insert(f.clone(), self.pad.pad(rng, self.field_length));
+            d.insert(f.clone(), self.field(rng));
         }
         d
+    }
+
+    /// One field value: `field_length` random bytes as BSON binary
+    /// (subtype 0), or as a string.
+    fn field(&self, rng: &mut SmallRng) -> Bson {
+        let chars = self.pad.pad(rng, self.field_length);
+        match self.field_type {
+            YcsbFieldType::Binary => Bson::Binary(Binary {
+                subtype: BinarySubtype::Generic,
+                bytes: chars.into_bytes(),
+            }),
+            YcsbFieldType::String => Bson::String(chars),
+        }
     }
 }
 
@@ -65,7 +83,7 @@ impl Shared {
 pub struct Ycsb {
     shared: Arc<Shared>,
     collections: Vec<String>,
-    op_names: Vec<&'static str>,
+    ops: Vec<OpSpec>,
     /// Op kind (index into [`OPS`]) of each op label.
     kinds: Vec<usize>,
     pick: WeightedPick,
@@ -83,27 +101,26 @@ impl Ycsb {
         let kinds: Vec<usize> = (0..OPS.len()).filter(|&i| props[i] > 0.0).collect();
         let weights: Vec<f64> = kinds.iter().map(|&i| props[i]).collect();
         let pick = WeightedPick::new(&weights).ok_or("no operation has a positive proportion")?;
-        let mut op_names: Vec<&'static str> = kinds.iter().map(|&i| OPS[i]).collect();
-        // Read-modify-write's steps are counted as read and update.
-        if kinds.contains(&4) {
-            for step in ["read", "update"] {
-                if !op_names.contains(&step) {
-                    op_names.push(step);
-                }
-            }
-        }
+        let ops = kinds
+            .iter()
+            .map(|&i| match i {
+                4 => OpSpec::with_steps(OPS[i], &RMW_STEPS),
+                _ => OpSpec::single(OPS[i]),
+            })
+            .collect();
         Ok(Ycsb {
             shared: Arc::new(Shared {
                 pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
                 field_names: (0..cfg.field_count).map(|i| format!("field{i}")).collect(),
                 field_length: cfg.field_length,
+                field_type: cfg.field_type,
                 max_scan: cfg.max_scan_length.max(1),
                 next_key: Arc::new(AtomicU64::new(cfg.record_count)),
                 keys: KeyGen::new(cfg.distribution(), cfg.record_count),
                 seed,
             }),
             collections: vec![cfg.collection.clone()],
-            op_names,
+            ops,
             kinds,
             pick,
             record_count: cfg.record_count,
@@ -122,8 +139,8 @@ impl Workload for Ycsb {
         "ycsb"
     }
 
-    fn op_names(&self) -> &[&'static str] {
-        &self.op_names
+    fn ops(&self) -> &[OpSpec] {
+        &self.ops
     }
 
     fn collections(&self) -> &[String] {
@@ -150,14 +167,11 @@ impl Workload for Ycsb {
     }
 
     fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource> {
-        let at = |name: &str| self.op_names.iter().position(|n| *n == name);
         Box::new(Source {
             shared: Arc::clone(&self.shared),
             keys: self.shared.keys.clone(),
             kinds: self.kinds.clone(),
             pick: self.pick.clone(),
-            read_op: at("read").unwrap_or(0),
-            update_op: at("update").unwrap_or(0),
             rng: worker_rng(seed, worker_id),
         })
     }
@@ -168,8 +182,6 @@ struct Source {
     keys: KeyGen,
     kinds: Vec<usize>,
     pick: WeightedPick,
-    read_op: usize,
-    update_op: usize,
     rng: SmallRng,
 }
 
@@ -182,7 +194,7 @@ impl Source {
     fn update(&mut self, key: String) -> Action {
         let s = &self.shared;
         let field = &s.field_names[self.rng.random_range(0..s.field_names.len())];
-        let value = s.pad.pad(&mut self.rng, s.field_length);
+        let value = s.field(&mut self.rng);
         let mut set = Document::new();
         set.insert(field.clone(), value);
         Action::UpdateOne {
@@ -224,22 +236,15 @@ impl OpSource for Source {
             }
             _ => {
                 let key = self.existing_key();
-                Action::Sequence(vec![
-                    Op {
-                        op: self.read_op,
-                        action: Action::FindOne {
-                            collection: COLL,
-                            filter: doc! { "_id": key.clone() },
-                        },
-                    },
-                    Op {
-                        op: self.update_op,
-                        action: self.update(key),
-                    },
-                ])
+                let read = Action::FindOne {
+                    collection: COLL,
+                    filter: doc! { "_id": key.clone() },
+                };
+                let update = self.update(key);
+                return Op::steps(op, vec![Request::new(0, read), Request::new(1, update)]);
             }
         };
-        Op { op, action }
+        Op::one(op, action)
     }
 }
 
@@ -282,9 +287,26 @@ mod tests {
         assert_eq!(r.get_str("_id").unwrap(), key_name(3));
         assert_eq!(r.len(), 11);
         for i in 0..10 {
-            assert_eq!(r.get_str(format!("field{i}")).unwrap().len(), 100);
+            let f = r.get_binary_generic(format!("field{i}")).unwrap();
+            assert_eq!(f.len(), 100);
         }
         assert!(bson_len(&r) > 1000);
+        // YCSB's record size: 10 binary fields of 100 bytes and the key.
+        let strings = Ycsb::new(
+            &YcsbConfig {
+                field_type: YcsbFieldType::String,
+                ..cfg(YcsbLetter::A)
+            },
+            1,
+        )
+        .unwrap();
+        let PrepareStep::Load { make, .. } = &strings.prepare()[0] else {
+            panic!()
+        };
+        let s = make(3);
+        assert_eq!(s.get_str("field0").unwrap().len(), 100);
+        // Binary costs one subtype byte per field more than a string's NUL.
+        assert_eq!(bson_len(&r), bson_len(&s));
     }
 
     fn shares(letter: YcsbLetter) -> Vec<(String, f64)> {
@@ -296,12 +318,12 @@ mod tests {
             let op = src.next_op();
             counts[op.op] += 1;
             let ok = matches!(
-                (w.op_names()[op.op], &op.action),
-                ("read", Action::FindOne { .. })
-                    | ("update", Action::UpdateOne { .. })
-                    | ("insert", Action::InsertOne { .. })
-                    | ("scan", Action::Find { .. })
-                    | ("read_modify_write", Action::Sequence(_))
+                (w.op_names()[op.op], op.action()),
+                ("read", Some(Action::FindOne { .. }))
+                    | ("update", Some(Action::UpdateOne { .. }))
+                    | ("insert", Some(Action::InsertOne { .. }))
+                    | ("scan", Some(Action::Find { .. }))
+                    | ("read_modify_write", None)
             );
             assert!(ok, "{letter:?}: {op:?}");
         }
@@ -336,12 +358,13 @@ mod tests {
     #[test]
     fn f_reads_then_updates_the_same_key_and_e_scans_up_to_100() {
         let w = Ycsb::new(&cfg(YcsbLetter::F), 1).unwrap();
-        assert_eq!(w.op_names(), ["read", "read_modify_write", "update"]);
+        assert_eq!(w.op_names(), ["read", "read_modify_write"]);
+        assert_eq!(w.ops()[1].steps, [Arc::from("read"), Arc::from("update")]);
         let mut src = w.worker(0, 1);
         let rmw = loop {
             let op = src.next_op();
-            if let Action::Sequence(steps) = op.action {
-                break steps;
+            if op.op == 1 {
+                break op.requests().to_vec();
             }
         };
         let (Action::FindOne { filter: f1, .. }, Action::UpdateOne { filter: f2, .. }) =
@@ -350,13 +373,13 @@ mod tests {
             panic!()
         };
         assert_eq!(f1, f2);
-        assert_eq!((rmw[0].op, rmw[1].op), (0, 2));
+        assert_eq!((rmw[0].step, rmw[1].step), (0, 1));
 
         let w = Ycsb::new(&cfg(YcsbLetter::E), 1).unwrap();
         let mut src = w.worker(0, 1);
         let mut lens = Vec::new();
         while lens.len() < 2000 {
-            if let Action::Find { limit, sort, .. } = src.next_op().action {
+            if let Action::Find { limit, sort, .. } = src.next_op().into_action().unwrap() {
                 assert_eq!(sort, Some(doc! {"_id": 1}));
                 lens.push(limit);
             }
@@ -373,7 +396,7 @@ mod tests {
         let recent: std::collections::HashSet<String> = (990..1000).map(key_name).collect();
         let (mut reads, mut hits) = (0, 0);
         for _ in 0..5000 {
-            if let Action::FindOne { filter, .. } = src.next_op().action {
+            if let Action::FindOne { filter, .. } = src.next_op().into_action().unwrap() {
                 reads += 1;
                 // Inserts move the newest keys; count reads of the 10
                 // loaded last or anything inserted since.
