@@ -4,6 +4,7 @@
 //! controller in this process exactly as a stuck await would), so this file
 //! holds a single test: NOTIFY_SOCKET and WATCHDOG_USEC are process-wide.
 
+#[path = "it/common/notify_socket.rs"]
 mod notify_socket;
 
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! and invalid files (exit 78 and a message naming file and key),
 //! environment overrides, `--help`, and `mongoload demo` serving metrics.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -2,7 +2,7 @@
 //! the simulator): the active window's level and label, the default's
 //! outside every window.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;

@@ -5,8 +5,8 @@
 //! binary with the password in `uri_file`, and pymongo as an independent
 //! SCRAM and TLS client.
 
-mod certs;
-mod common;
+use crate::common;
+use crate::common::certs;
 
 use std::net::SocketAddr;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! rules` on the unit tests, and a check that every alert has summary and
 //! description annotations and unit tests that see it fire and stay quiet.
 
-mod prometheus_tools;
+use crate::common::prometheus_tools;
 
 use std::process::{Command, Output};
 

@@ -2,7 +2,7 @@
 //! separate process, checked by pymongo scripts (CRUD, aggregate, cursors;
 //! SCRAM authentication over TLS; a replica set through a failover).
 
-mod certs;
+use crate::common::certs;
 
 use certs::Certs;
 

@@ -570,3 +570,7 @@ mod tests {
 mod control;
 #[allow(unused_imports)] // only the control, reload and windows tests use these
 pub use control::*;
+
+pub mod certs;
+pub mod notify_socket;
+pub mod prometheus_tools;

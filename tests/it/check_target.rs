@@ -4,8 +4,8 @@
 //! certificate (69, named), a config error (78); the scratch collection
 //! never stays behind and the password is in no output.
 
-mod certs;
-mod common;
+use crate::common;
+use crate::common::certs;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -5,7 +5,7 @@
 //! metric of the contract shown somewhere. Whether the queries return data
 //! is tests/prometheus_e2e.rs's job.
 
-mod prometheus_tools;
+use crate::common::prometheus_tools;
 
 use std::collections::{BTreeSet, HashSet};
 

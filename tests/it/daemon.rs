@@ -3,8 +3,8 @@
 //! the scraped `/metrics` page, `/readyz`, `/status` and the simulator's
 //! own view of the data.
 
-mod common;
-mod prometheus_tools;
+use crate::common;
+use crate::common::prometheus_tools;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! through SIGHUP to the real binary) against the simulator. Counters
 //! continue; an invalid config changes nothing and says why.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};

@@ -33,7 +33,7 @@
 //! Set `MONGOLOAD_E2E_METRICS_ADDR=host:port` to scrape an already running
 //! mongoload instead of starting `mongoload demo`.
 
-mod prometheus_tools;
+use crate::common::prometheus_tools;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

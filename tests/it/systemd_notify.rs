@@ -5,7 +5,7 @@
 //! RELOADING=1 (with MONOTONIC_USEC) then READY=1 on SIGHUP, STOPPING=1
 //! (once) with a stopping STATUS= and exit 0 on SIGTERM.
 
-mod notify_socket;
+use crate::common::notify_socket;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

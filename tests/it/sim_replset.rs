@@ -7,8 +7,8 @@
 //! (`sim_pymongo.rs` runs pymongo against `mongoload sim --replset`); every
 //! member behind SCRAM and TLS alike.
 
-mod certs;
-mod common;
+use crate::common;
+use crate::common::certs;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

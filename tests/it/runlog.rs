@@ -14,7 +14,7 @@ use mongoload::report::{self, StageReport};
 use mongoload::sim::{self, SimConfig};
 use serde_json::Value;
 
-const SCHEMA: &str = include_str!("../etc/runlog.schema.json");
+const SCHEMA: &str = include_str!("../../etc/runlog.schema.json");
 
 fn config(uri: &str, log: &Path, stages: &str) -> Config {
     let text = format!(

@@ -2,7 +2,7 @@
 //! command of issue 2, cursors, duplicate keys, indexes, aggregation and
 //! each fault kind.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

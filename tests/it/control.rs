@@ -2,7 +2,7 @@
 //! simulator, commands through the real unix socket (the library client
 //! and the `mongoload ctl` binary), effects read from the metrics.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

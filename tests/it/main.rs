@@ -1,0 +1,25 @@
+//! The integration tests, as one test binary: each module drives the real
+//! driver (or the real binary, or the real Prometheus tools) against the
+//! simulator; `common` holds the helpers they share. One binary links the
+//! library and the driver once instead of once per file.
+
+mod common;
+
+mod auth_tls;
+mod check_target;
+mod cli;
+mod control;
+mod coordinated_omission;
+mod daemon;
+mod dashboards;
+mod http_metrics;
+mod prometheus_e2e;
+mod prometheus_rules;
+mod reload;
+mod runlog;
+mod sim_driver;
+mod sim_pymongo;
+mod sim_replset;
+mod systemd_notify;
+mod windows;
+mod workloads;
