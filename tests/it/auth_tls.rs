@@ -28,7 +28,7 @@ const PASSWORD: &str = "s3cr:t@pw";
 const PASSWORD_ENCODED: &str = "s3cr%3At%40pw";
 
 async fn sim_with(auth: bool, certs: Option<&Certs>) -> SimHandle {
-    mongoload::sim::start(SimConfig {
+    common::sim_with(SimConfig {
         auth: auth.then(|| AuthUser {
             user: USER.into(),
             password: PASSWORD.into(),
@@ -37,7 +37,6 @@ async fn sim_with(auth: bool, certs: Option<&Certs>) -> SimHandle {
         ..Default::default()
     })
     .await
-    .expect("the simulator starts")
 }
 
 async fn client(uri: &str) -> Client {

@@ -19,7 +19,7 @@ const USER: &str = "checker";
 const PASSWORD: &str = "ch3ck-p4ss";
 
 async fn sim_with(faults: FaultConfig, certs: Option<&Certs>) -> SimHandle {
-    mongoload::sim::start(SimConfig {
+    common::sim_with(SimConfig {
         auth: Some(AuthUser {
             user: USER.into(),
             password: PASSWORD.into(),
@@ -29,7 +29,6 @@ async fn sim_with(faults: FaultConfig, certs: Option<&Certs>) -> SimHandle {
         ..Default::default()
     })
     .await
-    .expect("the simulator starts")
 }
 
 /// A config with two workloads whose URI is in `uri_file`.

@@ -12,7 +12,6 @@ use std::time::Duration;
 use common::{eventually, metric, ops};
 use mongoload::control::{client, Command as Request};
 use mongoload::daemon::{self, Running};
-use mongoload::sim::{self, SimConfig};
 
 const W: &str = "workload=\"w\"";
 
@@ -36,7 +35,7 @@ async fn achieved(running: &Running, window: Duration) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pause_resume_set_rate_scale_and_concurrency() {
-    let sim = sim::start(SimConfig::default()).await.unwrap();
+    let sim = common::sim().await;
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("control.sock");
     let running = start(&sim.uri(), 200.0, &socket).await;
@@ -145,7 +144,7 @@ fn ctl(socket: &Path, args: &[&str]) -> std::process::Output {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctl_subcommand_talks_to_the_socket() {
-    let sim = sim::start(SimConfig::default()).await.unwrap();
+    let sim = common::sim().await;
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("control.sock");
     let running = start(&sim.uri(), 100.0, &socket).await;

@@ -6,7 +6,6 @@
 use crate::common;
 use crate::common::prometheus_tools;
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -566,30 +565,7 @@ async fn promtool_accepts_the_page_under_load() {
     ] {
         assert!(!samples(&page, name, &[]).is_empty(), "{name} missing");
     }
-    let Some(promtool) = prometheus_tools::require_tool(prometheus_tools::PROMTOOL) else {
-        return;
-    };
-    let mut child = Command::new(promtool)
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(page.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "promtool check metrics failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    prometheus_tools::check_metrics(&page);
 }
 
 /// A simulator started without `--auth` does not know `saslStart`, so

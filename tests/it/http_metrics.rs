@@ -2,12 +2,11 @@
 //! types and bodies of every route, `promtool check metrics` on the scraped
 //! page, and shutdown on cancellation.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::prometheus_tools;
 use mongoload::error_kind::ErrorKind;
 use mongoload::http::{serve, HttpState};
 use mongoload::metrics::Metrics;
@@ -118,7 +117,7 @@ async fn every_route_answers_as_documented() {
         .body
         .lines()
         .any(|l| l == r#"mongoload_phase_info{stage="hold",workload="mixed"} 1"#));
-    promtool_check(&r.body);
+    prometheus_tools::check_metrics(&r.body);
 
     let r = request(server.addr, "GET", "/healthz").await;
     assert_eq!((r.status, r.body.as_str()), (200, "ok\n"));
@@ -211,41 +210,4 @@ async fn at_most_max_connections_are_served_at_once() {
         .unwrap();
     assert_eq!(r.status, 200);
     server.shutdown.cancel();
-}
-
-/// `promtool check metrics` must accept the page: Prometheus parses it and
-/// its linter finds no naming or type problems.
-fn promtool_check(page: &str) {
-    let child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let mut child = match child {
-        Ok(child) => child,
-        Err(e) => {
-            if std::env::var_os("CI").is_some() {
-                panic!("promtool is required in CI (apt-get install prometheus): {e}");
-            }
-            eprintln!(
-                "\n\n*** SKIPPED: promtool check metrics ({e}); install the Debian package \
-                 `prometheus` to run it ***\n\n"
-            );
-            return;
-        }
-    };
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(page.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "promtool check metrics failed:\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }

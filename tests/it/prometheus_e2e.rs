@@ -34,9 +34,8 @@
 //! mongoload instead of starting `mongoload demo`.
 
 use crate::common::prometheus_tools;
+use crate::common::{free_port, get_blocking};
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -88,13 +87,6 @@ fn spawn(children: &mut Children, logs: &Path, name: &'static str, cmd: &mut Com
     children.0.push((name, child));
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port()
-}
-
 /// Percent-encodes a query parameter value (RFC 3986 unreserved kept).
 fn encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len() * 2);
@@ -108,23 +100,10 @@ fn encode(s: &str) -> String {
     out
 }
 
-/// A plain HTTP/1.0 GET on loopback: status and body. HTTP/1.0 keeps the
-/// body unchunked and the connection closed at its end.
+/// A GET on loopback: status and body.
 fn http_get(addr: &str, target: &str) -> Result<(u16, String), String> {
-    let mut s = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(20))).ok();
-    write!(s, "GET {target} HTTP/1.0\r\nHost: {addr}\r\n\r\n").map_err(|e| e.to_string())?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw)
-        .map_err(|e| format!("read {addr}{target}: {e}"))?;
-    let text = String::from_utf8_lossy(&raw);
-    let (head, body) = text.split_once("\r\n\r\n").ok_or("no end of headers")?;
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| format!("bad status line in {head:?}"))?;
-    Ok((status, body.to_owned()))
+    let addr = addr.parse().map_err(|e| format!("{addr}: {e}"))?;
+    get_blocking(addr, target).map(|r| (r.status, r.body))
 }
 
 /// Starts Prometheus on a free loopback port: scrapes and rule evaluation
@@ -158,7 +137,7 @@ fn start_prometheus(
     )
     .expect("write prometheus.yml");
     let prom = Prometheus {
-        addr: format!("127.0.0.1:{}", free_port()),
+        addr: free_port().to_string(),
         at: None,
     };
     spawn(
@@ -445,7 +424,7 @@ fn dashboards_and_rules_return_data_from_a_real_prometheus() {
     let logs = tmp.path();
     let mut children = Children(Vec::new());
 
-    let node_addr = format!("127.0.0.1:{}", free_port());
+    let node_addr = free_port().to_string();
     spawn(
         &mut children,
         logs,
@@ -455,7 +434,7 @@ fn dashboards_and_rules_return_data_from_a_real_prometheus() {
     let daemon_addr = match std::env::var("MONGOLOAD_E2E_METRICS_ADDR") {
         Ok(addr) => addr,
         Err(_) => {
-            let addr = format!("127.0.0.1:{}", free_port());
+            let addr = free_port().to_string();
             spawn(
                 &mut children,
                 logs,
@@ -713,7 +692,7 @@ fn a_sysbench_rate_reads_right_in_the_dashboard_and_the_recording_rule() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let logs = tmp.path();
     let mut children = Children(Vec::new());
-    let sim_addr = format!("127.0.0.1:{}", free_port());
+    let sim_addr = free_port().to_string();
     spawn(
         &mut children,
         logs,
@@ -722,7 +701,7 @@ fn a_sysbench_rate_reads_right_in_the_dashboard_and_the_recording_rule() {
             .args(["sim", "--listen", &sim_addr])
             .env("RUST_LOG", "warn"),
     );
-    let daemon_addr = format!("127.0.0.1:{}", free_port());
+    let daemon_addr = free_port().to_string();
     let config = logs.join("mongoload.toml");
     std::fs::write(
         &config,

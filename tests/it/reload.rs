@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::{eventually, metric, ops};
 use mongoload::daemon;
-use mongoload::sim::{self, SimConfig};
+
 use mongoload::supervisor::ReloadError;
 
 const W: &str = "workload=\"w\"";
@@ -37,7 +37,7 @@ impl Logs {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reload_applies_a_new_rate_and_keeps_counting() {
-    let sim = sim::start(SimConfig::default()).await.unwrap();
+    let sim = common::sim().await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("mongoload.toml");
     let text = common::config_text(&sim.uri(), 100.0, None);
@@ -110,7 +110,7 @@ async fn invalid_reload_keeps_the_plan_and_logs_why() {
     // The reload logs from this test's own task.
     let _guard = tracing::subscriber::set_default(subscriber);
 
-    let sim = sim::start(SimConfig::default()).await.unwrap();
+    let sim = common::sim().await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("mongoload.toml");
     let text = common::config_text(&sim.uri(), 100.0, None);
@@ -165,13 +165,8 @@ async fn invalid_reload_keeps_the_plan_and_logs_why() {
 
 /// GET `path` on `addr`, the body.
 async fn get(addr: &str, path: &str) -> Option<String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
-    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    s.write_all(req.as_bytes()).await.ok()?;
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).await.ok()?;
-    Some(raw.split_once("\r\n\r\n")?.1.to_string())
+    let reply = common::get(addr.parse().ok()?, path).await.ok()?;
+    Some(reply.body)
 }
 
 async fn stage_rate(addr: &str) -> Option<f64> {
@@ -182,15 +177,10 @@ async fn stage_rate(addr: &str) -> Option<f64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_reloads_the_binary() {
-    let sim = sim::start(SimConfig::default()).await.unwrap();
+    let sim = common::sim().await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("mongoload.toml");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr = format!("127.0.0.1:{port}");
+    let addr = common::free_port().to_string();
     let text = common::config_text(&sim.uri(), 100.0, None).replace("127.0.0.1:0", &addr);
     std::fs::write(&path, &text).unwrap();
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
@@ -284,7 +274,7 @@ async fn stage_of(addr: &str) -> Option<(Option<u64>, String, f64)> {
 /// starts it again from the first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_of_later_stages_keeps_the_position() {
-    let sim = sim::start(SimConfig::default()).await.unwrap();
+    let sim = common::sim().await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("mongoload.toml");
     let stages = |second: u32, third: &str| {

@@ -4,6 +4,8 @@
 //! `mongoload report` renders and compares those lines, with the exit
 //! codes a pipeline gates on.
 
+use crate::common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -11,7 +13,7 @@ use std::time::Duration;
 use mongoload::config::{self, Config};
 use mongoload::daemon;
 use mongoload::report::{self, StageReport};
-use mongoload::sim::{self, SimConfig};
+use mongoload::sim;
 use serde_json::Value;
 
 const SCHEMA: &str = include_str!("../../etc/runlog.schema.json");
@@ -88,7 +90,7 @@ fn s(p: &Path) -> &str {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stage_reports_match_the_schema_and_the_report_command_reads_them() {
-    let sim = sim::start(SimConfig::default()).await.unwrap();
+    let sim = common::sim().await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs.jsonl");
     let stages = r#"
@@ -239,7 +241,7 @@ duration = "2s"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stage_cut_short_at_shutdown_is_reported_as_partial() {
-    let sim = sim::start(SimConfig::default()).await.unwrap();
+    let sim = common::sim().await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs.jsonl");
     let stages = r#"
@@ -286,7 +288,7 @@ duration = "1h"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn count_based_stages_end_after_their_operations_and_report_each_worker() {
-    let sim = sim::start(SimConfig::default()).await.unwrap();
+    let sim = common::sim().await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs.jsonl");
     // Without the counts these stages would last 30 days each.

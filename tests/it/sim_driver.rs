@@ -12,12 +12,10 @@ use mongodb::bson::{doc, Bson, Document};
 use mongodb::error::{ErrorKind, WriteFailure};
 use mongodb::options::{FindOptions, IndexOptions, ReturnDocument};
 use mongodb::{Client, IndexModel};
-use mongoload::sim::{self, ErrorFault, LatencyDist, SimConfig, SimHandle, Stall};
+use mongoload::sim::{ErrorFault, LatencyDist, SimHandle, Stall};
 
 async fn sim_and_client() -> (SimHandle, Client) {
-    let sim = sim::start(SimConfig::default())
-        .await
-        .expect("simulator starts");
+    let sim = common::sim().await;
     let client = client_for(&sim, true).await;
     (sim, client)
 }
@@ -750,7 +748,7 @@ async fn raw_exchange(addr: std::net::SocketAddr, bytes: &[u8]) -> Option<Vec<u8
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn legacy_op_query_handshake_and_malformed_frames() {
-    let sim = sim::start(SimConfig::default()).await.unwrap();
+    let sim = common::sim().await;
     // OP_QUERY isMaster on admin.$cmd gets an OP_REPLY.
     let mut q = Vec::new();
     q.extend_from_slice(&[0; 4]);

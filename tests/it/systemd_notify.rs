@@ -5,7 +5,7 @@
 //! RELOADING=1 (with MONOTONIC_USEC) then READY=1 on SIGHUP, STOPPING=1
 //! (once) with a stopping STATUS= and exit 0 on SIGTERM.
 
-use crate::common::notify_socket;
+use crate::common::{self, notify_socket};
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,12 +22,7 @@ fn kill(signal: &str, pid: u32) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn notify_protocol_of_the_real_binary() {
-    let sim = mongoload::sim::start(mongoload::sim::SimConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let sim = common::sim().await;
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("mongoload.toml");
     let control = dir.path().join("control.sock");

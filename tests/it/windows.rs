@@ -10,11 +10,10 @@ use std::time::Duration;
 use chrono::Timelike;
 use common::{eventually, metric};
 use mongoload::daemon;
-use mongoload::sim::{self, SimConfig};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn engine_follows_the_wall_clock_windows() {
-    let sim = sim::start(SimConfig::default()).await.unwrap();
+    let sim = common::sim().await;
     // A window that holds all day, and one that starts two hours from now.
     let later = (chrono::Utc::now().hour() + 2) % 24;
     let text = format!(

@@ -8,6 +8,8 @@
 //! once per scheduled operation, with the run log, the summary and
 //! `/metrics` agreeing to the operation and to the request.
 
+use crate::common::{self, sum};
+
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,12 +30,6 @@ use mongoload::sim::{self, SimConfig, SimHandle};
 use mongoload::target::Target;
 use mongoload::workload::sysbench::{sum_pipeline, Sysbench};
 use mongoload::workload::{self, Action, Workload};
-
-async fn start_sim() -> SimHandle {
-    sim::start(SimConfig::default())
-        .await
-        .expect("simulator starts")
-}
 
 async fn client(sim: &SimHandle) -> Client {
     let mut opts = ClientOptions::parse(sim.uri()).await.unwrap();
@@ -88,27 +84,8 @@ async fn run_daemon(cfg: Config) -> (String, daemon::Summary) {
     (metrics.encode().unwrap(), summary)
 }
 
-/// The value of one sample of the `/metrics` page (0 when absent).
-fn sample(page: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
-    page.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| {
-            let (series, value) = l.rsplit_once(' ')?;
-            let (metric, rest) = series.split_once('{').unwrap_or((series, ""));
-            if metric != name {
-                return None;
-            }
-            labels
-                .iter()
-                .all(|(k, v)| rest.contains(&format!("{k}=\"{v}\"")))
-                .then(|| value.parse::<f64>().ok())
-                .flatten()
-        })
-        .sum()
-}
-
 fn ops(page: &str, workload: &str, op: &str, outcome: &str) -> u64 {
-    sample(
+    sum(
         page,
         "mongoload_operations_total",
         &[("workload", workload), ("op", op), ("outcome", outcome)],
@@ -158,7 +135,7 @@ fn build(kind: WorkloadKind, edit: impl FnOnce(&mut WorkloadConfig)) -> Arc<dyn 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prepare_of_every_kind_loads_its_documents_and_indexes() {
-    let sim = start_sim().await;
+    let sim = common::sim().await;
     let client = client(&sim).await;
     let db = client.database("prep");
 
@@ -272,7 +249,7 @@ fn toml_table<T: serde::de::DeserializeOwned>(text: &str) -> T {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sysbench_sum_and_distinct_return_what_the_data_implies() {
-    let sim = start_sim().await;
+    let sim = common::sim().await;
     let client = client(&sim).await;
     let db = client.database("sbvalues");
     let cfg = SysbenchConfig {
@@ -358,7 +335,7 @@ fn bounds(filter: &Document) -> (u64, u64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sysbench_counts_each_step_as_a_request_and_keeps_the_data_set() {
-    let sim = start_sim().await;
+    let sim = common::sim().await;
     let mut w = workload("sb", WorkloadKind::Sysbench, 3.0, 3);
     w.sysbench = Some(SysbenchConfig {
         collections: 2,
@@ -409,13 +386,13 @@ async fn sysbench_counts_each_step_as_a_request_and_keeps_the_data_set() {
     assert!(!page.contains(r#"step="update_index",workload="sbro""#));
     assert_eq!(ops(&page, "sbro", "transaction", "error"), 0);
     // Each transaction returned documents: the range steps' 100 each.
-    let range_docs = sample(
+    let range_docs = sum(
         &page,
         "mongoload_request_documents_total",
         &[("workload", "sb"), ("step", "simple_range")],
     );
     assert!(range_docs > 50.0 * tx as f64, "{range_docs} for {tx}");
-    let tx_docs = sample(
+    let tx_docs = sum(
         &page,
         "mongoload_documents_total",
         &[("workload", "sb"), ("op", "transaction")],
@@ -446,7 +423,7 @@ async fn sysbench_counts_each_step_as_a_request_and_keeps_the_data_set() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn insert_benchmark_counts_documents_and_holds_its_bound() {
-    let sim = start_sim().await;
+    let sim = common::sim().await;
     let mut w = workload("ii", WorkloadKind::InsertBenchmark, 3.0, 2);
     let params = InsertBenchmarkConfig {
         batch_size: 50,
@@ -461,7 +438,7 @@ async fn insert_benchmark_counts_documents_and_holds_its_bound() {
     let (page, summary) = run_daemon(cfg).await;
     assert_eq!(summary.workloads[0].errors, 0, "{page}");
     let inserts = ops(&page, "ii", "insert", "ok");
-    let docs = sample(
+    let docs = sum(
         &page,
         "mongoload_documents_total",
         &[("workload", "ii"), ("op", "insert")],
@@ -498,7 +475,7 @@ async fn insert_benchmark_counts_documents_and_holds_its_bound() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupted_prepare_resumes_to_the_right_count() {
-    let sim = start_sim().await;
+    let sim = common::sim().await;
     let client = client(&sim).await;
     for (kind, coll, total) in [
         (WorkloadKind::NameNum, "namenum", 30_000u64),
@@ -553,7 +530,7 @@ async fn an_interrupted_prepare_resumes_to_the_right_count() {
             "{kind:?}: interrupted at {partial} of {total}"
         );
         let page = metrics.encode().unwrap();
-        let ratio = sample(
+        let ratio = sum(
             &page,
             "mongoload_prepare_progress_ratio",
             &[("workload", "r")],
@@ -563,7 +540,7 @@ async fn an_interrupted_prepare_resumes_to_the_right_count() {
         let (page, summary) = run_daemon(mk()).await;
         assert_eq!(count(&db, coll).await, total, "{kind:?} after resuming");
         assert_eq!(
-            sample(
+            sum(
                 &page,
                 "mongoload_prepare_progress_ratio",
                 &[("workload", "r")]
@@ -681,7 +658,7 @@ fn scale_down(cfg: &mut Config, sim: &SimHandle, database: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_example_runs_briefly_against_the_simulator() {
-    let sim = start_sim().await;
+    let sim = common::sim().await;
     for (i, path) in examples().into_iter().enumerate() {
         let mut cfg = config::load_with_env(&path, std::iter::empty()).unwrap();
         scale_down(&mut cfg, &sim, &format!("example{i}"));
@@ -696,7 +673,7 @@ async fn every_example_runs_briefly_against_the_simulator() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_doc_inserts_and_queries_side_by_side() {
-    let sim = start_sim().await;
+    let sim = common::sim().await;
     let mut w = workload("ld", WorkloadKind::LargeDoc, 4.0, 2);
     w.large_doc = Some(LargeDocConfig {
         initial_docs: 100,
@@ -713,7 +690,7 @@ async fn large_doc_inserts_and_queries_side_by_side() {
     assert!((0.33..3.0).contains(&ratio), "{inserts} / {queries}");
     // Every query found its document: _ids are only taken once inserted…
     // or about to be, so allow the few in flight.
-    let found = sample(
+    let found = sum(
         &page,
         "mongoload_documents_total",
         &[("workload", "ld"), ("op", "query")],
@@ -751,7 +728,7 @@ async fn open_loop(
 
 fn requests(page: &str, workload: &str, op: &str, step: &str) -> (u64, u64) {
     let n = |outcome| {
-        sample(
+        sum(
             page,
             "mongoload_requests_total",
             &[
@@ -798,7 +775,7 @@ fn assert_counted_once(
         "{w}: every scheduled operation is accounted for"
     );
     let metric_ops: u64 = r.ops.iter().map(|o| ops_total(page, w, &o.op)).sum();
-    let all_ops = sample(page, "mongoload_operations_total", &[("workload", w)]) as u64;
+    let all_ops = sum(page, "mongoload_operations_total", &[("workload", w)]) as u64;
     assert_eq!(
         all_ops, done,
         "{w}: the sum over op is the scheduled operations done\n{page}"
@@ -842,7 +819,7 @@ fn assert_counted_once(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sysbench_transaction_is_one_operation_of_eighteen_requests() {
-    let sim = start_sim().await;
+    let sim = common::sim().await;
     let mut w = workload("sbonce", WorkloadKind::Sysbench, 1.0, 1);
     // Few documents in one collection and many workers: concurrent
     // transactions would meet on the same _id if ids were not claimed.
@@ -887,7 +864,7 @@ async fn a_sysbench_transaction_is_one_operation_of_eighteen_requests() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ycsb_f_read_modify_write_is_one_operation() {
-    let sim = start_sim().await;
+    let sim = common::sim().await;
     let mut w = workload("ycsbf", WorkloadKind::Ycsb, 1.0, 1);
     w.ycsb = Some(YcsbConfig {
         workload: YcsbLetter::F,
@@ -912,7 +889,7 @@ async fn ycsb_f_read_modify_write_is_one_operation() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bounded_insert_keeps_its_label_when_it_starts_evicting() {
-    let sim = start_sim().await;
+    let sim = common::sim().await;
     let mut ii = workload("iibound", WorkloadKind::InsertBenchmark, 1.0, 1);
     ii.insert_benchmark = Some(InsertBenchmarkConfig {
         batch_size: 10,
@@ -960,7 +937,7 @@ async fn a_bounded_insert_keeps_its_label_when_it_starts_evicting() {
         assert_eq!(insert.steps[0].requests.ok, insert.operations.ok);
         assert_eq!(insert.steps[0].step, insert.op);
         // Documents/s of the insert are the inserted ones, not the evicted.
-        let inserted = sample(
+        let inserted = sum(
             &page,
             "mongoload_request_documents_total",
             &[
@@ -969,7 +946,7 @@ async fn a_bounded_insert_keeps_its_label_when_it_starts_evicting() {
                 ("step", &insert.op),
             ],
         );
-        let op_docs = sample(
+        let op_docs = sum(
             &page,
             "mongoload_documents_total",
             &[("workload", &name), ("op", &insert.op)],
@@ -983,7 +960,7 @@ async fn a_bounded_insert_keeps_its_label_when_it_starts_evicting() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sysbench_in_transactions_meets_the_standalone_refusal() {
-    let sim = start_sim().await;
+    let sim = common::sim().await;
     let mut w = workload("sbtxn", WorkloadKind::Sysbench, 1.0, 1);
     w.sysbench = Some(SysbenchConfig {
         collections: 1,
@@ -1012,7 +989,7 @@ async fn sysbench_in_transactions_meets_the_standalone_refusal() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_step_is_one_error_of_its_operation_with_the_step_s_kind() {
-    let sim = sim::start(SimConfig {
+    let sim = common::sim_with(SimConfig {
         faults: sim::FaultConfig {
             error: Some(sim::ErrorFault {
                 rate: 0.3,
@@ -1023,8 +1000,7 @@ async fn a_failing_step_is_one_error_of_its_operation_with_the_step_s_kind() {
         },
         ..SimConfig::default()
     })
-    .await
-    .unwrap();
+    .await;
     let mut w = workload("sbfail", WorkloadKind::Sysbench, 1.0, 1);
     w.sysbench = Some(SysbenchConfig {
         collections: 1,
@@ -1043,7 +1019,7 @@ async fn a_failing_step_is_one_error_of_its_operation_with_the_step_s_kind() {
     assert_eq!(r.errors_total(), failed);
     assert_eq!(step("insert").ok + step("insert").error, step("delete").ok);
     assert_eq!(step("point_select").ok, 10 * (tx.operations.ok + failed));
-    let of_op = sample(
+    let of_op = sum(
         &page,
         "mongoload_errors_total",
         &[
@@ -1052,7 +1028,7 @@ async fn a_failing_step_is_one_error_of_its_operation_with_the_step_s_kind() {
             ("kind", "write_conflict"),
         ],
     );
-    let of_step = sample(
+    let of_step = sum(
         &page,
         "mongoload_request_errors_total",
         &[

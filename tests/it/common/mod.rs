@@ -1,9 +1,11 @@
-//! Shared helpers for the daemon and CLI integration tests: a simulator
-//! per test, config files in temporary directories, the daemon started
-//! in-process, plain HTTP/1.1 requests to its endpoints, a parser of the
-//! Prometheus text exposition format, and polling waits with deadlines.
+//! Shared helpers of the integration tests: the one way to start a
+//! simulator (in-process, or as a `mongoload sim` process), free loopback
+//! ports, config files in temporary directories, the daemon started
+//! in-process, the one HTTP GET (async, and blocking for the synchronous
+//! tests), a parser of the Prometheus text exposition format, and polling
+//! waits with deadlines.
 
-#![allow(dead_code)] // each test crate uses a different subset
+#![allow(dead_code)] // not every helper is used yet
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -18,20 +20,62 @@ use tokio::net::TcpStream;
 
 /// A simulator on a free loopback port.
 pub async fn sim() -> SimHandle {
-    mongoload::sim::start(SimConfig::default())
-        .await
-        .expect("the simulator starts")
+    sim_with(SimConfig::default()).await
 }
 
 /// A simulator on a given address (to bring up a deployment the daemon
 /// already points at).
 pub async fn sim_on(addr: SocketAddr) -> SimHandle {
-    mongoload::sim::start(SimConfig {
+    sim_with(SimConfig {
         listen: addr,
         ..Default::default()
     })
     .await
-    .unwrap_or_else(|e| panic!("the simulator starts on {addr}: {e}"))
+}
+
+/// A simulator with the given options (faults, users, TLS).
+pub async fn sim_with(config: SimConfig) -> SimHandle {
+    let listen = config.listen;
+    mongoload::sim::start(config)
+        .await
+        .unwrap_or_else(|e| panic!("the simulator starts on {listen}: {e}"))
+}
+
+/// A `mongoload sim` process (the real binary, for clients that are not
+/// in this process); killed when dropped, pass or fail.
+pub struct SimProcess(pub std::process::Child);
+
+impl Drop for SimProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `mongoload sim --listen 127.0.0.1:PORT ARGS…` and waits for the
+/// line saying it listens.
+pub fn spawn_sim(port: u16, args: &[&str]) -> SimProcess {
+    use std::io::{BufRead, BufReader};
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(["sim", "--listen", &format!("127.0.0.1:{port}")])
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start mongoload sim");
+    let mut sim = SimProcess(child);
+    let stderr = sim.0.stderr.take().expect("piped stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("listening") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(20))
+        .expect("mongoload sim logs that it listens");
+    sim
 }
 
 /// A driver client for `uri` with the given server selection timeout,
@@ -66,6 +110,20 @@ pub fn error_code(e: &mongodb::error::Error) -> Option<i32> {
 pub fn free_port() -> SocketAddr {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
     l.local_addr().unwrap()
+}
+
+/// The first of `n` consecutive free loopback ports (a replica set's
+/// members), found as [`free_port`] finds one.
+pub fn free_ports(n: u16) -> u16 {
+    loop {
+        let first = free_port().port();
+        let rest: Vec<std::net::TcpListener> = (1..n)
+            .filter_map(|i| std::net::TcpListener::bind(("127.0.0.1", first.checked_add(i)?)).ok())
+            .collect();
+        if rest.len() == usize::from(n - 1) {
+            return first;
+        }
+    }
 }
 
 /// A config file in its own temporary directory (removed on drop).
@@ -174,11 +232,20 @@ pub async fn get(addr: SocketAddr, path: &str) -> Result<Reply, String> {
         .await
         .map_err(|e| format!("send to {addr}: {e}"))?;
     let mut raw = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut raw))
+    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut raw))
         .await
-        .map_err(|_| format!("GET {path}: no complete answer within 10 s"))?
+        .map_err(|_| format!("GET {path}: no complete answer within 20 s"))?
         .map_err(|e| format!("GET {path}: {e}"))?;
     parse_response(&raw)
+}
+
+/// [`get`] for synchronous tests (outside any runtime).
+pub fn get_blocking(addr: SocketAddr, path: &str) -> Result<Reply, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?
+        .block_on(get(addr, path))
 }
 
 /// `GET path` that must succeed at the transport level.

@@ -30,6 +30,37 @@ pub fn require_tool(path: &str) -> Option<PathBuf> {
     None
 }
 
+/// `promtool check metrics` must accept the page: Prometheus parses it and
+/// its linter finds no naming or type problems. Without promtool this is a
+/// loud notice (or a failure in CI), as [`require_tool`] says.
+pub fn check_metrics(page: &str) {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let Some(promtool) = require_tool(PROMTOOL) else {
+        return;
+    };
+    let mut child = Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run promtool");
+    child
+        .stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(page.as_bytes())
+        .expect("write the page to promtool");
+    let out = child.wait_with_output().expect("promtool ends");
+    assert!(
+        out.status.success(),
+        "promtool check metrics failed:\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The repository root (where Cargo.toml is).
 pub fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
