@@ -9,13 +9,17 @@
 //!   floor: the same driver calls from the same number of tasks at the same
 //!   rate, paced by a bare sleep, with no metrics. Alternated, median of
 //!   the repetitions.
+//! - `closed`: the same daemon path in closed loop (a stage of
+//!   `concurrency = 32`, `max_inflight` left at its default 256), CPU
+//!   seconds of this process per operation, beside the floor of 32 tasks
+//!   that call `find_one({_id})` back to back. Alternated, median.
 //! - `memory`: `mongoload run` as its own process against a simulator that
 //!   delays every reply by 1 s, 1,000 ops/s: VmRSS / VmHWM with ~1,000
 //!   operations in flight.
 //! - `peak`: the daemon stepping its rate up until it falls behind, with
 //!   the CPU use of both processes per step.
 //!
-//! Run: `cargo bench --bench generator [-- accuracy|memory|peak]`.
+//! Run: `cargo bench --bench generator [-- accuracy|closed|memory|peak]`.
 //! Environment: `GEN_SECS` (measured seconds per stage, default 20),
 //! `GEN_REPS` (repetitions, default 3), `GEN_RATE` (default 5000),
 //! `GEN_PEAK_RATES` (comma-separated steps, default 6000,…,30000).
@@ -70,6 +74,9 @@ fn main() {
     rt.block_on(async {
         if wants("accuracy") || wants("cost") {
             accuracy_and_cost(&bin).await;
+        }
+        if wants("closed") {
+            closed_loop_cost(&bin).await;
         }
         if wants("memory") {
             memory(&bin).await;
@@ -272,6 +279,12 @@ async fn run_daemon(
         sim.pool,
         &all,
     );
+    // Closed loop: the same stages with their levels as workers.
+    let text = if sim.closed {
+        text.replace("\nrate = ", "\nconcurrency = ")
+    } else {
+        text
+    };
     let config = mongoload::config::parse_with_env(&text, Path::new("bench.toml"), [])
         .expect("bench config is valid");
     let running = mongoload::daemon::start(config)
@@ -413,6 +426,8 @@ struct SimRef {
     pid: String,
     pool: u32,
     inflight: usize,
+    /// Closed-loop stages (levels are workers) instead of rates.
+    closed: bool,
 }
 
 // ------------------------------------------------------------------- floor
@@ -476,6 +491,53 @@ async fn floor(sim: &SimRef, db: &str, rate: f64, secs: Duration) -> (u64, f64, 
     (done.load(Ordering::Relaxed), cpu1 - cpu0, late)
 }
 
+/// The closed-loop floor: `tasks` tasks each call `find_one({_id})` back
+/// to back, with no metrics and no engine. Returns (operations completed
+/// in the measured window, CPU seconds).
+async fn floor_closed(sim: &SimRef, db: &str, tasks: usize, secs: Duration) -> (u64, f64) {
+    let client = mongoload::target::connect(
+        &sim.uri,
+        "floor",
+        sim.pool,
+        mongoload::target::Timeouts {
+            connect: Duration::from_secs(5),
+            server_selection: Duration::from_secs(5),
+        },
+        mongoload::target::Handlers::default(),
+    )
+    .await
+    .expect("client");
+    let coll = client.database(db).collection::<Document>("gen");
+    let done = Arc::new(AtomicU64::new(0));
+    let measure_from = Instant::now() + WARM;
+    let end = measure_from + secs;
+    let mut set = tokio::task::JoinSet::new();
+    for t in 0..tasks {
+        let (coll, done) = (coll.clone(), done.clone());
+        set.spawn(async move {
+            let mut rng = SmallRng::seed_from_u64(t as u64);
+            loop {
+                let id = rng.random_range(0..DOCS) as i64;
+                let found = coll.find_one(doc! {"_id": id}).await;
+                let now = Instant::now();
+                if now >= end {
+                    return;
+                }
+                if matches!(found, Ok(Some(_))) && now >= measure_from {
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+    }
+    tokio::time::sleep_until(measure_from).await;
+    let cpu0 = cpu_seconds("self");
+    tokio::time::sleep_until(end).await;
+    let cpu1 = cpu_seconds("self");
+    while set.join_next().await.is_some() {}
+    client.shutdown().await;
+    (done.load(Ordering::Relaxed), cpu1 - cpu0)
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     if v.is_empty() {
@@ -496,6 +558,7 @@ async fn accuracy_and_cost(bin: &Path) {
         pid: sim_proc.pid().to_string(),
         pool: POOL,
         inflight: TASKS,
+        closed: false,
     };
     println!(
         "\n== accuracy and cost: {rate} ops/s find-by-_id, {reps} x ({}s daemon + {}s floor), {TASKS} tasks, pool {POOL}",
@@ -573,6 +636,74 @@ async fn accuracy_and_cost(bin: &Path) {
         1e6 / d,
         fl / 10.0,
         median(ratios)
+    );
+    drop(sim_proc);
+}
+
+/// Closed loop: CPU per operation of the daemon at `concurrency = 32`
+/// (`max_inflight` 256, its default) beside 32 bare tasks.
+async fn closed_loop_cost(bin: &Path) {
+    const WORKERS: f64 = 32.0;
+    let secs = Duration::from_secs(env_or("GEN_SECS", 20));
+    let reps: usize = env_or("GEN_REPS", 3);
+    let (sim_proc, addr) = start_sim(bin, &[]).await;
+    let sim = SimRef {
+        uri: format!("mongodb://{addr}/?directConnection=true"),
+        pid: sim_proc.pid().to_string(),
+        pool: POOL,
+        inflight: 256,
+        closed: true,
+    };
+    println!(
+        "\n== closed loop: {WORKERS} workers find-by-_id, {reps} x ({}s daemon + {}s floor), max_inflight 256, pool {POOL}",
+        secs.as_secs(),
+        secs.as_secs()
+    );
+    let (mut daemon_us, mut floor_us) = (Vec::new(), Vec::new());
+    for rep in 0..reps {
+        let db = format!("closed{rep}");
+        let floor_first = rep % 2 == 1;
+        let floor_run = if floor_first {
+            Some(floor_closed(&sim, "closed0", WORKERS as usize, secs).await)
+        } else {
+            None
+        };
+        let f = run_daemon(&sim, &db, &[("hold".to_owned(), WORKERS, secs)], false).await;
+        let f = &f[0];
+        let d_us = f.cpu / f.operations.max(1) as f64 * 1e6;
+        println!(
+            "rep {rep} daemon: {} ops in {:.0}s = {:.1} ops/s; CPU {:.2}s = {d_us:.1} us/op; sim CPU {:.1} us/op",
+            f.operations,
+            f.secs,
+            f.ops_per_sec,
+            f.cpu,
+            f.sim_cpu / f.operations.max(1) as f64 * 1e6,
+        );
+        let (ops, cpu) = match floor_run {
+            Some(r) => r,
+            None => floor_closed(&sim, "closed0", WORKERS as usize, secs).await,
+        };
+        let f_us = cpu / ops.max(1) as f64 * 1e6;
+        println!(
+            "rep {rep} floor{}:  {ops} ops in {:.0}s = {:.1} ops/s; CPU {cpu:.2}s = {f_us:.1} us/op",
+            if floor_first { " (run first)" } else { "" },
+            secs.as_secs_f64(),
+            ops as f64 / secs.as_secs_f64(),
+        );
+        daemon_us.push(d_us);
+        floor_us.push(f_us);
+    }
+    let ratios: Vec<f64> = daemon_us
+        .iter()
+        .zip(&floor_us)
+        .map(|(d, f)| d / f)
+        .collect();
+    println!(
+        "MEDIAN closed loop: daemon {:.1} us/op, floor {:.1} us/op; ratio daemon/floor (median of per-rep ratios) {:.2}x; load average {}",
+        median(daemon_us),
+        median(floor_us),
+        median(ratios),
+        load_average()
     );
     drop(sim_proc);
 }
@@ -676,6 +807,7 @@ async fn peak(bin: &Path) {
         pid: sim_proc.pid().to_string(),
         pool: 64,
         inflight: 256,
+        closed: false,
     };
     println!(
         "\n== peak: rate steps of {}s {rates:?}, max_inflight 256, pool 64",
