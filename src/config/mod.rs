@@ -75,7 +75,6 @@
 
 mod types;
 mod uri;
-mod workloads;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -90,12 +89,15 @@ use chrono::{DateTime, Utc};
 use crate::schedule::window::{WindowLevel, Windows};
 use crate::schedule::{Mode, Schedule, Shape, Stage, WindowPlan};
 
+pub use crate::workload::custom::{CustomConfig, CustomIndex, CustomOp, CustomOpKind};
+pub use crate::workload::insert_benchmark::InsertBenchmarkConfig;
+pub use crate::workload::large_doc::LargeDocConfig;
+pub use crate::workload::mixed::MixedConfig;
+pub use crate::workload::name_num::{NameNumConfig, NameNumMode};
+pub use crate::workload::sysbench::SysbenchConfig;
+pub use crate::workload::ycsb::{YcsbConfig, YcsbFieldType, YcsbLetter};
 pub use types::{ByteSize, LevelSpec};
 pub use uri::{redact_uri, uri_hosts, uri_user, SecretUri, UriUser};
-pub use workloads::{
-    CustomConfig, CustomIndex, CustomOp, CustomOpKind, InsertBenchmarkConfig, LargeDocConfig,
-    NameNumConfig, NameNumMode, SysbenchConfig, YcsbConfig, YcsbFieldType, YcsbLetter,
-};
 
 /// Where the daemon looks for its config when `--config` is not given.
 pub const DEFAULT_PATH: &str = "/etc/mongoload/mongoload.toml";
@@ -112,12 +114,6 @@ pub const TIMELINE_HORIZON: Duration = Duration::from_secs(24 * 3600);
 /// At most this many timeline rows are printed (a repeating schedule of
 /// short stages would otherwise print thousands).
 const TIMELINE_MAX_ROWS: usize = 60;
-
-/// Smallest `doc_size` accepted: room for `_id`, `k` and a little padding.
-const MIN_DOC_SIZE: u64 = 64;
-
-/// Largest `doc_size` accepted: MongoDB's 16 MiB document limit.
-const MAX_DOC_SIZE: u64 = 16 << 20;
 
 /// A config that cannot be used: names the file, the key and the reason.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -169,7 +165,7 @@ impl std::fmt::Display for KeyError {
 impl std::error::Error for KeyError {}
 
 impl KeyError {
-    fn new(key: impl Into<String>, reason: impl Into<String>) -> KeyError {
+    pub(crate) fn new(key: impl Into<String>, reason: impl Into<String>) -> KeyError {
         KeyError {
             key: key.into(),
             reason: reason.into(),
@@ -733,101 +729,6 @@ impl WorkloadConfig {
     }
 }
 
-/// `[workloads.mixed]`: parameters of kind `mixed`. Weights are relative
-/// (they need not sum to 100).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct MixedConfig {
-    /// Weight of inserts of a new document.
-    pub insert: f64,
-    /// Weight of updates of one document by `_id`.
-    pub update: f64,
-    /// Weight of deletes of one document by `_id`.
-    pub delete: f64,
-    /// Weight of finds of one document by `_id`.
-    pub find: f64,
-    /// Weight of finds by the secondary key `k`.
-    pub find_by_k: f64,
-    /// Weight of updates of one document by the secondary key `k`.
-    pub update_by_k: f64,
-    /// Target BSON size of each document.
-    pub doc_size: ByteSize,
-    /// Documents loaded by the prepare step (`_id` 0..initial_docs).
-    pub initial_docs: u64,
-    /// Documents per insert call during the prepare step.
-    pub load_batch: usize,
-    /// The collection's name.
-    pub collection: String,
-}
-
-impl Default for MixedConfig {
-    fn default() -> Self {
-        MixedConfig {
-            insert: 6.5,
-            update: 3.0,
-            delete: 3.0,
-            find: 87.5,
-            find_by_k: 0.0,
-            update_by_k: 0.0,
-            doc_size: ByteSize(76 * 1024),
-            initial_docs: 10_000,
-            load_batch: 100,
-            collection: "mixed".into(),
-        }
-    }
-}
-
-impl MixedConfig {
-    /// The weights in the order of the mixed workload's op names.
-    pub fn weights(&self) -> [(&'static str, f64); 6] {
-        [
-            ("insert", self.insert),
-            ("update", self.update),
-            ("delete", self.delete),
-            ("find", self.find),
-            ("find_by_k", self.find_by_k),
-            ("update_by_k", self.update_by_k),
-        ]
-    }
-
-    fn validate(&self) -> Result<(), KeyError> {
-        let mut sum = 0.0;
-        for (k, w) in self.weights() {
-            if !(w.is_finite() && w >= 0.0) {
-                return Err(KeyError::new(
-                    k,
-                    format!("weight must be a number ≥ 0, got {w}"),
-                ));
-            }
-            sum += w;
-        }
-        if sum <= 0.0 {
-            return Err(KeyError::new(
-                "insert",
-                "the weights insert, update, delete, find, find_by_k, update_by_k sum to zero; \
-                 give at least one a positive weight",
-            ));
-        }
-        let size = self.doc_size.bytes();
-        if !(MIN_DOC_SIZE..=MAX_DOC_SIZE).contains(&size) {
-            return Err(KeyError::new(
-                "doc_size",
-                format!("must be between {MIN_DOC_SIZE} bytes and 16MiB, got {size} bytes"),
-            ));
-        }
-        if self.load_batch == 0 {
-            return Err(KeyError::new("load_batch", "must be at least 1, got 0"));
-        }
-        if self.collection.is_empty() || self.collection.contains(['$', '\0']) {
-            return Err(KeyError::new(
-                "collection",
-                format!("not a valid collection name: {:?}", self.collection),
-            ));
-        }
-        Ok(())
-    }
-}
-
 /// `[[workloads.stages]]`: one stage. Exactly one of `rate` and
 /// `concurrency`; `duration` for holds and ramps, none for steps (a steps
 /// stage lasts `steps × each`); or, for a hold, `operations` (the stage
@@ -1259,25 +1160,7 @@ impl Config {
                 }
             );
             match w.kind {
-                WorkloadKind::Mixed => {
-                    let m = w.mixed_params();
-                    let weights: Vec<String> = m
-                        .weights()
-                        .iter()
-                        .filter(|(_, v)| *v > 0.0)
-                        .map(|(k, v)| format!("{k} {v}"))
-                        .collect();
-                    let _ = writeln!(out, "  weights: {}", weights.join(", "));
-                    let _ = writeln!(
-                        out,
-                        "  collection: {}, doc_size: {} ({} bytes), initial_docs: {}, load_batch: {}",
-                        m.collection,
-                        m.doc_size,
-                        m.doc_size.bytes(),
-                        m.initial_docs,
-                        m.load_batch
-                    );
-                }
+                WorkloadKind::Mixed => out.push_str(&w.mixed_params().describe()),
                 WorkloadKind::InsertBenchmark => {
                     out.push_str(&w.insert_benchmark_params().describe())
                 }

@@ -18,6 +18,7 @@ pub mod large_doc;
 pub mod mixed;
 pub mod name_num;
 pub mod sysbench;
+pub mod validate;
 pub mod ycsb;
 
 use std::fmt;

@@ -20,6 +20,10 @@
 //! `_id` = its sequence number (loads resume by it), and with `doc_size` a
 //! `pad` string that brings it to that BSON size.
 
+pub mod params;
+
+pub use params::{CustomConfig, CustomIndex, CustomOp, CustomOpKind};
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -32,7 +36,6 @@ use super::gen::{document_rng, worker_rng, KeyDist, KeyGen, PadPool};
 use super::{
     bounded_insert, bson_len, Action, Op, OpSource, OpSpec, PrepareStep, WeightedPick, Workload,
 };
-use crate::config::{CustomConfig, CustomOpKind};
 
 const COLL: usize = 0;
 
@@ -880,7 +883,7 @@ impl OpSource for Source {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{ByteSize, CustomOp};
+    use crate::config::ByteSize;
     use serde_json::json;
 
     fn op(kind: CustomOpKind) -> CustomOp {

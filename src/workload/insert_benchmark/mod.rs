@@ -16,6 +16,10 @@
 //! (delete-per-insert, as the benchmark's own option does), so the
 //! collection holds at most `max_docs` documents for as long as it runs.
 
+pub mod params;
+
+pub use params::InsertBenchmarkConfig;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,7 +30,6 @@ use rand::Rng;
 
 use super::gen::{document_rng, worker_rng, PadPool};
 use super::{bounded_insert, Action, Op, OpSource, OpSpec, PrepareStep, Workload};
-use crate::config::InsertBenchmarkConfig;
 
 const COLL: usize = 0;
 const INSERT: usize = 0;

@@ -10,6 +10,10 @@
 //! when bounded, where each insert also deletes the document `max_docs`
 //! behind it).
 
+pub mod params;
+
+pub use params::LargeDocConfig;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -19,7 +23,6 @@ use rand::Rng;
 
 use super::gen::{document_rng, worker_rng, PadPool};
 use super::{bounded_insert, bson_len, Action, Op, OpSource, OpSpec, PrepareStep, Workload};
-use crate::config::LargeDocConfig;
 
 const COLL: usize = 0;
 const INSERT: usize = 0;

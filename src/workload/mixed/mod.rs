@@ -10,6 +10,10 @@
 //! `k` is uniform in `[0, max(initial_docs, 1))`, so lookups by `k` mostly
 //! hit.
 
+pub mod params;
+
+pub use params::MixedConfig;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -19,7 +23,6 @@ use rand::Rng;
 
 use super::gen::{document_rng, worker_rng, PadPool};
 use super::{Action, Op, OpSource, OpSpec, PrepareStep, Workload};
-use crate::config::MixedConfig;
 
 /// The collection index of the single collection.
 const COLL: usize = 0;

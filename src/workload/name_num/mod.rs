@@ -8,6 +8,10 @@
 //! every insert also deletes the document `max_docs` behind it, so the
 //! collection never grows past the bound (delete-per-insert).
 
+pub mod params;
+
+pub use params::{NameNumConfig, NameNumMode};
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -17,7 +21,6 @@ use rand::Rng;
 
 use super::gen::{document_rng, worker_rng};
 use super::{bounded_insert, Action, Op, OpSource, OpSpec, PrepareStep, WeightedPick, Workload};
-use crate::config::{NameNumConfig, NameNumMode};
 
 const COLL: usize = 0;
 

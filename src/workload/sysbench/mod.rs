@@ -15,6 +15,10 @@
 //! transaction in flight deletes the same one), so two workers never race
 //! to reinsert one `_id` and mongoload causes no `duplicate_key` itself.
 
+pub mod params;
+
+pub use params::SysbenchConfig;
+
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -24,7 +28,6 @@ use rand::{Rng, SeedableRng};
 
 use super::gen::{splitmix64, worker_rng};
 use super::{Action, Body, Op, OpSource, OpSpec, PrepareStep, Request, Workload};
-use crate::config::SysbenchConfig;
 
 /// Characters of `c` and of `pad`.
 pub const C_LEN: usize = 120;

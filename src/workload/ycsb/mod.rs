@@ -13,6 +13,10 @@
 //! "string"` stores random characters instead). Inserts (D, E) take key numbers from a counter shared by
 //! all workers, raised at prepare time to the number of records present.
 
+pub mod params;
+
+pub use params::{YcsbConfig, YcsbFieldType, YcsbLetter};
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -23,7 +27,6 @@ use rand::Rng;
 
 use super::gen::{document_rng, fnv1a64, worker_rng, KeyGen, PadPool};
 use super::{Action, Op, OpSource, OpSpec, PrepareStep, Request, WeightedPick, Workload};
-use crate::config::{YcsbConfig, YcsbFieldType};
 
 const COLL: usize = 0;
 
@@ -251,7 +254,6 @@ impl OpSource for Source {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::YcsbLetter;
     use crate::workload::bson_len;
 
     fn cfg(letter: YcsbLetter) -> YcsbConfig {

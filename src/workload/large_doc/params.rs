@@ -1,0 +1,74 @@
+//! `[workloads.large_doc]`: the parameters of kind `large-doc`, their defaults
+//! (those of the benchmark the kind reproduces), validation and the lines
+//! `check-config` prints for them.
+
+use serde::Deserialize;
+
+use crate::config::{ByteSize, KeyError};
+use crate::workload::validate::{
+    at_least_one, bound, check_bound, check_collection, check_doc_size,
+};
+
+/// `[workloads.large_doc]`: large documents, inserts and `_id` finds side
+/// by side.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LargeDocConfig {
+    /// The collection.
+    pub collection: String,
+    /// BSON size of each document.
+    pub doc_size: ByteSize,
+    /// Share of workers that insert (with `query_workers`: the ratio).
+    pub insert_workers: u32,
+    /// Share of workers that find a random `_id`.
+    pub query_workers: u32,
+    /// Documents loaded by the prepare step.
+    pub initial_docs: u64,
+    /// Documents per insert call during the prepare step.
+    pub load_batch: usize,
+    /// Hold the collection to this many documents (each insert deletes the
+    /// oldest); 0 = unbounded.
+    pub max_docs: u64,
+}
+
+impl Default for LargeDocConfig {
+    fn default() -> Self {
+        LargeDocConfig {
+            collection: "largedoc".into(),
+            doc_size: ByteSize(10 * 1024),
+            insert_workers: 10,
+            query_workers: 10,
+            initial_docs: 10_000,
+            load_batch: 100,
+            max_docs: 0,
+        }
+    }
+}
+
+impl LargeDocConfig {
+    pub fn validate(&self) -> Result<(), KeyError> {
+        check_collection("collection", &self.collection)?;
+        at_least_one("load_batch", self.load_batch as u64)?;
+        if self.insert_workers + self.query_workers == 0 {
+            return Err(KeyError::new(
+                "insert_workers",
+                "insert_workers and query_workers are both 0",
+            ));
+        }
+        check_doc_size("doc_size", self.doc_size)?;
+        check_bound(self.max_docs, self.initial_docs)
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "  collection: {}, doc_size: {} ({} bytes), insert/query workers {}:{}, initial_docs: {}, max_docs: {}\n",
+            self.collection,
+            self.doc_size,
+            self.doc_size.bytes(),
+            self.insert_workers,
+            self.query_workers,
+            self.initial_docs,
+            bound(self.max_docs)
+        )
+    }
+}

@@ -1,0 +1,100 @@
+//! `[workloads.mixed]`: the parameters of kind `mixed`, their defaults
+//! (those of the benchmark the kind reproduces), validation and the lines
+//! `check-config` prints for them.
+
+use serde::Deserialize;
+
+use crate::config::{ByteSize, KeyError};
+use crate::workload::validate::{at_least_one, check_collection, check_doc_size, check_weight};
+
+/// `[workloads.mixed]`: parameters of kind `mixed`. Weights are relative
+/// (they need not sum to 100).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MixedConfig {
+    /// Weight of inserts of a new document.
+    pub insert: f64,
+    /// Weight of updates of one document by `_id`.
+    pub update: f64,
+    /// Weight of deletes of one document by `_id`.
+    pub delete: f64,
+    /// Weight of finds of one document by `_id`.
+    pub find: f64,
+    /// Weight of finds by the secondary key `k`.
+    pub find_by_k: f64,
+    /// Weight of updates of one document by the secondary key `k`.
+    pub update_by_k: f64,
+    /// Target BSON size of each document.
+    pub doc_size: ByteSize,
+    /// Documents loaded by the prepare step (`_id` 0..initial_docs).
+    pub initial_docs: u64,
+    /// Documents per insert call during the prepare step.
+    pub load_batch: usize,
+    /// The collection's name.
+    pub collection: String,
+}
+
+impl Default for MixedConfig {
+    fn default() -> Self {
+        MixedConfig {
+            insert: 6.5,
+            update: 3.0,
+            delete: 3.0,
+            find: 87.5,
+            find_by_k: 0.0,
+            update_by_k: 0.0,
+            doc_size: ByteSize(76 * 1024),
+            initial_docs: 10_000,
+            load_batch: 100,
+            collection: "mixed".into(),
+        }
+    }
+}
+
+impl MixedConfig {
+    /// The weights in the order of the mixed workload's op names.
+    pub fn weights(&self) -> [(&'static str, f64); 6] {
+        [
+            ("insert", self.insert),
+            ("update", self.update),
+            ("delete", self.delete),
+            ("find", self.find),
+            ("find_by_k", self.find_by_k),
+            ("update_by_k", self.update_by_k),
+        ]
+    }
+
+    pub fn validate(&self) -> Result<(), KeyError> {
+        for (k, w) in self.weights() {
+            check_weight(k, w)?;
+        }
+        if self.weights().iter().map(|(_, w)| w).sum::<f64>() <= 0.0 {
+            return Err(KeyError::new(
+                "insert",
+                "the weights insert, update, delete, find, find_by_k, update_by_k sum to zero; \
+                 give at least one a positive weight",
+            ));
+        }
+        check_doc_size("doc_size", self.doc_size)?;
+        at_least_one("load_batch", self.load_batch as u64)?;
+        check_collection("collection", &self.collection)
+    }
+
+    pub fn describe(&self) -> String {
+        let weights: Vec<String> = self
+            .weights()
+            .iter()
+            .filter(|(_, v)| *v > 0.0)
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        format!(
+            "  weights: {}\n  collection: {}, doc_size: {} ({} bytes), initial_docs: {}, load_batch: {}\n",
+            weights.join(", "),
+            self.collection,
+            self.doc_size,
+            self.doc_size.bytes(),
+            self.initial_docs,
+            self.load_batch
+        )
+    }
+}

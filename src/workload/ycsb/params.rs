@@ -1,0 +1,171 @@
+//! `[workloads.ycsb]`: the parameters of kind `ycsb`, their defaults
+//! (those of the benchmark the kind reproduces), validation and the lines
+//! `check-config` prints for them.
+
+use serde::Deserialize;
+
+use crate::config::KeyError;
+use crate::workload::gen::KeyDist;
+use crate::workload::validate::{at_least_one, check_collection, MAX_DOC_SIZE};
+
+/// How YCSB record fields are stored.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum YcsbFieldType {
+    /// BSON binary (subtype 0) of `field_length` random bytes, as YCSB's
+    /// MongoDB binding stores them.
+    #[default]
+    Binary,
+    /// A string of `field_length` random characters (mongoload 0.1).
+    String,
+}
+
+impl YcsbFieldType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            YcsbFieldType::Binary => "binary",
+            YcsbFieldType::String => "string",
+        }
+    }
+}
+
+/// YCSB's core workloads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum YcsbLetter {
+    /// Update heavy: 50 % reads, 50 % updates.
+    #[serde(alias = "a")]
+    A,
+    /// Read mostly: 95 % reads, 5 % updates.
+    #[serde(alias = "b")]
+    B,
+    /// Read only.
+    #[serde(alias = "c")]
+    C,
+    /// Read latest: 95 % reads, 5 % inserts, latest distribution.
+    #[serde(alias = "d")]
+    D,
+    /// Short ranges: 95 % scans, 5 % inserts.
+    #[serde(alias = "e")]
+    E,
+    /// Read-modify-write: 50 % reads, 50 % read-modify-writes.
+    #[serde(alias = "f")]
+    F,
+}
+
+impl YcsbLetter {
+    /// The letter.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            YcsbLetter::A => "A",
+            YcsbLetter::B => "B",
+            YcsbLetter::C => "C",
+            YcsbLetter::D => "D",
+            YcsbLetter::E => "E",
+            YcsbLetter::F => "F",
+        }
+    }
+
+    /// Proportions of read, update, insert, scan, read-modify-write, as in
+    /// YCSB's `workloads/workload[a-f]` files.
+    pub fn proportions(self) -> [f64; 5] {
+        match self {
+            YcsbLetter::A => [0.5, 0.5, 0.0, 0.0, 0.0],
+            YcsbLetter::B => [0.95, 0.05, 0.0, 0.0, 0.0],
+            YcsbLetter::C => [1.0, 0.0, 0.0, 0.0, 0.0],
+            YcsbLetter::D => [0.95, 0.0, 0.05, 0.0, 0.0],
+            YcsbLetter::E => [0.0, 0.0, 0.05, 0.95, 0.0],
+            YcsbLetter::F => [0.5, 0.0, 0.0, 0.0, 0.5],
+        }
+    }
+
+    /// YCSB's request distribution of the workload: latest for D, zipfian
+    /// (scrambled, as YCSB's `zipfian` is) otherwise.
+    pub fn request_distribution(self) -> KeyDist {
+        match self {
+            YcsbLetter::D => KeyDist::Latest,
+            _ => KeyDist::ScrambledZipfian,
+        }
+    }
+}
+
+/// `[workloads.ycsb]`: YCSB's core workloads A–F.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct YcsbConfig {
+    /// Which core workload.
+    pub workload: YcsbLetter,
+    /// Records loaded by the prepare step (`recordcount`).
+    pub record_count: u64,
+    /// Fields per record (`fieldcount`).
+    pub field_count: u32,
+    /// Bytes per field (`fieldlength`).
+    pub field_length: usize,
+    /// `binary` (YCSB's MongoDB binding) or `string`.
+    pub field_type: YcsbFieldType,
+    /// Overrides the workload's request distribution.
+    pub request_distribution: Option<KeyDist>,
+    /// Longest scan of workload E (`maxscanlength`); lengths are uniform
+    /// in `[1, max_scan_length]`.
+    pub max_scan_length: i64,
+    /// Records per insert call during the prepare step.
+    pub load_batch: usize,
+    /// The collection (YCSB's `table`).
+    pub collection: String,
+}
+
+impl Default for YcsbConfig {
+    fn default() -> Self {
+        YcsbConfig {
+            workload: YcsbLetter::A,
+            record_count: 1000,
+            field_count: 10,
+            field_length: 100,
+            field_type: YcsbFieldType::Binary,
+            request_distribution: None,
+            max_scan_length: 100,
+            load_batch: 100,
+            collection: "usertable".into(),
+        }
+    }
+}
+
+impl YcsbConfig {
+    /// The request distribution in effect.
+    pub fn distribution(&self) -> KeyDist {
+        self.request_distribution
+            .unwrap_or_else(|| self.workload.request_distribution())
+    }
+
+    pub fn validate(&self) -> Result<(), KeyError> {
+        check_collection("collection", &self.collection)?;
+        at_least_one("record_count", self.record_count)?;
+        at_least_one("field_count", u64::from(self.field_count))?;
+        at_least_one("load_batch", self.load_batch as u64)?;
+        at_least_one("max_scan_length", self.max_scan_length.max(0) as u64)?;
+        if self.field_count as u64 * self.field_length as u64 > MAX_DOC_SIZE / 2 {
+            return Err(KeyError::new(
+                "field_length",
+                "field_count × field_length must stay below 8MiB",
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "  workload: {}, record_count: {}, fields: {} × {} bytes ({}), distribution: {:?}, collection: {}{}\n",
+            self.workload.as_str(),
+            self.record_count,
+            self.field_count,
+            self.field_length,
+            self.field_type.as_str(),
+            self.distribution(),
+            self.collection,
+            if self.workload == YcsbLetter::E {
+                format!(", max_scan_length: {}", self.max_scan_length)
+            } else {
+                String::new()
+            }
+        )
+    }
+}
