@@ -183,7 +183,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         hosts = %hosts,
         database = %config.target.database,
         pool_size,
-        workloads = %config.workloads.iter().map(|w| format!("{} ({})", w.name, w.kind.as_str())).collect::<Vec<_>>().join(", "),
+        workloads = %config.workloads.iter().map(|w| format!("{} ({})", w.name, w.kind.name())).collect::<Vec<_>>().join(", "),
         "mongoload {} starting against {hosts}; metrics on http://{http_addr}/metrics",
         env!("CARGO_PKG_VERSION"),
     );

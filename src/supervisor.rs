@@ -231,7 +231,8 @@ pub fn build(config: &Config) -> Result<Vec<Built>, ReloadError> {
             };
             Ok(Built {
                 config: w.clone(),
-                workload: crate::workload::build(w).map_err(|e| err(e.to_string()))?,
+                workload: crate::workload::build(w)
+                    .map_err(|e| err(format!("{}: {}", e.error.key, e.error.reason)))?,
                 schedule: w.schedule().map_err(|e| err(e.to_string()))?,
             })
         })
@@ -372,7 +373,7 @@ impl Supervisor {
         self.env.control_metrics.set_paused(&w.name, false);
         Arc::new(Slot {
             name: w.name.clone(),
-            kind: w.kind.as_str(),
+            kind: w.kind.name(),
             status: Arc::new(WorkloadStatus::default()),
             control: watch::channel(ControlState::default()).0,
         })

@@ -68,7 +68,7 @@ pub fn prepare_plan(config: &Config) -> Result<Vec<WorkloadPlan>, workload::Buil
             }
             Ok(WorkloadPlan {
                 workload: w.name.clone(),
-                kind: w.kind.as_str().to_owned(),
+                kind: w.kind.name().to_owned(),
                 documents: collections.iter().map(|c| c.documents).sum(),
                 bytes: collections.iter().map(|c| c.bytes).sum(),
                 indexes: collections.iter().map(|c| c.indexes).sum(),

@@ -91,6 +91,7 @@ use crate::schedule::{Mode, Schedule, Shape, Stage, WindowPlan};
 
 pub use crate::workload::custom::{CustomConfig, CustomIndex, CustomOp, CustomOpKind};
 pub use crate::workload::insert_benchmark::InsertBenchmarkConfig;
+pub use crate::workload::kind::KindConfig;
 pub use crate::workload::large_doc::LargeDocConfig;
 pub use crate::workload::mixed::MixedConfig;
 pub use crate::workload::name_num::{NameNumConfig, NameNumMode};
@@ -169,6 +170,15 @@ impl KeyError {
         KeyError {
             key: key.into(),
             reason: reason.into(),
+        }
+    }
+
+    /// The same error with its key under `prefix` (`mixed` + `doc_size`
+    /// = `mixed.doc_size`).
+    pub(crate) fn under(self, prefix: &str) -> KeyError {
+        KeyError {
+            key: format!("{prefix}.{}", self.key),
+            reason: self.reason,
         }
     }
 
@@ -334,88 +344,19 @@ pub struct ControlConfig {
     pub socket: Option<PathBuf>,
 }
 
-/// The built-in workload kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WorkloadKind {
-    /// Weighted insert / update / delete / find by `_id`.
-    Mixed,
-    /// The insert benchmark (iibench): batched inserts, three secondary indexes.
-    InsertBenchmark,
-    /// sysbench's OLTP transaction over `sbtest1..N`.
-    Sysbench,
-    /// `{Name, Num}` documents, index on `Num`.
-    NameNum,
-    /// 10 KB documents, inserts and `_id` finds side by side.
-    LargeDoc,
-    /// YCSB core workloads A–F.
-    Ycsb,
-    /// Operations declared in the config.
-    Custom,
-}
-
-impl<'de> Deserialize<'de> for WorkloadKind {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<WorkloadKind, D::Error> {
-        let s = String::deserialize(d)?;
-        WorkloadKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| {
-                let known: Vec<&str> = WorkloadKind::ALL.iter().map(|k| k.as_str()).collect();
-                serde::de::Error::custom(format!(
-                    "unknown workload kind {s:?}; known kinds: {}",
-                    known.join(", ")
-                ))
-            })
-    }
-}
-
-impl WorkloadKind {
-    /// Every kind, for messages and docs.
-    pub const ALL: [WorkloadKind; 7] = [
-        WorkloadKind::Mixed,
-        WorkloadKind::InsertBenchmark,
-        WorkloadKind::Sysbench,
-        WorkloadKind::NameNum,
-        WorkloadKind::LargeDoc,
-        WorkloadKind::Ycsb,
-        WorkloadKind::Custom,
-    ];
-
-    /// The name as written in the config.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WorkloadKind::Mixed => "mixed",
-            WorkloadKind::InsertBenchmark => "insert-benchmark",
-            WorkloadKind::Sysbench => "sysbench",
-            WorkloadKind::NameNum => "name-num",
-            WorkloadKind::LargeDoc => "large-doc",
-            WorkloadKind::Ycsb => "ycsb",
-            WorkloadKind::Custom => "custom",
-        }
-    }
-
-    /// The key of this kind's parameter table under `[[workloads]]`.
-    pub fn table(self) -> &'static str {
-        match self {
-            WorkloadKind::Mixed => "mixed",
-            WorkloadKind::InsertBenchmark => "insert_benchmark",
-            WorkloadKind::Sysbench => "sysbench",
-            WorkloadKind::NameNum => "name_num",
-            WorkloadKind::LargeDoc => "large_doc",
-            WorkloadKind::Ycsb => "ycsb",
-            WorkloadKind::Custom => "custom",
-        }
-    }
-}
-
 /// `[[workloads]]`: one workload and its schedule.
+// `remote = "Self"`: the derived deserializer is an inherent function that
+// the hand-written `Deserialize` below runs after reading the kind's
+// table out of the map (see `workload::kind`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(remote = "Self", deny_unknown_fields)]
 pub struct WorkloadConfig {
     /// Unique name, the `workload` metric label.
     pub name: String,
-    /// Which built-in workload.
-    pub kind: WorkloadKind,
+    /// The kind and its parameters: `kind = "…"` and the table
+    /// `[workloads.<table>]` (defaults when absent).
+    #[serde(deserialize_with = "crate::workload::kind::kind_by_name")]
+    pub kind: KindConfig,
     /// Open loop: at most this many operations in flight.
     #[serde(default = "default_max_inflight")]
     pub max_inflight: u32,
@@ -429,27 +370,6 @@ pub struct WorkloadConfig {
     /// Repeat the stage list forever.
     #[serde(default)]
     pub repeat: bool,
-    /// Parameters of kind `mixed`.
-    #[serde(default)]
-    pub mixed: Option<MixedConfig>,
-    /// Parameters of kind `insert-benchmark`.
-    #[serde(default)]
-    pub insert_benchmark: Option<InsertBenchmarkConfig>,
-    /// Parameters of kind `sysbench`.
-    #[serde(default)]
-    pub sysbench: Option<SysbenchConfig>,
-    /// Parameters of kind `name-num`.
-    #[serde(default)]
-    pub name_num: Option<NameNumConfig>,
-    /// Parameters of kind `large-doc`.
-    #[serde(default)]
-    pub large_doc: Option<LargeDocConfig>,
-    /// Parameters of kind `ycsb`.
-    #[serde(default)]
-    pub ycsb: Option<YcsbConfig>,
-    /// Parameters of kind `custom`.
-    #[serde(default)]
-    pub custom: Option<CustomConfig>,
     /// The stages, in order.
     #[serde(default)]
     pub stages: Vec<StageConfig>,
@@ -464,6 +384,43 @@ pub struct WorkloadConfig {
     /// With `windows`: the IANA time zone they are in (default UTC).
     #[serde(default)]
     pub timezone: Option<String>,
+    /// Parameter tables given beside `kind` for another kind, by key:
+    /// refused by validation, which names them.
+    #[serde(skip)]
+    pub(crate) stray_tables: Vec<&'static str>,
+}
+
+impl<'de> Deserialize<'de> for WorkloadConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<WorkloadConfig, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = WorkloadConfig;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a [[workloads]] table")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<WorkloadConfig, A::Error> {
+                let mut tables = Vec::new();
+                let split = crate::workload::kind::split_tables(map, &mut tables);
+                let mut w = WorkloadConfig::deserialize(
+                    serde::de::value::MapAccessDeserializer::new(split),
+                )?;
+                for t in tables {
+                    if t.key == w.kind.table() {
+                        w.kind = t.params;
+                    } else {
+                        w.stray_tables.push(t.key);
+                    }
+                }
+                Ok(w)
+            }
+        }
+        d.deserialize_map(Fields)
+    }
 }
 
 /// One entry of `windows = [...]`, or `default = {...}`: when (windows
@@ -534,55 +491,6 @@ fn default_max_lag() -> Duration {
 }
 
 impl WorkloadConfig {
-    /// The parameters of kind `mixed` (defaults when the table is absent).
-    pub fn mixed_params(&self) -> MixedConfig {
-        self.mixed.clone().unwrap_or_default()
-    }
-
-    /// The parameters of kind `insert-benchmark` (defaults when absent).
-    pub fn insert_benchmark_params(&self) -> InsertBenchmarkConfig {
-        self.insert_benchmark.clone().unwrap_or_default()
-    }
-
-    /// The parameters of kind `sysbench` (defaults when absent).
-    pub fn sysbench_params(&self) -> SysbenchConfig {
-        self.sysbench.clone().unwrap_or_default()
-    }
-
-    /// The parameters of kind `name-num` (defaults when absent).
-    pub fn name_num_params(&self) -> NameNumConfig {
-        self.name_num.clone().unwrap_or_default()
-    }
-
-    /// The parameters of kind `large-doc` (defaults when absent).
-    pub fn large_doc_params(&self) -> LargeDocConfig {
-        self.large_doc.clone().unwrap_or_default()
-    }
-
-    /// The parameters of kind `ycsb` (defaults when absent).
-    pub fn ycsb_params(&self) -> YcsbConfig {
-        self.ycsb.clone().unwrap_or_default()
-    }
-
-    /// The parameters of kind `custom` (defaults when absent).
-    pub fn custom_params(&self) -> CustomConfig {
-        self.custom.clone().unwrap_or_default()
-    }
-
-    /// The parameter tables present, by table key: a table of another kind
-    /// than `kind` is a mistake worth reporting.
-    fn tables_present(&self) -> [(&'static str, bool); 7] {
-        [
-            ("mixed", self.mixed.is_some()),
-            ("insert_benchmark", self.insert_benchmark.is_some()),
-            ("sysbench", self.sysbench.is_some()),
-            ("name_num", self.name_num.is_some()),
-            ("large_doc", self.large_doc.is_some()),
-            ("ycsb", self.ycsb.is_some()),
-            ("custom", self.custom.is_some()),
-        ]
-    }
-
     /// Builds the schedule. Errors carry the key relative to this workload
     /// (`stages[1].rate`).
     pub fn schedule(&self) -> Result<Schedule, KeyError> {
@@ -698,33 +606,17 @@ impl WorkloadConfig {
         if self.max_lag.is_zero() {
             return Err(KeyError::new("max_lag", "must be greater than zero"));
         }
-        if let Some((table, _)) = self
-            .tables_present()
-            .into_iter()
-            .find(|(t, present)| *present && *t != self.kind.table())
-        {
+        if let Some(table) = self.stray_tables.first() {
             return Err(KeyError::new(
-                table,
+                *table,
                 format!(
                     "parameters of another kind than this workload's {:?}; its table is [workloads.{}]",
-                    self.kind.as_str(),
+                    self.kind.name(),
                     self.kind.table()
                 ),
             ));
         }
-        let checked = match self.kind {
-            WorkloadKind::Mixed => self.mixed_params().validate(),
-            WorkloadKind::InsertBenchmark => self.insert_benchmark_params().validate(),
-            WorkloadKind::Sysbench => self.sysbench_params().validate(),
-            WorkloadKind::NameNum => self.name_num_params().validate(),
-            WorkloadKind::LargeDoc => self.large_doc_params().validate(),
-            WorkloadKind::Ycsb => self.ycsb_params().validate(),
-            WorkloadKind::Custom => self.custom_params().validate(),
-        };
-        checked.map_err(|e| KeyError {
-            key: format!("{}.{}", self.kind.table(), e.key),
-            reason: e.reason,
-        })?;
+        self.kind.validate()?;
         self.schedule().map(|_| ())
     }
 }
@@ -1146,7 +1038,7 @@ impl Config {
         );
         for w in &self.workloads {
             let _ = writeln!(out, "workload {:?}:", w.name);
-            let _ = writeln!(out, "  kind: {}", w.kind.as_str());
+            let _ = writeln!(out, "  kind: {}", w.kind.name());
             let _ = writeln!(
                 out,
                 "  max_inflight: {}, max_lag: {}, seed: {}, repeat: {}",
@@ -1159,17 +1051,7 @@ impl Config {
                     "forever (windows)".to_string()
                 }
             );
-            match w.kind {
-                WorkloadKind::Mixed => out.push_str(&w.mixed_params().describe()),
-                WorkloadKind::InsertBenchmark => {
-                    out.push_str(&w.insert_benchmark_params().describe())
-                }
-                WorkloadKind::Sysbench => out.push_str(&w.sysbench_params().describe()),
-                WorkloadKind::NameNum => out.push_str(&w.name_num_params().describe()),
-                WorkloadKind::LargeDoc => out.push_str(&w.large_doc_params().describe()),
-                WorkloadKind::Ycsb => out.push_str(&w.ycsb_params().describe()),
-                WorkloadKind::Custom => out.push_str(&w.custom_params().describe()),
-            }
+            out.push_str(&w.kind.params().describe());
             let Ok(schedule) = w.schedule() else {
                 let _ = writeln!(out, "  (invalid schedule)");
                 continue;

@@ -34,6 +34,14 @@ fn parse_env(text: &str, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
     )
 }
 
+/// The parameters of a workload of kind mixed.
+fn mixed(w: &WorkloadConfig) -> &MixedConfig {
+    match &w.kind {
+        KindConfig::Mixed(p) => p,
+        other => panic!("not kind mixed: {other:?}"),
+    }
+}
+
 /// The error for `text`, asserting it names `key`.
 fn err_at(text: &str, key: &str) -> String {
     let e = parse(text).expect_err("config should be rejected");
@@ -56,11 +64,10 @@ fn minimal_config_gets_defaults() {
     assert_eq!(c.http.listen, "127.0.0.1:9480".parse().unwrap());
     assert_eq!(c.run.shutdown_grace, Duration::from_secs(10));
     let w = &c.workloads[0];
-    assert_eq!(w.kind, WorkloadKind::Mixed);
+    assert_eq!(w.kind, KindConfig::Mixed(MixedConfig::default()));
     assert_eq!(w.max_inflight, 256);
     assert_eq!(w.max_lag, Duration::from_secs(10));
     assert!(!w.repeat);
-    assert_eq!(w.mixed_params(), MixedConfig::default());
     let s = w.schedule().unwrap();
     assert_eq!(s.stages()[0].name(), "warm");
     assert_eq!(s.stages()[1].name(), "stage-2");
@@ -76,11 +83,13 @@ fn shipped_configs_are_valid() {
     assert!(!c.workloads.is_empty());
     let demo = parse(include_str!("../../etc/examples/demo.toml")).unwrap();
     let w = &demo.workloads[0];
-    assert_eq!(w.kind, WorkloadKind::Mixed);
+    let KindConfig::Mixed(params) = &w.kind else {
+        panic!("the demo runs kind mixed: {:?}", w.kind)
+    };
     let s = w.schedule().unwrap();
     assert!(s.stages().len() >= 2, "demo shows stage changes");
     assert!(s.stages()[0].duration() <= Duration::from_secs(30));
-    assert!(w.mixed_params().doc_size.bytes() <= 4096);
+    assert!(params.doc_size.bytes() <= 4096);
 }
 
 #[test]
@@ -304,9 +313,9 @@ fn byte_sizes_accept_numbers_and_units() {
         )
     };
     let c = parse(&with("\"1KB\"")).unwrap();
-    assert_eq!(c.workloads[0].mixed_params().doc_size, ByteSize(1024));
+    assert_eq!(mixed(&c.workloads[0]).doc_size, ByteSize(1024));
     let c = parse(&with("2000")).unwrap();
-    assert_eq!(c.workloads[0].mixed_params().doc_size, ByteSize(2000));
+    assert_eq!(mixed(&c.workloads[0]).doc_size, ByteSize(2000));
     err_at(&with("\"lots\""), "workloads[0].mixed.doc_size");
     err_at(&with("10"), "workloads[0].mixed.doc_size");
     err_at(&with("\"17MiB\""), "workloads[0].mixed.doc_size");
@@ -408,40 +417,48 @@ fn with_kind(kind: &str, table: &str) -> String {
 
 #[test]
 fn every_kind_parses_with_its_table_and_defaults() {
-    for kind in WorkloadKind::ALL {
+    for &kind in KindConfig::NAMES {
         // A custom workload needs its operations; every other kind has
         // defaults for everything.
-        let table = if kind == WorkloadKind::Custom {
+        let table = if kind == "custom" {
             "[[workloads.custom.operations]]\nop = \"count\""
         } else {
             ""
         };
-        let c = parse(&with_kind(kind.as_str(), table)).unwrap();
-        assert_eq!(c.workloads[0].kind, kind);
-        assert!(c.describe().contains(&format!("kind: {}", kind.as_str())));
+        let c = parse(&with_kind(kind, table)).unwrap();
+        assert_eq!(c.workloads[0].kind.name(), kind);
+        if kind != "custom" {
+            assert_eq!(
+                Some(&c.workloads[0].kind),
+                KindConfig::with_defaults(kind).as_ref()
+            );
+        }
+        assert!(c.describe().contains(&format!("kind: {kind}")));
     }
     let c = parse(&with_kind(
         "sysbench",
         "[workloads.sysbench]\ncollections = 4\nread_only = true",
     ))
     .unwrap();
-    let p = c.workloads[0].sysbench_params();
+    let KindConfig::Sysbench(p) = &c.workloads[0].kind else {
+        panic!("{:?}", c.workloads[0].kind)
+    };
     assert_eq!(
         (p.collections, p.docs_per_collection, p.read_only),
         (4, 10_000, true)
     );
     assert!(c.describe().contains("sbtest1..4"), "{}", c.describe());
     let c = parse(&with_kind("ycsb", "[workloads.ycsb]\nworkload = \"d\"")).unwrap();
-    assert_eq!(c.workloads[0].ycsb_params().workload, YcsbLetter::D);
+    assert!(matches!(&c.workloads[0].kind, KindConfig::Ycsb(p) if p.workload == YcsbLetter::D));
     let c = parse(&with_kind(
         "name-num",
         "[workloads.name_num]\nmode = \"insert-query\"",
     ))
     .unwrap();
-    assert_eq!(
-        c.workloads[0].name_num_params().mode,
-        NameNumMode::InsertQuery
-    );
+    assert!(matches!(
+        &c.workloads[0].kind,
+        KindConfig::NameNum(p) if p.mode == NameNumMode::InsertQuery
+    ));
 }
 
 #[test]

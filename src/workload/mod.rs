@@ -14,6 +14,7 @@
 pub mod custom;
 pub mod gen;
 pub mod insert_benchmark;
+pub mod kind;
 pub mod large_doc;
 pub mod mixed;
 pub mod name_num;
@@ -28,7 +29,7 @@ use std::sync::Arc;
 use mongodb::bson::Document;
 use rand::Rng;
 
-use crate::config::{WorkloadConfig, WorkloadKind};
+use crate::config::{KeyError, WorkloadConfig};
 
 /// An `op` or `step` label: shared, cheap to clone, never leaked.
 pub type Label = Arc<str>;
@@ -377,39 +378,24 @@ pub trait OpSource: Send {
 }
 
 /// A workload config that cannot be built (normally caught by config
-/// validation first).
+/// validation first): the workload, the key at fault and why.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("workload {workload:?}: {reason}")]
+#[error("workload {workload:?}: {}: {}", .error.key, .error.reason)]
 pub struct BuildError {
     /// The workload's name.
     pub workload: String,
-    /// Why it cannot be built.
-    pub reason: String,
+    /// The key within the workload (`mixed.doc_size`) and the reason.
+    pub error: KeyError,
 }
 
 /// Builds the workload a config describes.
 pub fn build(cfg: &WorkloadConfig) -> Result<Arc<dyn Workload>, BuildError> {
-    let seed = cfg.seed.unwrap_or(0);
-    fn arc<W: Workload + 'static>(w: W) -> Arc<dyn Workload> {
-        Arc::new(w)
-    }
-    let built = match cfg.kind {
-        WorkloadKind::Mixed => mixed::Mixed::new(&cfg.mixed_params(), seed).map(arc),
-        WorkloadKind::InsertBenchmark => {
-            insert_benchmark::InsertBenchmark::new(&cfg.insert_benchmark_params(), seed).map(arc)
-        }
-        WorkloadKind::Sysbench => sysbench::Sysbench::new(&cfg.sysbench_params(), seed).map(arc),
-        WorkloadKind::NameNum => name_num::NameNum::new(&cfg.name_num_params(), seed).map(arc),
-        WorkloadKind::LargeDoc => large_doc::LargeDoc::new(&cfg.large_doc_params(), seed).map(arc),
-        WorkloadKind::Ycsb => ycsb::Ycsb::new(&cfg.ycsb_params(), seed).map(arc),
-        WorkloadKind::Custom => custom::Custom::new(&cfg.custom_params(), seed)
-            .map(arc)
-            .map_err(|e| format!("{}: {}", e.key, e.reason)),
-    };
-    built.map_err(|reason| BuildError {
-        workload: cfg.name.clone(),
-        reason,
-    })
+    cfg.kind
+        .build(cfg.seed.unwrap_or(0))
+        .map_err(|error| BuildError {
+            workload: cfg.name.clone(),
+            error,
+        })
 }
 
 /// Picks an index by relative weights with one `u32` draw: the mix of

@@ -20,8 +20,8 @@ use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::ClientOptions;
 use mongodb::{Client, Database};
 use mongoload::config::{
-    self, Config, CustomConfig, InsertBenchmarkConfig, LargeDocConfig, NameNumConfig, NameNumMode,
-    SecretUri, StageConfig, SysbenchConfig, WorkloadConfig, WorkloadKind, YcsbConfig, YcsbLetter,
+    self, Config, CustomConfig, InsertBenchmarkConfig, KindConfig, LargeDocConfig, NameNumConfig,
+    NameNumMode, SecretUri, StageConfig, SysbenchConfig, WorkloadConfig, YcsbConfig, YcsbLetter,
 };
 use mongoload::daemon;
 use mongoload::report::{self, StageReport};
@@ -56,13 +56,14 @@ fn base_config(sim: &SimHandle, database: &str, workloads: Vec<WorkloadConfig>) 
     cfg
 }
 
-/// A workload of `kind` with one closed-loop stage, parsed (not validated:
-/// the test adds the parameter table) as the config loader parses it.
-fn workload(name: &str, kind: WorkloadKind, concurrency: f64, secs: u64) -> WorkloadConfig {
+/// A workload of `kind` with one closed-loop stage, parsed as the config
+/// loader parses it, then given `kind`'s parameters.
+fn workload(name: &str, kind: KindConfig, concurrency: f64, secs: u64) -> WorkloadConfig {
     let mut w: WorkloadConfig = toml_table(&format!(
         "name = \"{name}\"\nkind = \"{}\"\nmax_inflight = 16\nseed = 7\n",
-        kind.as_str()
+        kind.name()
     ));
+    w.kind = kind;
     w.stages = vec![stage(concurrency, secs)];
     w
 }
@@ -127,10 +128,8 @@ async fn index_keys(db: &Database, coll: &str) -> Vec<Document> {
         .collect()
 }
 
-fn build(kind: WorkloadKind, edit: impl FnOnce(&mut WorkloadConfig)) -> Arc<dyn Workload> {
-    let mut w = workload("w", kind, 1.0, 1);
-    edit(&mut w);
-    workload::build(&w).expect("builds")
+fn build(kind: KindConfig) -> Arc<dyn Workload> {
+    workload::build(&workload("w", kind, 1.0, 1)).expect("builds")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -139,14 +138,12 @@ async fn prepare_of_every_kind_loads_its_documents_and_indexes() {
     let client = client(&sim).await;
     let db = client.database("prep");
 
-    let w = build(WorkloadKind::Sysbench, |c| {
-        c.sysbench = Some(SysbenchConfig {
-            collections: 3,
-            docs_per_collection: 250,
-            load_batch: 100,
-            ..Default::default()
-        })
-    });
+    let w = build(KindConfig::Sysbench(SysbenchConfig {
+        collections: 3,
+        docs_per_collection: 250,
+        load_batch: 100,
+        ..Default::default()
+    }));
     prepare(&db, &*w).await;
     for name in ["sbtest1", "sbtest2", "sbtest3"] {
         assert_eq!(count(&db, name).await, 250, "{name}");
@@ -156,12 +153,10 @@ async fn prepare_of_every_kind_loads_its_documents_and_indexes() {
     prepare(&db, &*w).await;
     assert_eq!(count(&db, "sbtest2").await, 250);
 
-    let w = build(WorkloadKind::InsertBenchmark, |c| {
-        c.insert_benchmark = Some(InsertBenchmarkConfig {
-            initial_docs: 300,
-            ..Default::default()
-        })
-    });
+    let w = build(KindConfig::InsertBenchmark(InsertBenchmarkConfig {
+        initial_docs: 300,
+        ..Default::default()
+    }));
     prepare(&db, &*w).await;
     assert_eq!(count(&db, "purchases_index").await, 300);
     let keys = index_keys(&db, "purchases_index").await;
@@ -169,12 +164,10 @@ async fn prepare_of_every_kind_loads_its_documents_and_indexes() {
         assert!(keys.contains(&k), "{k} in {keys:?}");
     }
 
-    let w = build(WorkloadKind::NameNum, |c| {
-        c.name_num = Some(NameNumConfig {
-            initial_docs: 400,
-            ..Default::default()
-        })
-    });
+    let w = build(KindConfig::NameNum(NameNumConfig {
+        initial_docs: 400,
+        ..Default::default()
+    }));
     prepare(&db, &*w).await;
     assert_eq!(count(&db, "namenum").await, 400);
     assert!(index_keys(&db, "namenum").await.contains(&doc! {"Num": 1}));
@@ -186,12 +179,10 @@ async fn prepare_of_every_kind_loads_its_documents_and_indexes() {
         .unwrap();
     assert_eq!(d.get_str("Name"), Ok("Edison"));
 
-    let w = build(WorkloadKind::LargeDoc, |c| {
-        c.large_doc = Some(LargeDocConfig {
-            initial_docs: 60,
-            ..Default::default()
-        })
-    });
+    let w = build(KindConfig::LargeDoc(LargeDocConfig {
+        initial_docs: 60,
+        ..Default::default()
+    }));
     prepare(&db, &*w).await;
     assert_eq!(count(&db, "largedoc").await, 60);
 
@@ -202,9 +193,9 @@ async fn prepare_of_every_kind_loads_its_documents_and_indexes() {
         record_count: records,
         ..Default::default()
     };
-    prepare(&db, &workload::ycsb::Ycsb::new(&ycsb(500), 1).unwrap()).await;
+    prepare(&db, &workload::ycsb::Ycsb::new(&ycsb(500), 1)).await;
     assert_eq!(count(&db, "usertable").await, 500);
-    let w = workload::ycsb::Ycsb::new(&ycsb(300), 1).unwrap();
+    let w = workload::ycsb::Ycsb::new(&ycsb(300), 1);
     prepare(&db, &w).await;
     assert_eq!(count(&db, "usertable").await, 500);
     assert_eq!(w.next_key().load(std::sync::atomic::Ordering::Relaxed), 500);
@@ -228,7 +219,7 @@ async fn prepare_of_every_kind_loads_its_documents_and_indexes() {
         filter = { customer = 3 }
         "#,
     );
-    let w = build(WorkloadKind::Custom, |c| c.custom = Some(custom));
+    let w = build(KindConfig::Custom(custom));
     prepare(&db, &*w).await;
     assert_eq!(count(&db, "custom").await, 120);
     // Key order of the index spec is kept from the config.
@@ -257,7 +248,7 @@ async fn sysbench_sum_and_distinct_return_what_the_data_implies() {
         docs_per_collection: 600,
         ..Default::default()
     };
-    let w = Sysbench::new(&cfg, 11).unwrap();
+    let w = Sysbench::new(&cfg, 11);
     prepare(&db, &w).await;
 
     let mut src = w.worker(0, 3);
@@ -336,14 +327,14 @@ fn bounds(filter: &Document) -> (u64, u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sysbench_counts_each_step_as_a_request_and_keeps_the_data_set() {
     let sim = common::sim().await;
-    let mut w = workload("sb", WorkloadKind::Sysbench, 3.0, 3);
-    w.sysbench = Some(SysbenchConfig {
+    let mut w = workload("sb", KindConfig::Sysbench(Default::default()), 3.0, 3);
+    w.kind = KindConfig::Sysbench(SysbenchConfig {
         collections: 2,
         docs_per_collection: 400,
         ..Default::default()
     });
-    let mut ro = workload("sbro", WorkloadKind::Sysbench, 1.0, 3);
-    ro.sysbench = Some(SysbenchConfig {
+    let mut ro = workload("sbro", KindConfig::Sysbench(Default::default()), 1.0, 3);
+    ro.kind = KindConfig::Sysbench(SysbenchConfig {
         collections: 2,
         docs_per_collection: 400,
         read_only: true,
@@ -424,7 +415,12 @@ async fn sysbench_counts_each_step_as_a_request_and_keeps_the_data_set() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn insert_benchmark_counts_documents_and_holds_its_bound() {
     let sim = common::sim().await;
-    let mut w = workload("ii", WorkloadKind::InsertBenchmark, 3.0, 2);
+    let mut w = workload(
+        "ii",
+        KindConfig::InsertBenchmark(Default::default()),
+        3.0,
+        2,
+    );
     let params = InsertBenchmarkConfig {
         batch_size: 50,
         initial_docs: 400,
@@ -433,7 +429,7 @@ async fn insert_benchmark_counts_documents_and_holds_its_bound() {
         query_rate: 50.0,
         ..Default::default()
     };
-    w.insert_benchmark = Some(params.clone());
+    w.kind = KindConfig::InsertBenchmark(params.clone());
     let cfg = base_config(&sim, "ii", vec![w]);
     let (page, summary) = run_daemon(cfg).await;
     assert_eq!(summary.workloads[0].errors, 0, "{page}");
@@ -463,7 +459,7 @@ async fn insert_benchmark_counts_documents_and_holds_its_bound() {
         .unwrap();
     assert_eq!(oldest.get_i64("_id").unwrap() as u64, 400 + docs - 1000);
     // A restart's prepare does not bring back the evicted loaded documents.
-    let again = workload::insert_benchmark::InsertBenchmark::new(&params, 7).unwrap();
+    let again = workload::insert_benchmark::InsertBenchmark::new(&params, 7);
     prepare(&db, &again).await;
     assert_eq!(count(&db, "purchases_index").await, 1000);
     assert_eq!(
@@ -478,30 +474,30 @@ async fn an_interrupted_prepare_resumes_to_the_right_count() {
     let sim = common::sim().await;
     let client = client(&sim).await;
     for (kind, coll, total) in [
-        (WorkloadKind::NameNum, "namenum", 30_000u64),
-        (WorkloadKind::Ycsb, "usertable", 8_000),
+        (
+            KindConfig::NameNum(NameNumConfig {
+                mode: NameNumMode::Query,
+                initial_docs: 30_000,
+                load_batch: 200,
+                ..Default::default()
+            }),
+            "namenum",
+            30_000u64,
+        ),
+        (
+            KindConfig::Ycsb(YcsbConfig {
+                workload: YcsbLetter::C,
+                record_count: 8_000,
+                load_batch: 100,
+                ..Default::default()
+            }),
+            "usertable",
+            8_000,
+        ),
     ] {
-        let database = format!("resume_{}", kind.as_str().replace('-', "_"));
+        let database = format!("resume_{}", kind.table());
         let mk = || {
-            let mut w = workload("r", kind, 1.0, 1);
-            match kind {
-                WorkloadKind::NameNum => {
-                    w.name_num = Some(NameNumConfig {
-                        mode: NameNumMode::Query,
-                        initial_docs: total,
-                        load_batch: 200,
-                        ..Default::default()
-                    })
-                }
-                _ => {
-                    w.ycsb = Some(YcsbConfig {
-                        workload: YcsbLetter::C,
-                        record_count: total,
-                        load_batch: 100,
-                        ..Default::default()
-                    })
-                }
-            }
+            let w = workload("r", kind.clone(), 1.0, 1);
             base_config(&sim, &database, vec![w])
         };
         let db = client.database(&database);
@@ -588,12 +584,8 @@ fn every_example_passes_check_config() {
         .iter()
         .filter_map(|p| Some(p.file_stem()?.to_str()?.to_string()))
         .collect();
-    for k in WorkloadKind::ALL {
-        assert!(
-            kinds.contains(k.as_str()),
-            "no etc/examples/{}.toml",
-            k.as_str()
-        );
+    for k in KindConfig::NAMES {
+        assert!(kinds.contains(*k), "no etc/examples/{k}.toml");
     }
     for path in examples {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
@@ -626,29 +618,29 @@ fn scale_down(cfg: &mut Config, sim: &SimHandle, database: &str) {
         w.repeat = false;
         w.max_inflight = w.max_inflight.min(8);
         w.stages = vec![stage(2.0, 2)];
-        if let Some(m) = &mut w.mixed {
+        if let KindConfig::Mixed(m) = &mut w.kind {
             m.initial_docs = 200;
             m.doc_size = config::ByteSize(1024);
         }
-        if let Some(m) = &mut w.insert_benchmark {
+        if let KindConfig::InsertBenchmark(m) = &mut w.kind {
             m.initial_docs = 100;
             m.max_docs = 1000;
         }
-        if let Some(m) = &mut w.sysbench {
+        if let KindConfig::Sysbench(m) = &mut w.kind {
             m.collections = 2;
             m.docs_per_collection = 200;
         }
-        if let Some(m) = &mut w.name_num {
+        if let KindConfig::NameNum(m) = &mut w.kind {
             m.initial_docs = 200;
             m.max_docs = 300;
         }
-        if let Some(m) = &mut w.large_doc {
+        if let KindConfig::LargeDoc(m) = &mut w.kind {
             m.initial_docs = 50;
         }
-        if let Some(m) = &mut w.ycsb {
+        if let KindConfig::Ycsb(m) = &mut w.kind {
             m.record_count = 200;
         }
-        if let Some(m) = &mut w.custom {
+        if let KindConfig::Custom(m) = &mut w.kind {
             m.initial_docs = 100;
             m.max_docs = 200;
         }
@@ -674,8 +666,8 @@ async fn every_example_runs_briefly_against_the_simulator() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_doc_inserts_and_queries_side_by_side() {
     let sim = common::sim().await;
-    let mut w = workload("ld", WorkloadKind::LargeDoc, 4.0, 2);
-    w.large_doc = Some(LargeDocConfig {
+    let mut w = workload("ld", KindConfig::LargeDoc(Default::default()), 4.0, 2);
+    w.kind = KindConfig::LargeDoc(LargeDocConfig {
         initial_docs: 100,
         ..Default::default()
     });
@@ -820,10 +812,10 @@ fn assert_counted_once(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sysbench_transaction_is_one_operation_of_eighteen_requests() {
     let sim = common::sim().await;
-    let mut w = workload("sbonce", WorkloadKind::Sysbench, 1.0, 1);
+    let mut w = workload("sbonce", KindConfig::Sysbench(Default::default()), 1.0, 1);
     // Few documents in one collection and many workers: concurrent
     // transactions would meet on the same _id if ids were not claimed.
-    w.sysbench = Some(SysbenchConfig {
+    w.kind = KindConfig::Sysbench(SysbenchConfig {
         collections: 1,
         docs_per_collection: 60,
         ..Default::default()
@@ -865,8 +857,8 @@ async fn a_sysbench_transaction_is_one_operation_of_eighteen_requests() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ycsb_f_read_modify_write_is_one_operation() {
     let sim = common::sim().await;
-    let mut w = workload("ycsbf", WorkloadKind::Ycsb, 1.0, 1);
-    w.ycsb = Some(YcsbConfig {
+    let mut w = workload("ycsbf", KindConfig::Ycsb(Default::default()), 1.0, 1);
+    w.kind = KindConfig::Ycsb(YcsbConfig {
         workload: YcsbLetter::F,
         record_count: 200,
         ..Default::default()
@@ -890,22 +882,27 @@ async fn ycsb_f_read_modify_write_is_one_operation() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bounded_insert_keeps_its_label_when_it_starts_evicting() {
     let sim = common::sim().await;
-    let mut ii = workload("iibound", WorkloadKind::InsertBenchmark, 1.0, 1);
-    ii.insert_benchmark = Some(InsertBenchmarkConfig {
+    let mut ii = workload(
+        "iibound",
+        KindConfig::InsertBenchmark(Default::default()),
+        1.0,
+        1,
+    );
+    ii.kind = KindConfig::InsertBenchmark(InsertBenchmarkConfig {
         batch_size: 10,
         initial_docs: 100,
         max_docs: 300,
         ..Default::default()
     });
-    let mut nn = workload("nnbound", WorkloadKind::NameNum, 1.0, 1);
-    nn.name_num = Some(NameNumConfig {
+    let mut nn = workload("nnbound", KindConfig::NameNum(Default::default()), 1.0, 1);
+    nn.kind = KindConfig::NameNum(NameNumConfig {
         mode: NameNumMode::Insert,
         initial_docs: 100,
         max_docs: 150,
         ..Default::default()
     });
-    let mut ld = workload("ldbound", WorkloadKind::LargeDoc, 1.0, 1);
-    ld.large_doc = Some(LargeDocConfig {
+    let mut ld = workload("ldbound", KindConfig::LargeDoc(Default::default()), 1.0, 1);
+    ld.kind = KindConfig::LargeDoc(LargeDocConfig {
         initial_docs: 20,
         max_docs: 50,
         doc_size: config::ByteSize(512),
@@ -913,8 +910,8 @@ async fn a_bounded_insert_keeps_its_label_when_it_starts_evicting() {
         query_workers: 0,
         ..Default::default()
     });
-    let mut cu = workload("cubound", WorkloadKind::Custom, 1.0, 1);
-    cu.custom = Some(toml_table(
+    let mut cu = workload("cubound", KindConfig::Custom(Default::default()), 1.0, 1);
+    cu.kind = KindConfig::Custom(toml_table(
         "initial_docs = 20\nmax_docs = 50\ndocument = { x = 1 }\n\
          [[operations]]\nop = \"insert\"\nname = \"put\"\n",
     ));
@@ -961,8 +958,8 @@ async fn a_bounded_insert_keeps_its_label_when_it_starts_evicting() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sysbench_in_transactions_meets_the_standalone_refusal() {
     let sim = common::sim().await;
-    let mut w = workload("sbtxn", WorkloadKind::Sysbench, 1.0, 1);
-    w.sysbench = Some(SysbenchConfig {
+    let mut w = workload("sbtxn", KindConfig::Sysbench(Default::default()), 1.0, 1);
+    w.kind = KindConfig::Sysbench(SysbenchConfig {
         collections: 1,
         docs_per_collection: 50,
         transactions: true,
@@ -1001,8 +998,8 @@ async fn a_failing_step_is_one_error_of_its_operation_with_the_step_s_kind() {
         ..SimConfig::default()
     })
     .await;
-    let mut w = workload("sbfail", WorkloadKind::Sysbench, 1.0, 1);
-    w.sysbench = Some(SysbenchConfig {
+    let mut w = workload("sbfail", KindConfig::Sysbench(Default::default()), 1.0, 1);
+    w.kind = KindConfig::Sysbench(SysbenchConfig {
         collections: 1,
         docs_per_collection: 100,
         ..Default::default()

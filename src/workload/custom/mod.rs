@@ -10,7 +10,7 @@ pub mod params;
 pub mod template;
 
 pub use params::{CustomConfig, CustomIndex, CustomOp, CustomOpKind};
-pub use template::{Ctx, Template, TemplateError};
+pub use template::{Ctx, Template};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -23,6 +23,7 @@ use super::gen::{document_rng, worker_rng, PadPool};
 use super::{
     bounded_insert, bson_len, Action, Op, OpSource, OpSpec, PrepareStep, WeightedPick, Workload,
 };
+use crate::config::KeyError;
 use template::{err, json_to_bson};
 
 const COLL: usize = 0;
@@ -58,7 +59,7 @@ enum CompiledOp {
     },
 }
 
-fn literal_doc(v: &Option<Value>, at: &str) -> Result<Option<Document>, TemplateError> {
+fn literal_doc(v: &Option<Value>, at: &str) -> Result<Option<Document>, KeyError> {
     match v {
         None => Ok(None),
         Some(v @ Value::Object(_)) => match Template::compile(v, at)? {
@@ -69,18 +70,14 @@ fn literal_doc(v: &Option<Value>, at: &str) -> Result<Option<Document>, Template
     }
 }
 
-fn compile_op(
-    cfg: &CustomConfig,
-    i: usize,
-    document: &Template,
-) -> Result<CompiledOp, TemplateError> {
+fn compile_op(cfg: &CustomConfig, i: usize, document: &Template) -> Result<CompiledOp, KeyError> {
     let op = &cfg.operations[i];
     let at = |k: &str| format!("operations[{i}].{k}");
     let filter = match &op.filter {
         Some(f) => Template::compile_doc(f, &at("filter"))?,
         None => Template::Lit(Bson::Document(Document::new())),
     };
-    let unused = |key: &str, present: bool| -> Result<(), TemplateError> {
+    let unused = |key: &str, present: bool| -> Result<(), KeyError> {
         if present {
             return err(
                 &at(key),
@@ -185,7 +182,7 @@ fn compile_op(
     })
 }
 
-fn document_template(v: &Value, at: &str) -> Result<Template, TemplateError> {
+fn document_template(v: &Value, at: &str) -> Result<Template, KeyError> {
     if v.get("_id").is_some() {
         return err(
             &format!("{at}._id"),
@@ -259,7 +256,7 @@ impl Custom {
     /// Compiles the operations and templates of a custom workload. With a
     /// bound, every insert evicts the oldest document as its second step
     /// (step label `evict`), under the insert's own `op` label.
-    pub fn new(cfg: &CustomConfig, seed: u64) -> Result<Custom, TemplateError> {
+    pub fn new(cfg: &CustomConfig, seed: u64) -> Result<Custom, KeyError> {
         let (ops, document, indexes) = compile(cfg)?;
         let weights: Vec<f64> = cfg.operations.iter().map(|o| o.weight).collect();
         let Some(pick) = WeightedPick::new(&weights) else {
@@ -296,7 +293,7 @@ impl Custom {
 
     /// Checks what [`Custom::new`] would build, without building it: for
     /// config validation.
-    pub fn check(cfg: &CustomConfig) -> Result<(), TemplateError> {
+    pub fn check(cfg: &CustomConfig) -> Result<(), KeyError> {
         compile(cfg).map(|_| ())
     }
 }
@@ -307,7 +304,7 @@ type Compiled = (
     Vec<(Document, bool, Option<String>)>,
 );
 
-fn compile(cfg: &CustomConfig) -> Result<Compiled, TemplateError> {
+fn compile(cfg: &CustomConfig) -> Result<Compiled, KeyError> {
     let document = document_template(&cfg.document, "document")?;
     let ops = (0..cfg.operations.len())
         .map(|i| compile_op(cfg, i, &document))

@@ -3,13 +3,16 @@
 //! `check-config` prints for them.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use serde::Deserialize;
 
 use crate::config::{ByteSize, KeyError};
+use crate::workload::kind::Kind;
 use crate::workload::validate::{
     at_least_one, bound, check_bound, check_collection, check_weight, MAX_DOC_SIZE,
 };
+use crate::workload::Workload;
 
 /// `[workloads.custom]`: operations declared in the config.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -144,8 +147,8 @@ impl CustomOp {
     }
 }
 
-impl CustomConfig {
-    pub fn validate(&self) -> Result<(), KeyError> {
+impl Kind for CustomConfig {
+    fn validate(&self) -> Result<(), KeyError> {
         check_collection("collection", &self.collection)?;
         at_least_one("load_batch", self.load_batch as u64)?;
         check_bound(self.max_docs, self.initial_docs)?;
@@ -188,10 +191,10 @@ impl CustomConfig {
         }
         // Templates, pipelines and generator specs: compiled as the
         // workload will compile them, so check-config reports their errors.
-        crate::workload::custom::Custom::check(self).map_err(|e| KeyError::new(e.key, e.reason))
+        super::Custom::check(self)
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let mut s = format!(
             "  collection: {}, initial_docs: {}, max_docs: {}, doc_size: {}\n",
             self.collection,
@@ -219,5 +222,10 @@ impl CustomConfig {
             );
         }
         s
+    }
+
+    fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
+        self.validate()?;
+        Ok(Arc::new(super::Custom::new(self, seed)?))
     }
 }

@@ -22,20 +22,11 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 use serde_json::Value;
 
+use crate::config::KeyError;
 use crate::workload::gen::{KeyDist, KeyGen, PadPool};
 
-/// A template or operation that cannot be compiled: the dotted key
-/// (relative to `[workloads.custom]`) and why.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TemplateError {
-    /// Where, e.g. `operations[1].filter.customer`.
-    pub key: String,
-    /// What is wrong.
-    pub reason: String,
-}
-
-pub(super) fn err<T>(key: &str, reason: impl Into<String>) -> Result<T, TemplateError> {
-    Err(TemplateError {
+pub(super) fn err<T>(key: &str, reason: impl Into<String>) -> Result<T, KeyError> {
+    Err(KeyError {
         key: key.to_string(),
         reason: reason.into(),
     })
@@ -118,7 +109,7 @@ fn int_of(
     g: &serde_json::Map<String, Value>,
     key: &str,
     at: &str,
-) -> Result<Option<i64>, TemplateError> {
+) -> Result<Option<i64>, KeyError> {
     typed_of(g, key, at, "an integer", Value::as_i64)
 }
 
@@ -126,7 +117,7 @@ fn float_of(
     g: &serde_json::Map<String, Value>,
     key: &str,
     at: &str,
-) -> Result<Option<f64>, TemplateError> {
+) -> Result<Option<f64>, KeyError> {
     typed_of(g, key, at, "a number", Value::as_f64)
 }
 
@@ -138,10 +129,10 @@ fn typed_of<T>(
     at: &str,
     what: &str,
     as_t: impl Fn(&Value) -> Option<T>,
-) -> Result<Option<T>, TemplateError> {
+) -> Result<Option<T>, KeyError> {
     match g.get(key) {
         None => Ok(None),
-        Some(v) => as_t(v).map(Some).ok_or_else(|| TemplateError {
+        Some(v) => as_t(v).map(Some).ok_or_else(|| KeyError {
             key: format!("{at}.{key}"),
             reason: format!("expected {what}, got {v}"),
         }),
@@ -152,12 +143,12 @@ fn date_of(
     g: &serde_json::Map<String, Value>,
     key: &str,
     at: &str,
-) -> Result<Option<i64>, TemplateError> {
+) -> Result<Option<i64>, KeyError> {
     match g.get(key) {
         None => Ok(None),
         Some(Value::String(s)) => DateTime::parse_rfc3339_str(s)
             .map(|d| Some(d.timestamp_millis()))
-            .map_err(|e| TemplateError {
+            .map_err(|e| KeyError {
                 key: format!("{at}.{key}"),
                 reason: format!("not an RFC 3339 date such as \"2024-01-01T00:00:00Z\": {e}"),
             }),
@@ -170,7 +161,7 @@ fn date_of(
 
 impl Template {
     /// Compiles a TOML/JSON value; `at` names it in errors.
-    pub fn compile(v: &Value, at: &str) -> Result<Template, TemplateError> {
+    pub fn compile(v: &Value, at: &str) -> Result<Template, KeyError> {
         let t = match v {
             Value::Object(o) if o.contains_key("$gen") => {
                 Template::Gen(Box::new(Gen::compile(o, at)?))
@@ -202,7 +193,7 @@ impl Template {
     }
 
     /// Compiles a template that must make a document.
-    pub fn compile_doc(v: &Value, at: &str) -> Result<Template, TemplateError> {
+    pub fn compile_doc(v: &Value, at: &str) -> Result<Template, KeyError> {
         if !v.is_object() || v.get("$gen").is_some() {
             return err(at, format!("expected a table (a document), got {v}"));
         }
@@ -234,7 +225,7 @@ impl Template {
 }
 
 impl Gen {
-    fn compile(g: &serde_json::Map<String, Value>, at: &str) -> Result<Gen, TemplateError> {
+    fn compile(g: &serde_json::Map<String, Value>, at: &str) -> Result<Gen, KeyError> {
         let kind = match g.get("$gen") {
             Some(Value::String(s)) => s.as_str(),
             other => {
@@ -313,7 +304,7 @@ impl Gen {
                 Gen::Double { min, max }
             }
             "string" => {
-                let len = int_of(g, "length", at)?.ok_or_else(|| TemplateError {
+                let len = int_of(g, "length", at)?.ok_or_else(|| KeyError {
                     key: format!("{at}.length"),
                     reason: "is required".into(),
                 })?;
@@ -342,12 +333,12 @@ impl Gen {
                 Gen::Date { range }
             }
             "array" => {
-                let of = g.get("of").ok_or_else(|| TemplateError {
+                let of = g.get("of").ok_or_else(|| KeyError {
                     key: format!("{at}.of"),
                     reason: "is required: the template of each element".into(),
                 })?;
                 let min = int_of(g, "min", at)?.unwrap_or(0);
-                let max = int_of(g, "max", at)?.ok_or_else(|| TemplateError {
+                let max = int_of(g, "max", at)?.ok_or_else(|| KeyError {
                     key: format!("{at}.max"),
                     reason: "is required: the most elements".into(),
                 })?;

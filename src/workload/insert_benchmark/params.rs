@@ -3,11 +3,14 @@
 //! `check-config` prints for them.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use serde::Deserialize;
 
 use crate::config::KeyError;
+use crate::workload::kind::Kind;
 use crate::workload::validate::{at_least_one, bound, check_bound, check_collection, MAX_DOC_SIZE};
+use crate::workload::Workload;
 
 /// `[workloads.insert_benchmark]`: the insert benchmark (iibench).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -63,8 +66,8 @@ impl Default for InsertBenchmarkConfig {
     }
 }
 
-impl InsertBenchmarkConfig {
-    pub fn validate(&self) -> Result<(), KeyError> {
+impl Kind for InsertBenchmarkConfig {
+    fn validate(&self) -> Result<(), KeyError> {
         check_collection("collection", &self.collection)?;
         at_least_one("batch_size", self.batch_size as u64)?;
         at_least_one("load_batch", self.load_batch as u64)?;
@@ -99,7 +102,7 @@ impl InsertBenchmarkConfig {
         check_bound(self.max_docs, self.initial_docs)
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let mut s = format!(
             "  collection: {}, batch_size: {}, initial_docs: {}, max_docs: {}, data_length: {}\n",
             self.collection,
@@ -125,5 +128,10 @@ impl InsertBenchmarkConfig {
             self.query_limit
         );
         s
+    }
+
+    fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
+        self.validate()?;
+        Ok(Arc::new(super::InsertBenchmark::new(self, seed)))
     }
 }

@@ -69,23 +69,17 @@ pub fn is_inserter(id: u32, inserters: u32, queriers: u32) -> bool {
 
 impl LargeDoc {
     /// Builds the workload from validated parameters.
-    pub fn new(cfg: &LargeDocConfig, seed: u64) -> Result<LargeDoc, String> {
+    pub fn new(cfg: &LargeDocConfig, seed: u64) -> LargeDoc {
         let over = bson_len(&doc! { "_id": 0i64, "pad": "" });
         let size = cfg.doc_size.bytes() as usize;
-        if size < over {
-            return Err(format!("doc_size {size} is below the {over}-byte minimum"));
-        }
-        if cfg.insert_workers + cfg.query_workers == 0 {
-            return Err("insert_workers and query_workers are both 0".into());
-        }
         let ops = vec![
             OpSpec::insert("insert", cfg.max_docs > 0),
             OpSpec::single("query"),
         ];
-        Ok(LargeDoc {
+        LargeDoc {
             shared: Arc::new(Shared {
                 pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
-                pad_len: size - over,
+                pad_len: size.saturating_sub(over),
                 max_docs: cfg.max_docs,
                 next_id: Arc::new(AtomicU64::new(cfg.initial_docs)),
                 seed,
@@ -96,7 +90,7 @@ impl LargeDoc {
             queriers: cfg.query_workers,
             initial_docs: cfg.initial_docs,
             load_batch: cfg.load_batch.max(1),
-        })
+        }
     }
 }
 
@@ -182,6 +176,7 @@ impl OpSource for Source {
 mod tests {
     use super::*;
     use crate::config::ByteSize;
+    use crate::workload::kind::Kind;
 
     #[test]
     fn workers_split_by_the_ratio() {
@@ -201,7 +196,7 @@ mod tests {
             initial_docs: 50,
             ..LargeDocConfig::default()
         };
-        let w = LargeDoc::new(&cfg, 3).unwrap();
+        let w = LargeDoc::new(&cfg, 3);
         let mut inserter = w.worker(1, 1);
         let mut querier = w.worker(0, 1);
         for _ in 0..5 {
@@ -224,7 +219,7 @@ mod tests {
             doc_size: ByteSize(8),
             ..cfg
         };
-        assert!(LargeDoc::new(&tiny, 1).is_err());
+        assert!(tiny.validate().is_err());
     }
 
     #[test]
@@ -235,7 +230,7 @@ mod tests {
             doc_size: ByteSize(256),
             ..LargeDocConfig::default()
         };
-        let w = LargeDoc::new(&cfg, 3).unwrap();
+        let w = LargeDoc::new(&cfg, 3);
         let mut inserter = w.worker(1, 1);
         for _ in 0..300 {
             let op = inserter.next_op();

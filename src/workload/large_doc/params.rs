@@ -2,12 +2,16 @@
 //! (those of the benchmark the kind reproduces), validation and the lines
 //! `check-config` prints for them.
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 
 use crate::config::{ByteSize, KeyError};
+use crate::workload::kind::Kind;
 use crate::workload::validate::{
     at_least_one, bound, check_bound, check_collection, check_doc_size,
 };
+use crate::workload::Workload;
 
 /// `[workloads.large_doc]`: large documents, inserts and `_id` finds side
 /// by side.
@@ -45,8 +49,8 @@ impl Default for LargeDocConfig {
     }
 }
 
-impl LargeDocConfig {
-    pub fn validate(&self) -> Result<(), KeyError> {
+impl Kind for LargeDocConfig {
+    fn validate(&self) -> Result<(), KeyError> {
         check_collection("collection", &self.collection)?;
         at_least_one("load_batch", self.load_batch as u64)?;
         if self.insert_workers + self.query_workers == 0 {
@@ -59,7 +63,7 @@ impl LargeDocConfig {
         check_bound(self.max_docs, self.initial_docs)
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         format!(
             "  collection: {}, doc_size: {} ({} bytes), insert/query workers {}:{}, initial_docs: {}, max_docs: {}\n",
             self.collection,
@@ -70,5 +74,10 @@ impl LargeDocConfig {
             self.initial_docs,
             bound(self.max_docs)
         )
+    }
+
+    fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
+        self.validate()?;
+        Ok(Arc::new(super::LargeDoc::new(self, seed)))
     }
 }

@@ -92,19 +92,15 @@ fn overhead() -> usize {
 }
 
 impl Mixed {
-    /// Builds the workload from validated parameters; `seed` fixes the
-    /// padding and the loaded documents.
-    pub fn new(cfg: &MixedConfig, seed: u64) -> Result<Mixed, String> {
+    /// Builds the workload from validated parameters ([`Kind::build`]
+    /// validates them); `seed` fixes the padding and the loaded documents.
+    ///
+    /// [`Kind::build`]: crate::workload::kind::Kind::build
+    pub fn new(cfg: &MixedConfig, seed: u64) -> Mixed {
         let weights = cfg.weights();
         let sum: f64 = weights.iter().map(|(_, w)| w.max(0.0)).sum();
-        if !(sum.is_finite() && sum > 0.0) {
-            return Err("the operation weights sum to zero".into());
-        }
         let size = cfg.doc_size.bytes() as usize;
         let over = overhead();
-        if size < over {
-            return Err(format!("doc_size {size} is below the {over}-byte minimum"));
-        }
         let mut kinds = Vec::new();
         let mut ops = Vec::new();
         let mut thresholds = Vec::new();
@@ -121,10 +117,10 @@ impl Mixed {
         if let Some(last) = thresholds.last_mut() {
             *last = 1u64 << 32;
         }
-        Ok(Mixed {
+        Mixed {
             shared: Arc::new(Shared {
                 pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
-                pad_len: size - over,
+                pad_len: size.saturating_sub(over),
                 k_range: cfg.initial_docs.max(1),
                 next_id: Arc::new(AtomicU64::new(cfg.initial_docs)),
                 seed,
@@ -135,7 +131,7 @@ impl Mixed {
             thresholds,
             initial_docs: cfg.initial_docs,
             load_batch: cfg.load_batch.max(1),
-        })
+        }
     }
 
     /// The shared `_id` counter: the next key an insert takes.
@@ -267,6 +263,7 @@ impl OpSource for MixedSource {
 mod tests {
     use super::*;
     use crate::config::ByteSize;
+    use crate::workload::kind::Kind;
 
     fn bson_len(d: &Document) -> usize {
         let mut buf = Vec::new();
@@ -284,7 +281,7 @@ mod tests {
 
     #[test]
     fn op_mix_matches_the_weights() {
-        let w = Mixed::new(&params(), 1).unwrap();
+        let w = Mixed::new(&params(), 1);
         assert_eq!(w.op_names(), ["insert", "update", "delete", "find"]);
         let mut src = w.worker(0, 42);
         let draws = 200_000;
@@ -323,7 +320,7 @@ mod tests {
             update_by_k: 0.0,
             ..params()
         };
-        let w = Mixed::new(&cfg, 1).unwrap();
+        let w = Mixed::new(&cfg, 1);
         assert_eq!(w.op_names(), ["find", "find_by_k"]);
         let mut src = w.worker(3, 1);
         let mut by_k = 0;
@@ -345,7 +342,7 @@ mod tests {
             find_by_k: 0.0,
             ..cfg
         };
-        assert!(Mixed::new(&all_zero, 1).is_err());
+        assert!(all_zero.validate().is_err());
     }
 
     #[test]
@@ -355,7 +352,7 @@ mod tests {
                 doc_size: ByteSize(size),
                 ..params()
             };
-            let w = Mixed::new(&cfg, 5).unwrap();
+            let w = Mixed::new(&cfg, 5);
             let mut src = w.worker(0, 1);
             let mut seen = 0;
             while seen < 3 {
@@ -373,7 +370,7 @@ mod tests {
 
     #[test]
     fn inserts_take_fresh_keys_and_others_pick_existing_ones() {
-        let w = Mixed::new(&params(), 1).unwrap();
+        let w = Mixed::new(&params(), 1);
         let mut a = w.worker(0, 9);
         let mut b = w.worker(1, 9);
         let mut inserted = std::collections::HashSet::new();
@@ -403,7 +400,7 @@ mod tests {
 
     #[test]
     fn prepare_indexes_loads_and_seeks() {
-        let w = Mixed::new(&params(), 1).unwrap();
+        let w = Mixed::new(&params(), 1);
         let steps = w.prepare();
         assert_eq!(steps.len(), 3);
         match &steps[0] {
@@ -440,8 +437,8 @@ mod tests {
 
     #[test]
     fn same_seed_same_stream() {
-        let w = Mixed::new(&params(), 1).unwrap();
-        let w2 = Mixed::new(&params(), 1).unwrap();
+        let w = Mixed::new(&params(), 1);
+        let w2 = Mixed::new(&params(), 1);
         let mut a = w.worker(2, 77);
         let mut b = w2.worker(2, 77);
         for _ in 0..100 {

@@ -2,10 +2,14 @@
 //! (those of the benchmark the kind reproduces), validation and the lines
 //! `check-config` prints for them.
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 
 use crate::config::{ByteSize, KeyError};
+use crate::workload::kind::Kind;
 use crate::workload::validate::{at_least_one, check_collection, check_doc_size, check_weight};
+use crate::workload::Workload;
 
 /// `[workloads.mixed]`: parameters of kind `mixed`. Weights are relative
 /// (they need not sum to 100).
@@ -63,8 +67,10 @@ impl MixedConfig {
             ("update_by_k", self.update_by_k),
         ]
     }
+}
 
-    pub fn validate(&self) -> Result<(), KeyError> {
+impl Kind for MixedConfig {
+    fn validate(&self) -> Result<(), KeyError> {
         for (k, w) in self.weights() {
             check_weight(k, w)?;
         }
@@ -80,7 +86,7 @@ impl MixedConfig {
         check_collection("collection", &self.collection)
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let weights: Vec<String> = self
             .weights()
             .iter()
@@ -96,5 +102,10 @@ impl MixedConfig {
             self.initial_docs,
             self.load_batch
         )
+    }
+
+    fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
+        self.validate()?;
+        Ok(Arc::new(super::Mixed::new(self, seed)))
     }
 }

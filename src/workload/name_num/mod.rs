@@ -66,7 +66,7 @@ pub struct NameNum {
 
 impl NameNum {
     /// Builds the workload from validated parameters.
-    pub fn new(cfg: &NameNumConfig, seed: u64) -> Result<NameNum, String> {
+    pub fn new(cfg: &NameNumConfig, seed: u64) -> NameNum {
         let (kinds, weights) = match cfg.mode {
             NameNumMode::Insert => (vec![Kind::Insert], vec![1.0]),
             NameNumMode::Update => (vec![Kind::Update], vec![1.0]),
@@ -76,7 +76,8 @@ impl NameNum {
                 vec![cfg.insert_weight, cfg.query_weight],
             ),
         };
-        let pick = WeightedPick::new(&weights).ok_or("the mode's weights sum to zero")?;
+        let pick = WeightedPick::new(&weights)
+            .expect("validated: insert_weight and query_weight sum above zero");
         let ops = kinds
             .iter()
             .map(|k| match k {
@@ -86,10 +87,7 @@ impl NameNum {
                 Kind::Query => OpSpec::single("query"),
             })
             .collect();
-        if cfg.num_max == 0 {
-            return Err("num_max must be at least 1".into());
-        }
-        Ok(NameNum {
+        NameNum {
             shared: Arc::new(Shared {
                 name: cfg.name.clone(),
                 num_max: cfg.num_max,
@@ -103,7 +101,7 @@ impl NameNum {
             pick,
             initial_docs: cfg.initial_docs,
             load_batch: cfg.load_batch.max(1),
-        })
+        }
     }
 
     /// The shared `_id` counter: the next key an insert takes.
@@ -231,7 +229,7 @@ mod tests {
             (NameNumMode::Query, vec!["query"]),
             (NameNumMode::InsertQuery, vec!["insert", "query"]),
         ] {
-            let w = NameNum::new(&cfg(mode), 1).unwrap();
+            let w = NameNum::new(&cfg(mode), 1);
             assert_eq!(w.op_names(), names.as_slice());
             let mut src = w.worker(0, 3);
             let mut seen = vec![0u32; names.len()];
@@ -267,7 +265,7 @@ mod tests {
             max_docs: 150,
             ..cfg(NameNumMode::Insert)
         };
-        let w = NameNum::new(&c, 1).unwrap();
+        let w = NameNum::new(&c, 1);
         assert_eq!(w.op_names(), ["insert"]);
         let mut src = w.worker(0, 1);
         for id in 100..400i64 {
@@ -291,7 +289,7 @@ mod tests {
 
     #[test]
     fn prepare_indexes_num_and_loads_deterministically() {
-        let w = NameNum::new(&cfg(NameNumMode::Query), 9).unwrap();
+        let w = NameNum::new(&cfg(NameNumMode::Query), 9);
         let steps = w.prepare();
         assert!(
             matches!(&steps[0], PrepareStep::CreateIndex { keys, .. } if keys == &doc! {"Num": 1})

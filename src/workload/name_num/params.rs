@@ -2,10 +2,14 @@
 //! (those of the benchmark the kind reproduces), validation and the lines
 //! `check-config` prints for them.
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 
 use crate::config::KeyError;
+use crate::workload::kind::Kind;
 use crate::workload::validate::{at_least_one, bound, check_bound, check_collection, check_weight};
+use crate::workload::Workload;
 
 /// The modes of `name-num`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -75,8 +79,8 @@ impl Default for NameNumConfig {
     }
 }
 
-impl NameNumConfig {
-    pub fn validate(&self) -> Result<(), KeyError> {
+impl Kind for NameNumConfig {
+    fn validate(&self) -> Result<(), KeyError> {
         check_collection("collection", &self.collection)?;
         at_least_one("num_max", self.num_max)?;
         at_least_one("load_batch", self.load_batch as u64)?;
@@ -91,7 +95,7 @@ impl NameNumConfig {
         check_bound(self.max_docs, self.initial_docs)
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         format!(
             "  mode: {}, collection: {}, Name: {:?}, num_max: {}, initial_docs: {}, max_docs: {}{}\n",
             self.mode.as_str(),
@@ -109,5 +113,10 @@ impl NameNumConfig {
                 String::new()
             }
         )
+    }
+
+    fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
+        self.validate()?;
+        Ok(Arc::new(super::NameNum::new(self, seed)))
     }
 }

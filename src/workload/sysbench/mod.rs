@@ -104,10 +104,7 @@ pub const COMMIT: &str = "commit";
 
 impl Sysbench {
     /// Builds the workload from validated parameters.
-    pub fn new(cfg: &SysbenchConfig, seed: u64) -> Result<Sysbench, String> {
-        if cfg.collections == 0 || cfg.docs_per_collection == 0 {
-            return Err("collections and docs_per_collection must be ≥ 1".into());
-        }
+    pub fn new(cfg: &SysbenchConfig, seed: u64) -> Sysbench {
         let mut steps: Vec<&str> = cfg.steps().iter().map(|(name, _)| *name).collect();
         if cfg.transactions {
             steps.push(COMMIT);
@@ -128,7 +125,7 @@ impl Sysbench {
         let collections = (1..=cfg.collections)
             .map(|i| format!("{}{i}", cfg.collection_prefix))
             .collect();
-        Ok(Sysbench {
+        Sysbench {
             shared: Arc::new(Shared {
                 cfg: cfg.clone(),
                 seed,
@@ -137,7 +134,7 @@ impl Sysbench {
             }),
             collections,
             ops: vec![OpSpec::with_steps(TRANSACTION, &steps)],
-        })
+        }
     }
 
     /// Document `id` of collection `collection` as loaded by the prepare
@@ -408,7 +405,7 @@ mod tests {
 
     #[test]
     fn a_transaction_has_sysbench_s_steps_in_order_on_one_collection() {
-        let w = Sysbench::new(&SysbenchConfig::default(), 1).unwrap();
+        let w = Sysbench::new(&SysbenchConfig::default(), 1);
         assert_eq!(w.collections().len(), 16);
         assert_eq!(w.collections()[0], "sbtest1");
         assert_eq!(w.collections()[15], "sbtest16");
@@ -459,7 +456,7 @@ mod tests {
             read_only: true,
             ..SysbenchConfig::default()
         };
-        let w = Sysbench::new(&cfg, 1).unwrap();
+        let w = Sysbench::new(&cfg, 1);
         let labels: Vec<&str> = w.ops()[0].steps.iter().map(|s| &**s).collect();
         assert_eq!(
             labels,
@@ -487,7 +484,7 @@ mod tests {
             docs_per_collection: 20,
             ..SysbenchConfig::default()
         };
-        let w = Sysbench::new(&cfg, 1).unwrap();
+        let w = Sysbench::new(&cfg, 1);
         let deleted = |op: &Op| match &op.requests()[16].action {
             Action::DeleteOne { filter, .. } => filter.get_i64("_id").unwrap(),
             other => panic!("{other:?}"),
@@ -507,8 +504,7 @@ mod tests {
                 ..cfg
             },
             1,
-        )
-        .unwrap();
+        );
         assert!(matches!(
             multi.worker(0, 1).next_op().body,
             Body::Transaction { commit_step: 9, .. }
@@ -518,7 +514,7 @@ mod tests {
 
     #[test]
     fn loaded_documents_are_deterministic_and_shaped() {
-        let w = Sysbench::new(&SysbenchConfig::default(), 7).unwrap();
+        let w = Sysbench::new(&SysbenchConfig::default(), 7);
         let steps = w.prepare();
         assert_eq!(steps.len(), 32);
         let PrepareStep::Load { make, count, .. } = &steps[1] else {

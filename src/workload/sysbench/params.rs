@@ -2,10 +2,14 @@
 //! (those of the benchmark the kind reproduces), validation and the lines
 //! `check-config` prints for them.
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 
 use crate::config::KeyError;
+use crate::workload::kind::Kind;
 use crate::workload::validate::{at_least_one, check_collection};
+use crate::workload::Workload;
 
 /// `[workloads.sysbench]`: sysbench's OLTP transaction for MongoDB.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -88,8 +92,10 @@ impl SysbenchConfig {
         }
         v
     }
+}
 
-    pub fn validate(&self) -> Result<(), KeyError> {
+impl Kind for SysbenchConfig {
+    fn validate(&self) -> Result<(), KeyError> {
         at_least_one("collections", u64::from(self.collections))?;
         at_least_one("docs_per_collection", self.docs_per_collection)?;
         at_least_one("range_size", self.range_size)?;
@@ -104,7 +110,7 @@ impl SysbenchConfig {
         Ok(())
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let steps: Vec<String> = self
             .steps()
             .iter()
@@ -126,5 +132,10 @@ impl SysbenchConfig {
             },
             steps.join(", ")
         )
+    }
+
+    fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
+        self.validate()?;
+        Ok(Arc::new(super::Sysbench::new(self, seed)))
     }
 }

@@ -2,11 +2,15 @@
 //! (those of the benchmark the kind reproduces), validation and the lines
 //! `check-config` prints for them.
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 
 use crate::config::KeyError;
 use crate::workload::gen::KeyDist;
+use crate::workload::kind::Kind;
 use crate::workload::validate::{at_least_one, check_collection, MAX_DOC_SIZE};
+use crate::workload::Workload;
 
 /// How YCSB record fields are stored.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -135,8 +139,10 @@ impl YcsbConfig {
         self.request_distribution
             .unwrap_or_else(|| self.workload.request_distribution())
     }
+}
 
-    pub fn validate(&self) -> Result<(), KeyError> {
+impl Kind for YcsbConfig {
+    fn validate(&self) -> Result<(), KeyError> {
         check_collection("collection", &self.collection)?;
         at_least_one("record_count", self.record_count)?;
         at_least_one("field_count", u64::from(self.field_count))?;
@@ -151,7 +157,7 @@ impl YcsbConfig {
         Ok(())
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         format!(
             "  workload: {}, record_count: {}, fields: {} × {} bytes ({}), distribution: {:?}, collection: {}{}\n",
             self.workload.as_str(),
@@ -167,5 +173,10 @@ impl YcsbConfig {
                 String::new()
             }
         )
+    }
+
+    fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
+        self.validate()?;
+        Ok(Arc::new(super::Ycsb::new(self, seed)))
     }
 }
