@@ -93,7 +93,7 @@ fn recorded_operations_appear_as_exact_samples() {
 #[test]
 fn requests_are_counted_by_step_apart_from_their_operation() {
     let m = Metrics::new().unwrap();
-    let spec = OpSpec::insert("insert", true);
+    let spec = crate::workload::BoundedInserts::new(0, 0, 10).spec("insert");
     let w = m.workload("bounded", &[spec, OpSpec::single("find")]);
     let insert = w.op("insert").unwrap();
     // One insert of 2 documents that evicted 2: one operation, two requests.

@@ -176,14 +176,6 @@ impl Target {
                 let r = in_session!(c[collection].update_many(filter, update))?;
                 Ok(r.modified_count + u64::from(r.upserted_id.is_some()))
             }
-            Action::ReplaceOne {
-                collection,
-                filter,
-                replacement,
-            } => {
-                let r = in_session!(c[collection].replace_one(filter, replacement))?;
-                Ok(r.modified_count + u64::from(r.upserted_id.is_some()))
-            }
             Action::DeleteOne { collection, filter } => {
                 Ok(in_session!(c[collection].delete_one(filter))?.deleted_count)
             }

@@ -3,6 +3,16 @@
 //! target layer executes with the driver. Nothing here talks to MongoDB, so
 //! the operation mix and the documents are tested on plain values.
 //!
+//! One folder per kind (`mixed/`, `sysbench/`, …): its parameters
+//! (`params.rs`, implementing [`kind::Kind`]: validation, description,
+//! build) and its workload (`mod.rs`: a `build` function returning a
+//! [`Built`] and the kind's [`Generator`], which makes each worker's
+//! [`OpSource`]). [`kind`] lists the kinds; the pieces they share live
+//! once here: sequence-numbered, optionally bounded inserts
+//! ([`BoundedInserts`]), weighted choice ([`Mix`]), the prepare steps
+//! ([`PrepareStep::index`], [`PrepareStep::load`]), key and value
+//! generators ([`gen`]) and the parameter checks ([`validate`]).
+//!
 //! The engine builds a workload once ([`build`]), runs its
 //! [`Workload::prepare`] steps in order, then asks for one [`OpSource`] per
 //! worker (or per pacer) and calls [`OpSource::next_op`] on the hot path.
@@ -11,6 +21,7 @@
 //! makes one or more [`Request`]s, each a single driver call ([`Action`])
 //! labelled with a step of the op ([`OpSpec`]).
 
+pub mod bounded;
 pub mod custom;
 pub mod gen;
 pub mod insert_benchmark;
@@ -18,16 +29,20 @@ pub mod kind;
 pub mod large_doc;
 pub mod mixed;
 pub mod name_num;
+pub mod pick;
 pub mod sysbench;
 pub mod validate;
 pub mod ycsb;
+
+pub use bounded::BoundedInserts;
+pub use pick::{Mix, WeightedPick};
 
 use std::fmt;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use mongodb::bson::Document;
-use rand::Rng;
+use rand::rngs::SmallRng;
 
 use crate::config::{KeyError, WorkloadConfig};
 
@@ -159,28 +174,6 @@ impl OpSpec {
             evict_step: None,
         }
     }
-
-    /// An insert that, with `bounded`, evicts the oldest documents as a
-    /// second step once the collection holds its bound (see
-    /// [`bounded_insert`]). The label stays the same before and after.
-    pub fn insert(name: &str, bounded: bool) -> OpSpec {
-        let mut spec = OpSpec::single(name);
-        if bounded {
-            spec.steps.push(Arc::from(EVICT));
-            spec.evict_step = Some(1);
-        }
-        spec
-    }
-}
-
-/// An insert operation of op index `op`; with `evict` (the collection is at
-/// its bound) the delete of the oldest documents follows as step 1, in the
-/// same operation. Every bounded insert kind builds its op here.
-pub fn bounded_insert(op: usize, insert: Action, evict: Option<Action>) -> Op {
-    match evict {
-        None => Op::one(op, insert),
-        Some(evict) => Op::steps(op, vec![Request::new(0, insert), Request::new(1, evict)]),
-    }
 }
 
 /// A driver call, as data (one request). `collection` indexes
@@ -216,12 +209,6 @@ pub enum Action {
         filter: Document,
         update: Document,
     },
-    /// `replace_one(filter, replacement)`.
-    ReplaceOne {
-        collection: usize,
-        filter: Document,
-        replacement: Document,
-    },
     /// `delete_one(filter)`.
     DeleteOne { collection: usize, filter: Document },
     /// `delete_many(filter)`.
@@ -251,7 +238,6 @@ impl Action {
             | Action::Find { collection, .. }
             | Action::UpdateOne { collection, .. }
             | Action::UpdateMany { collection, .. }
-            | Action::ReplaceOne { collection, .. }
             | Action::DeleteOne { collection, .. }
             | Action::DeleteMany { collection, .. }
             | Action::Aggregate { collection, .. }
@@ -263,6 +249,37 @@ impl Action {
 
 /// Makes document number `i` of a [`PrepareStep::Load`].
 pub type DocMaker = Arc<dyn Fn(u64) -> Document + Send + Sync>;
+
+impl PrepareStep {
+    /// `createIndexes` of the non-unique index `keys`, named `name` (or by
+    /// the server).
+    pub fn index(collection: usize, keys: Document, name: Option<&str>) -> PrepareStep {
+        PrepareStep::CreateIndex {
+            collection,
+            keys,
+            unique: false,
+            name: name.map(str::to_owned),
+        }
+    }
+
+    /// Loads documents `0..count` in batches of `batch`; `make` makes
+    /// document `i` with the RNG of (`seed`, `i`) alone, so a resumed load
+    /// writes what an uninterrupted one would have.
+    pub fn load(
+        collection: usize,
+        count: u64,
+        batch: usize,
+        seed: u64,
+        make: impl Fn(&mut SmallRng, u64) -> Document + Send + Sync + 'static,
+    ) -> PrepareStep {
+        PrepareStep::Load {
+            collection,
+            count,
+            batch: batch.max(1),
+            make: Arc::new(move |i| make(&mut gen::document_rng(seed, i), i)),
+        }
+    }
+}
 
 /// One step of a workload's prepare phase, run in order by the target
 /// layer before the first stage. Every step is idempotent, so a prepare
@@ -377,6 +394,75 @@ pub trait OpSource: Send {
     fn next_op(&mut self) -> Op;
 }
 
+/// What a kind generates its operations from, shared by every worker:
+/// it makes each worker's [`OpSource`].
+pub trait Generator: Send + Sync {
+    /// The operation source of worker `worker`, drawing from `rng` (the
+    /// worker's own: the same seed and worker give the same stream).
+    fn source(self: Arc<Self>, worker: u32, rng: SmallRng) -> Box<dyn OpSource>;
+}
+
+/// A kind's workload as built: what every kind has (its name, operations,
+/// collections and prepare steps) and the kind's [`Generator`], which it
+/// dereferences to for the kind's own accessors.
+pub struct Built<G> {
+    pub kind: &'static str,
+    pub ops: Vec<OpSpec>,
+    pub collections: Vec<String>,
+    pub prepare: Vec<PrepareStep>,
+    pub generator: Arc<G>,
+}
+
+impl<G> Built<G> {
+    /// A kind's workload: its name, operations, collections, prepare
+    /// steps and generator.
+    pub fn new(
+        kind: &'static str,
+        ops: Vec<OpSpec>,
+        collections: Vec<String>,
+        prepare: Vec<PrepareStep>,
+        generator: Arc<G>,
+    ) -> Built<G> {
+        Built {
+            kind,
+            ops,
+            collections,
+            prepare,
+            generator,
+        }
+    }
+}
+
+impl<G: Generator> Workload for Built<G> {
+    fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    fn ops(&self) -> &[OpSpec] {
+        &self.ops
+    }
+
+    fn collections(&self) -> &[String] {
+        &self.collections
+    }
+
+    fn prepare(&self) -> Vec<PrepareStep> {
+        self.prepare.clone()
+    }
+
+    fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource> {
+        Arc::clone(&self.generator).source(worker_id, gen::worker_rng(seed, worker_id))
+    }
+}
+
+impl<G> std::ops::Deref for Built<G> {
+    type Target = G;
+
+    fn deref(&self) -> &G {
+        &self.generator
+    }
+}
+
 /// A workload config that cannot be built (normally caught by config
 /// validation first): the workload, the key at fault and why.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -398,52 +484,6 @@ pub fn build(cfg: &WorkloadConfig) -> Result<Arc<dyn Workload>, BuildError> {
         })
 }
 
-/// Picks an index by relative weights with one `u32` draw: the mix of
-/// operations of a workload. Zero weights are never picked.
-#[derive(Debug, Clone)]
-pub struct WeightedPick {
-    /// Cumulative thresholds over `u32` draws, one per weight.
-    thresholds: Vec<u64>,
-}
-
-impl WeightedPick {
-    /// `None` when no weight is positive (or one is negative or not finite).
-    pub fn new(weights: &[f64]) -> Option<WeightedPick> {
-        if weights.iter().any(|w| !(w.is_finite() && *w >= 0.0)) {
-            return None;
-        }
-        let sum: f64 = weights.iter().sum();
-        if sum <= 0.0 {
-            return None;
-        }
-        let mut acc = 0.0;
-        let mut thresholds: Vec<u64> = weights
-            .iter()
-            .map(|w| {
-                acc += w;
-                ((acc / sum) * (1u64 << 32) as f64) as u64
-            })
-            .collect();
-        // Rounding must not leave a gap at the top (nor pick a trailing
-        // zero weight).
-        if let Some(last) = weights.iter().rposition(|w| *w > 0.0) {
-            for t in &mut thresholds[last..] {
-                *t = 1u64 << 32;
-            }
-        }
-        Some(WeightedPick { thresholds })
-    }
-
-    /// An index in `0..weights.len()` with probability ∝ its weight.
-    pub fn pick(&self, rng: &mut impl Rng) -> usize {
-        let draw = rng.random::<u32>() as u64;
-        self.thresholds
-            .iter()
-            .position(|&t| draw < t)
-            .unwrap_or(self.thresholds.len() - 1)
-    }
-}
-
 /// The BSON size of a document in bytes.
 pub fn bson_len(doc: &Document) -> usize {
     let mut buf = Vec::new();
@@ -455,22 +495,6 @@ pub fn bson_len(doc: &Document) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn weighted_pick_follows_the_weights_and_skips_zeros() {
-        let p = WeightedPick::new(&[1.0, 0.0, 3.0, 0.0]).unwrap();
-        let mut rng = gen::worker_rng(1, 0);
-        let mut counts = [0u32; 4];
-        for _ in 0..40_000 {
-            counts[p.pick(&mut rng)] += 1;
-        }
-        assert_eq!((counts[1], counts[3]), (0, 0), "{counts:?}");
-        let share = counts[2] as f64 / 40_000.0;
-        assert!((share - 0.75).abs() < 0.02, "{counts:?}");
-        assert!(WeightedPick::new(&[0.0, 0.0]).is_none());
-        assert!(WeightedPick::new(&[1.0, f64::NAN]).is_none());
-        assert!(WeightedPick::new(&[-1.0, 2.0]).is_none());
-    }
 
     #[test]
     fn bson_len_is_the_encoded_size() {

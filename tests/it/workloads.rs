@@ -28,7 +28,7 @@ use mongoload::report::{self, StageReport};
 use mongoload::schedule::Stage;
 use mongoload::sim::{self, SimConfig, SimHandle};
 use mongoload::target::Target;
-use mongoload::workload::sysbench::{sum_pipeline, Sysbench};
+use mongoload::workload::sysbench::{self, sum_pipeline};
 use mongoload::workload::{self, Action, Workload};
 
 async fn client(sim: &SimHandle) -> Client {
@@ -193,9 +193,9 @@ async fn prepare_of_every_kind_loads_its_documents_and_indexes() {
         record_count: records,
         ..Default::default()
     };
-    prepare(&db, &workload::ycsb::Ycsb::new(&ycsb(500), 1)).await;
+    prepare(&db, &workload::ycsb::build(&ycsb(500), 1)).await;
     assert_eq!(count(&db, "usertable").await, 500);
-    let w = workload::ycsb::Ycsb::new(&ycsb(300), 1);
+    let w = workload::ycsb::build(&ycsb(300), 1);
     prepare(&db, &w).await;
     assert_eq!(count(&db, "usertable").await, 500);
     assert_eq!(w.next_key().load(std::sync::atomic::Ordering::Relaxed), 500);
@@ -248,7 +248,7 @@ async fn sysbench_sum_and_distinct_return_what_the_data_implies() {
         docs_per_collection: 600,
         ..Default::default()
     };
-    let w = Sysbench::new(&cfg, 11);
+    let w = sysbench::build(&cfg, 11);
     prepare(&db, &w).await;
 
     let mut src = w.worker(0, 3);
@@ -459,7 +459,7 @@ async fn insert_benchmark_counts_documents_and_holds_its_bound() {
         .unwrap();
     assert_eq!(oldest.get_i64("_id").unwrap() as u64, 400 + docs - 1000);
     // A restart's prepare does not bring back the evicted loaded documents.
-    let again = workload::insert_benchmark::InsertBenchmark::new(&params, 7);
+    let again = workload::insert_benchmark::build(&params, 7);
     prepare(&db, &again).await;
     assert_eq!(count(&db, "purchases_index").await, 1000);
     assert_eq!(

@@ -12,16 +12,16 @@ pub mod template;
 pub use params::{CustomConfig, CustomIndex, CustomOp, CustomOpKind};
 pub use template::{Ctx, Template};
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use mongodb::bson::{doc, Bson, Document};
+use mongodb::bson::{Bson, Document};
 use rand::rngs::SmallRng;
 use serde_json::Value;
 
-use super::gen::{document_rng, worker_rng, PadPool};
+use super::gen::PadPool;
 use super::{
-    bounded_insert, bson_len, Action, Op, OpSource, OpSpec, PrepareStep, WeightedPick, Workload,
+    bson_len, Action, BoundedInserts, Built, Generator, Mix, Op, OpSource, OpSpec, PrepareStep,
 };
 use crate::config::KeyError;
 use template::{err, json_to_bson};
@@ -192,38 +192,36 @@ fn document_template(v: &Value, at: &str) -> Result<Template, KeyError> {
     Template::compile_doc(v, at)
 }
 
+/// The `custom` workload's generator, shared by every worker.
 #[derive(Debug)]
-struct Shared {
+pub struct Custom {
     pad: PadPool,
     doc_size: Option<usize>,
-    max_docs: u64,
-    /// Whether inserts evict the oldest documents (a bound and an insert).
-    bounded: bool,
-    next_id: Arc<AtomicU64>,
-    seed: u64,
+    /// The template of loaded and inserted documents.
+    document: Template,
+    inserts: BoundedInserts,
+    /// The compiled operations by weight; each worker draws from its own
+    /// clone (generators keep state).
+    mix: Mix<CompiledOp>,
 }
 
-impl Shared {
-    /// The oldest sequence number still present when `docs` were inserted.
-    fn first(&self, docs: u64) -> u64 {
-        if self.bounded {
-            docs.saturating_sub(self.max_docs)
-        } else {
-            0
+impl Custom {
+    /// The context a template draws in, `docs` documents inserted so far.
+    fn ctx<'a>(&'a self, rng: &'a mut SmallRng, docs: u64, seq: Option<u64>) -> Ctx<'a> {
+        Ctx {
+            rng,
+            pad: &self.pad,
+            docs,
+            first: self.inserts.present_at(docs).start,
+            seq,
         }
     }
 
     /// Document `seq` from `template`: `_id` first, then the template's
     /// fields, then padding up to the size target.
     fn document(&self, template: &mut Template, rng: &mut SmallRng, seq: u64) -> Document {
-        let docs = self.next_id.load(Ordering::Relaxed);
-        let mut ctx = Ctx {
-            rng,
-            pad: &self.pad,
-            docs,
-            first: self.first(docs),
-            seq: Some(seq),
-        };
+        let docs = self.inserts.counter().load(Ordering::Relaxed);
+        let mut ctx = self.ctx(rng, docs, Some(seq));
         let body = template.eval_doc(&mut ctx);
         let mut d = Document::new();
         d.insert("_id", seq as i64);
@@ -236,66 +234,69 @@ impl Shared {
         }
         d
     }
-}
 
-/// The `custom` workload.
-#[derive(Debug)]
-pub struct Custom {
-    shared: Arc<Shared>,
-    collections: Vec<String>,
-    specs: Vec<OpSpec>,
-    ops: Vec<CompiledOp>,
-    pick: WeightedPick,
-    document: Template,
-    indexes: Vec<(Document, bool, Option<String>)>,
-    initial_docs: u64,
-    load_batch: usize,
-}
-
-impl Custom {
-    /// Compiles the operations and templates of a custom workload. With a
-    /// bound, every insert evicts the oldest document as its second step
-    /// (step label `evict`), under the insert's own `op` label.
-    pub fn new(cfg: &CustomConfig, seed: u64) -> Result<Custom, KeyError> {
-        let (ops, document, indexes) = compile(cfg)?;
-        let weights: Vec<f64> = cfg.operations.iter().map(|o| o.weight).collect();
-        let Some(pick) = WeightedPick::new(&weights) else {
-            return err("operations", "the operation weights sum to zero");
-        };
-        let bounded = cfg.max_docs > 0 && ops.iter().any(|o| matches!(o, CompiledOp::Insert(_)));
-        let specs = cfg
-            .operations
-            .iter()
-            .map(|o| match o.op {
-                CustomOpKind::Insert => OpSpec::insert(o.label(), bounded),
-                _ => OpSpec::single(o.label()),
-            })
-            .collect();
-        Ok(Custom {
-            shared: Arc::new(Shared {
-                pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
-                doc_size: cfg.doc_size.map(|s| s.bytes() as usize),
-                max_docs: cfg.max_docs,
-                bounded,
-                next_id: Arc::new(AtomicU64::new(cfg.initial_docs)),
-                seed,
-            }),
-            collections: vec![cfg.collection.clone()],
-            specs,
-            ops,
-            pick,
-            document,
-            indexes,
-            initial_docs: cfg.initial_docs,
-            load_batch: cfg.load_batch.max(1),
-        })
+    /// Document `i` as the prepare step loads it. Generators keep state (a
+    /// zipfian's table): a fresh template per document keeps document `i`
+    /// a function of `i` alone.
+    fn loaded(&self, rng: &mut SmallRng, i: u64) -> Document {
+        self.document(&mut self.document.clone(), rng, i)
     }
 
-    /// Checks what [`Custom::new`] would build, without building it: for
+    /// Checks what [`build`] would compile, without building it: for
     /// config validation.
     pub fn check(cfg: &CustomConfig) -> Result<(), KeyError> {
         compile(cfg).map(|_| ())
     }
+}
+
+/// Compiles the operations and templates of a custom workload. With a
+/// bound, every insert evicts the oldest document as its second step
+/// (step label `evict`), under the insert's own `op` label.
+pub fn build(cfg: &CustomConfig, seed: u64) -> Result<Built<Custom>, KeyError> {
+    let (ops, document, indexes) = compile(cfg)?;
+    let has_insert = ops.iter().any(|o| matches!(o, CompiledOp::Insert(_)));
+    let max_docs = if has_insert { cfg.max_docs } else { 0 };
+    let inserts = BoundedInserts::new(COLL, cfg.initial_docs, max_docs);
+    let specs = cfg
+        .operations
+        .iter()
+        .map(|o| match o.op {
+            CustomOpKind::Insert => inserts.spec(o.label()),
+            _ => OpSpec::single(o.label()),
+        })
+        .collect();
+    let weights = cfg.operations.iter().map(|o| o.weight);
+    let Some(mix) = Mix::new(ops.into_iter().zip(weights)) else {
+        return err("operations", "the operation weights sum to zero");
+    };
+    let custom = Arc::new(Custom {
+        pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
+        doc_size: cfg.doc_size.map(|s| s.bytes() as usize),
+        document,
+        inserts,
+        mix,
+    });
+    let mut prepare: Vec<PrepareStep> = indexes
+        .into_iter()
+        .map(|(keys, unique, name)| PrepareStep::CreateIndex {
+            collection: COLL,
+            keys,
+            unique,
+            name,
+        })
+        .collect();
+    prepare.extend(
+        custom
+            .inserts
+            .prepare((cfg.load_batch, seed), &custom, Custom::loaded),
+    );
+    Ok(Built::new(
+        "custom",
+        specs,
+        vec![cfg.collection.clone()],
+        prepare,
+        custom,
+    ))
 }
 
 type Compiled = (
@@ -328,93 +329,32 @@ fn compile(cfg: &CustomConfig) -> Result<Compiled, KeyError> {
     Ok((ops, document, indexes))
 }
 
-impl Workload for Custom {
-    fn kind(&self) -> &'static str {
-        "custom"
-    }
-
-    fn ops(&self) -> &[OpSpec] {
-        &self.specs
-    }
-
-    fn collections(&self) -> &[String] {
-        &self.collections
-    }
-
-    fn prepare(&self) -> Vec<PrepareStep> {
-        let mut steps: Vec<PrepareStep> = self
-            .indexes
-            .iter()
-            .map(|(keys, unique, name)| PrepareStep::CreateIndex {
-                collection: COLL,
-                keys: keys.clone(),
-                unique: *unique,
-                name: name.clone(),
-            })
-            .collect();
-        let shared = Arc::clone(&self.shared);
-        let template = self.document.clone();
-        steps.push(PrepareStep::Load {
-            collection: COLL,
-            count: self.initial_docs,
-            batch: self.load_batch,
-            make: Arc::new(move |i| {
-                // Generators keep state (a zipfian's table): a fresh clone
-                // per document keeps document i a function of i alone.
-                let mut t = template.clone();
-                let mut rng = document_rng(shared.seed, i);
-                shared.document(&mut t, &mut rng, i)
-            }),
-        });
-        steps.push(PrepareStep::SeekKeys {
-            collection: COLL,
-            counter: Arc::clone(&self.shared.next_id),
-        });
-        steps
-    }
-
-    fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource> {
+impl Generator for Custom {
+    fn source(self: Arc<Self>, _worker: u32, rng: SmallRng) -> Box<dyn OpSource> {
         Box::new(Source {
-            shared: Arc::clone(&self.shared),
-            ops: self.ops.clone(),
-            pick: self.pick.clone(),
-            rng: worker_rng(seed, worker_id),
+            mix: self.mix.clone(),
+            custom: self,
+            rng,
         })
     }
 }
 
 struct Source {
-    shared: Arc<Shared>,
-    ops: Vec<CompiledOp>,
-    pick: WeightedPick,
+    custom: Arc<Custom>,
+    /// This worker's own copy of the operations (their generators' state).
+    mix: Mix<CompiledOp>,
     rng: SmallRng,
 }
 
 impl OpSource for Source {
     fn next_op(&mut self) -> Op {
-        let op = self.pick.pick(&mut self.rng);
-        let s = &*self.shared;
-        let docs = s.next_id.load(Ordering::Relaxed);
-        let rng = &mut self.rng;
-        let mut ctx = Ctx {
-            rng,
-            pad: &s.pad,
-            docs,
-            first: s.first(docs),
-            seq: None,
-        };
-        let action = match &mut self.ops[op] {
+        let c = &*self.custom;
+        let (op, compiled) = self.mix.draw_mut(&mut self.rng);
+        let docs = c.inserts.counter().load(Ordering::Relaxed);
+        let mut ctx = c.ctx(&mut self.rng, docs, None);
+        let action = match compiled {
             CompiledOp::Insert(t) => {
-                let id = s.next_id.fetch_add(1, Ordering::Relaxed);
-                let insert = Action::InsertOne {
-                    collection: COLL,
-                    doc: s.document(t, ctx.rng, id),
-                };
-                let evict = (s.bounded && id >= s.max_docs).then(|| Action::DeleteOne {
-                    collection: COLL,
-                    filter: doc! { "_id": (id - s.max_docs) as i64 },
-                });
-                return bounded_insert(op, insert, evict);
+                return c.inserts.insert_one(op, |id| c.document(t, ctx.rng, id));
             }
             CompiledOp::Find {
                 filter,
@@ -484,6 +424,8 @@ impl OpSource for Source {
 mod tests {
     use super::*;
     use crate::config::ByteSize;
+    use crate::workload::Workload;
+    use mongodb::bson::doc;
     use serde_json::json;
 
     fn op(kind: CustomOpKind) -> CustomOp {
@@ -579,7 +521,7 @@ mod tests {
             operations: vec![op(CustomOpKind::Insert), find, update, agg],
             ..CustomConfig::default()
         };
-        let w = Custom::new(&cfg, 1).unwrap();
+        let w = build(&cfg, 1).unwrap();
         assert_eq!(w.op_names(), ["insert", "find", "update", "aggregate"]);
         let mut src = w.worker(0, 1);
         let mut counts = [0u32; 4];
@@ -620,7 +562,7 @@ mod tests {
             operations: vec![op(CustomOpKind::Insert)],
             ..CustomConfig::default()
         };
-        let w = Custom::new(&cfg, 1).unwrap();
+        let w = build(&cfg, 1).unwrap();
         assert_eq!(w.op_names(), ["insert"]);
         assert_eq!(w.ops()[0].steps, [Arc::from("insert"), Arc::from("evict")]);
         // Reads of existing _ids stay within the window of kept documents.
@@ -632,13 +574,13 @@ mod tests {
             }],
             ..cfg.clone()
         };
-        let r = Custom::new(&cfg_reads, 1).unwrap();
+        let r = build(&cfg_reads, 1).unwrap();
         let mut reads = r.worker(0, 1);
         for _ in 0..400 {
             let o = reads.next_op();
             if let Some(Action::Find { filter, .. }) = o.action() {
                 let id = filter.get_i64("_id").unwrap() as u64;
-                let docs = r.shared.next_id.load(Ordering::Relaxed);
+                let docs = r.inserts.counter().load(Ordering::Relaxed);
                 assert!(
                     id + 5 >= docs && id < docs,
                     "{id} outside the last 5 of {docs}"

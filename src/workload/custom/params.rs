@@ -226,6 +226,6 @@ impl Kind for CustomConfig {
 
     fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
         self.validate()?;
-        Ok(Arc::new(super::Custom::new(self, seed)?))
+        Ok(Arc::new(super::build(self, seed)?))
     }
 }

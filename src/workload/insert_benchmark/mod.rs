@@ -20,7 +20,6 @@ pub mod params;
 
 pub use params::InsertBenchmarkConfig;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,8 +27,8 @@ use mongodb::bson::{doc, DateTime, Document};
 use rand::rngs::SmallRng;
 use rand::Rng;
 
-use super::gen::{document_rng, worker_rng, PadPool};
-use super::{bounded_insert, Action, Op, OpSource, OpSpec, PrepareStep, Workload};
+use super::gen::PadPool;
+use super::{Action, BoundedInserts, Built, Generator, Op, OpSource, OpSpec, PrepareStep};
 
 const COLL: usize = 0;
 const INSERT: usize = 0;
@@ -49,15 +48,15 @@ pub fn index_keys() -> [Document; 3] {
     ]
 }
 
+/// The `insert-benchmark` workload's generator, shared by every worker.
 #[derive(Debug)]
-struct Shared {
+pub struct InsertBenchmark {
     pad: PadPool,
     cfg: InsertBenchmarkConfig,
-    next_id: Arc<AtomicU64>,
-    seed: u64,
+    inserts: BoundedInserts,
 }
 
-impl Shared {
+impl InsertBenchmark {
     fn document(&self, rng: &mut SmallRng, id: u64, at: DateTime) -> Document {
         let c = &self.cfg;
         let customer = rng.random_range(0..c.customers);
@@ -73,102 +72,65 @@ impl Shared {
         }
     }
 
+    /// Document `i` as the prepare step loads it: `dateandtime` from
+    /// [`LOAD_EPOCH_MS`], so a load is deterministic.
+    fn loaded(&self, rng: &mut SmallRng, i: u64) -> Document {
+        self.document(rng, i, DateTime::from_millis(LOAD_EPOCH_MS + i as i64))
+    }
+
     /// The highest price a document can have.
     fn price_top(&self) -> f64 {
         (self.cfg.max_price + self.cfg.customers as f64) / 100.0
     }
-}
-
-/// The `insert-benchmark` workload.
-#[derive(Debug)]
-pub struct InsertBenchmark {
-    shared: Arc<Shared>,
-    collections: Vec<String>,
-    ops: Vec<OpSpec>,
-}
-
-impl InsertBenchmark {
-    /// Builds the workload from validated parameters.
-    pub fn new(cfg: &InsertBenchmarkConfig, seed: u64) -> InsertBenchmark {
-        let ops = vec![
-            OpSpec::insert("insert", cfg.max_docs > 0),
-            OpSpec::single("query"),
-        ];
-        InsertBenchmark {
-            shared: Arc::new(Shared {
-                pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
-                cfg: cfg.clone(),
-                next_id: Arc::new(AtomicU64::new(cfg.initial_docs)),
-                seed,
-            }),
-            collections: vec![cfg.collection.clone()],
-            ops,
-        }
-    }
 
     /// The shared `_id` counter: the first key of the next insert batch.
-    pub fn next_id(&self) -> &Arc<AtomicU64> {
-        &self.shared.next_id
+    pub fn next_id(&self) -> &Arc<std::sync::atomic::AtomicU64> {
+        self.inserts.counter()
     }
 }
 
-impl Workload for InsertBenchmark {
-    fn kind(&self) -> &'static str {
-        "insert-benchmark"
-    }
+/// Builds the workload from validated parameters.
+pub fn build(cfg: &InsertBenchmarkConfig, seed: u64) -> Built<InsertBenchmark> {
+    let inserts = BoundedInserts::new(COLL, cfg.initial_docs, cfg.max_docs);
+    let ops = vec![inserts.spec("insert"), OpSpec::single("query")];
+    let ib = Arc::new(InsertBenchmark {
+        pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
+        cfg: cfg.clone(),
+        inserts,
+    });
+    let mut prepare: Vec<PrepareStep> = index_keys()
+        .into_iter()
+        .map(|keys| PrepareStep::index(COLL, keys, None))
+        .collect();
+    prepare.extend(
+        ib.inserts
+            .prepare((cfg.load_batch, seed), &ib, InsertBenchmark::loaded),
+    );
+    Built::new(
+        "insert-benchmark",
+        ops,
+        vec![cfg.collection.clone()],
+        prepare,
+        ib,
+    )
+}
 
-    fn ops(&self) -> &[OpSpec] {
-        &self.ops
-    }
-
-    fn collections(&self) -> &[String] {
-        &self.collections
-    }
-
-    fn prepare(&self) -> Vec<PrepareStep> {
-        let mut steps: Vec<PrepareStep> = index_keys()
-            .into_iter()
-            .map(|keys| PrepareStep::CreateIndex {
-                collection: COLL,
-                keys,
-                unique: false,
-                name: None,
-            })
-            .collect();
-        let shared = Arc::clone(&self.shared);
-        steps.push(PrepareStep::Load {
-            collection: COLL,
-            count: self.shared.cfg.initial_docs,
-            batch: self.shared.cfg.load_batch.max(1),
-            make: Arc::new(move |i| {
-                let mut rng = document_rng(shared.seed, i);
-                let at = DateTime::from_millis(LOAD_EPOCH_MS + i as i64);
-                shared.document(&mut rng, i, at)
-            }),
-        });
-        steps.push(PrepareStep::SeekKeys {
-            collection: COLL,
-            counter: Arc::clone(&self.shared.next_id),
-        });
-        steps
-    }
-
-    fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource> {
-        let cfg = &self.shared.cfg;
-        let querier = worker_id < cfg.query_workers;
+impl Generator for InsertBenchmark {
+    fn source(self: Arc<Self>, worker: u32, rng: SmallRng) -> Box<dyn OpSource> {
+        let cfg = &self.cfg;
         Box::new(Source {
-            shared: Arc::clone(&self.shared),
-            querier,
+            querier: worker < cfg.query_workers,
             interval: (cfg.query_rate > 0.0).then(|| Duration::from_secs_f64(1.0 / cfg.query_rate)),
             next_query: None,
-            next_index: worker_id as usize % 3,
-            rng: worker_rng(seed, worker_id),
+            next_index: worker as usize % 3,
+            ib: self,
+            rng,
         })
     }
 }
 
 struct Source {
-    shared: Arc<Shared>,
+    ib: Arc<InsertBenchmark>,
     querier: bool,
     /// Time between two queries of this worker; `None`: no cap.
     interval: Option<Duration>,
@@ -201,7 +163,7 @@ impl Source {
     }
 
     fn query(&mut self) -> Action {
-        let s = &self.shared;
+        let s = &*self.ib;
         let index = self.next_index;
         self.next_index = (index + 1) % 3;
         let keys = &index_keys()[index];
@@ -224,27 +186,12 @@ impl Source {
     }
 
     fn insert(&mut self) -> Op {
-        let s = &self.shared;
-        let n = s.cfg.batch_size as u64;
-        let first = s.next_id.fetch_add(n, Ordering::Relaxed);
+        let (ib, rng) = (&*self.ib, &mut self.rng);
         let now = DateTime::now();
-        let docs = (first..first + n)
-            .map(|id| s.document(&mut self.rng, id, now))
-            .collect();
-        let insert = Action::InsertMany {
-            collection: COLL,
-            docs,
-        };
-        let max = s.cfg.max_docs;
-        let end = first + n;
-        let evict = (max > 0 && end > max).then(|| Action::DeleteMany {
-            collection: COLL,
-            filter: doc! { "_id": {
-                "$gte": first.saturating_sub(max) as i64,
-                "$lt": (end - max) as i64,
-            } },
-        });
-        bounded_insert(INSERT, insert, evict)
+        ib.inserts
+            .insert_many(INSERT, ib.cfg.batch_size as u64, |id| {
+                ib.document(rng, id, now)
+            })
     }
 }
 
@@ -260,6 +207,7 @@ impl OpSource for Source {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::Workload;
 
     fn cfg() -> InsertBenchmarkConfig {
         InsertBenchmarkConfig {
@@ -270,7 +218,7 @@ mod tests {
 
     #[test]
     fn inserts_are_batches_of_iibench_documents_with_fresh_ids() {
-        let w = InsertBenchmark::new(&cfg(), 1);
+        let w = build(&cfg(), 1);
         let mut a = w.worker(0, 1);
         let mut b = w.worker(1, 1);
         let mut ids = std::collections::HashSet::new();
@@ -300,7 +248,7 @@ mod tests {
 
     #[test]
     fn prepare_creates_the_three_indexes() {
-        let w = InsertBenchmark::new(&cfg(), 1);
+        let w = build(&cfg(), 1);
         let steps = w.prepare();
         let keys: Vec<&Document> = steps
             .iter()
@@ -328,7 +276,7 @@ mod tests {
             query_rate: 0.0,
             ..cfg()
         };
-        let w = InsertBenchmark::new(&c, 1);
+        let w = build(&c, 1);
         let mut q = w.worker(0, 1);
         let mut sorts = Vec::new();
         for _ in 0..3 {
@@ -357,7 +305,7 @@ mod tests {
             query_rate: 2.0,
             ..cfg()
         };
-        let w = InsertBenchmark::new(&capped, 1);
+        let w = build(&capped, 1);
         let mut q = w.worker(0, 1);
         let ops: Vec<usize> = (0..5).map(|_| q.next_op().op).collect();
         assert_eq!(ops, [QUERY, INSERT, INSERT, INSERT, INSERT]);
@@ -370,7 +318,7 @@ mod tests {
             max_docs: 1000,
             ..InsertBenchmarkConfig::default()
         };
-        let w = InsertBenchmark::new(&c, 1);
+        let w = build(&c, 1);
         assert_eq!(w.op_names(), ["insert", "query"]);
         assert_eq!(&*w.ops()[0].steps[1], "evict");
         let mut src = w.worker(0, 1);

@@ -132,6 +132,6 @@ impl Kind for InsertBenchmarkConfig {
 
     fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
         self.validate()?;
-        Ok(Arc::new(super::InsertBenchmark::new(self, seed)))
+        Ok(Arc::new(super::build(self, seed)))
     }
 }

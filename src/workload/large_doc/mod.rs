@@ -14,45 +14,33 @@ pub mod params;
 
 pub use params::LargeDocConfig;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use mongodb::bson::{doc, Document};
 use rand::rngs::SmallRng;
 use rand::Rng;
 
-use super::gen::{document_rng, worker_rng, PadPool};
-use super::{bounded_insert, bson_len, Action, Op, OpSource, OpSpec, PrepareStep, Workload};
+use super::gen::PadPool;
+use super::{bson_len, Action, BoundedInserts, Built, Generator, Op, OpSource, OpSpec};
 
 const COLL: usize = 0;
 const INSERT: usize = 0;
 const QUERY: usize = 1;
 
+/// The `large-doc` workload's generator, shared by every worker.
 #[derive(Debug)]
-struct Shared {
+pub struct LargeDoc {
     pad: PadPool,
     pad_len: usize,
-    max_docs: u64,
-    next_id: Arc<AtomicU64>,
-    seed: u64,
+    inserts: BoundedInserts,
+    inserters: u32,
+    queriers: u32,
 }
 
-impl Shared {
+impl LargeDoc {
     fn document(&self, rng: &mut SmallRng, id: u64) -> Document {
         doc! { "_id": id as i64, "pad": self.pad.pad(rng, self.pad_len) }
     }
-}
-
-/// The `large-doc` workload.
-#[derive(Debug)]
-pub struct LargeDoc {
-    shared: Arc<Shared>,
-    collections: Vec<String>,
-    ops: Vec<OpSpec>,
-    inserters: u32,
-    queriers: u32,
-    initial_docs: u64,
-    load_batch: usize,
 }
 
 /// Whether worker `id` inserts, for a ratio `i : q`: worker `id` inserts
@@ -67,106 +55,57 @@ pub fn is_inserter(id: u32, inserters: u32, queriers: u32) -> bool {
     (id + 1) * i / total > id * i / total
 }
 
-impl LargeDoc {
-    /// Builds the workload from validated parameters.
-    pub fn new(cfg: &LargeDocConfig, seed: u64) -> LargeDoc {
-        let over = bson_len(&doc! { "_id": 0i64, "pad": "" });
-        let size = cfg.doc_size.bytes() as usize;
-        let ops = vec![
-            OpSpec::insert("insert", cfg.max_docs > 0),
-            OpSpec::single("query"),
-        ];
-        LargeDoc {
-            shared: Arc::new(Shared {
-                pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
-                pad_len: size.saturating_sub(over),
-                max_docs: cfg.max_docs,
-                next_id: Arc::new(AtomicU64::new(cfg.initial_docs)),
-                seed,
-            }),
-            collections: vec![cfg.collection.clone()],
-            ops,
-            inserters: cfg.insert_workers,
-            queriers: cfg.query_workers,
-            initial_docs: cfg.initial_docs,
-            load_batch: cfg.load_batch.max(1),
-        }
-    }
+/// Builds the workload from validated parameters.
+pub fn build(cfg: &LargeDocConfig, seed: u64) -> Built<LargeDoc> {
+    let overhead = bson_len(&doc! { "_id": 0i64, "pad": "" });
+    let inserts = BoundedInserts::new(COLL, cfg.initial_docs, cfg.max_docs);
+    let ops = vec![inserts.spec("insert"), OpSpec::single("query")];
+    let w = Arc::new(LargeDoc {
+        pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
+        pad_len: (cfg.doc_size.bytes() as usize).saturating_sub(overhead),
+        inserts,
+        inserters: cfg.insert_workers,
+        queriers: cfg.query_workers,
+    });
+    let prepare = w
+        .inserts
+        .prepare((cfg.load_batch, seed), &w, LargeDoc::document);
+    Built::new(
+        "large-doc",
+        ops,
+        vec![cfg.collection.clone()],
+        prepare.into(),
+        w,
+    )
 }
 
-impl Workload for LargeDoc {
-    fn kind(&self) -> &'static str {
-        "large-doc"
-    }
-
-    fn ops(&self) -> &[OpSpec] {
-        &self.ops
-    }
-
-    fn collections(&self) -> &[String] {
-        &self.collections
-    }
-
-    fn prepare(&self) -> Vec<PrepareStep> {
-        let shared = Arc::clone(&self.shared);
-        vec![
-            PrepareStep::Load {
-                collection: COLL,
-                count: self.initial_docs,
-                batch: self.load_batch,
-                make: Arc::new(move |i| {
-                    let mut rng = document_rng(shared.seed, i);
-                    shared.document(&mut rng, i)
-                }),
-            },
-            PrepareStep::SeekKeys {
-                collection: COLL,
-                counter: Arc::clone(&self.shared.next_id),
-            },
-        ]
-    }
-
-    fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource> {
+impl Generator for LargeDoc {
+    fn source(self: Arc<Self>, worker: u32, rng: SmallRng) -> Box<dyn OpSource> {
         Box::new(Source {
-            shared: Arc::clone(&self.shared),
-            inserter: is_inserter(worker_id, self.inserters, self.queriers),
-            rng: worker_rng(seed, worker_id),
+            inserter: is_inserter(worker, self.inserters, self.queriers),
+            large_doc: self,
+            rng,
         })
     }
 }
 
 struct Source {
-    shared: Arc<Shared>,
+    large_doc: Arc<LargeDoc>,
     inserter: bool,
     rng: SmallRng,
 }
 
 impl OpSource for Source {
     fn next_op(&mut self) -> Op {
-        let s = &self.shared;
+        let (w, rng) = (&*self.large_doc, &mut self.rng);
         if self.inserter {
-            let id = s.next_id.fetch_add(1, Ordering::Relaxed);
-            let insert = Action::InsertOne {
-                collection: COLL,
-                doc: s.document(&mut self.rng, id),
-            };
-            let evict = (s.max_docs > 0 && id >= s.max_docs).then(|| Action::DeleteOne {
-                collection: COLL,
-                filter: doc! { "_id": (id - s.max_docs) as i64 },
-            });
-            return bounded_insert(INSERT, insert, evict);
+            return w.inserts.insert_one(INSERT, |id| w.document(rng, id));
         }
-        let top = s.next_id.load(Ordering::Relaxed).max(1);
-        let low = if s.max_docs > 0 {
-            top.saturating_sub(s.max_docs)
-        } else {
-            0
-        };
         Op::one(
             QUERY,
             Action::FindOne {
                 collection: COLL,
-                filter: doc! { "_id": self.rng.random_range(low..top) as i64 },
+                filter: doc! { "_id": rng.random_range(w.inserts.present()) as i64 },
             },
         )
     }
@@ -176,7 +115,7 @@ impl OpSource for Source {
 mod tests {
     use super::*;
     use crate::config::ByteSize;
-    use crate::workload::kind::Kind;
+    use crate::workload::{kind::Kind, PrepareStep, Workload};
 
     #[test]
     fn workers_split_by_the_ratio() {
@@ -196,7 +135,7 @@ mod tests {
             initial_docs: 50,
             ..LargeDocConfig::default()
         };
-        let w = LargeDoc::new(&cfg, 3);
+        let w = build(&cfg, 3);
         let mut inserter = w.worker(1, 1);
         let mut querier = w.worker(0, 1);
         for _ in 0..5 {
@@ -230,7 +169,7 @@ mod tests {
             doc_size: ByteSize(256),
             ..LargeDocConfig::default()
         };
-        let w = LargeDoc::new(&cfg, 3);
+        let w = build(&cfg, 3);
         let mut inserter = w.worker(1, 1);
         for _ in 0..300 {
             let op = inserter.next_op();

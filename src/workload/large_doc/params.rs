@@ -78,6 +78,6 @@ impl Kind for LargeDocConfig {
 
     fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
         self.validate()?;
-        Ok(Arc::new(super::LargeDoc::new(self, seed)))
+        Ok(Arc::new(super::build(self, seed)))
     }
 }

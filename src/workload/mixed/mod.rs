@@ -14,22 +14,24 @@ pub mod params;
 
 pub use params::MixedConfig;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use mongodb::bson::{doc, Document};
 use rand::rngs::SmallRng;
 use rand::Rng;
 
-use super::gen::{document_rng, worker_rng, PadPool};
-use super::{Action, Op, OpSource, OpSpec, PrepareStep, Workload};
+use super::gen::PadPool;
+use super::{
+    bson_len, Action, BoundedInserts, Built, Generator, Mix, Op, OpSource, OpSpec, PrepareStep,
+};
 
 /// The collection index of the single collection.
 const COLL: usize = 0;
 
-/// The kinds of operation, in the order of [`MixedConfig::weights`].
+/// What an operation of the mix does, in the order of
+/// [`MixedConfig::weights`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+enum What {
     Insert,
     Update,
     Delete,
@@ -38,28 +40,28 @@ enum Kind {
     UpdateByK,
 }
 
-const KINDS: [Kind; 6] = [
-    Kind::Insert,
-    Kind::Update,
-    Kind::Delete,
-    Kind::Find,
-    Kind::FindByK,
-    Kind::UpdateByK,
+const WHATS: [What; 6] = [
+    What::Insert,
+    What::Update,
+    What::Delete,
+    What::Find,
+    What::FindByK,
+    What::UpdateByK,
 ];
 
-/// The shared, immutable parts of the workload; cloned (by `Arc`) into
-/// every worker.
+/// The `mixed` workload's generator, shared by every worker.
 #[derive(Debug)]
-struct Shared {
+pub struct Mixed {
     pad: PadPool,
     /// Characters of padding that bring a document to `doc_size` bytes.
     pad_len: usize,
     k_range: u64,
-    next_id: Arc<AtomicU64>,
-    seed: u64,
+    inserts: BoundedInserts,
+    /// The operations of positive weight; their index is the `op`.
+    mix: Mix<What>,
 }
 
-impl Shared {
+impl Mixed {
     fn document(&self, rng: &mut SmallRng, id: u64) -> Document {
         doc! {
             "_id": id as i64,
@@ -67,165 +69,80 @@ impl Shared {
             "pad": self.pad.pad(rng, self.pad_len),
         }
     }
-}
-
-/// The `mixed` workload.
-#[derive(Debug)]
-pub struct Mixed {
-    shared: Arc<Shared>,
-    collections: Vec<String>,
-    ops: Vec<OpSpec>,
-    /// Kinds with a positive weight, parallel to `ops`.
-    kinds: Vec<Kind>,
-    /// Cumulative thresholds over `u32` draws, parallel to `kinds`.
-    thresholds: Vec<u64>,
-    initial_docs: u64,
-    load_batch: usize,
-}
-
-/// BSON size of a document with an empty pad: the fixed overhead.
-fn overhead() -> usize {
-    let d = doc! { "_id": 0i64, "k": 0i64, "pad": "" };
-    let mut buf = Vec::new();
-    // Writing into a Vec cannot fail for a document this simple.
-    d.to_writer(&mut buf).map(|_| buf.len()).unwrap_or(39)
-}
-
-impl Mixed {
-    /// Builds the workload from validated parameters ([`Kind::build`]
-    /// validates them); `seed` fixes the padding and the loaded documents.
-    ///
-    /// [`Kind::build`]: crate::workload::kind::Kind::build
-    pub fn new(cfg: &MixedConfig, seed: u64) -> Mixed {
-        let weights = cfg.weights();
-        let sum: f64 = weights.iter().map(|(_, w)| w.max(0.0)).sum();
-        let size = cfg.doc_size.bytes() as usize;
-        let over = overhead();
-        let mut kinds = Vec::new();
-        let mut ops = Vec::new();
-        let mut thresholds = Vec::new();
-        let mut acc = 0.0;
-        for ((name, w), kind) in weights.iter().zip(KINDS) {
-            if *w > 0.0 {
-                acc += w;
-                kinds.push(kind);
-                ops.push(OpSpec::single(name));
-                thresholds.push(((acc / sum) * (1u64 << 32) as f64) as u64);
-            }
-        }
-        // Rounding must not leave a gap at the top.
-        if let Some(last) = thresholds.last_mut() {
-            *last = 1u64 << 32;
-        }
-        Mixed {
-            shared: Arc::new(Shared {
-                pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
-                pad_len: size.saturating_sub(over),
-                k_range: cfg.initial_docs.max(1),
-                next_id: Arc::new(AtomicU64::new(cfg.initial_docs)),
-                seed,
-            }),
-            collections: vec![cfg.collection.clone()],
-            ops,
-            kinds,
-            thresholds,
-            initial_docs: cfg.initial_docs,
-            load_batch: cfg.load_batch.max(1),
-        }
-    }
 
     /// The shared `_id` counter: the next key an insert takes.
-    pub fn next_id(&self) -> &Arc<AtomicU64> {
-        &self.shared.next_id
+    pub fn next_id(&self) -> &Arc<std::sync::atomic::AtomicU64> {
+        self.inserts.counter()
     }
 }
 
-impl Workload for Mixed {
-    fn kind(&self) -> &'static str {
-        "mixed"
-    }
+/// Builds the workload from validated parameters ([`Kind::build`]
+/// validates them); `seed` fixes the padding and the loaded documents.
+///
+/// [`Kind::build`]: crate::workload::kind::Kind::build
+pub fn build(cfg: &MixedConfig, seed: u64) -> Built<Mixed> {
+    let mix = Mix::positive(
+        cfg.weights()
+            .into_iter()
+            .zip(WHATS)
+            .map(|((_, w), what)| (what, w)),
+    )
+    .expect("validated: a weight is positive");
+    let ops = cfg
+        .weights()
+        .iter()
+        .filter(|(_, w)| *w > 0.0)
+        .map(|(name, _)| OpSpec::single(name))
+        .collect();
+    let overhead = bson_len(&doc! { "_id": 0i64, "k": 0i64, "pad": "" });
+    let mixed = Arc::new(Mixed {
+        pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
+        pad_len: (cfg.doc_size.bytes() as usize).saturating_sub(overhead),
+        k_range: cfg.initial_docs.max(1),
+        inserts: BoundedInserts::new(COLL, cfg.initial_docs, 0),
+        mix,
+    });
+    let mut prepare = vec![PrepareStep::index(COLL, doc! { "k": 1 }, Some("k_1"))];
+    prepare.extend(
+        mixed
+            .inserts
+            .prepare((cfg.load_batch, seed), &mixed, Mixed::document),
+    );
+    Built::new("mixed", ops, vec![cfg.collection.clone()], prepare, mixed)
+}
 
-    fn ops(&self) -> &[OpSpec] {
-        &self.ops
-    }
-
-    fn collections(&self) -> &[String] {
-        &self.collections
-    }
-
-    fn prepare(&self) -> Vec<PrepareStep> {
-        let shared = Arc::clone(&self.shared);
-        vec![
-            PrepareStep::CreateIndex {
-                collection: COLL,
-                keys: doc! { "k": 1 },
-                unique: false,
-                name: Some("k_1".into()),
-            },
-            PrepareStep::Load {
-                collection: COLL,
-                count: self.initial_docs,
-                batch: self.load_batch,
-                // Document i depends only on (seed, i): a resumed load
-                // writes what an uninterrupted one would have.
-                make: Arc::new(move |i| {
-                    let mut rng = document_rng(shared.seed, i);
-                    shared.document(&mut rng, i)
-                }),
-            },
-            PrepareStep::SeekKeys {
-                collection: COLL,
-                counter: Arc::clone(&self.shared.next_id),
-            },
-        ]
-    }
-
-    fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource> {
-        Box::new(MixedSource {
-            shared: Arc::clone(&self.shared),
-            kinds: self.kinds.clone(),
-            thresholds: self.thresholds.clone(),
-            rng: worker_rng(seed, worker_id),
-        })
+impl Generator for Mixed {
+    fn source(self: Arc<Self>, _worker: u32, rng: SmallRng) -> Box<dyn OpSource> {
+        Box::new(Source { mixed: self, rng })
     }
 }
 
 /// One worker's generator.
-struct MixedSource {
-    shared: Arc<Shared>,
-    kinds: Vec<Kind>,
-    thresholds: Vec<u64>,
+struct Source {
+    mixed: Arc<Mixed>,
     rng: SmallRng,
 }
 
-impl MixedSource {
+impl Source {
     fn existing_id(&mut self) -> i64 {
-        let n = self.shared.next_id.load(Ordering::Relaxed).max(1);
-        self.rng.random_range(0..n) as i64
+        self.rng.random_range(self.mixed.inserts.present()) as i64
     }
 
     fn random_k(&mut self) -> i64 {
-        self.rng.random_range(0..self.shared.k_range) as i64
+        self.rng.random_range(0..self.mixed.k_range) as i64
     }
 }
 
-impl OpSource for MixedSource {
+impl OpSource for Source {
     fn next_op(&mut self) -> Op {
-        let draw = self.rng.random::<u32>() as u64;
-        let op = self
-            .thresholds
-            .iter()
-            .position(|&t| draw < t)
-            .unwrap_or(self.thresholds.len() - 1);
-        let action = match self.kinds[op] {
-            Kind::Insert => {
-                let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-                Action::InsertOne {
-                    collection: COLL,
-                    doc: self.shared.document(&mut self.rng, id),
-                }
+        let m = Arc::clone(&self.mixed);
+        let (op, what) = m.mix.draw(&mut self.rng);
+        let action = match what {
+            What::Insert => {
+                let rng = &mut self.rng;
+                return m.inserts.insert_one(op, |id| m.document(rng, id));
             }
-            Kind::Update => {
+            What::Update => {
                 let id = self.existing_id();
                 let k = self.random_k();
                 Action::UpdateOne {
@@ -234,19 +151,19 @@ impl OpSource for MixedSource {
                     update: doc! { "$set": { "k": k } },
                 }
             }
-            Kind::Delete => Action::DeleteOne {
+            What::Delete => Action::DeleteOne {
                 collection: COLL,
                 filter: doc! { "_id": self.existing_id() },
             },
-            Kind::Find => Action::FindOne {
+            What::Find => Action::FindOne {
                 collection: COLL,
                 filter: doc! { "_id": self.existing_id() },
             },
-            Kind::FindByK => Action::FindOne {
+            What::FindByK => Action::FindOne {
                 collection: COLL,
                 filter: doc! { "k": self.random_k() },
             },
-            Kind::UpdateByK => {
+            What::UpdateByK => {
                 let (k, new_k) = (self.random_k(), self.random_k());
                 Action::UpdateOne {
                     collection: COLL,
@@ -263,13 +180,8 @@ impl OpSource for MixedSource {
 mod tests {
     use super::*;
     use crate::config::ByteSize;
-    use crate::workload::kind::Kind;
-
-    fn bson_len(d: &Document) -> usize {
-        let mut buf = Vec::new();
-        d.to_writer(&mut buf).unwrap();
-        buf.len()
-    }
+    use crate::workload::{kind::Kind, Workload};
+    use std::sync::atomic::Ordering;
 
     fn params() -> MixedConfig {
         MixedConfig {
@@ -281,7 +193,7 @@ mod tests {
 
     #[test]
     fn op_mix_matches_the_weights() {
-        let w = Mixed::new(&params(), 1);
+        let w = build(&params(), 1);
         assert_eq!(w.op_names(), ["insert", "update", "delete", "find"]);
         let mut src = w.worker(0, 42);
         let draws = 200_000;
@@ -320,7 +232,7 @@ mod tests {
             update_by_k: 0.0,
             ..params()
         };
-        let w = Mixed::new(&cfg, 1);
+        let w = build(&cfg, 1);
         assert_eq!(w.op_names(), ["find", "find_by_k"]);
         let mut src = w.worker(3, 1);
         let mut by_k = 0;
@@ -352,7 +264,7 @@ mod tests {
                 doc_size: ByteSize(size),
                 ..params()
             };
-            let w = Mixed::new(&cfg, 5);
+            let w = build(&cfg, 5);
             let mut src = w.worker(0, 1);
             let mut seen = 0;
             while seen < 3 {
@@ -370,7 +282,7 @@ mod tests {
 
     #[test]
     fn inserts_take_fresh_keys_and_others_pick_existing_ones() {
-        let w = Mixed::new(&params(), 1);
+        let w = build(&params(), 1);
         let mut a = w.worker(0, 9);
         let mut b = w.worker(1, 9);
         let mut inserted = std::collections::HashSet::new();
@@ -400,7 +312,7 @@ mod tests {
 
     #[test]
     fn prepare_indexes_loads_and_seeks() {
-        let w = Mixed::new(&params(), 1);
+        let w = build(&params(), 1);
         let steps = w.prepare();
         assert_eq!(steps.len(), 3);
         match &steps[0] {
@@ -437,8 +349,8 @@ mod tests {
 
     #[test]
     fn same_seed_same_stream() {
-        let w = Mixed::new(&params(), 1);
-        let w2 = Mixed::new(&params(), 1);
+        let w = build(&params(), 1);
+        let w2 = build(&params(), 1);
         let mut a = w.worker(2, 77);
         let mut b = w2.worker(2, 77);
         for _ in 0..100 {

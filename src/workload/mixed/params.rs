@@ -106,6 +106,6 @@ impl Kind for MixedConfig {
 
     fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
         self.validate()?;
-        Ok(Arc::new(super::Mixed::new(self, seed)))
+        Ok(Arc::new(super::build(self, seed)))
     }
 }

@@ -12,182 +12,113 @@ pub mod params;
 
 pub use params::{NameNumConfig, NameNumMode};
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use mongodb::bson::{doc, Document};
 use rand::rngs::SmallRng;
 use rand::Rng;
 
-use super::gen::{document_rng, worker_rng};
-use super::{bounded_insert, Action, Op, OpSource, OpSpec, PrepareStep, WeightedPick, Workload};
+use super::{Action, BoundedInserts, Built, Generator, Mix, Op, OpSource, OpSpec, PrepareStep};
 
 const COLL: usize = 0;
 
-#[derive(Debug)]
-struct Shared {
-    name: String,
-    num_max: u64,
-    max_docs: u64,
-    next_id: Arc<AtomicU64>,
-    seed: u64,
-}
-
-impl Shared {
-    fn document(&self, rng: &mut SmallRng, id: u64) -> Document {
-        doc! {
-            "_id": id as i64,
-            "Name": self.name.as_str(),
-            "Num": rng.random_range(0..self.num_max) as i64,
-        }
-    }
-}
-
 /// What one draw does.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Kind {
+enum What {
     Insert,
     Update,
     Query,
 }
 
-/// The `name-num` workload.
+/// The `name-num` workload's generator, shared by every worker.
 #[derive(Debug)]
 pub struct NameNum {
-    shared: Arc<Shared>,
-    collections: Vec<String>,
-    ops: Vec<OpSpec>,
-    /// The kinds this mode draws from, and their weights.
-    kinds: Vec<Kind>,
-    pick: WeightedPick,
-    initial_docs: u64,
-    load_batch: usize,
+    name: String,
+    num_max: u64,
+    inserts: BoundedInserts,
+    /// What this mode draws from; the index is the `op`.
+    mix: Mix<What>,
 }
 
 impl NameNum {
-    /// Builds the workload from validated parameters.
-    pub fn new(cfg: &NameNumConfig, seed: u64) -> NameNum {
-        let (kinds, weights) = match cfg.mode {
-            NameNumMode::Insert => (vec![Kind::Insert], vec![1.0]),
-            NameNumMode::Update => (vec![Kind::Update], vec![1.0]),
-            NameNumMode::Query => (vec![Kind::Query], vec![1.0]),
-            NameNumMode::InsertQuery => (
-                vec![Kind::Insert, Kind::Query],
-                vec![cfg.insert_weight, cfg.query_weight],
-            ),
-        };
-        let pick = WeightedPick::new(&weights)
-            .expect("validated: insert_weight and query_weight sum above zero");
-        let ops = kinds
-            .iter()
-            .map(|k| match k {
-                // A bounded insert evicts as its second step, same label.
-                Kind::Insert => OpSpec::insert("insert", cfg.max_docs > 0),
-                Kind::Update => OpSpec::single("update"),
-                Kind::Query => OpSpec::single("query"),
-            })
-            .collect();
-        NameNum {
-            shared: Arc::new(Shared {
-                name: cfg.name.clone(),
-                num_max: cfg.num_max,
-                max_docs: cfg.max_docs,
-                next_id: Arc::new(AtomicU64::new(cfg.initial_docs)),
-                seed,
-            }),
-            collections: vec![cfg.collection.clone()],
-            ops,
-            kinds,
-            pick,
-            initial_docs: cfg.initial_docs,
-            load_batch: cfg.load_batch.max(1),
+    fn document(&self, rng: &mut SmallRng, id: u64) -> Document {
+        doc! {
+            "_id": id as i64,
+            "Name": self.name.as_str(),
+            "Num": self.num(rng),
         }
     }
 
+    fn num(&self, rng: &mut SmallRng) -> i64 {
+        rng.random_range(0..self.num_max) as i64
+    }
+
     /// The shared `_id` counter: the next key an insert takes.
-    pub fn next_id(&self) -> &Arc<AtomicU64> {
-        &self.shared.next_id
+    pub fn next_id(&self) -> &Arc<std::sync::atomic::AtomicU64> {
+        self.inserts.counter()
     }
 }
 
-impl Workload for NameNum {
-    fn kind(&self) -> &'static str {
-        "name-num"
-    }
+/// Builds the workload from validated parameters.
+pub fn build(cfg: &NameNumConfig, seed: u64) -> Built<NameNum> {
+    let whats = match cfg.mode {
+        NameNumMode::Insert => vec![(What::Insert, 1.0)],
+        NameNumMode::Update => vec![(What::Update, 1.0)],
+        NameNumMode::Query => vec![(What::Query, 1.0)],
+        NameNumMode::InsertQuery => vec![
+            (What::Insert, cfg.insert_weight),
+            (What::Query, cfg.query_weight),
+        ],
+    };
+    let mix = Mix::new(whats).expect("validated: insert_weight and query_weight sum above zero");
+    let inserts = BoundedInserts::new(COLL, cfg.initial_docs, cfg.max_docs);
+    let ops = mix
+        .items()
+        .iter()
+        .map(|what| match what {
+            // A bounded insert evicts as its second step, same label.
+            What::Insert => inserts.spec("insert"),
+            What::Update => OpSpec::single("update"),
+            What::Query => OpSpec::single("query"),
+        })
+        .collect();
+    let w = Arc::new(NameNum {
+        name: cfg.name.clone(),
+        num_max: cfg.num_max,
+        inserts,
+        mix,
+    });
+    let mut prepare = vec![PrepareStep::index(COLL, doc! { "Num": 1 }, Some("Num_1"))];
+    prepare.extend(
+        w.inserts
+            .prepare((cfg.load_batch, seed), &w, NameNum::document),
+    );
+    Built::new("name-num", ops, vec![cfg.collection.clone()], prepare, w)
+}
 
-    fn ops(&self) -> &[OpSpec] {
-        &self.ops
-    }
-
-    fn collections(&self) -> &[String] {
-        &self.collections
-    }
-
-    fn prepare(&self) -> Vec<PrepareStep> {
-        let shared = Arc::clone(&self.shared);
-        vec![
-            PrepareStep::CreateIndex {
-                collection: COLL,
-                keys: doc! { "Num": 1 },
-                unique: false,
-                name: Some("Num_1".into()),
-            },
-            PrepareStep::Load {
-                collection: COLL,
-                count: self.initial_docs,
-                batch: self.load_batch,
-                make: Arc::new(move |i| {
-                    let mut rng = document_rng(shared.seed, i);
-                    shared.document(&mut rng, i)
-                }),
-            },
-            PrepareStep::SeekKeys {
-                collection: COLL,
-                counter: Arc::clone(&self.shared.next_id),
-            },
-        ]
-    }
-
-    fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource> {
+impl Generator for NameNum {
+    fn source(self: Arc<Self>, _worker: u32, rng: SmallRng) -> Box<dyn OpSource> {
         Box::new(Source {
-            shared: Arc::clone(&self.shared),
-            kinds: self.kinds.clone(),
-            pick: self.pick.clone(),
-            rng: worker_rng(seed, worker_id),
+            name_num: self,
+            rng,
         })
     }
 }
 
 struct Source {
-    shared: Arc<Shared>,
-    kinds: Vec<Kind>,
-    pick: WeightedPick,
+    name_num: Arc<NameNum>,
     rng: SmallRng,
 }
 
 impl OpSource for Source {
     fn next_op(&mut self) -> Op {
-        let op = self.pick.pick(&mut self.rng);
-        let num = |rng: &mut SmallRng, max| rng.random_range(0..max) as i64;
-        match self.kinds[op] {
-            Kind::Insert => {
-                let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-                let insert = Action::InsertOne {
-                    collection: COLL,
-                    doc: self.shared.document(&mut self.rng, id),
-                };
-                let max = self.shared.max_docs;
-                let evict = (max > 0 && id >= max).then(|| Action::DeleteOne {
-                    collection: COLL,
-                    filter: doc! { "_id": (id - max) as i64 },
-                });
-                bounded_insert(op, insert, evict)
-            }
-            Kind::Update => {
-                let (from, to) = (
-                    num(&mut self.rng, self.shared.num_max),
-                    num(&mut self.rng, self.shared.num_max),
-                );
+        let w = &*self.name_num;
+        let rng = &mut self.rng;
+        let (op, what) = w.mix.draw(rng);
+        match what {
+            What::Insert => w.inserts.insert_one(op, |id| w.document(rng, id)),
+            What::Update => {
+                let (from, to) = (w.num(rng), w.num(rng));
                 Op::one(
                     op,
                     Action::UpdateOne {
@@ -197,11 +128,11 @@ impl OpSource for Source {
                     },
                 )
             }
-            Kind::Query => Op::one(
+            What::Query => Op::one(
                 op,
                 Action::FindOne {
                     collection: COLL,
-                    filter: doc! { "Num": num(&mut self.rng, self.shared.num_max) },
+                    filter: doc! { "Num": w.num(rng) },
                 },
             ),
         }
@@ -211,6 +142,7 @@ impl OpSource for Source {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::Workload;
 
     fn cfg(mode: NameNumMode) -> NameNumConfig {
         NameNumConfig {
@@ -229,7 +161,7 @@ mod tests {
             (NameNumMode::Query, vec!["query"]),
             (NameNumMode::InsertQuery, vec!["insert", "query"]),
         ] {
-            let w = NameNum::new(&cfg(mode), 1);
+            let w = build(&cfg(mode), 1);
             assert_eq!(w.op_names(), names.as_slice());
             let mut src = w.worker(0, 3);
             let mut seen = vec![0u32; names.len()];
@@ -265,7 +197,7 @@ mod tests {
             max_docs: 150,
             ..cfg(NameNumMode::Insert)
         };
-        let w = NameNum::new(&c, 1);
+        let w = build(&c, 1);
         assert_eq!(w.op_names(), ["insert"]);
         let mut src = w.worker(0, 1);
         for id in 100..400i64 {
@@ -289,7 +221,7 @@ mod tests {
 
     #[test]
     fn prepare_indexes_num_and_loads_deterministically() {
-        let w = NameNum::new(&cfg(NameNumMode::Query), 9);
+        let w = build(&cfg(NameNumMode::Query), 9);
         let steps = w.prepare();
         assert!(
             matches!(&steps[0], PrepareStep::CreateIndex { keys, .. } if keys == &doc! {"Num": 1})

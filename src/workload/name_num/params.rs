@@ -117,6 +117,6 @@ impl Kind for NameNumConfig {
 
     fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
         self.validate()?;
-        Ok(Arc::new(super::NameNum::new(self, seed)))
+        Ok(Arc::new(super::build(self, seed)))
     }
 }

@@ -26,8 +26,8 @@ use mongodb::bson::{doc, Document};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::gen::{splitmix64, worker_rng};
-use super::{Action, Body, Op, OpSource, OpSpec, PrepareStep, Request, Workload};
+use super::gen::splitmix64;
+use super::{Action, Body, Built, Generator, Op, OpSource, OpSpec, PrepareStep, Request};
 
 /// Characters of `c` and of `pad`.
 pub const C_LEN: usize = 120;
@@ -48,8 +48,9 @@ pub fn digits(rng: &mut impl Rng, len: usize) -> String {
     s
 }
 
+/// The `sysbench` workload's generator, shared by every worker.
 #[derive(Debug)]
-struct Shared {
+pub struct Sysbench {
     cfg: SysbenchConfig,
     seed: u64,
     /// The step index of each transaction step label.
@@ -76,7 +77,7 @@ struct StepOps {
     commit: usize,
 }
 
-impl Shared {
+impl Sysbench {
     /// Document `id` of a collection as the prepare step loads it: the
     /// same for every collection but keyed on (seed, collection, id).
     fn document(&self, rng: &mut SmallRng, id: u64) -> Document {
@@ -89,59 +90,60 @@ impl Shared {
     }
 }
 
-/// The `sysbench` workload.
-#[derive(Debug)]
-pub struct Sysbench {
-    shared: Arc<Shared>,
-    collections: Vec<String>,
-    ops: Vec<OpSpec>,
-}
-
 /// The op label of the whole transaction; the only op.
 pub const TRANSACTION: &str = "transaction";
 /// The step label of the commit, with `transactions = true`.
 pub const COMMIT: &str = "commit";
 
-impl Sysbench {
-    /// Builds the workload from validated parameters.
-    pub fn new(cfg: &SysbenchConfig, seed: u64) -> Sysbench {
-        let mut steps: Vec<&str> = cfg.steps().iter().map(|(name, _)| *name).collect();
-        if cfg.transactions {
-            steps.push(COMMIT);
-        }
-        let at = |name: &str| steps.iter().position(|n| *n == name);
-        let ops = StepOps {
-            point_select: 0,
-            simple_range: 1,
-            sum_range: 2,
-            order_range: 3,
-            distinct_range: 4,
-            update_index: at("update_index"),
-            update_non_index: at("update_non_index"),
-            delete: at("delete"),
-            insert: at("insert"),
-            commit: steps.len().saturating_sub(1),
-        };
-        let collections = (1..=cfg.collections)
-            .map(|i| format!("{}{i}", cfg.collection_prefix))
-            .collect();
-        Sysbench {
-            shared: Arc::new(Shared {
-                cfg: cfg.clone(),
-                seed,
-                ops,
-                claimed: Mutex::new(HashSet::new()),
-            }),
-            collections,
-            ops: vec![OpSpec::with_steps(TRANSACTION, &steps)],
-        }
+/// Builds the workload from validated parameters.
+pub fn build(cfg: &SysbenchConfig, seed: u64) -> Built<Sysbench> {
+    let mut steps: Vec<&str> = cfg.steps().iter().map(|(name, _)| *name).collect();
+    if cfg.transactions {
+        steps.push(COMMIT);
     }
+    let at = |name: &str| steps.iter().position(|n| *n == name);
+    let ops = StepOps {
+        point_select: 0,
+        simple_range: 1,
+        sum_range: 2,
+        order_range: 3,
+        distinct_range: 4,
+        update_index: at("update_index"),
+        update_non_index: at("update_non_index"),
+        delete: at("delete"),
+        insert: at("insert"),
+        commit: steps.len().saturating_sub(1),
+    };
+    let collections: Vec<String> = (1..=cfg.collections)
+        .map(|i| format!("{}{i}", cfg.collection_prefix))
+        .collect();
+    let sysbench = Arc::new(Sysbench {
+        cfg: cfg.clone(),
+        seed,
+        ops,
+        claimed: Mutex::new(HashSet::new()),
+    });
+    let mut prepare = Vec::new();
+    for c in 0..collections.len() {
+        prepare.push(PrepareStep::index(c, doc! { "k": 1 }, Some("k_1")));
+        let loaded = Arc::clone(&sysbench);
+        prepare.push(PrepareStep::Load {
+            collection: c,
+            count: cfg.docs_per_collection,
+            batch: cfg.load_batch.max(1),
+            make: Arc::new(move |i| loaded.loaded_document(c, i)),
+        });
+    }
+    let ops = vec![OpSpec::with_steps(TRANSACTION, &steps)];
+    Built::new("sysbench", ops, collections, prepare, sysbench)
+}
 
+impl Sysbench {
     /// Document `id` of collection `collection` as loaded by the prepare
     /// step (for checks of what the data implies).
     pub fn loaded_document(&self, collection: usize, id: u64) -> Document {
-        let mut rng = load_rng(self.shared.seed, collection, id);
-        self.shared.document(&mut rng, id)
+        let mut rng = load_rng(self.seed, collection, id);
+        self.document(&mut rng, id)
     }
 }
 
@@ -151,54 +153,19 @@ fn load_rng(seed: u64, collection: usize, id: u64) -> SmallRng {
     ))
 }
 
-impl Workload for Sysbench {
-    fn kind(&self) -> &'static str {
-        "sysbench"
-    }
-
-    fn ops(&self) -> &[OpSpec] {
-        &self.ops
-    }
-
-    fn collections(&self) -> &[String] {
-        &self.collections
-    }
-
-    fn prepare(&self) -> Vec<PrepareStep> {
-        let mut steps = Vec::new();
-        for c in 0..self.collections.len() {
-            steps.push(PrepareStep::CreateIndex {
-                collection: c,
-                keys: doc! { "k": 1 },
-                unique: false,
-                name: Some("k_1".into()),
-            });
-            let shared = Arc::clone(&self.shared);
-            steps.push(PrepareStep::Load {
-                collection: c,
-                count: self.shared.cfg.docs_per_collection,
-                batch: self.shared.cfg.load_batch.max(1),
-                make: Arc::new(move |i| {
-                    let mut rng = load_rng(shared.seed, c, i);
-                    shared.document(&mut rng, i)
-                }),
-            });
-        }
-        steps
-    }
-
-    fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource> {
+impl Generator for Sysbench {
+    fn source(self: Arc<Self>, _worker: u32, rng: SmallRng) -> Box<dyn OpSource> {
         Box::new(Source {
-            shared: Arc::clone(&self.shared),
-            collections: self.collections.len(),
-            rng: worker_rng(seed, worker_id),
+            collections: self.cfg.collections as usize,
+            sysbench: self,
+            rng,
             claims: Vec::new(),
         })
     }
 }
 
 struct Source {
-    shared: Arc<Shared>,
+    sysbench: Arc<Sysbench>,
     collections: usize,
     rng: SmallRng,
     /// The `_id`s this worker's last transaction deletes and reinserts.
@@ -214,13 +181,13 @@ impl Drop for Source {
 impl Source {
     fn id(&mut self) -> i64 {
         self.rng
-            .random_range(0..self.shared.cfg.docs_per_collection) as i64
+            .random_range(0..self.sysbench.cfg.docs_per_collection) as i64
     }
 
     /// `{_id: {$gte: a, $lt: a + range_size}}` from a random start.
     fn range(&mut self) -> Document {
         let a = self.id();
-        doc! { "_id": { "$gte": a, "$lt": a + self.shared.cfg.range_size as i64 } }
+        doc! { "_id": { "$gte": a, "$lt": a + self.sysbench.cfg.range_size as i64 } }
     }
 
     /// Lets go of the last transaction's delete/reinsert `_id`s: it has
@@ -230,7 +197,7 @@ impl Source {
             return;
         }
         let mut claimed = self
-            .shared
+            .sysbench
             .claimed
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
@@ -244,7 +211,7 @@ impl Source {
     /// all collide (more workers than documents) it takes the last one.
     fn claim(&mut self, coll: usize) -> i64 {
         let mut claimed = self
-            .shared
+            .sysbench
             .claimed
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
@@ -252,7 +219,7 @@ impl Source {
         for _ in 0..64 {
             id = self
                 .rng
-                .random_range(0..self.shared.cfg.docs_per_collection) as i64;
+                .random_range(0..self.sysbench.cfg.docs_per_collection) as i64;
             if claimed.insert((coll, id)) {
                 self.claims.push((coll, id));
                 return id;
@@ -261,93 +228,73 @@ impl Source {
         id
     }
 
+    /// Appends `n` requests of step `step`, each action made by `make`.
+    fn repeat(
+        &mut self,
+        steps: &mut Vec<Request>,
+        (n, step): (u32, usize),
+        mut make: impl FnMut(&mut Self) -> Action,
+    ) {
+        for _ in 0..n {
+            let action = make(self);
+            steps.push(Request::new(step, action));
+        }
+    }
+
     fn transaction(&mut self) -> Vec<Request> {
         self.release();
-        let shared = Arc::clone(&self.shared);
-        let cfg = &shared.cfg;
-        let o = shared.ops;
+        let sysbench = Arc::clone(&self.sysbench);
+        let (cfg, o) = (&sysbench.cfg, sysbench.ops);
         let coll = self.rng.random_range(0..self.collections);
         let mut steps = Vec::with_capacity(20);
         let c_only = doc! { "c": 1, "_id": 0 };
-        for _ in 0..cfg.point_selects {
-            let filter = doc! { "_id": self.id() };
-            steps.push(Request::new(
-                o.point_select,
-                Action::Find {
-                    collection: coll,
-                    filter,
-                    sort: None,
-                    limit: 1,
-                    projection: Some(c_only.clone()),
-                },
-            ));
-        }
-        for _ in 0..cfg.simple_ranges {
-            steps.push(Request::new(
-                o.simple_range,
-                Action::Find {
-                    collection: coll,
-                    filter: self.range(),
-                    sort: None,
-                    limit: 0,
-                    projection: Some(c_only.clone()),
-                },
-            ));
-        }
-        for _ in 0..cfg.sum_ranges {
-            steps.push(Request::new(
-                o.sum_range,
-                Action::Aggregate {
-                    collection: coll,
-                    pipeline: sum_pipeline(self.range()),
-                },
-            ));
-        }
-        for _ in 0..cfg.order_ranges {
-            steps.push(Request::new(
-                o.order_range,
-                Action::Find {
-                    collection: coll,
-                    filter: self.range(),
-                    sort: Some(doc! { "c": 1 }),
-                    limit: 0,
-                    projection: Some(c_only.clone()),
-                },
-            ));
-        }
-        for _ in 0..cfg.distinct_ranges {
-            steps.push(Request::new(
-                o.distinct_range,
-                Action::Distinct {
-                    collection: coll,
-                    field: "c".into(),
-                    filter: self.range(),
-                },
-            ));
-        }
-        if let Some(step) = o.update_index {
-            for _ in 0..cfg.index_updates {
-                steps.push(Request::new(
-                    step,
-                    Action::UpdateOne {
-                        collection: coll,
-                        filter: doc! { "_id": self.id() },
-                        update: doc! { "$inc": { "k": 1 } },
-                    },
-                ));
+        let find = |filter, sort, limit| Action::Find {
+            collection: coll,
+            filter,
+            sort,
+            limit,
+            projection: Some(c_only.clone()),
+        };
+        let by_id = |s: &mut Self| doc! { "_id": s.id() };
+        self.repeat(&mut steps, (cfg.point_selects, o.point_select), |s| {
+            find(by_id(s), None, 1)
+        });
+        self.repeat(&mut steps, (cfg.simple_ranges, o.simple_range), |s| {
+            find(s.range(), None, 0)
+        });
+        self.repeat(&mut steps, (cfg.sum_ranges, o.sum_range), |s| {
+            Action::Aggregate {
+                collection: coll,
+                pipeline: sum_pipeline(s.range()),
             }
+        });
+        self.repeat(&mut steps, (cfg.order_ranges, o.order_range), |s| {
+            find(s.range(), Some(doc! { "c": 1 }), 0)
+        });
+        self.repeat(&mut steps, (cfg.distinct_ranges, o.distinct_range), |s| {
+            Action::Distinct {
+                collection: coll,
+                field: "c".into(),
+                filter: s.range(),
+            }
+        });
+        if let Some(step) = o.update_index {
+            self.repeat(&mut steps, (cfg.index_updates, step), |s| {
+                Action::UpdateOne {
+                    collection: coll,
+                    filter: by_id(s),
+                    update: doc! { "$inc": { "k": 1 } },
+                }
+            });
         }
         if let Some(step) = o.update_non_index {
-            for _ in 0..cfg.non_index_updates {
-                steps.push(Request::new(
-                    step,
-                    Action::UpdateOne {
-                        collection: coll,
-                        filter: doc! { "_id": self.id() },
-                        update: doc! { "$set": { "c": digits(&mut self.rng, C_LEN) } },
-                    },
-                ));
-            }
+            self.repeat(&mut steps, (cfg.non_index_updates, step), |s| {
+                Action::UpdateOne {
+                    collection: coll,
+                    filter: by_id(s),
+                    update: doc! { "$set": { "c": digits(&mut s.rng, C_LEN) } },
+                }
+            });
         }
         if let (Some(delete), Some(insert)) = (o.delete, o.insert) {
             for _ in 0..cfg.delete_inserts {
@@ -359,7 +306,7 @@ impl Source {
                         filter: doc! { "_id": id },
                     },
                 ));
-                let doc = self.shared.document(&mut self.rng, id as u64);
+                let doc = self.sysbench.document(&mut self.rng, id as u64);
                 steps.push(Request::new(
                     insert,
                     Action::InsertOne {
@@ -387,10 +334,10 @@ impl OpSource for Source {
         let requests = self.transaction();
         Op {
             op: 0,
-            body: if self.shared.cfg.transactions {
+            body: if self.sysbench.cfg.transactions {
                 Body::Transaction {
                     requests,
-                    commit_step: self.shared.ops.commit,
+                    commit_step: self.sysbench.ops.commit,
                 }
             } else {
                 Body::Steps(requests)
@@ -402,10 +349,11 @@ impl OpSource for Source {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::Workload;
 
     #[test]
     fn a_transaction_has_sysbench_s_steps_in_order_on_one_collection() {
-        let w = Sysbench::new(&SysbenchConfig::default(), 1);
+        let w = build(&SysbenchConfig::default(), 1);
         assert_eq!(w.collections().len(), 16);
         assert_eq!(w.collections()[0], "sbtest1");
         assert_eq!(w.collections()[15], "sbtest16");
@@ -456,7 +404,7 @@ mod tests {
             read_only: true,
             ..SysbenchConfig::default()
         };
-        let w = Sysbench::new(&cfg, 1);
+        let w = build(&cfg, 1);
         let labels: Vec<&str> = w.ops()[0].steps.iter().map(|s| &**s).collect();
         assert_eq!(
             labels,
@@ -484,7 +432,7 @@ mod tests {
             docs_per_collection: 20,
             ..SysbenchConfig::default()
         };
-        let w = Sysbench::new(&cfg, 1);
+        let w = build(&cfg, 1);
         let deleted = |op: &Op| match &op.requests()[16].action {
             Action::DeleteOne { filter, .. } => filter.get_i64("_id").unwrap(),
             other => panic!("{other:?}"),
@@ -497,8 +445,8 @@ mod tests {
         }
         // A finished worker's claim is released.
         drop(workers);
-        assert!(w.shared.claimed.lock().unwrap().is_empty());
-        let multi = Sysbench::new(
+        assert!(w.claimed.lock().unwrap().is_empty());
+        let multi = build(
             &SysbenchConfig {
                 transactions: true,
                 ..cfg
@@ -514,7 +462,7 @@ mod tests {
 
     #[test]
     fn loaded_documents_are_deterministic_and_shaped() {
-        let w = Sysbench::new(&SysbenchConfig::default(), 7);
+        let w = build(&SysbenchConfig::default(), 7);
         let steps = w.prepare();
         assert_eq!(steps.len(), 32);
         let PrepareStep::Load { make, count, .. } = &steps[1] else {

@@ -136,6 +136,6 @@ impl Kind for SysbenchConfig {
 
     fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
         self.validate()?;
-        Ok(Arc::new(super::Sysbench::new(self, seed)))
+        Ok(Arc::new(super::build(self, seed)))
     }
 }

@@ -15,9 +15,8 @@
 
 pub mod params;
 
-pub use params::{YcsbConfig, YcsbFieldType, YcsbLetter};
+pub use params::{YcsbConfig, YcsbFieldType, YcsbLetter, YcsbOp};
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use mongodb::bson::spec::BinarySubtype;
@@ -25,13 +24,11 @@ use mongodb::bson::{doc, Binary, Bson, Document};
 use rand::rngs::SmallRng;
 use rand::Rng;
 
-use super::gen::{document_rng, fnv1a64, worker_rng, KeyGen, PadPool};
-use super::{Action, Op, OpSource, OpSpec, PrepareStep, Request, WeightedPick, Workload};
+use super::gen::{fnv1a64, KeyGen, PadPool};
+use super::{Action, BoundedInserts, Built, Generator, Mix, Op, OpSource, OpSpec, Request};
 
 const COLL: usize = 0;
 
-/// The op labels, in the order of [`crate::config::YcsbLetter::proportions`].
-const OPS: [&str; 5] = ["read", "update", "insert", "scan", "read_modify_write"];
 /// Read-modify-write's steps, in order.
 const RMW_STEPS: [&str; 2] = ["read", "update"];
 
@@ -43,21 +40,24 @@ pub fn key_name(n: u64) -> String {
     format!("user{}", h.wrapping_abs())
 }
 
+/// The `ycsb` workload's generator, shared by every worker.
 #[derive(Debug)]
-struct Shared {
+pub struct Ycsb {
     pad: PadPool,
     field_names: Vec<String>,
     field_length: usize,
     field_type: YcsbFieldType,
     max_scan: i64,
-    /// Next record number to insert; also the number of records.
-    next_key: Arc<AtomicU64>,
-    /// Key chooser, built once (zeta is O(record_count)) and cloned.
+    /// Record numbers: the next to insert is also the number of records.
+    inserts: BoundedInserts,
+    /// Key chooser, built once (zeta is O(record_count)) and cloned per
+    /// worker.
     keys: KeyGen,
-    seed: u64,
+    /// The operations of the core workload; the index is the `op`.
+    mix: Mix<YcsbOp>,
 }
 
-impl Shared {
+impl Ycsb {
     fn record(&self, rng: &mut SmallRng, n: u64) -> Document {
         let mut d = Document::new();
         d.insert("_id", key_name(n));
@@ -79,123 +79,73 @@ impl Shared {
             YcsbFieldType::String => Bson::String(chars),
         }
     }
-}
-
-/// The `ycsb` workload.
-#[derive(Debug)]
-pub struct Ycsb {
-    shared: Arc<Shared>,
-    collections: Vec<String>,
-    ops: Vec<OpSpec>,
-    /// Op kind (index into [`OPS`]) of each op label.
-    kinds: Vec<usize>,
-    pick: WeightedPick,
-    record_count: u64,
-    load_batch: usize,
-}
-
-impl Ycsb {
-    /// Builds the workload from validated parameters.
-    pub fn new(cfg: &YcsbConfig, seed: u64) -> Ycsb {
-        let props = cfg.workload.proportions();
-        let kinds: Vec<usize> = (0..OPS.len()).filter(|&i| props[i] > 0.0).collect();
-        let weights: Vec<f64> = kinds.iter().map(|&i| props[i]).collect();
-        let pick = WeightedPick::new(&weights)
-            .expect("every core workload has an operation of positive proportion");
-        let ops = kinds
-            .iter()
-            .map(|&i| match i {
-                4 => OpSpec::with_steps(OPS[i], &RMW_STEPS),
-                _ => OpSpec::single(OPS[i]),
-            })
-            .collect();
-        Ycsb {
-            shared: Arc::new(Shared {
-                pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
-                field_names: (0..cfg.field_count).map(|i| format!("field{i}")).collect(),
-                field_length: cfg.field_length,
-                field_type: cfg.field_type,
-                max_scan: cfg.max_scan_length.max(1),
-                next_key: Arc::new(AtomicU64::new(cfg.record_count)),
-                keys: KeyGen::new(cfg.distribution(), cfg.record_count),
-                seed,
-            }),
-            collections: vec![cfg.collection.clone()],
-            ops,
-            kinds,
-            pick,
-            record_count: cfg.record_count,
-            load_batch: cfg.load_batch.max(1),
-        }
-    }
 
     /// The shared record counter (next insert's record number).
-    pub fn next_key(&self) -> &Arc<AtomicU64> {
-        &self.shared.next_key
+    pub fn next_key(&self) -> &Arc<std::sync::atomic::AtomicU64> {
+        self.inserts.counter()
     }
 }
 
-impl Workload for Ycsb {
-    fn kind(&self) -> &'static str {
-        "ycsb"
-    }
+/// Builds the workload from validated parameters.
+pub fn build(cfg: &YcsbConfig, seed: u64) -> Built<Ycsb> {
+    let mix = Mix::positive(cfg.workload.proportions().iter().copied())
+        .expect("every core workload has an operation of positive proportion");
+    let ops = mix
+        .items()
+        .iter()
+        .map(|op| match op {
+            YcsbOp::ReadModifyWrite => OpSpec::with_steps(op.label(), &RMW_STEPS),
+            _ => OpSpec::single(op.label()),
+        })
+        .collect();
+    let ycsb = Arc::new(Ycsb {
+        pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
+        field_names: (0..cfg.field_count).map(|i| format!("field{i}")).collect(),
+        field_length: cfg.field_length,
+        field_type: cfg.field_type,
+        max_scan: cfg.max_scan_length.max(1),
+        inserts: BoundedInserts::counted(COLL, cfg.record_count),
+        keys: KeyGen::new(cfg.distribution(), cfg.record_count),
+        mix,
+    });
+    let prepare = ycsb
+        .inserts
+        .prepare((cfg.load_batch, seed), &ycsb, Ycsb::record);
+    Built::new(
+        "ycsb",
+        ops,
+        vec![cfg.collection.clone()],
+        prepare.into(),
+        ycsb,
+    )
+}
 
-    fn ops(&self) -> &[OpSpec] {
-        &self.ops
-    }
-
-    fn collections(&self) -> &[String] {
-        &self.collections
-    }
-
-    fn prepare(&self) -> Vec<PrepareStep> {
-        let shared = Arc::clone(&self.shared);
-        vec![
-            PrepareStep::Load {
-                collection: COLL,
-                count: self.record_count,
-                batch: self.load_batch,
-                make: Arc::new(move |i| {
-                    let mut rng = document_rng(shared.seed, i);
-                    shared.record(&mut rng, i)
-                }),
-            },
-            PrepareStep::CountKeys {
-                collection: COLL,
-                counter: Arc::clone(&self.shared.next_key),
-            },
-        ]
-    }
-
-    fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource> {
+impl Generator for Ycsb {
+    fn source(self: Arc<Self>, _worker: u32, rng: SmallRng) -> Box<dyn OpSource> {
         Box::new(Source {
-            shared: Arc::clone(&self.shared),
-            keys: self.shared.keys.clone(),
-            kinds: self.kinds.clone(),
-            pick: self.pick.clone(),
-            rng: worker_rng(seed, worker_id),
+            keys: self.keys.clone(),
+            ycsb: self,
+            rng,
         })
     }
 }
 
 struct Source {
-    shared: Arc<Shared>,
+    ycsb: Arc<Ycsb>,
     keys: KeyGen,
-    kinds: Vec<usize>,
-    pick: WeightedPick,
     rng: SmallRng,
 }
 
 impl Source {
     fn existing_key(&mut self) -> String {
-        let n = self.shared.next_key.load(Ordering::Relaxed);
+        let n = self.ycsb.inserts.present().end;
         key_name(self.keys.next_key(&mut self.rng, n))
     }
 
     fn update(&mut self, key: String) -> Action {
-        let s = &self.shared;
-        let field = &s.field_names[self.rng.random_range(0..s.field_names.len())];
-        let value = s.field(&mut self.rng);
+        let y = &*self.ycsb;
+        let field = &y.field_names[self.rng.random_range(0..y.field_names.len())];
+        let value = y.field(&mut self.rng);
         let mut set = Document::new();
         set.insert(field.clone(), value);
         Action::UpdateOne {
@@ -208,25 +158,23 @@ impl Source {
 
 impl OpSource for Source {
     fn next_op(&mut self) -> Op {
-        let op = self.pick.pick(&mut self.rng);
-        let action = match self.kinds[op] {
-            0 => Action::FindOne {
+        let y = Arc::clone(&self.ycsb);
+        let (op, what) = y.mix.draw(&mut self.rng);
+        let action = match what {
+            YcsbOp::Read => Action::FindOne {
                 collection: COLL,
                 filter: doc! { "_id": self.existing_key() },
             },
-            1 => {
+            YcsbOp::Update => {
                 let key = self.existing_key();
                 self.update(key)
             }
-            2 => {
-                let n = self.shared.next_key.fetch_add(1, Ordering::Relaxed);
-                Action::InsertOne {
-                    collection: COLL,
-                    doc: self.shared.record(&mut self.rng, n),
-                }
+            YcsbOp::Insert => {
+                let rng = &mut self.rng;
+                return y.inserts.insert_one(op, |n| y.record(rng, n));
             }
-            3 => {
-                let len = self.rng.random_range(1..=self.shared.max_scan);
+            YcsbOp::Scan => {
+                let len = self.rng.random_range(1..=y.max_scan);
                 Action::Find {
                     collection: COLL,
                     filter: doc! { "_id": { "$gte": self.existing_key() } },
@@ -235,7 +183,7 @@ impl OpSource for Source {
                     projection: None,
                 }
             }
-            _ => {
+            YcsbOp::ReadModifyWrite => {
                 let key = self.existing_key();
                 let read = Action::FindOne {
                     collection: COLL,
@@ -252,7 +200,8 @@ impl OpSource for Source {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::bson_len;
+    use crate::workload::{bson_len, PrepareStep, Workload};
+    use std::sync::atomic::Ordering;
 
     fn cfg(letter: YcsbLetter) -> YcsbConfig {
         YcsbConfig {
@@ -278,7 +227,7 @@ mod tests {
 
     #[test]
     fn records_have_ten_fields_of_a_hundred_bytes() {
-        let w = Ycsb::new(&cfg(YcsbLetter::A), 1);
+        let w = build(&cfg(YcsbLetter::A), 1);
         let PrepareStep::Load { make, count, .. } = &w.prepare()[0] else {
             panic!()
         };
@@ -292,7 +241,7 @@ mod tests {
         }
         assert!(bson_len(&r) > 1000);
         // YCSB's record size: 10 binary fields of 100 bytes and the key.
-        let strings = Ycsb::new(
+        let strings = build(
             &YcsbConfig {
                 field_type: YcsbFieldType::String,
                 ..cfg(YcsbLetter::A)
@@ -309,7 +258,7 @@ mod tests {
     }
 
     fn shares(letter: YcsbLetter) -> Vec<(String, f64)> {
-        let w = Ycsb::new(&cfg(letter), 1);
+        let w = build(&cfg(letter), 1);
         let mut src = w.worker(0, 2);
         let mut counts = vec![0u32; w.op_names().len()];
         let n = 20_000;
@@ -356,7 +305,7 @@ mod tests {
 
     #[test]
     fn f_reads_then_updates_the_same_key_and_e_scans_up_to_100() {
-        let w = Ycsb::new(&cfg(YcsbLetter::F), 1);
+        let w = build(&cfg(YcsbLetter::F), 1);
         assert_eq!(w.op_names(), ["read", "read_modify_write"]);
         assert_eq!(w.ops()[1].steps, [Arc::from("read"), Arc::from("update")]);
         let mut src = w.worker(0, 1);
@@ -374,7 +323,7 @@ mod tests {
         assert_eq!(f1, f2);
         assert_eq!((rmw[0].step, rmw[1].step), (0, 1));
 
-        let w = Ycsb::new(&cfg(YcsbLetter::E), 1);
+        let w = build(&cfg(YcsbLetter::E), 1);
         let mut src = w.worker(0, 1);
         let mut lens = Vec::new();
         while lens.len() < 2000 {
@@ -390,7 +339,7 @@ mod tests {
 
     #[test]
     fn d_reads_the_latest_records() {
-        let w = Ycsb::new(&cfg(YcsbLetter::D), 1);
+        let w = build(&cfg(YcsbLetter::D), 1);
         let mut src = w.worker(0, 1);
         let recent: std::collections::HashSet<String> = (990..1000).map(key_name).collect();
         let (mut reads, mut hits) = (0, 0);

@@ -33,6 +33,35 @@ impl YcsbFieldType {
     }
 }
 
+/// YCSB's operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum YcsbOp {
+    /// Read one record, every field.
+    Read,
+    /// Write one random field of one record.
+    Update,
+    /// Insert a new record.
+    Insert,
+    /// Read a short range of records in key order (workload E).
+    Scan,
+    /// Read a record, then update one field of it (workload F): one
+    /// operation of two requests, steps `read` and `update`.
+    ReadModifyWrite,
+}
+
+impl YcsbOp {
+    /// The `op` label.
+    pub fn label(self) -> &'static str {
+        match self {
+            YcsbOp::Read => "read",
+            YcsbOp::Update => "update",
+            YcsbOp::Insert => "insert",
+            YcsbOp::Scan => "scan",
+            YcsbOp::ReadModifyWrite => "read_modify_write",
+        }
+    }
+}
+
 /// YCSB's core workloads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 pub enum YcsbLetter {
@@ -69,16 +98,17 @@ impl YcsbLetter {
         }
     }
 
-    /// Proportions of read, update, insert, scan, read-modify-write, as in
-    /// YCSB's `workloads/workload[a-f]` files.
-    pub fn proportions(self) -> [f64; 5] {
+    /// The proportion of each operation, as in YCSB's
+    /// `workloads/workload[a-f]` files (those not listed are 0).
+    pub fn proportions(self) -> &'static [(YcsbOp, f64)] {
+        use YcsbOp::*;
         match self {
-            YcsbLetter::A => [0.5, 0.5, 0.0, 0.0, 0.0],
-            YcsbLetter::B => [0.95, 0.05, 0.0, 0.0, 0.0],
-            YcsbLetter::C => [1.0, 0.0, 0.0, 0.0, 0.0],
-            YcsbLetter::D => [0.95, 0.0, 0.05, 0.0, 0.0],
-            YcsbLetter::E => [0.0, 0.0, 0.05, 0.95, 0.0],
-            YcsbLetter::F => [0.5, 0.0, 0.0, 0.0, 0.5],
+            YcsbLetter::A => &[(Read, 0.5), (Update, 0.5)],
+            YcsbLetter::B => &[(Read, 0.95), (Update, 0.05)],
+            YcsbLetter::C => &[(Read, 1.0)],
+            YcsbLetter::D => &[(Read, 0.95), (Insert, 0.05)],
+            YcsbLetter::E => &[(Insert, 0.05), (Scan, 0.95)],
+            YcsbLetter::F => &[(Read, 0.5), (ReadModifyWrite, 0.5)],
         }
     }
 
@@ -177,6 +207,6 @@ impl Kind for YcsbConfig {
 
     fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
         self.validate()?;
-        Ok(Arc::new(super::Ycsb::new(self, seed)))
+        Ok(Arc::new(super::build(self, seed)))
     }
 }

@@ -1,0 +1,239 @@
+//! Inserts keyed by sequence number, the one way every kind inserts new
+//! documents: the next key from a counter all workers share (raised at
+//! prepare time past what a previous run left), and, with a bound, the
+//! eviction of the oldest documents as the insert's second step, under the
+//! insert's own `op` label (step [`EVICT`]), so the collection holds at
+//! most `max_docs` documents for as long as the workload runs.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use mongodb::bson::{doc, Document};
+use rand::rngs::SmallRng;
+
+use super::{Action, Op, OpSpec, PrepareStep, Request, EVICT};
+
+/// The sequence-numbered inserts of one collection. Cloning shares the
+/// counter.
+#[derive(Debug, Clone)]
+pub struct BoundedInserts {
+    collection: usize,
+    /// Documents the prepare step loads: keys `0..loaded`.
+    loaded: u64,
+    next: Arc<AtomicU64>,
+    /// 0: unbounded.
+    max_docs: u64,
+    /// Keys that are not integers (never evicted): the counter is raised
+    /// to the document count instead of past the highest `_id`.
+    counted: bool,
+}
+
+impl BoundedInserts {
+    /// Inserts into collection `collection` after `initial_docs` loaded
+    /// documents (keys `0..initial_docs`), held to `max_docs` documents
+    /// (0: unbounded).
+    pub fn new(collection: usize, initial_docs: u64, max_docs: u64) -> BoundedInserts {
+        BoundedInserts {
+            collection,
+            loaded: initial_docs,
+            next: Arc::new(AtomicU64::new(initial_docs)),
+            max_docs,
+            counted: false,
+        }
+    }
+
+    /// Unbounded inserts whose keys are derived from the sequence number
+    /// but are not integers (YCSB's hashed `"user…"` keys): a restart
+    /// continues from the document count.
+    pub fn counted(collection: usize, initial_docs: u64) -> BoundedInserts {
+        BoundedInserts {
+            counted: true,
+            ..BoundedInserts::new(collection, initial_docs, 0)
+        }
+    }
+
+    /// The prepare steps of the collection's documents: keys
+    /// `0..initial_docs` loaded in batches of `batch`, document `i` made
+    /// by `make` from `generator` with the RNG of (`seed`, `i`) alone (see
+    /// [`PrepareStep::load`]); then the counter raised past the keys
+    /// present ([`BoundedInserts::seek_keys`], or
+    /// [`BoundedInserts::count_keys`] for [`BoundedInserts::counted`]).
+    pub fn prepare<G: Send + Sync + 'static>(
+        &self,
+        (batch, seed): (usize, u64),
+        generator: &Arc<G>,
+        make: fn(&G, &mut SmallRng, u64) -> Document,
+    ) -> [PrepareStep; 2] {
+        let g = Arc::clone(generator);
+        let load = PrepareStep::load(self.collection, self.loaded, batch, seed, move |rng, i| {
+            make(&g, rng, i)
+        });
+        let keys = if self.counted {
+            self.count_keys()
+        } else {
+            self.seek_keys()
+        };
+        [load, keys]
+    }
+
+    /// Whether inserts evict.
+    pub fn bounded(&self) -> bool {
+        self.max_docs > 0
+    }
+
+    /// The operation of an insert labelled `name`: with a bound, its
+    /// eviction is step 1 ([`EVICT`]), whose documents are not the
+    /// operation's. The label stays the same before and after the bound
+    /// is reached.
+    pub fn spec(&self, name: &str) -> OpSpec {
+        let mut spec = OpSpec::single(name);
+        if self.bounded() {
+            spec.steps.push(Arc::from(EVICT));
+            spec.evict_step = Some(1);
+        }
+        spec
+    }
+
+    /// The shared counter: the next key an insert takes.
+    pub fn counter(&self) -> &Arc<AtomicU64> {
+        &self.next
+    }
+
+    /// The prepare step that raises the counter past the highest integer
+    /// `_id` in the collection (a restart continues after its own
+    /// documents).
+    pub fn seek_keys(&self) -> PrepareStep {
+        PrepareStep::SeekKeys {
+            collection: self.collection,
+            counter: Arc::clone(&self.next),
+        }
+    }
+
+    /// The prepare step that raises the counter to the collection's
+    /// document count: for keys that are not integers and never evicted.
+    pub fn count_keys(&self) -> PrepareStep {
+        PrepareStep::CountKeys {
+            collection: self.collection,
+            counter: Arc::clone(&self.next),
+        }
+    }
+
+    /// The keys present now: from the oldest not evicted to the last one
+    /// taken (never empty: key 0 counts as present before any insert, so
+    /// a draw always has a range).
+    pub fn present(&self) -> Range<u64> {
+        self.present_at(self.next.load(Ordering::Relaxed).max(1))
+    }
+
+    /// The keys present when `inserted` keys have been taken.
+    pub fn present_at(&self, inserted: u64) -> Range<u64> {
+        let first = if self.bounded() {
+            inserted.saturating_sub(self.max_docs)
+        } else {
+            0
+        };
+        first..inserted
+    }
+
+    /// Takes the next key.
+    pub fn next_key(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Operation `op`: one document, made by `make` from its key; with a
+    /// bound, the document `max_docs` keys behind is deleted after it.
+    pub fn insert_one(&self, op: usize, make: impl FnOnce(u64) -> Document) -> Op {
+        let id = self.next_key();
+        let insert = Action::InsertOne {
+            collection: self.collection,
+            doc: make(id),
+        };
+        let evict = (self.bounded() && id >= self.max_docs).then(|| Action::DeleteOne {
+            collection: self.collection,
+            filter: doc! { "_id": (id - self.max_docs) as i64 },
+        });
+        self.op(op, insert, evict)
+    }
+
+    /// Operation `op`: a batch of `n` documents (one `insertMany`), made
+    /// by `make` from their keys; with a bound, the batch `max_docs` keys
+    /// behind is deleted after it (one `deleteMany` of the key range).
+    pub fn insert_many(&self, op: usize, n: u64, make: impl FnMut(u64) -> Document) -> Op {
+        let first = self.next.fetch_add(n, Ordering::Relaxed);
+        let end = first + n;
+        let insert = Action::InsertMany {
+            collection: self.collection,
+            docs: (first..end).map(make).collect(),
+        };
+        let max = self.max_docs;
+        let evict = (self.bounded() && end > max).then(|| Action::DeleteMany {
+            collection: self.collection,
+            filter: doc! { "_id": {
+                "$gte": first.saturating_sub(max) as i64,
+                "$lt": (end - max) as i64,
+            } },
+        });
+        self.op(op, insert, evict)
+    }
+
+    fn op(&self, op: usize, insert: Action, evict: Option<Action>) -> Op {
+        match evict {
+            None => Op::one(op, insert),
+            Some(evict) => Op::steps(op, vec![Request::new(0, insert), Request::new(1, evict)]),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn evicted(op: &Op) -> Option<&Document> {
+        match &op.requests().get(1)?.action {
+            Action::DeleteOne { filter, .. } | Action::DeleteMany { filter, .. } => Some(filter),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn unbounded_inserts_take_fresh_keys_and_evict_nothing() {
+        let b = BoundedInserts::new(0, 10, 0);
+        assert_eq!(b.spec("insert").steps.len(), 1);
+        let op = b.insert_one(3, |id| doc! { "_id": id as i64 });
+        assert_eq!(op.op, 3);
+        assert!(
+            matches!(op.action(), Some(Action::InsertOne { doc, .. }) if doc.get_i64("_id") == Ok(10))
+        );
+        assert_eq!(b.present(), 0..11);
+        assert_eq!(b.present_at(11), 0..11);
+    }
+
+    #[test]
+    fn a_bound_evicts_the_key_max_docs_behind_once_reached() {
+        let b = BoundedInserts::new(0, 3, 5);
+        let spec = b.spec("insert");
+        assert_eq!((&*spec.steps[1], spec.evict_step), (EVICT, Some(1)));
+        // Keys 3 and 4 fit under the bound; key 5 evicts key 0.
+        for _ in 0..2 {
+            assert!(evicted(&b.insert_one(0, |_| Document::new())).is_none());
+        }
+        let op = b.insert_one(0, |_| Document::new());
+        assert_eq!(evicted(&op), Some(&doc! { "_id": 0i64 }));
+        assert_eq!(b.present(), 1..6);
+    }
+
+    #[test]
+    fn a_bounded_batch_evicts_the_batch_max_docs_behind() {
+        let b = BoundedInserts::new(0, 1000, 1000);
+        let op = b.insert_many(0, 100, |id| doc! { "_id": id as i64 });
+        let Some(Action::InsertMany { docs, .. }) = op.requests().first().map(|r| &r.action) else {
+            panic!("{op:?}")
+        };
+        assert_eq!(docs.len(), 100);
+        assert_eq!(
+            evicted(&op),
+            Some(&doc! { "_id": { "$gte": 0i64, "$lt": 100i64 } })
+        );
+    }
+}
