@@ -1,0 +1,196 @@
+//! The resolved plan as `check-config` prints it: the target (password
+//! redacted), each workload with its kind's parameters and stages, and the
+//! timeline of the next 24 hours.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::{uri_hosts, Config, TargetConfig};
+use crate::schedule::WindowPlan;
+
+/// How far ahead `check-config` prints the timeline.
+pub const TIMELINE_HORIZON: Duration = Duration::from_secs(24 * 3600);
+
+/// At most this many timeline rows are printed (a repeating schedule of
+/// short stages would otherwise print thousands).
+const TIMELINE_MAX_ROWS: usize = 60;
+
+impl TargetConfig {
+    /// What `describe` and the start-up log line show for the target.
+    fn describe_uri(&self) -> String {
+        match (&self.uri, &self.uri_file) {
+            (Some(u), _) => u.redacted(),
+            (None, Some(p)) => format!("(from uri_file {})", p.display()),
+            (None, None) => "(none)".into(),
+        }
+    }
+}
+
+impl Config {
+    /// The resolved plan, as `check-config` prints it: target (redacted),
+    /// http, each workload with kind, parameters and stages, and the
+    /// timeline of the next 24 hours.
+    pub fn describe(&self) -> String {
+        self.describe_at(Utc::now())
+    }
+
+    /// As [`Config::describe`], with the timeline starting at `now` (stage
+    /// lists start when the daemon does; windows follow the clock).
+    pub fn describe_at(&self, now: DateTime<Utc>) -> String {
+        let mut out = String::new();
+        let t = &self.target;
+        let hosts = t
+            .uri
+            .as_ref()
+            .map(|u| uri_hosts(u.expose()))
+            .unwrap_or_default();
+        let _ = writeln!(out, "target:");
+        let _ = writeln!(out, "  uri: {}", t.describe_uri());
+        if !hosts.is_empty() {
+            let _ = writeln!(out, "  hosts: {}", hosts.join(", "));
+        }
+        let _ = writeln!(out, "  database: {}", t.database);
+        let _ = writeln!(out, "  app_name: {}", t.app_name);
+        let pool = if t.pool_size == 0 {
+            format!("{} (sized to the plan)", self.effective_pool_size())
+        } else {
+            t.pool_size.to_string()
+        };
+        let _ = writeln!(out, "  pool_size: {pool}");
+        let _ = writeln!(
+            out,
+            "  timeouts: connect {}, server selection {}, operation {}",
+            humantime::format_duration(t.connect_timeout),
+            humantime::format_duration(t.server_selection_timeout),
+            humantime::format_duration(t.operation_timeout)
+        );
+        let _ = writeln!(out, "http:\n  listen: {}", self.http.listen);
+        let _ = writeln!(
+            out,
+            "run:\n  shutdown_grace: {}",
+            humantime::format_duration(self.run.shutdown_grace)
+        );
+        if let Some(log) = &self.run.log {
+            let _ = writeln!(out, "  log: {}", log.display());
+        }
+        let _ = writeln!(
+            out,
+            "control:\n  socket: {}",
+            self.control
+                .socket
+                .as_ref()
+                .map_or("(off)".into(), |p| p.display().to_string())
+        );
+        for w in &self.workloads {
+            let _ = writeln!(out, "workload {:?}:", w.name);
+            let _ = writeln!(out, "  kind: {}", w.kind.name());
+            let _ = writeln!(
+                out,
+                "  max_inflight: {}, max_lag: {}, seed: {}, repeat: {}",
+                w.max_inflight,
+                humantime::format_duration(w.max_lag),
+                w.seed.map_or("random".to_string(), |s| s.to_string()),
+                if w.windows.is_empty() {
+                    w.repeat.to_string()
+                } else {
+                    "forever (windows)".to_string()
+                }
+            );
+            out.push_str(&w.kind.params().describe());
+            let Ok(schedule) = w.schedule() else {
+                let _ = writeln!(out, "  (invalid schedule)");
+                continue;
+            };
+            if let Some(plan) = schedule.windows() {
+                describe_windows(&mut out, plan, now);
+                continue;
+            }
+            let _ = writeln!(
+                out,
+                "  stages ({} per pass{}):",
+                humantime::format_duration(schedule.total_duration()),
+                if schedule.repeats() { ", repeated" } else { "" }
+            );
+            for (i, s) in schedule.stages().iter().enumerate() {
+                let _ = writeln!(out, "    {}. {s}", i + 1);
+            }
+            // A repeating schedule shows two passes, then a summary.
+            let max_rows = if schedule.repeats() {
+                (2 * schedule.stages().len()).min(TIMELINE_MAX_ROWS)
+            } else {
+                TIMELINE_MAX_ROWS
+            };
+            let rows = schedule.timeline(TIMELINE_HORIZON, max_rows);
+            let _ = writeln!(out, "  timeline (next 24h):");
+            for r in &rows {
+                let s = &schedule.stages()[r.stage];
+                let _ = writeln!(
+                    out,
+                    "    +{:<12} .. +{:<12} {}",
+                    humantime::format_duration(r.start).to_string(),
+                    humantime::format_duration(r.end).to_string(),
+                    s
+                );
+            }
+            let last_end = rows.last().map_or(Duration::ZERO, |r| r.end);
+            if last_end < TIMELINE_HORIZON {
+                if schedule.repeats() {
+                    let pass = schedule.total_duration();
+                    let passes = TIMELINE_HORIZON.as_nanos().div_ceil(pass.as_nanos());
+                    let _ = writeln!(
+                        out,
+                        "    … repeats every {} ({passes} passes in 24h)",
+                        humantime::format_duration(pass)
+                    );
+                } else {
+                    let _ = writeln!(
+                        out,
+                        "    +{} end: the workload stops",
+                        humantime::format_duration(last_end)
+                    );
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The windows of a workload and the next 24 hours in their zone, as
+/// `check-config` prints them.
+fn describe_windows(out: &mut String, plan: &WindowPlan, now: DateTime<Utc>) {
+    let tz = plan.windows().tz();
+    let stages = plan.stages();
+    let _ = writeln!(
+        out,
+        "  windows ({tz}, repeating forever; the first active wins):"
+    );
+    for (i, (w, s)) in plan.windows().windows().iter().zip(&stages).enumerate() {
+        let _ = writeln!(out, "    {}. {w}  {s:#}", i + 1);
+    }
+    match stages.get(plan.windows().windows().len()) {
+        Some(d) => {
+            let _ = writeln!(out, "    outside: {d:#}");
+        }
+        None => {
+            let _ = writeln!(out, "    outside: idle");
+        }
+    }
+    let _ = writeln!(out, "  timeline (next 24h, {tz}):");
+    let fmt = |t: DateTime<Utc>| {
+        t.with_timezone(&tz)
+            .format("%a %Y-%m-%d %H:%M %Z")
+            .to_string()
+    };
+    for span in plan
+        .timeline(now, TIMELINE_HORIZON)
+        .iter()
+        .take(TIMELINE_MAX_ROWS)
+    {
+        let what = span
+            .window
+            .map_or("idle".to_string(), |i| format!("{:#}", stages[i]));
+        let _ = writeln!(out, "    {} .. {}  {what}", fmt(span.from), fmt(span.to));
+    }
+}

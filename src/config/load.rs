@@ -1,0 +1,132 @@
+//! Loading a config: the file, then `MONGOLOAD_<SECTION>__<KEY>`
+//! environment overrides (through the `config` crate), deserialised with
+//! the key of any error kept (`serde_path_to_error`), then validated.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::{Config, ConfigError, CONFIG_ENV, DEFAULT_PATH};
+
+/// Prefix of environment overrides.
+const ENV_PREFIX: &str = "MONGOLOAD_";
+
+/// The config file's path: `$MONGOLOAD_CONFIG`, else [`DEFAULT_PATH`].
+pub fn default_path() -> PathBuf {
+    std::env::var_os(CONFIG_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_PATH))
+}
+
+/// Loads, overrides from the process environment, and validates a config.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    // vars() would panic on a non-Unicode variable; such ones are not keys.
+    let env = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
+    load_with_env(path, env)
+}
+
+/// As [`load`], with the environment given explicitly (tests pass their own
+/// instead of mutating the process's).
+pub fn load_with_env(
+    path: &Path,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    parse_with_env(&text, path, env)
+}
+
+/// Parses config text (`path` only names it in errors), applies the
+/// overrides in `env` and validates.
+pub fn parse_with_env(
+    text: &str,
+    path: &Path,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<Config, ConfigError> {
+    // Only MONGOLOAD_<SECTION>__<KEY> are keys: MONGOLOAD_CONFIG,
+    // MONGOLOAD_TEST_URI and friends must not reach deny_unknown_fields.
+    let overrides: HashMap<String, String> = env
+        .into_iter()
+        .filter(|(k, _)| {
+            k.get(..ENV_PREFIX.len())
+                .is_some_and(|p| p.eq_ignore_ascii_case(ENV_PREFIX))
+                && k[ENV_PREFIX.len()..].contains("__")
+        })
+        .collect();
+    let built = config::Config::builder()
+        .add_source(config::File::from_str(text, config::FileFormat::Toml))
+        .add_source(
+            config::Environment::with_prefix("MONGOLOAD")
+                .prefix_separator("_")
+                .separator("__")
+                .try_parsing(true)
+                .source(Some(overrides.clone().into_iter().collect())),
+        )
+        .build()
+        .map_err(|e| ConfigError::Syntax {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+    // Name the variable when an override is the culprit, or the user
+    // searches the file for a value that is not there.
+    let env_hint = |key: &str| -> String {
+        let var = format!("{ENV_PREFIX}{}", key.replace('.', "__")).to_ascii_uppercase();
+        if overrides.keys().any(|k| k.eq_ignore_ascii_case(&var)) {
+            format!(" (set by {var})")
+        } else {
+            String::new()
+        }
+    };
+    let cfg: Config = serde_path_to_error::deserialize(built).map_err(|e| {
+        let mut key = e.path().to_string();
+        let reason = match e.inner() {
+            // A missing required field: the path stops at its parent.
+            config::ConfigError::NotFound(k) => {
+                let field = k.rsplit(['.', ']']).next().unwrap_or(k);
+                key = if key == "." {
+                    field.to_string()
+                } else {
+                    format!("{key}.{field}")
+                };
+                "is required".to_string()
+            }
+            other => describe_de_error(other),
+        };
+        if key == "." {
+            key = "(top level)".into();
+        }
+        let reason = format!("{reason}{}", env_hint(&key));
+        ConfigError::Invalid {
+            path: path.to_path_buf(),
+            key,
+            reason,
+        }
+    })?;
+    cfg.validate().map_err(|mut e| {
+        e.reason.push_str(&env_hint(&e.key));
+        e.in_file(path)
+    })?;
+    Ok(cfg)
+}
+
+/// A deserialisation error's reason without the config crate's own key and
+/// origin decorations (we print the key ourselves).
+fn describe_de_error(e: &config::ConfigError) -> String {
+    match e {
+        config::ConfigError::Type {
+            unexpected,
+            expected,
+            ..
+        } => format!("expected {expected}, got {unexpected}"),
+        config::ConfigError::Message(m) if m.ends_with("expected a duration") => {
+            format!("{m} such as \"500ms\", \"30s\" or \"1h 30m\"")
+        }
+        config::ConfigError::Message(m) => m.clone(),
+        // The crate wraps errors with its own (unpunctuated) key; we print ours.
+        config::ConfigError::At { error, .. } => describe_de_error(error),
+        other => other.to_string(),
+    }
+}
