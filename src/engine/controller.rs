@@ -1,0 +1,295 @@
+//! The controller of one workload: walks the schedule, publishes each
+//! stage to the workers, keeps the target gauges and `/status` current,
+//! and counts what was never claimed as missed.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::count::CountProgress;
+use super::{ActiveStage, Phase, StageLabel, WorkloadRun, TICKETS_CLOSED};
+use crate::control::{effective_stage, ControlState};
+use crate::report::live::{ReportContext, StageCollector};
+use crate::schedule::{Mode, Stage};
+
+/// Test-only fault injection: stalls every controller in the process so a
+/// test can check that the systemd watchdog notices a wedged load loop
+/// (`tests/watchdog_stall.rs`). Not part of the API; never set in
+/// production, where the one cost is an atomic load per controller tick.
+#[doc(hidden)]
+pub mod fault {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    use tokio_util::sync::CancellationToken;
+
+    static STALL: AtomicBool = AtomicBool::new(false);
+
+    /// While `on`, controllers stop ticking (as a wedged loop would) until
+    /// it is turned off again or the run is cancelled.
+    pub fn stall_controllers(on: bool) {
+        STALL.store(on, Ordering::SeqCst);
+    }
+
+    pub(super) async fn hold_while_stalled(cancel: &CancellationToken) {
+        while STALL.load(Ordering::Relaxed) && !cancel.is_cancelled() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// The controller: walks the schedule, publishes each stage (as runtime
+/// control makes it effective) to the workers, keeps the target gauges
+/// current, and counts the operations a stage asked for that were never
+/// claimed. A control change mid-stage re-publishes the stage anchored at
+/// its start, with the ticket counter moved to the first operation due
+/// from now on.
+pub(super) async fn drive(
+    run: &WorkloadRun,
+    phase: &watch::Sender<Phase>,
+    cancel: &CancellationToken,
+) {
+    let mut t0 = Instant::now();
+    // Schedule time a count-based stage did not use (it ended before its
+    // cap): the stages after it move up by that much.
+    let mut skipped = Duration::ZERO;
+    let report_ctx = ReportContext::new(run.run_info.clone(), &run.name, run.workload.ops());
+    let mut schedules = run.schedule.clone();
+    let mut schedule = schedules.borrow_and_update().clone();
+    let mut cycles = vec![0u64; schedule.stages().len()];
+    let mut control = run.control.clone();
+    let mut control_open = true;
+    loop {
+        let now = Instant::now();
+        if schedules.has_changed().unwrap_or(false) {
+            let edited = schedules.borrow_and_update().clone();
+            let at = schedule.carry_position(&edited, now - t0 + skipped);
+            t0 = now.checked_sub(at).unwrap_or(now);
+            skipped = Duration::ZERO;
+            cycles.resize(edited.stages().len(), 0);
+            schedule = edited;
+            tracing::info!(workload = %run.name, "the edited stage list applies from here on; the position is kept");
+        }
+        let elapsed = now - t0 + skipped;
+        let Some(occurrence) = schedule.occurrence(elapsed, chrono::Utc::now()) else {
+            tracing::info!(workload = %run.name, "schedule finished");
+            return;
+        };
+        // now - (elapsed - occurrence.start), without going below t0.
+        let start = (t0 + occurrence.start)
+            .checked_sub(skipped)
+            .unwrap_or(t0)
+            .max(t0);
+        let end = start + occurrence.duration;
+        let scheduled = occurrence.stage.as_ref();
+        let label = scheduled.map_or(IDLE_STAGE, |s| s.name());
+        run.metrics.set_stage(label);
+        log_stage(run, occurrence.index, scheduled, occurrence.duration);
+        let mut ctl = control.borrow_and_update().clone();
+        let report = scheduled.zip(occurrence.index).map(|(stage, index)| {
+            // The cycle: how many times this stage has run before (a
+            // repeating list, or a window that comes back).
+            let cycle = cycles[index];
+            cycles[index] += 1;
+            StageCollector::new(report_ctx.clone(), stage, index, cycle, start)
+        });
+        let count = scheduled
+            .and_then(|s| effective_stage(s, &ctl).or_else(|| Some(s.clone())))
+            .and_then(|s| CountProgress::new(&s));
+        let mut active = publish(
+            phase,
+            scheduled,
+            &ctl,
+            (start, false),
+            report.as_ref(),
+            count.as_ref(),
+        );
+        let counted = async {
+            match &count {
+                Some(c) => c.complete.notified().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(counted);
+        let mut ended = end;
+
+        // Refresh the target gauges every second so ramps show as ramps.
+        loop {
+            let elapsed = Instant::now().saturating_duration_since(start);
+            update_targets(
+                run,
+                occurrence.index,
+                label,
+                active.as_deref(),
+                elapsed,
+                &ctl,
+            );
+            run.status.heartbeat.beat();
+            let tick = (Instant::now() + Duration::from_secs(1)).min(end);
+            tokio::select! {
+                _ = tokio::time::sleep_until(tick) => {}
+                () = &mut counted => {
+                    // Every operation of a count-based stage has settled.
+                    ended = Instant::now();
+                    skipped += end.saturating_duration_since(ended);
+                    break;
+                }
+                changed = control.changed(), if control_open => {
+                    if changed.is_err() {
+                        control_open = false;
+                        continue;
+                    }
+                    let new = control.borrow_and_update().clone();
+                    let effective = scheduled.and_then(|s| effective_stage(s, &new));
+                    if effective.as_ref() != active.as_ref().map(|a| &a.stage) {
+                        if let Some(a) = &active {
+                            settle(run, a, Instant::now());
+                        }
+                        active = publish(
+                            phase,
+                            scheduled,
+                            &new,
+                            (start, true),
+                            report.as_ref(),
+                            count.as_ref(),
+                        );
+                    }
+                    ctl = new;
+                }
+                _ = cancel.cancelled() => {
+                    if let Some(a) = &active {
+                        settle(run, a, Instant::now());
+                    }
+                    if let Some(r) = &report {
+                        r.finish(Instant::now(), true);
+                    }
+                    return;
+                }
+            }
+            fault::hold_while_stalled(cancel).await;
+            if Instant::now() >= end {
+                break;
+            }
+        }
+        if let Some(a) = &active {
+            settle(run, a, ended);
+        }
+        if let Some(r) = &report {
+            r.finish(ended, false);
+        }
+    }
+}
+
+/// The `stage` label while a window schedule has no level to run.
+const IDLE_STAGE: &str = "idle";
+
+/// Tells the workers what to run: the effective stage, or idle. `rebase`:
+/// the stage is re-published mid-way, so tickets due before now are
+/// skipped (they belonged to a pause or another level).
+fn publish(
+    phase: &watch::Sender<Phase>,
+    scheduled: Option<&Stage>,
+    control: &ControlState,
+    (start, rebase): (Instant, bool),
+    report: Option<&Arc<StageCollector>>,
+    count: Option<&Arc<CountProgress>>,
+) -> Option<Arc<ActiveStage>> {
+    let (Some(stage), Some(report)) = (scheduled.and_then(|s| effective_stage(s, control)), report)
+    else {
+        let _ = phase.send(Phase::Idle);
+        return None;
+    };
+    let first = if rebase {
+        stage.first_ticket_at(Instant::now().saturating_duration_since(start))
+    } else {
+        0
+    };
+    let active = Arc::new(ActiveStage {
+        stage,
+        start,
+        next_ticket: AtomicU64::new(first),
+        count: count.cloned(),
+        report: report.clone(),
+    });
+    let _ = phase.send(Phase::Stage(active.clone()));
+    Some(active)
+}
+
+/// Open loop: counts as missed the operations of `active` due before `at`
+/// that no worker claimed (all were busy).
+fn settle(run: &WorkloadRun, active: &ActiveStage, at: Instant) {
+    let stage = &active.stage;
+    if stage.mode() != Mode::Rate {
+        return;
+    }
+    let due = stage.first_ticket_at(at.saturating_duration_since(active.start));
+    // Close the tickets in the same atomic step as reading them: a lagging
+    // worker could otherwise still claim (and send) a ticket just counted
+    // as missed.
+    let claimed = active
+        .next_ticket
+        .swap(TICKETS_CLOSED, Ordering::Relaxed)
+        .min(due);
+    let unclaimed = due - claimed;
+    // Tickets are claimed in order: the unclaimed ones are the last, and
+    // only those after the warm-up count in the stage report.
+    let due_in_warmup = stage.first_ticket_at(stage.warmup()).min(due);
+    active.report.add_missed(due - claimed.max(due_in_warmup));
+    if unclaimed > 0 {
+        run.metrics.missed_operations.inc_by(unclaimed);
+        run.status.missed.fetch_add(unclaimed, Ordering::Relaxed);
+        tracing::warn!(workload = %run.name, stage = %stage.name(), "{unclaimed} operations missed: all {} workers were busy", run.workers);
+    }
+}
+
+fn log_stage(run: &WorkloadRun, index: Option<usize>, stage: Option<&Stage>, duration: Duration) {
+    let what = match (index, stage) {
+        (Some(index), Some(stage)) => format!("stage {index} {stage}"),
+        _ => format!(
+            "idle outside every window for {}",
+            humantime::format_duration(Duration::from_secs(duration.as_secs()))
+        ),
+    };
+    tracing::info!(workload = %run.name, stage = %stage.map_or(IDLE_STAGE, |s| s.name()), "{what}");
+}
+
+fn update_targets(
+    run: &WorkloadRun,
+    index: Option<usize>,
+    label: &str,
+    active: Option<&ActiveStage>,
+    elapsed: Duration,
+    control: &ControlState,
+) {
+    let (rate, concurrency) = match active.map(|a| (&a.stage, a.stage.mode())) {
+        Some((stage, Mode::Rate)) => (stage.rate_at(elapsed), 0),
+        // More workers than the pool has cannot run: show what runs.
+        Some((stage, Mode::Concurrency)) => (
+            0.0,
+            stage
+                .concurrency_at(elapsed)
+                .min(u32::try_from(run.workers).unwrap_or(u32::MAX)),
+        ),
+        None => (0.0, 0),
+    };
+    run.metrics.target_rate.set(rate);
+    run.metrics.target_concurrency.set(i64::from(concurrency));
+    let state = if control.paused {
+        "paused"
+    } else if active.is_none() {
+        "idle"
+    } else {
+        "running"
+    };
+    run.status.set_stage(StageLabel {
+        index,
+        name: label.to_owned(),
+        rate,
+        concurrency,
+        state,
+    });
+}

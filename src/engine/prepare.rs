@@ -1,0 +1,112 @@
+//! A workload's prepare steps, retried with backoff while they fail, with
+//! their progress in `/status` and the journal.
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{PrepareProgress, WorkloadRun};
+use crate::target::classify;
+use crate::workload::PrepareStep;
+
+/// Runs the prepare steps, retrying with backoff while they fail (the
+/// deployment may be down at start: that is counted, not fatal). Returns
+/// false when cancelled first.
+pub(super) async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
+    let steps = run.workload.prepare();
+    let prepare_metrics = &run.metrics.prepare;
+    // Progress over all load steps together (sysbench loads one per
+    // collection): documents of the finished steps plus the current one's.
+    let documents_total: u64 = steps
+        .iter()
+        .map(|s| match s {
+            PrepareStep::Load { count, .. } => *count,
+            _ => 0,
+        })
+        .sum();
+    let prepare_started = std::time::Instant::now();
+    let mut finished_docs = 0u64;
+    let report = |steps_done: usize, docs_done: u64, loaded: u64| {
+        let ratio = if documents_total == 0 {
+            1.0
+        } else {
+            (docs_done as f64 / documents_total as f64).min(1.0)
+        };
+        let rate = loaded as f64 / prepare_started.elapsed().as_secs_f64().max(1e-3);
+        let done = steps_done == steps.len();
+        run.metrics
+            .prepare_progress
+            .set(if done { 1.0 } else { ratio });
+        run.status.set_prepare(PrepareProgress {
+            steps_done,
+            steps: steps.len(),
+            documents_done: docs_done,
+            documents_total,
+            ratio: if done { 1.0 } else { ratio },
+            rate,
+            eta_seconds: (rate > 0.0)
+                .then(|| documents_total.saturating_sub(docs_done) as f64 / rate),
+            done,
+        });
+    };
+    // Documents inserted by this run (not found in place from an earlier one).
+    let mut loaded = 0u64;
+    report(0, 0, 0);
+    for (n, step) in steps.iter().enumerate() {
+        let mut resumed_at: Option<u64> = None;
+        let mut backoff = Duration::from_millis(500);
+        loop {
+            let started = std::time::Instant::now();
+            let mut last_log = started;
+            let name = &run.name;
+            let progress = |done: u64, total: u64| {
+                // The first call says what an earlier run left in place.
+                let from = *resumed_at.get_or_insert(done);
+                report(n, finished_docs + done, loaded + done.saturating_sub(from));
+                let now = std::time::Instant::now();
+                if now.duration_since(last_log) >= Duration::from_secs(5) || done == total {
+                    last_log = now;
+                    let secs = now.duration_since(started).as_secs_f64().max(1e-3);
+                    let rate = done as f64 / secs;
+                    let eta = if rate > 0.0 {
+                        (total - done) as f64 / rate
+                    } else {
+                        f64::INFINITY
+                    };
+                    let percent = if total == 0 {
+                        100.0
+                    } else {
+                        100.0 * done as f64 / total as f64
+                    };
+                    tracing::info!(workload = %name, step = n, "prepare: {done}/{total} documents ({percent:.1}%), {rate:.0} docs/s, ETA {eta:.0}s");
+                }
+            };
+            let result = tokio::select! {
+                r = run.target.prepare(step, progress) => r,
+                _ = cancel.cancelled() => return false,
+            };
+            match result {
+                Ok(()) => {
+                    prepare_metrics.record_ok();
+                    if let PrepareStep::Load { count, .. } = step {
+                        finished_docs += count;
+                        loaded += count.saturating_sub(resumed_at.unwrap_or(0));
+                    }
+                    report(n + 1, finished_docs, loaded);
+                    break;
+                }
+                Err(e) => {
+                    let kind = classify(&e);
+                    prepare_metrics.record_error(kind);
+                    tracing::warn!(workload = %run.name, step = n, error_kind = %kind, "prepare failed, retrying in {backoff:?}: {e}");
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = cancel.cancelled() => return false,
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(30));
+                }
+            }
+        }
+    }
+    true
+}

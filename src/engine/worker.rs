@@ -1,0 +1,388 @@
+//! A worker: follows the published stage, claims its next operation
+//! (an open-loop ticket, or its turn in closed loop), executes it request
+//! by request, and records the operation once and each request under its
+//! step.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::count::WorkerCount;
+use super::{Phase, WorkloadRun};
+use crate::error_kind::ErrorKind;
+use crate::metrics::OpMetrics;
+use crate::report::live::StageBatch;
+use crate::schedule::Mode;
+use crate::target::classify;
+use crate::workload::{Action, Body, Op, OpSource, Request};
+
+/// One worker task of a workload.
+pub(super) struct Worker {
+    pub(super) id: u32,
+    pub(super) run: Arc<WorkloadRun>,
+    /// The operations' metric handles, resolved once.
+    pub(super) ops: Arc<[OpMetrics]>,
+    /// What to do: the published stage.
+    pub(super) phase: watch::Receiver<Phase>,
+    pub(super) stop: CancellationToken,
+}
+
+impl Worker {
+    pub(super) async fn run(mut self) {
+        let mut source = self
+            .run
+            .workload
+            .worker(self.id, self.run.seed.wrapping_add(u64::from(self.id)));
+        let mut errors = ErrorLog::default();
+        let mut batch = StageBatch::for_worker(self.id);
+        let mut count = WorkerCount::default();
+        loop {
+            if self.stop.is_cancelled() {
+                return;
+            }
+            let phase = self.phase.borrow_and_update().clone();
+            batch.follow(match &phase {
+                Phase::Stage(active) => Some(&active.report),
+                _ => None,
+            });
+            let active = match phase {
+                Phase::Done => return,
+                Phase::Idle => {
+                    if !self.wait_change().await {
+                        return;
+                    }
+                    continue;
+                }
+                Phase::Stage(active) => active,
+            };
+            if !count.claim(&active) {
+                // The count is reached: nothing more to send in this stage.
+                if !self.wait_change().await {
+                    return;
+                }
+                continue;
+            }
+            match active.stage.mode() {
+                Mode::Rate => {
+                    let i = active.next_ticket.fetch_add(1, Ordering::Relaxed);
+                    let Some(offset) = active.stage.intended_offset(i) else {
+                        // Past the end of this stage: wait for the next one.
+                        count.unclaim();
+                        if !self.wait_change().await {
+                            return;
+                        }
+                        continue;
+                    };
+                    let intended = active.start + offset;
+                    // Biased: a ticket already due when the run stops is
+                    // still sent (the schedule asked for it and it was
+                    // claimed, so it is not counted missed); only tickets
+                    // still in the future are dropped on stop.
+                    tokio::select! {
+                        // A ticket already due is sent even if the phase
+                        // changed meanwhile: it was claimed, so dropping it
+                        // would lose it from the missed count.
+                        biased;
+                        _ = tokio::time::sleep_until(intended) => {}
+                        // Re-published (control change, next stage): this
+                        // ticket is not due yet and the new phase has its
+                        // own, so drop it rather than send a burst.
+                        changed = self.phase.changed() => {
+                            count.unclaim();
+                            if changed.is_err() {
+                                return;
+                            }
+                            continue;
+                        }
+                        _ = self.stop.cancelled() => return,
+                    }
+                    let lag = Instant::now().saturating_duration_since(intended);
+                    self.run.metrics.schedule_lag_seconds.set(lag.as_secs_f64());
+                    self.run.metrics.send_lateness.observe(lag.as_secs_f64());
+                    if lag > self.run.max_lag {
+                        self.run.metrics.missed_operations.inc();
+                        self.run.status.missed.fetch_add(1, Ordering::Relaxed);
+                        if active.report.measures(intended) {
+                            active.report.add_missed(1);
+                        }
+                        count.settle();
+                        continue;
+                    }
+                    self.execute(source.as_mut(), intended, &mut errors, &mut batch)
+                        .await;
+                    count.settle();
+                }
+                Mode::Concurrency => {
+                    let elapsed = Instant::now().saturating_duration_since(active.start);
+                    if self.id >= active.stage.concurrency_at(elapsed) {
+                        count.unclaim();
+                        // Not needed at this level; look again when the
+                        // stage changes or, for ramps, a little later.
+                        tokio::select! {
+                            changed = self.phase.changed() => if changed.is_err() { return },
+                            _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                            _ = self.stop.cancelled() => return,
+                        }
+                        continue;
+                    }
+                    if self.phase.has_changed().unwrap_or(true) {
+                        count.unclaim();
+                        continue;
+                    }
+                    let start = Instant::now();
+                    self.execute(source.as_mut(), start, &mut errors, &mut batch)
+                        .await;
+                    count.settle();
+                }
+            }
+        }
+    }
+
+    /// Waits for the next phase; false when the run is over.
+    async fn wait_change(&mut self) -> bool {
+        tokio::select! {
+            changed = self.phase.changed() => changed.is_ok(),
+            _ = self.stop.cancelled() => false,
+        }
+    }
+
+    /// Runs one scheduled operation intended to start at `from`: its
+    /// requests in order (each recorded under its step), then the
+    /// operation once, with the latency of the whole. A failing request
+    /// ends the operation, which fails with that request's error kind.
+    async fn execute(
+        &self,
+        source: &mut dyn OpSource,
+        from: Instant,
+        errors: &mut ErrorLog,
+        batch: &mut StageBatch,
+    ) {
+        let Op { op, body } = source.next_op();
+        let metrics = &self.ops[op];
+        self.run.metrics.inflight.inc();
+        let sent = Instant::now();
+        let outcome = match body {
+            Body::One(action) => self.request((op, from), 0, action, None, batch).await,
+            Body::Steps(requests) => self.steps((op, from), requests, batch).await,
+            Body::Transaction {
+                requests,
+                commit_step,
+            } => {
+                self.transaction((op, from), requests, commit_step, batch)
+                    .await
+            }
+        };
+        let done = Instant::now();
+        let latency = done.saturating_duration_since(from);
+        self.run.metrics.inflight.dec();
+        metrics.record_service(done.saturating_duration_since(sent));
+        batch.record(
+            op,
+            from,
+            done,
+            outcome.as_ref().map(|_| ()).map_err(|f| f.kind),
+        );
+        match outcome {
+            Ok(docs) => {
+                metrics.record_ok(latency, docs);
+                self.run.status.ok.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(f) => {
+                metrics.record_error(latency, f.kind);
+                self.run.status.errors.fetch_add(1, Ordering::Relaxed);
+                let steps = &self.run.workload.ops()[op].steps;
+                let step = f
+                    .step
+                    .and_then(|s| steps.get(s))
+                    .map_or(metrics.name(), |s| &**s);
+                errors.log(&self.run.name, metrics.name(), step, f.kind, &f.error);
+            }
+        }
+    }
+
+    /// Sends one request of step `step` of operation `op` intended to start
+    /// at `from` (in `session`'s transaction if given) and records it under
+    /// its step. Returns the documents that count as the operation's.
+    async fn request(
+        &self,
+        op: OpAt,
+        step: usize,
+        action: Action,
+        session: Option<&mut mongodb::ClientSession>,
+        batch: &mut StageBatch,
+    ) -> Result<u64, Failed> {
+        let sent = Instant::now();
+        let outcome = match session {
+            None => self.run.target.execute(action).await,
+            Some(session) => self.run.target.execute_in(action, session).await,
+        };
+        self.finish_request(op, step, sent, outcome, batch)
+    }
+
+    /// Records a request sent at `sent` that just returned `outcome`.
+    fn finish_request(
+        &self,
+        (op, from): OpAt,
+        step: usize,
+        sent: Instant,
+        outcome: Result<u64, mongodb::error::Error>,
+        batch: &mut StageBatch,
+    ) -> Result<u64, Failed> {
+        let done = Instant::now();
+        let result = outcome.map_err(|error| Failed {
+            step: Some(step),
+            kind: classify(&error),
+            error,
+        });
+        let counted = match self.ops[op].step(step) {
+            Some(m) => {
+                m.record(
+                    done.saturating_duration_since(sent),
+                    result.as_ref().map(|d| *d).map_err(|f| f.kind),
+                );
+                m.counts_documents()
+            }
+            None => true,
+        };
+        batch.record_request(
+            op,
+            step,
+            from,
+            sent,
+            done,
+            result.as_ref().map(|_| ()).map_err(|f| f.kind),
+        );
+        result.map(|docs| if counted { docs } else { 0 })
+    }
+
+    /// Runs an operation's requests in order; the first failure ends it.
+    async fn steps(
+        &self,
+        op: OpAt,
+        requests: Vec<Request>,
+        batch: &mut StageBatch,
+    ) -> Result<u64, Failed> {
+        let mut docs = 0;
+        for r in requests {
+            docs += self.request(op, r.step, r.action, None, batch).await?;
+        }
+        Ok(docs)
+    }
+
+    /// Runs an operation's requests in one multi-document transaction and
+    /// commits it (a request of `commit_step`). The whole transaction is
+    /// retried, a few times at most, on a `TransientTransactionError`, and
+    /// the commit on an `UnknownTransactionCommitResult`; every attempt's
+    /// requests are counted, the operation once.
+    async fn transaction(
+        &self,
+        op: OpAt,
+        requests: Vec<Request>,
+        commit_step: usize,
+        batch: &mut StageBatch,
+    ) -> Result<u64, Failed> {
+        use mongodb::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
+        const ATTEMPTS: u32 = 5;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut session =
+                self.run
+                    .target
+                    .start_transaction()
+                    .await
+                    .map_err(|error| Failed {
+                        step: None,
+                        kind: classify(&error),
+                        error,
+                    })?;
+            let mut docs = 0;
+            let mut failed = None;
+            for r in &requests {
+                let action = r.action.clone();
+                match self
+                    .request(op, r.step, action, Some(&mut session), batch)
+                    .await
+                {
+                    Ok(n) => docs += n,
+                    Err(f) => {
+                        failed = Some(f);
+                        break;
+                    }
+                }
+            }
+            if failed.is_none() {
+                let mut commits = 0;
+                failed = loop {
+                    commits += 1;
+                    let sent = Instant::now();
+                    let outcome = self.run.target.commit(&mut session).await;
+                    match self.finish_request(op, commit_step, sent, outcome.map(|()| 0u64), batch)
+                    {
+                        Ok(_) => return Ok(docs),
+                        Err(f)
+                            if commits < ATTEMPTS
+                                && f.error.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) => {}
+                        Err(f) => break Some(f),
+                    }
+                };
+            } else {
+                self.run.target.abort(&mut session).await;
+            }
+            let Some(f) = failed else {
+                return Ok(docs);
+            };
+            if attempt >= ATTEMPTS || !f.error.contains_label(TRANSIENT_TRANSACTION_ERROR) {
+                return Err(f);
+            }
+        }
+    }
+}
+
+/// An operation in flight: its index and intended start.
+type OpAt = (usize, Instant);
+
+/// Why an operation failed: the request (step) that failed, its error and
+/// error class. `step` is `None` when no request could be sent (a
+/// transaction's session could not start).
+struct Failed {
+    step: Option<usize>,
+    kind: ErrorKind,
+    error: mongodb::error::Error,
+}
+
+/// Logs operation errors without flooding the journal: the first of each
+/// class at once, then at most one line per class every 10 s per worker
+/// with the number seen since. Every error is counted in metrics regardless.
+#[derive(Default)]
+struct ErrorLog {
+    last: [Option<(Instant, u64)>; ErrorKind::ALL.len()],
+}
+
+impl ErrorLog {
+    fn log(
+        &mut self,
+        workload: &str,
+        op: &str,
+        step: &str,
+        kind: ErrorKind,
+        err: &mongodb::error::Error,
+    ) {
+        let now = Instant::now();
+        let slot = &mut self.last[kind as usize];
+        match slot {
+            Some((at, suppressed)) if now.duration_since(*at) < Duration::from_secs(10) => {
+                *suppressed += 1
+            }
+            _ => {
+                let suppressed = slot.map_or(0, |(_, n)| n);
+                tracing::warn!(workload, op, step, error_kind = %kind, suppressed, "operation failed: {err}");
+                *slot = Some((now, 0));
+            }
+        }
+    }
+}
