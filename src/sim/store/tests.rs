@@ -1,0 +1,158 @@
+//! Tests of the store: collections, indexes, cursors.
+
+use super::*;
+
+fn coll() -> Collection {
+    let mut c = Collection::new("d.c".into());
+    c.create_index("k_1".into(), vec![("k".into(), 1)], false, doc! {})
+        .unwrap();
+    c.create_index(
+        "a_1_b_1".into(),
+        vec![("a".into(), 1), ("b".into(), 1)],
+        false,
+        doc! {},
+    )
+    .unwrap();
+    c.create_index("u_1".into(), vec![("u".into(), 1)], true, doc! {})
+        .unwrap();
+    for i in 0..100 {
+        c.insert(doc! {"_id": i, "k": i % 10, "a": i % 3, "b": i, "u": i, "tags": [i % 2, 7]})
+            .unwrap();
+    }
+    c
+}
+
+fn f(d: Document) -> Filter {
+    Filter::parse(&d).unwrap()
+}
+
+fn s(d: Document) -> SortSpec {
+    SortSpec::parse(&d).unwrap()
+}
+
+fn ids(docs: Vec<&Document>) -> Vec<i32> {
+    docs.iter().map(|d| d.get_i32("_id").unwrap()).collect()
+}
+
+#[test]
+fn plans_use_id_and_secondary_indexes() {
+    let c = coll();
+    assert_eq!(c.explain(&f(doc! {"_id": 5}), None), "IDSCAN");
+    assert_eq!(c.explain(&f(doc! {"k": {"$gte": 3}}), None), "IXSCAN k_1");
+    assert_eq!(
+        c.explain(&f(doc! {"a": 1, "b": {"$gt": 5}}), None),
+        "IXSCAN a_1_b_1"
+    );
+    assert_eq!(c.explain(&f(doc! {"z": 1}), None), "COLLSCAN");
+    assert_eq!(
+        c.explain(&f(doc! {}), Some(&s(doc! {"k": -1}))),
+        "IXSCAN k_1 SORTED"
+    );
+    assert_eq!(
+        c.explain(&f(doc! {"k": {"$lt": 4}}), Some(&s(doc! {"k": 1}))),
+        "IXSCAN k_1 SORTED"
+    );
+    assert_eq!(
+        c.explain(&f(doc! {"_id": {"$gt": 4}}), Some(&s(doc! {"_id": -1}))),
+        "IDSCAN SORTED"
+    );
+    assert_eq!(
+        c.explain(&f(doc! {"z": 1}), Some(&s(doc! {"z": 1}))),
+        "COLLSCAN"
+    );
+}
+
+#[test]
+fn selects_match_a_plain_scan() {
+    let c = coll();
+    let cases = [
+        (
+            doc! {"k": {"$gt": 2, "$lte": 4}},
+            Some(doc! {"k": 1, "_id": 1}),
+            0,
+            None,
+        ),
+        (
+            doc! {"k": {"$gt": 2, "$lte": 4}},
+            Some(doc! {"k": -1}),
+            3,
+            Some(5),
+        ),
+        (
+            doc! {"_id": {"$gte": 10, "$lt": 20}},
+            Some(doc! {"_id": -1}),
+            2,
+            Some(3),
+        ),
+        (doc! {"_id": {"$in": [3, 1, 3, 99, 500]}}, None, 0, None),
+        (
+            doc! {"a": 2, "b": {"$lt": 30}},
+            Some(doc! {"b": -1}),
+            0,
+            Some(4),
+        ),
+        (
+            doc! {"k": {"$in": [1, 2]}, "u": {"$gte": 50}},
+            Some(doc! {"u": 1}),
+            1,
+            Some(3),
+        ),
+        (doc! {"tags": 1}, Some(doc! {"_id": 1}), 0, Some(5)),
+        (doc! {}, Some(doc! {"u": -1}), 0, Some(2)),
+    ];
+    for (filter, sort, skip, limit) in cases {
+        let filter = f(filter);
+        let sort = sort.map(s);
+        let got = ids(c.select(&filter, sort.as_ref(), skip, limit));
+        let mut want: Vec<&Document> = c.iter().filter(|d| filter.matches(d)).collect();
+        if let Some(s) = &sort {
+            want.sort_by(|a, b| s.compare(a, b));
+        }
+        let want: Vec<i32> = ids(want)
+            .into_iter()
+            .skip(skip)
+            .take(limit.unwrap_or(usize::MAX))
+            .collect();
+        assert_eq!(got, want, "{filter:?} {sort:?}");
+    }
+}
+
+#[test]
+fn indexes_follow_writes_and_reject_duplicates() {
+    let mut c = coll();
+    let id = Key(Bson::Int32(5));
+    let mut d = c.get(&id).unwrap().clone();
+    d.insert("k", 42);
+    c.replace(&id, d).unwrap();
+    assert_eq!(ids(c.select(&f(doc! {"k": 42}), None, 0, None)), vec![5]);
+    assert_eq!(
+        ids(c.select(&f(doc! {"k": 5}), None, 0, None)),
+        vec![15, 25, 35, 45, 55, 65, 75, 85, 95]
+    );
+    c.remove(&id);
+    assert!(c.select(&f(doc! {"k": 42}), None, 0, None).is_empty());
+    let e = c.insert(doc! {"_id": 1000, "u": 7}).unwrap_err();
+    assert_eq!(e.code, 11000);
+    assert_eq!(
+        e.errmsg,
+        "E11000 duplicate key error collection: d.c index: u_1 dup key: { u: 7 }"
+    );
+    let e = c.insert(doc! {"_id": 7}).unwrap_err();
+    assert_eq!(
+        e.errmsg,
+        "E11000 duplicate key error collection: d.c index: _id_ dup key: { _id: 7 }"
+    );
+    // 1 and 1.0 are the same _id, as in MongoDB.
+    assert_eq!(
+        c.insert(doc! {"_id": 1.0, "u": -1}).unwrap_err().code,
+        11000
+    );
+    let before = c.len();
+    let id = c.insert(doc! {"x": 1, "u": -2}).unwrap();
+    assert!(matches!(id, Bson::ObjectId(_)));
+    assert_eq!(
+        c.get(&Key(id)).unwrap().keys().next().map(String::as_str),
+        Some("_id")
+    );
+    assert_eq!(c.len(), before + 1);
+}
