@@ -15,6 +15,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use mongoload::error_kind::ErrorKind;
 use mongoload::metrics::Metrics;
 use mongoload::report::live::{ReportContext, StageBatch, StageCollector};
+use mongoload::report::writer::ReportWriter;
 use mongoload::report::RunInfo;
 use mongoload::schedule::Stage;
 use mongoload::workload::OpSpec;
@@ -90,7 +91,9 @@ fn record(c: &mut Criterion) {
     // time, the operation's stage report sample (samples flushed into the
     // stage's collector every 64), response time and the status counter.
     let stage = Stage::rate("hold", 1000.0, Duration::from_secs(3600)).unwrap();
-    let ctx = ReportContext::new(Arc::new(RunInfo::new(None)), "bench", &ops);
+    // The report task is not run: only the recording path is measured.
+    let (writer, _task) = ReportWriter::new(RunInfo::new(None));
+    let ctx = ReportContext::new(writer, "bench", &ops);
     let start = tokio::time::Instant::now();
     let collector = StageCollector::new(ctx, &stage, 0, 0, start);
     let mut batch = StageBatch::new();

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mongodb::bson::doc;
-use serde_json::json;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -20,9 +19,13 @@ use crate::control::ControlMetrics;
 use crate::error_kind::ErrorKind;
 use crate::http::{self, HttpState};
 use crate::metrics::{Metrics, MetricsError};
+use crate::report::writer::ReportWriter;
 use crate::service;
+use crate::status::{Snapshot, TargetStatus, WorkloadSummary};
 use crate::supervisor::{self, Env, ReloadError, Reloader, Supervisor};
 use crate::target::{self, Handlers, Timeouts};
+
+pub use crate::status::Summary;
 
 /// How often systemd's STATUS= line is brought up to date (it is sent only
 /// when its text changes).
@@ -37,6 +40,102 @@ const CLIENT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(2);
 /// wedged: WATCHDOG=1 is withheld. Controllers tick every second, so this
 /// leaves room for a busy machine without hiding a real stall for long.
 pub const HEARTBEAT_MAX_AGE: Duration = Duration::from_secs(5);
+
+/// How long each task gets to stop, in the shutdown order, before it is
+/// aborted.
+const TASK_STOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The daemon's long-lived tasks besides the load (the engines, which
+/// stop first: SIGTERM or the end of every schedule).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Task {
+    /// systemd's STATUS= line.
+    Status,
+    /// WATCHDOG=1 while the controllers tick.
+    Watchdog,
+    /// The stage reports still to write once the load has drained.
+    Reports,
+    /// Pings for `mongoload_target_up` and readiness.
+    Ping,
+    /// `/metrics`, `/healthz`, `/readyz`, `/status`.
+    Http,
+    /// The control socket (its file goes with it).
+    Control,
+    /// The latency window's ticker.
+    Window,
+}
+
+/// The order the tasks stop in once the load has drained: systemd's
+/// loops, then the last reports, then what serves and measures, so a
+/// scrape during the drain still answers.
+const STOP_ORDER: [Task; 7] = [
+    Task::Status,
+    Task::Watchdog,
+    Task::Reports,
+    Task::Ping,
+    Task::Http,
+    Task::Control,
+    Task::Window,
+];
+
+/// The running tasks, each under a child token of one root.
+struct Tasks {
+    root: CancellationToken,
+    running: Vec<(Task, CancellationToken, tokio::task::JoinHandle<()>)>,
+}
+
+impl Tasks {
+    fn new() -> Tasks {
+        Tasks {
+            root: CancellationToken::new(),
+            running: Vec::new(),
+        }
+    }
+
+    /// A child token of the root (the load's).
+    fn token(&self) -> CancellationToken {
+        self.root.child_token()
+    }
+
+    /// Spawns `task` as `run(its own child token of the root)`; returns
+    /// the token (others may stop with it).
+    fn spawn<F>(
+        &mut self,
+        task: Task,
+        run: impl FnOnce(CancellationToken) -> F,
+    ) -> CancellationToken
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let token = self.root.child_token();
+        let handle = tokio::spawn(run(token.clone()));
+        self.running.push((task, token.clone(), handle));
+        token
+    }
+
+    /// Stops the tasks in [`STOP_ORDER`]: cancels each one's token (a task
+    /// that ends by itself, such as the report task once its senders are
+    /// gone, is only waited for) and waits up to [`TASK_STOP_TIMEOUT`]
+    /// before aborting it; then cancels the root, so nothing outlives it.
+    async fn stop(mut self) {
+        for task in STOP_ORDER {
+            while let Some(i) = self.running.iter().position(|(t, ..)| *t == task) {
+                let (_, token, mut handle) = self.running.swap_remove(i);
+                token.cancel();
+                if tokio::time::timeout(TASK_STOP_TIMEOUT, &mut handle)
+                    .await
+                    .is_err()
+                {
+                    tracing::warn!(
+                        "the {task:?} task did not stop within {TASK_STOP_TIMEOUT:?}; aborting it"
+                    );
+                    handle.abort();
+                }
+            }
+        }
+        self.root.cancel();
+    }
+}
 
 /// Why the daemon could not start. Messages never contain the password.
 #[derive(Debug, thiserror::Error)]
@@ -73,28 +172,15 @@ pub struct Running {
     done: tokio::task::JoinHandle<Summary>,
 }
 
-/// What a run did, per workload, for the final log line.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Summary {
-    pub elapsed_seconds: f64,
-    pub workloads: Vec<WorkloadSummary>,
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct WorkloadSummary {
-    pub name: String,
-    pub ok: u64,
-    pub errors: u64,
-    pub missed: u64,
-}
-
 impl Running {
-    /// Stops dispatch; in-flight operations get the configured grace period.
+    /// Stops the load: dispatch stops, in-flight operations get the
+    /// configured grace period, then the daemon's tasks stop in order.
     pub fn stop(&self) {
         self.cancel.cancel();
     }
 
-    /// A token that stops the daemon when cancelled.
+    /// The load's token: cancelling it stops the daemon as
+    /// [`Running::stop`] does.
     pub fn cancel_token(&self) -> CancellationToken {
         self.cancel.clone()
     }
@@ -188,7 +274,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         env!("CARGO_PKG_VERSION"),
     );
 
-    let run_info = Arc::new(crate::report::RunInfo::new(config.run.log.clone()));
+    let run_info = crate::report::RunInfo::new(config.run.log.clone());
     let report_to = match &run_info.log {
         Some(p) => format!("the journal and {}", p.display()),
         None => "the journal".to_owned(),
@@ -204,62 +290,74 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         None => None,
     };
 
-    let cancel = CancellationToken::new();
+    // One root token: the load and every long-lived task stop under it.
+    let mut tasks = Tasks::new();
+    let load = tasks.token();
+    let (reports, report_task) = ReportWriter::new(run_info);
+    tasks.spawn(Task::Reports, |_| report_task);
     let target_up = Arc::new(AtomicBool::new(false));
     let env = Env {
         db: db.clone(),
         metrics: metrics.clone(),
         control_metrics: control_metrics.clone(),
-        cancel: cancel.clone(),
-        run_info,
+        cancel: load.clone(),
+        reports,
     };
     let (statuses, reloader, workloads) = Supervisor::start(env, config.clone(), built);
 
-    let control_stop = CancellationToken::new();
     let control_path = control_socket.as_ref().map(|c| c.path().to_path_buf());
-    let control_task = control_socket.map(|socket| {
+    if let Some(socket) = control_socket {
         tracing::info!("control socket on {}", socket.path().display());
         let (slots, m) = (statuses.clone(), control_metrics.clone());
         let handler: crate::control::server::Handler =
             Arc::new(move |cmd| supervisor::control(&slots, &m, cmd));
-        tokio::spawn(socket.serve(handler, control_stop.clone()))
-    });
+        tasks.spawn(Task::Control, |stop| socket.serve(handler, stop));
+    }
 
     let state = HttpState::new(metrics.clone())
         .with_ready({
             let (up, statuses) = (target_up.clone(), statuses.clone());
             // Paused and idle (outside every window) are deliberate: ready.
-            move || up.load(Ordering::Relaxed) && statuses.list().iter().all(|s| matches!(s.status.stage().state, "running" | "paused" | "idle"))
+            move || {
+                up.load(Ordering::Relaxed)
+                    && statuses
+                        .list()
+                        .iter()
+                        .all(|s| s.status.stage().state.on_plan())
+            }
         })
         .with_status({
-            let (up, statuses, hosts, database) = (target_up.clone(), statuses.clone(), hosts.clone(), config.target.database.clone());
+            let (up, statuses) = (target_up.clone(), statuses.clone());
+            let (hosts, database) = (hosts.clone(), config.target.database.clone());
             move || {
-                json!({
-                    "version": env!("CARGO_PKG_VERSION"),
-                    "uptime_seconds": started.elapsed().as_secs_f64(),
-                    "target": { "hosts": hosts, "database": database, "up": up.load(Ordering::Relaxed) },
-                    "workloads": statuses.list().iter().map(|s| s.to_json()).collect::<Vec<_>>(),
-                })
+                let snapshot = Snapshot {
+                    version: env!("CARGO_PKG_VERSION"),
+                    uptime_seconds: started.elapsed().as_secs_f64(),
+                    target: TargetStatus {
+                        hosts: hosts.clone(),
+                        database: database.clone(),
+                        up: up.load(Ordering::Relaxed),
+                    },
+                    workloads: statuses.snapshots(),
+                };
+                serde_json::to_value(snapshot)
+                    .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }))
             }
         });
-    let http_stop = CancellationToken::new();
-    let http_task = tokio::spawn(http::serve(listener, state, http_stop.clone()));
+    tasks.spawn(Task::Http, |stop| http::serve(listener, state, stop));
 
     // Keeps the latency window's time slots exact between scrapes.
-    let window_stop = CancellationToken::new();
-    let window_task = {
-        let (metrics, stop) = (metrics.clone(), window_stop.clone());
-        tokio::spawn(async move { metrics.run_window_ticker(stop).await })
-    };
+    let window_metrics = metrics.clone();
+    tasks.spawn(Task::Window, |stop| async move {
+        window_metrics.run_window_ticker(stop).await
+    });
 
-    let ping_stop = CancellationToken::new();
-    let ping_task = tokio::spawn(ping_loop(
-        db.clone(),
-        metrics.clone(),
-        target_up.clone(),
-        uri_user(uri.expose()),
-        ping_stop.clone(),
-    ));
+    // The pings' token also ends the pool warm-up below.
+    let (ping_db, ping_metrics, ping_up) = (db.clone(), metrics.clone(), target_up.clone());
+    let user = uri_user(uri.expose());
+    let ping_stop = tasks.spawn(Task::Ping, |stop| {
+        ping_loop(ping_db, ping_metrics, ping_up, user, stop)
+    });
 
     // Warm the pool in the background so an unreachable deployment does not
     // hold up the start (the workloads' prepare steps wait on the driver's
@@ -268,62 +366,46 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     // the pool so that every later checkout waits forever, and a wrong
     // password would then show as timeouts instead of `auth` errors.
     let warm_client = client.clone();
-    let (warm_up, warm_stop) = (target_up.clone(), ping_stop.clone());
+    let warm_up = target_up.clone();
     tokio::spawn(async move {
         while !warm_up.load(Ordering::Relaxed) {
             tokio::select! {
                 _ = tokio::time::sleep(Duration::from_millis(100)) => {}
-                _ = warm_stop.cancelled() => return,
+                _ = ping_stop.cancelled() => return,
             }
         }
         warm_client.warm_connection_pool().await
     });
 
-    let watchdog_task = service::watchdog_interval()
-        .map(|interval| tokio::spawn(watchdog_loop(interval, statuses.clone(), cancel.clone())));
+    if let Some(interval) = service::watchdog_interval() {
+        let (slots, stopping) = (statuses.clone(), load.clone());
+        tasks.spawn(Task::Watchdog, |stop| {
+            watchdog_loop(interval, slots, stopping, stop)
+        });
+    }
 
     let stopping_sent = Arc::new(AtomicBool::new(false));
-    let status_task = tokio::spawn(status_loop(
-        statuses.clone(),
-        cancel.clone(),
-        stopping_sent.clone(),
-    ));
+    let (slots, stopping, sent) = (statuses.clone(), load.clone(), stopping_sent.clone());
+    tasks.spawn(Task::Status, |stop| {
+        status_loop(slots, (stopping, stop), sent)
+    });
     let _ = service::notify_ready();
 
     let done = tokio::spawn(async move {
         let _ = workloads.await;
         announce_stopping(&stopping_sent);
-        status_task.abort();
-        if let Some(task) = watchdog_task {
-            task.abort();
-        }
-        ping_stop.cancel();
-        let _ = ping_task.await;
         let summary = Summary {
             elapsed_seconds: started.elapsed().as_secs_f64(),
             workloads: statuses
-                .list()
+                .snapshots()
                 .iter()
-                .map(|s| WorkloadSummary {
-                    name: s.name.clone(),
-                    ok: s.status.ok.load(Ordering::Relaxed),
-                    errors: s.status.errors.load(Ordering::Relaxed),
-                    missed: s.status.missed.load(Ordering::Relaxed),
-                })
+                .map(WorkloadSummary::from)
                 .collect(),
         };
         for w in &summary.workloads {
             tracing::info!(workload = %w.name, "final: {} operations ok, {} errors, {} missed in {:.1}s", w.ok, w.errors, w.missed, summary.elapsed_seconds);
         }
-        http_stop.cancel();
-        let _ = http_task.await;
-        // Stopping the server drops the socket, which removes its file.
-        control_stop.cancel();
-        if let Some(task) = control_task {
-            let _ = task.await;
-        }
-        window_stop.cancel();
-        let _ = window_task.await;
+        tasks.stop().await;
         // Shutdown sends endSessions, which waits on a connection checkout
         // that may never come (a deployment failing every handshake); the
         // process must exit anyway.
@@ -340,7 +422,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         http_addr,
         metrics,
         control_socket: control_path,
-        cancel,
+        cancel: load,
         reloader,
         done,
     })
@@ -374,7 +456,7 @@ fn next_reach(prev: Option<Reach>, failure: Option<ErrorKind>) -> Reach {
 /// cancelled, says STOPPING=1 (once) with the draining status.
 async fn status_loop(
     slots: Arc<crate::supervisor::Slots>,
-    cancel: CancellationToken,
+    (load, stop): (CancellationToken, CancellationToken),
     stopping_sent: Arc<AtomicBool>,
 ) {
     let mut ticker = tokio::time::interval(STATUS_INTERVAL);
@@ -383,10 +465,11 @@ async fn status_loop(
     loop {
         tokio::select! {
             _ = ticker.tick() => {}
-            _ = cancel.cancelled() => {
+            _ = load.cancelled() => {
                 announce_stopping(&stopping_sent);
                 return;
             }
+            _ = stop.cancelled() => return,
         }
         let text = status_line(&slots.list());
         if text != last {
@@ -477,12 +560,16 @@ async fn watchdog_loop(
     interval: Duration,
     slots: Arc<crate::supervisor::Slots>,
     stopping: CancellationToken,
+    stop: CancellationToken,
 ) {
     let mut ticker = tokio::time::interval(interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut withheld = false;
     loop {
-        ticker.tick().await;
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = stop.cancelled() => return,
+        }
         let slots = slots.list();
         let ages: Vec<Option<Duration>> = slots.iter().map(|s| s.status.heartbeat.age()).collect();
         let stalled = if stopping.is_cancelled() {
@@ -552,6 +639,40 @@ mod tests {
             next_reach(Some(Reach::Up), Some(ServerSelection)),
             Reach::Down
         );
+    }
+
+    #[tokio::test]
+    async fn tasks_stop_in_the_stop_order_and_the_root_last() {
+        let mut tasks = Tasks::new();
+        let root = tasks.root.clone();
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        // Registered in another order than they stop in.
+        for task in [
+            Task::Window,
+            Task::Http,
+            Task::Reports,
+            Task::Status,
+            Task::Ping,
+        ] {
+            let order = order.clone();
+            tasks.spawn(task, |stop| async move {
+                stop.cancelled().await;
+                order.lock().unwrap().push(task);
+            });
+        }
+        let load = tasks.token();
+        tasks.stop().await;
+        assert_eq!(
+            *order.lock().unwrap(),
+            [
+                Task::Status,
+                Task::Reports,
+                Task::Ping,
+                Task::Http,
+                Task::Window
+            ]
+        );
+        assert!(root.is_cancelled() && load.is_cancelled());
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod report;
 pub mod schedule;
 pub mod service;
 pub mod sim;
+pub mod status;
 pub mod supervisor;
 pub mod target;
 pub mod workload;

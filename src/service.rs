@@ -12,7 +12,7 @@ use sd_notify::NotifyState;
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::control::{fmt_rate, ControlState};
-use crate::engine::{PrepareProgress, StageLabel};
+use crate::engine::{PrepareProgress, StageLabel, StageState};
 
 /// Tells systemd the service is up (READY=1): send it once `/metrics`
 /// listens and the plan runs, and again after a reload.
@@ -106,16 +106,19 @@ pub fn status_phrase(
         format!("{} ops/s", fmt_rate(stage.rate))
     };
     let mut phrase = match stage.state {
-        "preparing" => format!("{name}: preparing, {:.0}% loaded", prepare.ratio * 100.0),
-        "paused" => format!("{name}: paused in {at}"),
-        "idle" if stage.index.is_none() => format!("{name}: idle outside every window"),
-        "idle" => format!("{name}: idle in {at}"),
-        "running" => format!("{name}: {at}, {level}"),
-        "stopped" => format!("{name}: finished"),
-        other => format!("{name}: {other}"),
+        StageState::Preparing => {
+            format!("{name}: preparing, {:.0}% loaded", prepare.ratio * 100.0)
+        }
+        StageState::Paused => format!("{name}: paused in {at}"),
+        StageState::Idle if stage.index.is_none() => format!("{name}: idle outside every window"),
+        StageState::Idle => format!("{name}: idle in {at}"),
+        StageState::Running => format!("{name}: {at}, {level}"),
+        StageState::Stopped => format!("{name}: finished"),
     };
     // Paused says so already; an override or a scale is worth naming.
-    if stage.state != "paused" && (control.override_load.is_some() || control.scale != 1.0) {
+    if stage.state != StageState::Paused
+        && (control.override_load.is_some() || control.scale != 1.0)
+    {
         phrase += &format!(" [control: {control}]");
     }
     phrase
@@ -240,45 +243,44 @@ mod tests {
         };
         let phrase = |s: &StageLabel, c: &ControlState| status_phrase("w", s, c, &prep);
         assert_eq!(
-            phrase(&stage("running", Some(1), 13.004_2, 0), &none),
+            phrase(&stage(StageState::Running, Some(1), 13.004_2, 0), &none),
             "w: stage 1 steady, 13 ops/s"
         );
         assert_eq!(
-            phrase(&stage("running", Some(0), 0.0, 16), &none),
+            phrase(&stage(StageState::Running, Some(0), 0.0, 16), &none),
             "w: stage 0 steady, 16 workers"
         );
         assert_eq!(
-            phrase(&stage("preparing", None, 0.0, 0), &none),
+            phrase(&stage(StageState::Preparing, None, 0.0, 0), &none),
             "w: preparing, 46% loaded"
         );
         let mut paused = none.clone();
         paused.paused = true;
         assert_eq!(
-            phrase(&stage("paused", Some(1), 0.0, 0), &paused),
+            phrase(&stage(StageState::Paused, Some(1), 0.0, 0), &paused),
             "w: paused in stage 1 steady"
         );
         let mut fast = none.clone();
         fast.override_load = Some(crate::schedule::Load::Rate(500.0));
         assert_eq!(
-            phrase(&stage("running", Some(1), 500.0, 0), &fast),
+            phrase(&stage(StageState::Running, Some(1), 500.0, 0), &fast),
             "w: stage 1 steady, 500 ops/s [control: rate 500/s (override)]"
         );
         let mut half = none.clone();
         half.scale = 0.5;
-        assert!(
-            phrase(&stage("running", Some(1), 50.0, 0), &half).ends_with("[control: scale 0.5]")
-        );
+        assert!(phrase(&stage(StageState::Running, Some(1), 50.0, 0), &half)
+            .ends_with("[control: scale 0.5]"));
         let idle = StageLabel {
             name: "idle".into(),
-            ..stage("idle", None, 0.0, 0)
+            ..stage(StageState::Idle, None, 0.0, 0)
         };
         assert_eq!(phrase(&idle, &none), "w: idle outside every window");
         assert_eq!(
-            phrase(&stage("idle", Some(2), 0.0, 0), &half),
+            phrase(&stage(StageState::Idle, Some(2), 0.0, 0), &half),
             "w: idle in stage 2 steady [control: scale 0.5]"
         );
         assert_eq!(
-            phrase(&stage("stopped", None, 0.0, 0), &none),
+            phrase(&stage(StageState::Stopped, None, 0.0, 0), &none),
             "w: finished"
         );
     }

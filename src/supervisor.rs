@@ -33,6 +33,7 @@ use crate::engine::{self, WorkloadRun, WorkloadStatus};
 use crate::metrics::Metrics;
 use crate::schedule::Schedule;
 use crate::service;
+use crate::status::{ControlSnapshot, WorkloadSnapshot, WorkloadsReply};
 use crate::target::Target;
 use crate::workload::Workload;
 
@@ -50,21 +51,19 @@ pub struct Slot {
 }
 
 impl Slot {
-    /// The workload's `/status` object.
-    pub fn to_json(&self) -> serde_json::Value {
-        let control = self.control.borrow().clone();
-        let mut c = control.to_json();
-        c["summary"] = control.to_string().into();
-        json!({
-            "name": self.name,
-            "kind": self.kind,
-            "stage": self.status.stage(),
-            "prepare": self.status.prepare(),
-            "control": c,
-            "operations_ok": self.status.ok.load(Ordering::Relaxed),
-            "operations_error": self.status.errors.load(Ordering::Relaxed),
-            "missed": self.status.missed.load(Ordering::Relaxed),
-        })
+    /// The workload now, as `/status`, `ctl status` and the final summary
+    /// show it.
+    pub fn snapshot(&self) -> WorkloadSnapshot {
+        WorkloadSnapshot {
+            name: self.name.clone(),
+            kind: self.kind,
+            stage: self.status.stage(),
+            prepare: self.status.prepare(),
+            control: ControlSnapshot::from(&*self.control.borrow()),
+            operations_ok: self.status.ok.load(Ordering::Relaxed),
+            operations_error: self.status.errors.load(Ordering::Relaxed),
+            missed: self.status.missed.load(Ordering::Relaxed),
+        }
     }
 }
 
@@ -73,7 +72,12 @@ impl Slot {
 pub struct Slots(Mutex<Vec<Arc<Slot>>>);
 
 impl Slots {
-    /// A snapshot of the current workloads.
+    /// Every workload's snapshot, in config order.
+    pub fn snapshots(&self) -> Vec<WorkloadSnapshot> {
+        self.list().iter().map(|s| s.snapshot()).collect()
+    }
+
+    /// The current workloads.
     pub fn list(&self) -> Vec<Arc<Slot>> {
         self.0
             .lock()
@@ -249,8 +253,8 @@ pub struct Env {
     pub control_metrics: ControlMetrics,
     /// Stops everything (SIGTERM).
     pub cancel: CancellationToken,
-    /// The run the stage reports belong to (its id and run log).
-    pub run_info: Arc<crate::report::RunInfo>,
+    /// Where the stage reports go (the run's report task).
+    pub reports: crate::report::writer::ReportWriter,
 }
 
 /// A running engine of one workload.
@@ -400,7 +404,7 @@ impl Supervisor {
             schedule: schedule_rx,
             status: slot.status.clone(),
             control: slot.control.subscribe(),
-            run_info: self.env.run_info.clone(),
+            reports: self.env.reports.clone(),
         };
         let stop = self.env.cancel.child_token();
         let finished = CancellationToken::new();
@@ -511,9 +515,10 @@ pub fn control(
 ) -> Result<serde_json::Value, String> {
     let list = slots.list();
     let Some(name) = command.workload() else {
-        return Ok(json!({
-            "workloads": list.iter().map(|s| s.to_json()).collect::<Vec<_>>()
-        }));
+        let reply = WorkloadsReply {
+            workloads: list.iter().map(|s| s.snapshot()).collect(),
+        };
+        return serde_json::to_value(reply).map_err(|e| e.to_string());
     };
     let Some(slot) = list.iter().find(|s| s.name == name) else {
         let names: Vec<&str> = list.iter().map(|s| s.name.as_str()).collect();
@@ -527,11 +532,9 @@ pub fn control(
     let after = slot.control.borrow().clone();
     metrics.set_paused(&slot.name, after.paused);
     tracing::info!(workload = %slot.name, "control: {command}: {before} → {after}");
-    let mut c = after.to_json();
-    c["summary"] = after.to_string().into();
     Ok(json!({
         "workload": slot.name,
-        "control": c,
+        "control": ControlSnapshot::from(&after),
         "message": format!("workload {}: {after}", slot.name),
     }))
 }

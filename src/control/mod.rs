@@ -16,8 +16,6 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use serde_json::json;
-
 use crate::schedule::{Load, Mode, Shape, Stage};
 
 /// The socket `mongoload ctl` talks to when `--socket` is not given.
@@ -88,20 +86,6 @@ impl ControlState {
     /// Whether the schedule runs exactly as configured.
     pub fn is_default(&self) -> bool {
         *self == ControlState::default()
-    }
-
-    /// The `control` object of `/status` and of `ctl status`.
-    pub fn to_json(&self) -> serde_json::Value {
-        let (rate, concurrency) = match self.override_load {
-            Some(Load::Rate(r)) => (Some(r), None),
-            Some(Load::Concurrency(c)) => (None, Some(c)),
-            None => (None, None),
-        };
-        json!({
-            "paused": self.paused,
-            "override": { "rate": rate, "concurrency": concurrency },
-            "scale": self.scale,
-        })
     }
 }
 
@@ -432,10 +416,6 @@ mod tests {
         Command::Scale("w".into(), 2.0).apply(&mut s);
         Command::SetRate("w".into(), 500.0).apply(&mut s);
         assert_eq!(s.to_string(), "paused, rate 500/s (override), scale 2");
-        let j = s.to_json();
-        assert_eq!(j["paused"], true);
-        assert_eq!(j["override"]["rate"], 500.0);
-        assert!(j["override"]["concurrency"].is_null());
         Command::Resume("w".into()).apply(&mut s);
         assert!(!s.paused);
         assert_eq!(s.override_load, Some(Load::Rate(500.0)));

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::count::CountProgress;
-use super::{ActiveStage, Phase, StageLabel, WorkloadRun, TICKETS_CLOSED};
+use super::{ActiveStage, Phase, StageLabel, StageState, WorkloadRun, TICKETS_CLOSED};
 use crate::control::{effective_stage, ControlState};
 use crate::report::live::{ReportContext, StageCollector};
 use crate::schedule::{Mode, Stage};
@@ -57,7 +57,7 @@ pub(super) async fn drive(
     // Schedule time a count-based stage did not use (it ended before its
     // cap): the stages after it move up by that much.
     let mut skipped = Duration::ZERO;
-    let report_ctx = ReportContext::new(run.run_info.clone(), &run.name, run.workload.ops());
+    let report_ctx = ReportContext::new(run.reports.clone(), &run.name, run.workload.ops());
     let mut schedules = run.schedule.clone();
     let mut schedule = schedules.borrow_and_update().clone();
     let mut cycles = vec![0u64; schedule.stages().len()];
@@ -279,11 +279,11 @@ fn update_targets(
     run.metrics.target_rate.set(rate);
     run.metrics.target_concurrency.set(i64::from(concurrency));
     let state = if control.paused {
-        "paused"
+        StageState::Paused
     } else if active.is_none() {
-        "idle"
+        StageState::Idle
     } else {
-        "running"
+        StageState::Running
     };
     run.status.set_stage(StageLabel {
         index,

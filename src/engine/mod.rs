@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::control::ControlState;
 use crate::metrics::{OpMetrics, WorkloadMetrics};
 use crate::report::live::StageCollector;
-use crate::report::RunInfo;
+use crate::report::writer::ReportWriter;
 use crate::schedule::{Schedule, Stage};
 use crate::target::Target;
 use crate::workload::Workload;
@@ -36,7 +36,7 @@ use count::CountProgress;
 use worker::Worker;
 
 pub use controller::fault;
-pub use status::{Heartbeat, PrepareProgress, StageLabel, WorkloadStatus};
+pub use status::{Heartbeat, PrepareProgress, StageLabel, StageState, WorkloadStatus};
 
 /// The ticket counter of a finished stage: far past any stage's last
 /// operation, so a late claim finds no intended start and waits for the
@@ -61,8 +61,8 @@ pub struct WorkloadRun {
     pub max_lag: Duration,
     pub seed: u64,
     pub status: Arc<WorkloadStatus>,
-    /// The run this workload's stage reports belong to (id, run log path).
-    pub run_info: Arc<RunInfo>,
+    /// Where this workload's stage reports go (the run's report task).
+    pub reports: ReportWriter,
     /// Runtime control (pause, overrides, scale); the controller re-publishes
     /// the stage whenever it changes. A receiver whose sender is gone (or
     /// that never changes) leaves the schedule as configured.
@@ -98,19 +98,20 @@ struct ActiveStage {
 pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
     let run = Arc::new(run);
     run.status.set_stage(StageLabel {
-        state: "preparing",
+        state: StageState::Preparing,
         ..Default::default()
     });
     if !prepare::prepare(&run, &cancel).await {
         run.status.set_stage(StageLabel {
-            state: "stopped",
+            state: StageState::Stopped,
             ..Default::default()
         });
         return;
     }
 
     let (phase_tx, phase_rx) = watch::channel(Phase::Idle);
-    let workers_stop = CancellationToken::new();
+    // Cancelled once the controller is done (or with the run).
+    let workers_stop = cancel.child_token();
     let mut workers = JoinSet::new();
     let op_metrics: Arc<[OpMetrics]> = run.metrics.ops().into();
     for id in 0..run.workers.max(1) {
@@ -144,7 +145,7 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
     run.metrics.inflight.set(0);
     run.metrics.clear_stage();
     run.status.set_stage(StageLabel {
-        state: "stopped",
+        state: StageState::Stopped,
         ..Default::default()
     });
 }

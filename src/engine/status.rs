@@ -82,7 +82,36 @@ pub struct StageLabel {
     pub name: String,
     pub rate: f64,
     pub concurrency: u32,
-    pub state: &'static str,
+    pub state: StageState,
+}
+
+/// What a workload is doing, as `/status` (in lower case), `ctl status`
+/// and systemd's STATUS= line say it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StageState {
+    /// Running its prepare steps (the first state of every workload).
+    #[default]
+    Preparing,
+    /// A stage runs.
+    Running,
+    /// Paused by runtime control: in-flight operations finish, nothing new.
+    Paused,
+    /// Between stages, or outside every time-of-day window.
+    Idle,
+    /// The schedule has ended or the workload was stopped.
+    Stopped,
+}
+
+impl StageState {
+    /// Whether the workload is where its plan wants it: running, or
+    /// deliberately paused or idle (readiness).
+    pub fn on_plan(self) -> bool {
+        matches!(
+            self,
+            StageState::Running | StageState::Paused | StageState::Idle
+        )
+    }
 }
 
 impl WorkloadStatus {

@@ -1,17 +1,17 @@
 //! The engine's side of stage reports. Each stage occurrence gets a
 //! [`StageCollector`]; each worker keeps a [`StageBatch`] of its last few
 //! results (no lock per operation) and hands it to the collector when it
-//! fills, when the stage changes, and when the worker ends. The collector
-//! writes the report (journal line + run log line) when the last holder
-//! lets go of it, i.e. once every operation of the stage has finished or
-//! been abandoned: operations in flight at the stage end still count in it.
+//! fills, when the stage changes, and when the worker ends. The report
+//! task ([`super::writer`]) writes the report (journal line + run log
+//! line) once the last holder has let go of the collector, i.e. once every
+//! operation of the stage has finished or been abandoned: operations in
+//! flight at the stage end still count in it.
 //!
 //! Why batches and not a histogram per worker: open loop runs thousands of
 //! workers, and an HdrHistogram covering seconds in ns is tens of KB; a
 //! batch of 64 results is 1.5 KB and the collector's lock is taken once per
 //! 64 operations per worker.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
@@ -19,7 +19,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
-use super::{RunInfo, StageMeta, StageReport, StageStats, WorkerBatch};
+use super::writer::ReportWriter;
+use super::{StageMeta, StageReport, StageStats, WorkerBatch};
 use crate::error_kind::ErrorKind;
 use crate::schedule::{Limit, Mode, Stage};
 use crate::workload::OpSpec;
@@ -30,25 +31,43 @@ const BATCH: usize = 64;
 /// What every stage report of one workload shares.
 #[derive(Debug)]
 pub struct ReportContext {
-    run: Arc<RunInfo>,
+    writer: ReportWriter,
     workload: String,
     ops: Vec<OpSpec>,
 }
 
 impl ReportContext {
     /// The context of workload `workload` with these operations (in the
-    /// order `Op::op` indexes them).
-    pub fn new(run: Arc<RunInfo>, workload: &str, ops: &[OpSpec]) -> Arc<Self> {
+    /// order `Op::op` indexes them), its reports written by `writer`.
+    pub fn new(writer: ReportWriter, workload: &str, ops: &[OpSpec]) -> Arc<Self> {
         Arc::new(ReportContext {
-            run,
+            writer,
             workload: workload.to_owned(),
             ops: ops.to_vec(),
         })
     }
 }
 
-/// Gathers one stage occurrence and reports it when dropped.
+/// A handle on one stage occurrence's figures, held by the controller and
+/// by every worker that runs operations of it. When the last handle is
+/// dropped the report task builds and writes the report (see
+/// [`ReportWriter`]): the handles carry the sending half of a channel
+/// nothing is sent on, whose closing is the signal.
 pub struct StageCollector {
+    figures: Arc<StageFigures>,
+    _open: tokio::sync::mpsc::Sender<()>,
+}
+
+impl std::ops::Deref for StageCollector {
+    type Target = StageFigures;
+
+    fn deref(&self) -> &StageFigures {
+        &self.figures
+    }
+}
+
+/// One stage occurrence's figures as the workers hand them over.
+pub struct StageFigures {
     ctx: Arc<ReportContext>,
     stage: String,
     index: usize,
@@ -69,7 +88,8 @@ pub struct StageCollector {
 
 impl StageCollector {
     /// A collector for occurrence `cycle` of stage `index`, which started
-    /// (or was scheduled to start) at `start`.
+    /// (or was scheduled to start) at `start`. Its report is written once
+    /// every handle on it is gone.
     pub fn new(
         ctx: Arc<ReportContext>,
         stage: &Stage,
@@ -77,10 +97,28 @@ impl StageCollector {
         cycle: u64,
         start: Instant,
     ) -> Arc<Self> {
+        let figures = Arc::new(StageFigures::new(ctx, stage, index, cycle, start));
+        let (open, closed) = tokio::sync::mpsc::channel(1);
+        figures.ctx.writer.close_when_done(figures.clone(), closed);
+        Arc::new(StageCollector {
+            figures,
+            _open: open,
+        })
+    }
+}
+
+impl StageFigures {
+    fn new(
+        ctx: Arc<ReportContext>,
+        stage: &Stage,
+        index: usize,
+        cycle: u64,
+        start: Instant,
+    ) -> Self {
         let ago = Instant::now().saturating_duration_since(start);
         let wall_start = Utc::now() - chrono::Duration::from_std(ago).unwrap_or_default();
         let warmup = stage.warmup();
-        Arc::new(StageCollector {
+        StageFigures {
             stats: Mutex::new(StageStats::with_steps(
                 &ctx.ops.iter().map(|o| o.steps.len()).collect::<Vec<_>>(),
             )),
@@ -100,7 +138,7 @@ impl StageCollector {
             missed: AtomicU64::new(0),
             limit: stage.limit(),
             workers: Mutex::new(Vec::new()),
-        })
+        }
     }
 
     /// Marks the end of the stage: `at` its scheduled end, or the moment
@@ -185,7 +223,7 @@ impl StageCollector {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         stats.add_missed(self.missed.load(Ordering::Relaxed));
-        let mut r = StageReport::build(&self.ctx.run, &meta, &stats, &self.ctx.ops);
+        let mut r = StageReport::build(self.ctx.writer.run(), &meta, &stats, &self.ctx.ops);
         if let Some(limit) = self.limit {
             let (n, per_worker) = match limit {
                 Limit::Total(n) => (n, false),
@@ -204,104 +242,6 @@ impl StageCollector {
             });
         }
         r
-    }
-}
-
-impl Drop for StageCollector {
-    fn drop(&mut self) {
-        let r = self.report();
-        if r.duration_seconds <= 0.0 && r.operations.ok + r.operations.error == 0 {
-            tracing::info!(workload = %r.workload, stage = %r.stage, "stage ended within its warm-up: no report");
-            return;
-        }
-        emit(&r, self.ctx.run.log.as_ref());
-    }
-}
-
-/// One journal line with the figures as fields, and one run log line.
-fn emit(r: &StageReport, log: Option<&PathBuf>) {
-    let l = &r.latency_ns;
-    let ms = |ns: u64| ns as f64 / 1e6;
-    tracing::info!(
-        run_id = %r.run_id,
-        workload = %r.workload,
-        stage = %r.stage,
-        stage_index = r.stage_index,
-        cycle = r.cycle,
-        partial = r.partial,
-        duration_s = r.duration_seconds,
-        ops_ok = r.operations.ok,
-        ops_error = r.operations.error,
-        ops_per_sec = r.ops_per_sec,
-        ips_75 = r.ips_75,
-        ips_95 = r.ips_95,
-        ips_99 = r.ips_99,
-        p50_ms = ms(l.p50),
-        p95_ms = ms(l.p95),
-        p99_ms = ms(l.p99),
-        p999_ms = ms(l.p999),
-        max_ms = ms(l.max),
-        missed = r.missed,
-        "stage report: {} {}: {} ok, {} errors in {:.1}s, {:.1} ops/s (ips.75/95/99 {}/{}/{}), latency p50 {:.3} ms p99 {:.3} ms p99.9 {:.3} ms max {:.3} ms, {} missed",
-        r.workload, r.stage, r.operations.ok, r.operations.error, r.duration_seconds, r.ops_per_sec,
-        r.ips_75, r.ips_95, r.ips_99, ms(l.p50), ms(l.p99), ms(l.p999), ms(l.max), r.missed,
-    );
-    if let Some(c) = &r.count {
-        let secs: Vec<String> = c
-            .workers
-            .iter()
-            .map(|w| format!("{}:{}/{:.3}s", w.worker, w.operations, w.seconds))
-            .collect();
-        tracing::info!(
-            run_id = %r.run_id,
-            workload = %r.workload,
-            stage = %r.stage,
-            count = c.operations,
-            per_worker = c.per_worker,
-            elapsed_s = r.duration_seconds,
-            workers = %secs.join(" "),
-            "stage report: {} {}: {} operations{} in {:.3}s; worker:operations/time {}",
-            r.workload, r.stage, c.operations, if c.per_worker { " per worker" } else { "" },
-            r.duration_seconds, secs.join(" "),
-        );
-    }
-    // One line per scheduled operation, its steps' figures in one field.
-    for o in &r.ops {
-        let steps: Vec<String> = o
-            .steps
-            .iter()
-            .map(|s| {
-                format!(
-                    "{} {} ok {} errors p99 {:.3} ms",
-                    s.step,
-                    s.requests.ok,
-                    s.requests.error,
-                    ms(s.latency_ns.p99)
-                )
-            })
-            .collect();
-        let l = &o.latency_ns;
-        tracing::info!(
-            run_id = %r.run_id,
-            workload = %r.workload,
-            stage = %r.stage,
-            op = %o.op,
-            ops_ok = o.operations.ok,
-            ops_error = o.operations.error,
-            ops_per_sec = o.ops_per_sec,
-            p50_ms = ms(l.p50),
-            p99_ms = ms(l.p99),
-            max_ms = ms(l.max),
-            steps = %steps.join("; "),
-            "stage report: {} {} op {}: {} ok, {} errors, {:.1} ops/s, latency p50 {:.3} ms p99 {:.3} ms; steps: {}",
-            r.workload, r.stage, o.op, o.operations.ok, o.operations.error, o.ops_per_sec,
-            ms(l.p50), ms(l.p99), steps.join("; "),
-        );
-    }
-    if let Some(path) = log {
-        if let Err(e) = super::append(path, r) {
-            tracing::warn!(workload = %r.workload, stage = %r.stage, "cannot append the stage report to the run log: {e}");
-        }
     }
 }
 
@@ -461,12 +401,16 @@ impl Drop for StageBatch {
 mod tests {
     use super::*;
 
-    fn ctx(log: Option<PathBuf>) -> Arc<ReportContext> {
-        ReportContext::new(
-            Arc::new(RunInfo::new(log)),
-            "w",
-            &[OpSpec::single("insert"), OpSpec::single("find")],
-        )
+    use crate::report::writer::{ReportTask, ReportWriter};
+    use crate::report::RunInfo;
+    use std::path::PathBuf;
+
+    /// A context whose reports go to `log`, and the report task (to run,
+    /// or to drop where only the figures matter).
+    fn ctx(log: Option<PathBuf>) -> (Arc<ReportContext>, ReportTask) {
+        let (writer, task) = ReportWriter::new(RunInfo::new(log));
+        let ops = [OpSpec::single("insert"), OpSpec::single("find")];
+        (ReportContext::new(writer, "w", &ops), task)
     }
 
     #[test]
@@ -476,7 +420,7 @@ mod tests {
             .with_warmup(Duration::from_secs(2))
             .unwrap();
         let start = Instant::now();
-        let c = StageCollector::new(ctx(None), &stage, 3, 1, start);
+        let c = StageCollector::new(ctx(None).0, &stage, 3, 1, start);
         let mut a = StageBatch::new();
         let mut b = StageBatch::new();
         a.follow(Some(&c));
@@ -523,13 +467,15 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_last_holder_writes_the_run_log_line() {
+    #[tokio::test]
+    async fn the_report_task_writes_the_run_log_line_once_the_last_holder_lets_go() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("runs.jsonl");
         let stage = Stage::concurrency("c", 4, Duration::from_secs(5)).unwrap();
         let start = Instant::now();
-        let c = StageCollector::new(ctx(Some(path.clone())), &stage, 0, 0, start);
+        let (ctx, task) = ctx(Some(path.clone()));
+        let task = tokio::spawn(task);
+        let c = StageCollector::new(ctx, &stage, 0, 0, start);
         let mut batch = StageBatch::new();
         batch.follow(Some(&c));
         let stopped = start + Duration::from_secs(3);
@@ -537,8 +483,14 @@ mod tests {
         // Stopped after 3 s: partial.
         c.finish(stopped, true);
         drop(c);
+        tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!path.exists(), "the batch still holds the stage");
         drop(batch);
+        // The task ends once the report is written and no writer is left.
+        tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .expect("the report task ends")
+            .unwrap();
         let lines = crate::report::read(&path).unwrap();
         assert_eq!(lines.len(), 1);
         assert!(lines[0].partial);

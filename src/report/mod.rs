@@ -2,12 +2,13 @@
 //! JSON line written to the run log at every stage end ([`StageReport`],
 //! its schema in `etc/runlog.schema.json`), reading run logs back, and the
 //! tables and comparisons `mongoload report` prints. The engine feeds it
-//! through [`live`].
+//! through [`live`]; the report task ([`writer`]) writes the reports.
 
 pub mod compare;
 pub mod live;
 mod stats;
 pub mod table;
+pub mod writer;
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,191 @@
+//! The report task: writes each stage's report once every operation of
+//! the stage has finished or been abandoned (every holder of its
+//! [`StageCollector`] has let go), as journal lines and one run-log line
+//! per stage. The engines feed it over a channel; the file is appended on
+//! a blocking thread, never on a runtime worker, and nothing is written
+//! from `Drop`. The task ends once every [`ReportWriter`] is gone and every
+//! pending stage is written: the daemon waits for it before it exits.
+//!
+//! [`StageCollector`]: super::live::StageCollector
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use tokio::sync::mpsc;
+
+use super::live::StageFigures;
+use super::{append, RunInfo, StageReport};
+
+/// A stage whose report is due once `open` closes.
+struct Closing {
+    figures: Arc<StageFigures>,
+    open: mpsc::Receiver<()>,
+}
+
+/// Hands finished stages to the report task. Cloning shares the task.
+#[derive(Debug, Clone)]
+pub struct ReportWriter {
+    run: Arc<RunInfo>,
+    tx: mpsc::UnboundedSender<Closing>,
+}
+
+impl std::fmt::Debug for Closing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Closing")
+    }
+}
+
+/// The report task of a run, to be spawned (or dropped, where reports do
+/// not matter).
+pub type ReportTask = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+impl ReportWriter {
+    /// The writer of run `run`'s reports and the task that writes them.
+    pub fn new(run: RunInfo) -> (ReportWriter, ReportTask) {
+        let run = Arc::new(run);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let task = Box::pin(write_reports(run.clone(), rx));
+        (ReportWriter { run, tx }, task)
+    }
+
+    /// The run the reports belong to.
+    pub fn run(&self) -> &Arc<RunInfo> {
+        &self.run
+    }
+
+    /// Reports `figures` once `open` closes (every sender dropped).
+    pub(super) fn close_when_done(&self, figures: Arc<StageFigures>, open: mpsc::Receiver<()>) {
+        // A writer whose task is gone (stopped, or never spawned) drops the
+        // report: nothing else could write it.
+        let _ = self.tx.send(Closing { figures, open });
+    }
+}
+
+/// Writes the reports of stages as they close, in the order they close.
+async fn write_reports(run: Arc<RunInfo>, mut rx: mpsc::UnboundedReceiver<Closing>) {
+    let mut pending = FuturesUnordered::new();
+    let mut open = true;
+    loop {
+        tokio::select! {
+            closing = rx.recv(), if open => match closing {
+                Some(mut c) => pending.push(async move {
+                    // Nothing is ever sent: this returns when every handle is gone.
+                    let _ = c.open.recv().await;
+                    c.figures
+                }),
+                None => open = false,
+            },
+            Some(figures) = pending.next() => write(&run, figures.report()).await,
+            else => return,
+        }
+    }
+}
+
+/// Writes one report: journal lines, then its run-log line if the run has
+/// a log. A stage that ended within its warm-up has nothing to report.
+async fn write(run: &RunInfo, r: StageReport) {
+    if r.duration_seconds <= 0.0 && r.operations.ok + r.operations.error == 0 {
+        tracing::info!(workload = %r.workload, stage = %r.stage, "stage ended within its warm-up: no report");
+        return;
+    }
+    journal(&r);
+    let Some(path) = run.log.clone() else {
+        return;
+    };
+    let (workload, stage) = (r.workload.clone(), r.stage.clone());
+    let written = tokio::task::spawn_blocking(move || append(&path, &r)).await;
+    match written {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            tracing::warn!(workload = %workload, stage = %stage, "cannot append the stage report to the run log: {e}")
+        }
+        Err(e) => {
+            tracing::warn!(workload = %workload, stage = %stage, "the run log write did not finish: {e}")
+        }
+    }
+}
+
+/// The journal lines of a report: the stage, its count-based batches if
+/// any, and one line per scheduled operation with its steps.
+fn journal(r: &StageReport) {
+    let l = &r.latency_ns;
+    let ms = |ns: u64| ns as f64 / 1e6;
+    tracing::info!(
+        run_id = %r.run_id,
+        workload = %r.workload,
+        stage = %r.stage,
+        stage_index = r.stage_index,
+        cycle = r.cycle,
+        partial = r.partial,
+        duration_s = r.duration_seconds,
+        ops_ok = r.operations.ok,
+        ops_error = r.operations.error,
+        ops_per_sec = r.ops_per_sec,
+        ips_75 = r.ips_75,
+        ips_95 = r.ips_95,
+        ips_99 = r.ips_99,
+        p50_ms = ms(l.p50),
+        p95_ms = ms(l.p95),
+        p99_ms = ms(l.p99),
+        p999_ms = ms(l.p999),
+        max_ms = ms(l.max),
+        missed = r.missed,
+        "stage report: {} {}: {} ok, {} errors in {:.1}s, {:.1} ops/s (ips.75/95/99 {}/{}/{}), latency p50 {:.3} ms p99 {:.3} ms p99.9 {:.3} ms max {:.3} ms, {} missed",
+        r.workload, r.stage, r.operations.ok, r.operations.error, r.duration_seconds, r.ops_per_sec,
+        r.ips_75, r.ips_95, r.ips_99, ms(l.p50), ms(l.p99), ms(l.p999), ms(l.max), r.missed,
+    );
+    if let Some(c) = &r.count {
+        let secs: Vec<String> = c
+            .workers
+            .iter()
+            .map(|w| format!("{}:{}/{:.3}s", w.worker, w.operations, w.seconds))
+            .collect();
+        tracing::info!(
+            run_id = %r.run_id,
+            workload = %r.workload,
+            stage = %r.stage,
+            count = c.operations,
+            per_worker = c.per_worker,
+            elapsed_s = r.duration_seconds,
+            workers = %secs.join(" "),
+            "stage report: {} {}: {} operations{} in {:.3}s; worker:operations/time {}",
+            r.workload, r.stage, c.operations, if c.per_worker { " per worker" } else { "" },
+            r.duration_seconds, secs.join(" "),
+        );
+    }
+    // One line per scheduled operation, its steps' figures in one field.
+    for o in &r.ops {
+        let steps: Vec<String> = o
+            .steps
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} {} ok {} errors p99 {:.3} ms",
+                    s.step,
+                    s.requests.ok,
+                    s.requests.error,
+                    ms(s.latency_ns.p99)
+                )
+            })
+            .collect();
+        let l = &o.latency_ns;
+        tracing::info!(
+            run_id = %r.run_id,
+            workload = %r.workload,
+            stage = %r.stage,
+            op = %o.op,
+            ops_ok = o.operations.ok,
+            ops_error = o.operations.error,
+            ops_per_sec = o.ops_per_sec,
+            p50_ms = ms(l.p50),
+            p99_ms = ms(l.p99),
+            max_ms = ms(l.max),
+            steps = %steps.join("; "),
+            "stage report: {} {} op {}: {} ok, {} errors, {:.1} ops/s, latency p50 {:.3} ms p99 {:.3} ms; steps: {}",
+            r.workload, r.stage, o.op, o.operations.ok, o.operations.error, o.ops_per_sec,
+            ms(l.p50), ms(l.p99), steps.join("; "),
+        );
+    }
+}
