@@ -437,15 +437,15 @@ struct SimRef {
 /// Returns (operations completed in the measured window, CPU seconds, the
 /// sorted lateness of the measured sends in µs: the tokio timer alone).
 async fn floor(sim: &SimRef, db: &str, rate: f64, secs: Duration) -> (u64, f64, Vec<u64>) {
-    let client = mongoload::target::connect(
+    let client = mongoload::mongo::connect(
         &sim.uri,
         "floor",
         sim.pool,
-        mongoload::target::Timeouts {
+        mongoload::mongo::Timeouts {
             connect: Duration::from_secs(5),
             server_selection: Duration::from_secs(5),
         },
-        mongoload::target::Handlers::default(),
+        mongoload::mongo::Handlers::default(),
     )
     .await
     .expect("client");
@@ -495,15 +495,15 @@ async fn floor(sim: &SimRef, db: &str, rate: f64, secs: Duration) -> (u64, f64, 
 /// to back, with no metrics and no engine. Returns (operations completed
 /// in the measured window, CPU seconds).
 async fn floor_closed(sim: &SimRef, db: &str, tasks: usize, secs: Duration) -> (u64, f64) {
-    let client = mongoload::target::connect(
+    let client = mongoload::mongo::connect(
         &sim.uri,
         "floor",
         sim.pool,
-        mongoload::target::Timeouts {
+        mongoload::mongo::Timeouts {
             connect: Duration::from_secs(5),
             server_selection: Duration::from_secs(5),
         },
-        mongoload::target::Handlers::default(),
+        mongoload::mongo::Handlers::default(),
     )
     .await
     .expect("client");

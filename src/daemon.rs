@@ -19,11 +19,11 @@ use crate::control::ControlMetrics;
 use crate::error_kind::ErrorKind;
 use crate::http::{self, HttpState};
 use crate::metrics::{Metrics, MetricsError};
+use crate::mongo::{self, Handlers, Timeouts};
 use crate::report::writer::ReportWriter;
 use crate::service;
 use crate::status::{Snapshot, TargetStatus, WorkloadSummary};
 use crate::supervisor::{self, Env, ReloadError, Reloader, Supervisor};
-use crate::target::{self, Handlers, Timeouts};
 
 pub use crate::status::Summary;
 
@@ -239,7 +239,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         connect: config.target.connect_timeout,
         server_selection: config.target.server_selection_timeout,
     };
-    let client = target::connect(
+    let client = mongo::connect(
         uri.expose(),
         &config.target.app_name,
         pool_size,
@@ -516,7 +516,7 @@ async fn ping_loop(
         let failure = tokio::select! {
             r = tokio::time::timeout(PING_INTERVAL * 2, db.run_command(doc! {"ping": 1})) => match r {
                 Ok(Ok(_)) => None,
-                Ok(Err(e)) => Some(target::classify(&e)),
+                Ok(Err(e)) => Some(mongo::classify(&e)),
                 Err(_) => Some(ErrorKind::Timeout),
             },
             _ = stop.cancelled() => return,

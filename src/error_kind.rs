@@ -1,6 +1,6 @@
 //! The classes that operation errors are counted under: the `kind` label of
 //! `mongoload_errors_total`. Classification of driver errors lives in
-//! `target`; this enum is shared by the target, the metrics and reports.
+//! `mongo`; this enum is shared by the deployment layer, the metrics and reports.
 
 use std::fmt;
 

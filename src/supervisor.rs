@@ -31,10 +31,10 @@ use crate::config::{self, Config, ConfigError, WorkloadConfig};
 use crate::control::{Command, ControlMetrics, ControlState};
 use crate::engine::{self, WorkloadRun, WorkloadStatus};
 use crate::metrics::Metrics;
+use crate::mongo::Deployment;
 use crate::schedule::Schedule;
 use crate::service;
 use crate::status::{ControlSnapshot, WorkloadSnapshot, WorkloadsReply};
-use crate::target::Target;
 use crate::workload::Workload;
 
 /// One workload as `/status`, the control socket and the final summary
@@ -389,7 +389,7 @@ impl Supervisor {
         let (schedule, schedule_rx) = watch::channel(built.schedule);
         let run = WorkloadRun {
             name: w.name.clone(),
-            target: Target::new(
+            deployment: Deployment::new(
                 self.env.db.clone(),
                 built.workload.as_ref(),
                 self.config.target.operation_timeout,

@@ -27,7 +27,7 @@ use rand::Rng;
 use crate::config::{self, uri_hosts, uri_user, Config, UriUser};
 use crate::daemon::scrub;
 use crate::error_kind::ErrorKind;
-use crate::target::classify;
+use crate::mongo::classify;
 use report::{
     AuthStatus, Authentication, PrivilegeStep, Privileges, Reachability, Report, Status,
     TargetInfo, Topology, WriteConcernInfo, EXIT_CONFIG,

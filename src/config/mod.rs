@@ -222,7 +222,7 @@ pub struct TargetConfig {
     /// Server selection timeout of the driver.
     #[serde(with = "humantime_serde")]
     pub server_selection_timeout: Duration,
-    /// Per-operation timeout applied by the target layer.
+    /// Per-operation timeout applied by the deployment layer (`mongo`).
     #[serde(with = "humantime_serde")]
     pub operation_timeout: Duration,
 }

@@ -26,10 +26,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::control::ControlState;
 use crate::metrics::{OpMetrics, WorkloadMetrics};
+use crate::mongo::Deployment;
 use crate::report::live::StageCollector;
 use crate::report::writer::ReportWriter;
 use crate::schedule::{Schedule, Stage};
-use crate::target::Target;
 use crate::workload::Workload;
 
 use count::CountProgress;
@@ -51,7 +51,7 @@ pub struct WorkloadRun {
     /// one sends the edited list here; the controller takes it at the next
     /// stage boundary and keeps its position ([`Schedule::carry_position`]).
     pub schedule: watch::Receiver<Schedule>,
-    pub target: Target,
+    pub deployment: Deployment,
     pub metrics: WorkloadMetrics,
     /// Worker tasks: the open-loop bound on operations in flight, or the
     /// highest closed-loop concurrency, whichever is larger.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::{PrepareProgress, WorkloadRun};
-use crate::target::classify;
+use crate::mongo::classify;
 use crate::workload::PrepareStep;
 
 /// Runs the prepare steps, retrying with backoff while they fail (the
@@ -82,7 +82,7 @@ pub(super) async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bo
                 }
             };
             let result = tokio::select! {
-                r = run.target.prepare(step, progress) => r,
+                r = run.deployment.prepare(step, progress) => r,
                 _ = cancel.cancelled() => return false,
             };
             match result {

@@ -15,9 +15,9 @@ use super::count::WorkerCount;
 use super::{Phase, WorkloadRun};
 use crate::error_kind::ErrorKind;
 use crate::metrics::OpMetrics;
+use crate::mongo::classify;
 use crate::report::live::StageBatch;
 use crate::schedule::Mode;
-use crate::target::classify;
 use crate::workload::{Action, Body, Op, OpSource, Request};
 
 /// One worker task of a workload.
@@ -217,8 +217,8 @@ impl Worker {
     ) -> Result<u64, Failed> {
         let sent = Instant::now();
         let outcome = match session {
-            None => self.run.target.execute(action).await,
-            Some(session) => self.run.target.execute_in(action, session).await,
+            None => self.run.deployment.execute(action).await,
+            Some(session) => self.run.deployment.execute_in(action, session).await,
         };
         self.finish_request(op, step, sent, outcome, batch)
     }
@@ -290,16 +290,16 @@ impl Worker {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let mut session =
-                self.run
-                    .target
-                    .start_transaction()
-                    .await
-                    .map_err(|error| Failed {
-                        step: None,
-                        kind: classify(&error),
-                        error,
-                    })?;
+            let mut session = self
+                .run
+                .deployment
+                .start_transaction()
+                .await
+                .map_err(|error| Failed {
+                    step: None,
+                    kind: classify(&error),
+                    error,
+                })?;
             let mut docs = 0;
             let mut failed = None;
             for r in &requests {
@@ -320,7 +320,7 @@ impl Worker {
                 failed = loop {
                     commits += 1;
                     let sent = Instant::now();
-                    let outcome = self.run.target.commit(&mut session).await;
+                    let outcome = self.run.deployment.commit(&mut session).await;
                     match self.finish_request(op, commit_step, sent, outcome.map(|()| 0u64), batch)
                     {
                         Ok(_) => return Ok(docs),
@@ -331,7 +331,7 @@ impl Worker {
                     }
                 };
             } else {
-                self.run.target.abort(&mut session).await;
+                self.run.deployment.abort(&mut session).await;
             }
             let Some(f) = failed else {
                 return Ok(docs);

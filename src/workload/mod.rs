@@ -1,6 +1,6 @@
 //! Workloads as data: each built-in workload says which collections it
 //! uses, how to prepare them, and generates operations ([`Op`]) that the
-//! target layer executes with the driver. Nothing here talks to MongoDB, so
+//! deployment layer ([`crate::mongo`]) executes with the driver. Nothing here talks to MongoDB, so
 //! the operation mix and the documents are tested on plain values.
 //!
 //! One folder per kind (`mixed/`, `sysbench/`, …): its parameters
@@ -281,7 +281,7 @@ impl PrepareStep {
     }
 }
 
-/// One step of a workload's prepare phase, run in order by the target
+/// One step of a workload's prepare, run in order by the deployment
 /// layer before the first stage. Every step is idempotent, so a prepare
 /// interrupted halfway can be run again.
 #[derive(Clone)]

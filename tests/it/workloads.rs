@@ -24,10 +24,10 @@ use mongoload::config::{
     NameNumMode, SecretUri, StageConfig, SysbenchConfig, WorkloadConfig, YcsbConfig, YcsbLetter,
 };
 use mongoload::daemon;
+use mongoload::mongo::Deployment;
 use mongoload::report::{self, StageReport};
 use mongoload::schedule::Stage;
 use mongoload::sim::{self, SimConfig, SimHandle};
-use mongoload::target::Target;
 use mongoload::workload::sysbench::{self, sum_pipeline};
 use mongoload::workload::{self, Action, Workload};
 
@@ -99,7 +99,7 @@ fn ops_total(page: &str, workload: &str, op: &str) -> u64 {
 
 /// Runs a workload's prepare steps through the target layer.
 async fn prepare(db: &Database, w: &dyn Workload) {
-    let target = Target::new(db.clone(), w, Duration::from_secs(30));
+    let target = Deployment::new(db.clone(), w, Duration::from_secs(30));
     for step in w.prepare() {
         target
             .prepare(&step, |_, _| {})

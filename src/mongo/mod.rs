@@ -1,4 +1,5 @@
-//! The MongoDB side: building the driver client from the config, running
+//! The deployment (the MongoDB side; `[target]` in the config): building
+//! the driver client from the config, running
 //! a workload's prepare steps, executing requests (single driver calls,
 //! optionally in a session's transaction), and classifying errors.
 //! Everything here goes through the official driver and needs only
@@ -23,7 +24,7 @@ pub use errors::classify;
 /// A workload's view of the deployment: its database and collection handles,
 /// resolved once so the hot path does no name lookups.
 #[derive(Clone)]
-pub struct Target {
+pub struct Deployment {
     db: Database,
     collections: Arc<[Collection<Document>]>,
     operation_timeout: Duration,
@@ -32,14 +33,14 @@ pub struct Target {
 /// What a request returned: documents written or returned.
 pub type Outcome = Result<u64, mongodb::error::Error>;
 
-impl Target {
+impl Deployment {
     pub fn new(db: Database, workload: &dyn Workload, operation_timeout: Duration) -> Self {
         let collections = workload
             .collections()
             .iter()
             .map(|name| db.collection::<Document>(name))
             .collect();
-        Target {
+        Deployment {
             db,
             collections,
             operation_timeout,
