@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::count::CountProgress;
-use super::{ActiveStage, Phase, StageLabel, StageState, WorkloadRun, TICKETS_CLOSED};
+use super::{ActiveStage, Published, StageLabel, StageState, WorkloadRun, TICKETS_CLOSED};
 use crate::control::{effective_stage, ControlState};
 use crate::report::live::{ReportContext, StageCollector};
 use crate::schedule::{Mode, Stage};
@@ -50,7 +50,7 @@ pub mod fault {
 /// from now on.
 pub(super) async fn drive(
     run: &WorkloadRun,
-    phase: &watch::Sender<Phase>,
+    stage: &watch::Sender<Published>,
     cancel: &CancellationToken,
 ) {
     let mut t0 = Instant::now();
@@ -101,7 +101,7 @@ pub(super) async fn drive(
             .and_then(|s| effective_stage(s, &ctl).or_else(|| Some(s.clone())))
             .and_then(|s| CountProgress::new(&s));
         let mut active = publish(
-            phase,
+            stage,
             scheduled,
             &ctl,
             (start, false),
@@ -150,7 +150,7 @@ pub(super) async fn drive(
                             settle(run, a, Instant::now());
                         }
                         active = publish(
-                            phase,
+                            stage,
                             scheduled,
                             &new,
                             (start, true),
@@ -191,7 +191,7 @@ const IDLE_STAGE: &str = "idle";
 /// the stage is re-published mid-way, so tickets due before now are
 /// skipped (they belonged to a pause or another level).
 fn publish(
-    phase: &watch::Sender<Phase>,
+    to: &watch::Sender<Published>,
     scheduled: Option<&Stage>,
     control: &ControlState,
     (start, rebase): (Instant, bool),
@@ -200,7 +200,7 @@ fn publish(
 ) -> Option<Arc<ActiveStage>> {
     let (Some(stage), Some(report)) = (scheduled.and_then(|s| effective_stage(s, control)), report)
     else {
-        let _ = phase.send(Phase::Idle);
+        let _ = to.send(Published::Idle);
         return None;
     };
     let first = if rebase {
@@ -215,7 +215,7 @@ fn publish(
         count: count.cloned(),
         report: report.clone(),
     });
-    let _ = phase.send(Phase::Stage(active.clone()));
+    let _ = to.send(Published::Stage(active.clone()));
     Some(active)
 }
 

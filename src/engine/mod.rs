@@ -71,7 +71,7 @@ pub struct WorkloadRun {
 
 /// What the workers are told to do; replaced at every stage change.
 #[derive(Clone)]
-enum Phase {
+enum Published {
     /// Nothing to do yet, or between stages.
     Idle,
     Stage(Arc<ActiveStage>),
@@ -109,7 +109,7 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
         return;
     }
 
-    let (phase_tx, phase_rx) = watch::channel(Phase::Idle);
+    let (stage_tx, stage_rx) = watch::channel(Published::Idle);
     // Cancelled once the controller is done (or with the run).
     let workers_stop = cancel.child_token();
     let mut workers = JoinSet::new();
@@ -119,17 +119,17 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
             id: id as u32,
             run: run.clone(),
             ops: op_metrics.clone(),
-            phase: phase_rx.clone(),
+            stage: stage_rx.clone(),
             stop: workers_stop.clone(),
         };
         workers.spawn(worker.run());
     }
 
-    controller::drive(&run, &phase_tx, &cancel).await;
+    controller::drive(&run, &stage_tx, &cancel).await;
     // Draining has its own deadline (grace); no ticks to watch.
     run.status.heartbeat.clear();
 
-    let _ = phase_tx.send(Phase::Done);
+    let _ = stage_tx.send(Published::Done);
     workers_stop.cancel();
     let drained = tokio::time::timeout(grace, async {
         while workers.join_next().await.is_some() {}

@@ -42,7 +42,7 @@ pub struct PrepareProgress {
 
 /// When a workload's controller last ticked (it ticks at least once a
 /// second while a stage runs), or "not watched" while the workload
-/// prepares, drains or has stopped: those phases have no tick to miss.
+/// prepares, drains or has stopped: those states have no tick to miss.
 #[derive(Debug, Default)]
 pub struct Heartbeat {
     /// Microseconds since [`heartbeat_origin`] plus one; 0 = not watched.

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::count::WorkerCount;
-use super::{Phase, WorkloadRun};
+use super::{Published, WorkloadRun};
 use crate::error_kind::ErrorKind;
 use crate::metrics::OpMetrics;
 use crate::mongo::classify;
@@ -27,7 +27,7 @@ pub(super) struct Worker {
     /// The operations' metric handles, resolved once.
     pub(super) ops: Arc<[OpMetrics]>,
     /// What to do: the published stage.
-    pub(super) phase: watch::Receiver<Phase>,
+    pub(super) stage: watch::Receiver<Published>,
     pub(super) stop: CancellationToken,
 }
 
@@ -44,20 +44,20 @@ impl Worker {
             if self.stop.is_cancelled() {
                 return;
             }
-            let phase = self.phase.borrow_and_update().clone();
-            batch.follow(match &phase {
-                Phase::Stage(active) => Some(&active.report),
+            let published = self.stage.borrow_and_update().clone();
+            batch.follow(match &published {
+                Published::Stage(active) => Some(&active.report),
                 _ => None,
             });
-            let active = match phase {
-                Phase::Done => return,
-                Phase::Idle => {
+            let active = match published {
+                Published::Done => return,
+                Published::Idle => {
                     if !self.wait_change().await {
                         return;
                     }
                     continue;
                 }
-                Phase::Stage(active) => active,
+                Published::Stage(active) => active,
             };
             if !count.claim(&active) {
                 // The count is reached: nothing more to send in this stage.
@@ -83,15 +83,15 @@ impl Worker {
                     // claimed, so it is not counted missed); only tickets
                     // still in the future are dropped on stop.
                     tokio::select! {
-                        // A ticket already due is sent even if the phase
+                        // A ticket already due is sent even if the stage
                         // changed meanwhile: it was claimed, so dropping it
                         // would lose it from the missed count.
                         biased;
                         _ = tokio::time::sleep_until(intended) => {}
                         // Re-published (control change, next stage): this
-                        // ticket is not due yet and the new phase has its
+                        // ticket is not due yet and the new stage has its
                         // own, so drop it rather than send a burst.
-                        changed = self.phase.changed() => {
+                        changed = self.stage.changed() => {
                             count.unclaim();
                             if changed.is_err() {
                                 return;
@@ -123,13 +123,13 @@ impl Worker {
                         // Not needed at this level; look again when the
                         // stage changes or, for ramps, a little later.
                         tokio::select! {
-                            changed = self.phase.changed() => if changed.is_err() { return },
+                            changed = self.stage.changed() => if changed.is_err() { return },
                             _ = tokio::time::sleep(Duration::from_millis(100)) => {}
                             _ = self.stop.cancelled() => return,
                         }
                         continue;
                     }
-                    if self.phase.has_changed().unwrap_or(true) {
+                    if self.stage.has_changed().unwrap_or(true) {
                         count.unclaim();
                         continue;
                     }
@@ -142,10 +142,10 @@ impl Worker {
         }
     }
 
-    /// Waits for the next phase; false when the run is over.
+    /// Waits for the next publication; false when the run is over.
     async fn wait_change(&mut self) -> bool {
         tokio::select! {
-            changed = self.phase.changed() => changed.is_ok(),
+            changed = self.stage.changed() => changed.is_ok(),
             _ = self.stop.cancelled() => false,
         }
     }

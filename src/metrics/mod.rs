@@ -80,7 +80,7 @@ pub struct Metrics {
     /// The current stage of each workload name, shared by every
     /// `WorkloadMetrics` of that name, so after a reload the new handle
     /// removes the series the old one set.
-    phase_stages: Mutex<BTreeMap<String, Arc<Mutex<Option<String>>>>>,
+    current_stages: Mutex<BTreeMap<String, Arc<Mutex<Option<String>>>>>,
 }
 
 /// The labelled families behind [`WorkloadMetrics`].
@@ -97,7 +97,7 @@ pub(crate) struct Vecs {
     pub(crate) schedule_lag: GaugeVec,
     pub(crate) send_lateness: HistogramVec,
     pub(crate) missed: IntCounterVec,
-    pub(crate) phase_info: IntGaugeVec,
+    pub(crate) stage_info: IntGaugeVec,
     pub(crate) prepare_progress: GaugeVec,
     pub(crate) requests: IntCounterVec,
     pub(crate) request_duration: HistogramVec,
@@ -158,7 +158,7 @@ impl Metrics {
             vecs,
             driver,
             windows,
-            phase_stages: Mutex::new(BTreeMap::new()),
+            current_stages: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -179,7 +179,7 @@ impl Metrics {
     /// [`ErrorKind`](crate::error_kind::ErrorKind) so they are exported at 0.
     pub fn workload(&self, name: &str, ops: &[OpSpec]) -> WorkloadMetrics {
         let stage = Arc::clone(
-            self.phase_stages
+            self.current_stages
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .entry(name.to_owned())
@@ -341,7 +341,7 @@ impl Vecs {
                 ),
                 wl,
             )?,
-            phase_info: IntGaugeVec::new(
+            stage_info: IntGaugeVec::new(
                 Opts::new(
                     "mongoload_phase_info",
                     "1 for the stage a workload is running now.",
@@ -414,7 +414,7 @@ impl Vecs {
         registry.register(Box::new(self.schedule_lag.clone()))?;
         registry.register(Box::new(self.send_lateness.clone()))?;
         registry.register(Box::new(self.missed.clone()))?;
-        registry.register(Box::new(self.phase_info.clone()))?;
+        registry.register(Box::new(self.stage_info.clone()))?;
         registry.register(Box::new(self.prepare_progress.clone()))?;
         registry.register(Box::new(self.requests.clone()))?;
         registry.register(Box::new(self.request_duration.clone()))?;

@@ -228,7 +228,7 @@ fn gauges_and_build_info() {
 }
 
 #[test]
-fn phase_info_names_one_stage_at_a_time() {
+fn stage_info_names_one_stage_at_a_time() {
     let m = Metrics::new().unwrap();
     let w = m.workload("w", &OpSpec::singles(&["find"]));
     let other = m.workload("v", &OpSpec::singles(&["find"]));

@@ -34,7 +34,7 @@ pub struct WorkloadMetrics {
     pub prepare_progress: Gauge,
     /// `mongoload_prepare_steps_total` and `mongoload_prepare_errors_total`.
     pub prepare: PrepareMetrics,
-    phase_info: IntGaugeVec,
+    stage_info: IntGaugeVec,
     /// The stage whose `mongoload_phase_info` series is 1; shared by every
     /// handle of this workload name so a reload removes the right series.
     stage: Arc<Mutex<Option<String>>>,
@@ -66,7 +66,7 @@ impl WorkloadMetrics {
                         .with_label_values(&[name, kind.as_str()])
                 }),
             },
-            phase_info: vecs.phase_info.clone(),
+            stage_info: vecs.stage_info.clone(),
             stage,
             ops,
         }
@@ -97,11 +97,11 @@ impl WorkloadMetrics {
             if previous != stage {
                 // NotFound only if someone removed it behind our back: nothing to do.
                 let _ = self
-                    .phase_info
+                    .stage_info
                     .remove_label_values(&[&*self.name, previous]);
             }
         }
-        self.phase_info
+        self.stage_info
             .with_label_values(&[&*self.name, stage])
             .set(1);
         *current = Some(stage.to_owned());
@@ -113,7 +113,7 @@ impl WorkloadMetrics {
         let mut current = self.stage.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(previous) = current.take() {
             let _ = self
-                .phase_info
+                .stage_info
                 .remove_label_values(&[&*self.name, previous.as_str()]);
         }
     }

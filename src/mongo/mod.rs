@@ -1,7 +1,7 @@
 //! The deployment (the MongoDB side; `[target]` in the config): building
-//! the driver client from the config, running
-//! a workload's prepare steps, executing requests (single driver calls,
-//! optionally in a session's transaction), and classifying errors.
+//! the driver client from the config, running a workload's prepare steps,
+//! executing requests (single driver calls, optionally in a session's
+//! transaction), and classifying errors.
 //! Everything here goes through the official driver and needs only
 //! `readWrite` on the configured database. Operations of several requests
 //! are the engine's business: this layer never sees one.
