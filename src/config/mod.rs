@@ -222,7 +222,8 @@ pub struct TargetConfig {
     /// Server selection timeout of the driver.
     #[serde(with = "humantime_serde")]
     pub server_selection_timeout: Duration,
-    /// Per-operation timeout applied by the deployment layer (`mongo`).
+    /// The deadline of one operation, all its requests together (the
+    /// engine bounds each operation with one timer).
     #[serde(with = "humantime_serde")]
     pub operation_timeout: Duration,
 }

@@ -257,6 +257,20 @@ fn log_stage(run: &WorkloadRun, index: Option<usize>, stage: Option<&Stage>, dur
     tracing::info!(workload = %run.name, stage = %stage.map_or(IDLE_STAGE, |s| s.name()), "{what}");
 }
 
+/// Open loop: how far the oldest operation not yet sent is behind its
+/// intended start at `now` (0 while the workers keep up, and in closed
+/// loop). Measured once a controller tick for the whole workload, where a
+/// gauge set by every send would show only the last worker's.
+fn schedule_lag(active: &ActiveStage, now: Instant) -> Duration {
+    let next = active.next_ticket.load(Ordering::Relaxed);
+    active
+        .stage
+        .intended_offset(next)
+        .map_or(Duration::ZERO, |offset| {
+            now.saturating_duration_since(active.start + offset)
+        })
+}
+
 fn update_targets(
     run: &WorkloadRun,
     index: Option<usize>,
@@ -278,6 +292,8 @@ fn update_targets(
     };
     run.metrics.target_rate.set(rate);
     run.metrics.target_concurrency.set(i64::from(concurrency));
+    let lag = active.map_or(Duration::ZERO, |a| schedule_lag(a, Instant::now()));
+    run.metrics.schedule_lag_seconds.set(lag.as_secs_f64());
     let state = if control.paused {
         StageState::Paused
     } else if active.is_none() {
@@ -292,4 +308,33 @@ fn update_targets(
         concurrency,
         state,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::writer::ReportWriter;
+    use crate::report::RunInfo;
+    use crate::workload::OpSpec;
+
+    #[test]
+    fn the_lag_is_the_age_of_the_oldest_operation_not_yet_sent() {
+        let stage = Stage::rate("r", 100.0, Duration::from_secs(10)).unwrap();
+        let start = Instant::now();
+        let (writer, _task) = ReportWriter::new(RunInfo::new(None));
+        let ctx = ReportContext::new(writer, "w", &[OpSpec::single("find")]);
+        let active = ActiveStage {
+            report: StageCollector::new(ctx, &stage, 0, 0, start),
+            stage,
+            start,
+            // Tickets 0..50 claimed: ticket 50 is due at 0.5 s.
+            next_ticket: AtomicU64::new(50),
+            count: None,
+        };
+        let at = |ms| start + Duration::from_millis(ms);
+        assert_eq!(schedule_lag(&active, at(2000)), Duration::from_millis(1500));
+        assert_eq!(schedule_lag(&active, at(200)), Duration::ZERO, "ahead");
+        active.next_ticket.store(TICKETS_CLOSED, Ordering::Relaxed);
+        assert_eq!(schedule_lag(&active, at(20_000)), Duration::ZERO, "ended");
+    }
 }

@@ -143,6 +143,7 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
         while workers.join_next().await.is_some() {}
     }
     run.metrics.inflight.set(0);
+    run.metrics.schedule_lag_seconds.set(0.0);
     run.metrics.clear_stage();
     run.status.set_stage(StageLabel {
         state: StageState::Stopped,

@@ -40,30 +40,43 @@ impl Worker {
         let mut errors = ErrorLog::default();
         let mut batch = StageBatch::for_worker(self.id);
         let mut count = WorkerCount::default();
+        // The stage this worker follows, taken from the channel only when
+        // the controller publishes: one version check per operation, no
+        // lock and no shared reference count on the hot path.
+        let mut published = Published::Idle;
+        // Set after every wait on the channel (which marks what it saw as
+        // seen): take the publication again.
+        let mut stale = true;
         loop {
             if self.stop.is_cancelled() {
                 return;
             }
-            let published = self.stage.borrow_and_update().clone();
-            batch.follow(match &published {
-                Published::Stage(active) => Some(&active.report),
-                _ => None,
-            });
-            let active = match published {
+            // A closed channel (the controller is gone) still holds its
+            // last publication: Done.
+            if std::mem::take(&mut stale) || self.stage.has_changed().unwrap_or(true) {
+                published = self.stage.borrow_and_update().clone();
+                batch.follow(match &published {
+                    Published::Stage(active) => Some(&active.report),
+                    _ => None,
+                });
+            }
+            let active = match &published {
                 Published::Done => return,
                 Published::Idle => {
                     if !self.wait_change().await {
                         return;
                     }
+                    stale = true;
                     continue;
                 }
                 Published::Stage(active) => active,
             };
-            if !count.claim(&active) {
+            if !count.claim(active) {
                 // The count is reached: nothing more to send in this stage.
                 if !self.wait_change().await {
                     return;
                 }
+                stale = true;
                 continue;
             }
             match active.stage.mode() {
@@ -75,6 +88,7 @@ impl Worker {
                         if !self.wait_change().await {
                             return;
                         }
+                        stale = true;
                         continue;
                     };
                     let intended = active.start + offset;
@@ -96,12 +110,14 @@ impl Worker {
                             if changed.is_err() {
                                 return;
                             }
+                            stale = true;
                             continue;
                         }
                         _ = self.stop.cancelled() => return,
                     }
+                    // The lag gauge is the controller's (once a tick); the
+                    // lateness of every send is a histogram.
                     let lag = Instant::now().saturating_duration_since(intended);
-                    self.run.metrics.schedule_lag_seconds.set(lag.as_secs_f64());
                     self.run.metrics.send_lateness.observe(lag.as_secs_f64());
                     if lag > self.run.max_lag {
                         self.run.metrics.missed_operations.inc();
@@ -120,11 +136,21 @@ impl Worker {
                     let elapsed = Instant::now().saturating_duration_since(active.start);
                     if self.id >= active.stage.concurrency_at(elapsed) {
                         count.unclaim();
-                        // Not needed at this level; look again when the
-                        // stage changes or, for ramps, a little later.
+                        // Not needed at this level: sleep until the level
+                        // reaches this worker (a ramp, a step), or park
+                        // until the stage is published again.
+                        let wake = active
+                            .stage
+                            .worker_needed_at(self.id, elapsed)
+                            .map(|t| active.start + t);
                         tokio::select! {
-                            changed = self.stage.changed() => if changed.is_err() { return },
-                            _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                            changed = self.stage.changed() => {
+                                if changed.is_err() {
+                                    return;
+                                }
+                                stale = true;
+                            }
+                            _ = sleep_until_some(wake) => {}
                             _ = self.stop.cancelled() => return,
                         }
                         continue;
@@ -165,14 +191,22 @@ impl Worker {
         let metrics = &self.ops[op];
         self.run.metrics.inflight.inc();
         let sent = Instant::now();
+        // One timer for the whole operation, however many requests it makes.
+        let deadline = tokio::time::sleep(self.run.deployment.operation_timeout());
+        tokio::pin!(deadline);
+        let mut at = OpAt {
+            op,
+            from,
+            deadline: deadline.as_mut(),
+        };
         let outcome = match body {
-            Body::One(action) => self.request((op, from), 0, action, None, batch).await,
-            Body::Steps(requests) => self.steps((op, from), requests, batch).await,
+            Body::One(action) => self.request(&mut at, 0, action, None, batch).await,
+            Body::Steps(requests) => self.steps(&mut at, requests, batch).await,
             Body::Transaction {
                 requests,
                 commit_step,
             } => {
-                self.transaction((op, from), requests, commit_step, batch)
+                self.transaction(&mut at, requests, commit_step, batch)
                     .await
             }
         };
@@ -204,29 +238,34 @@ impl Worker {
         }
     }
 
-    /// Sends one request of step `step` of operation `op` intended to start
-    /// at `from` (in `session`'s transaction if given) and records it under
-    /// its step. Returns the documents that count as the operation's.
+    /// Sends one request of step `step` of the operation `at` (in
+    /// `session`'s transaction if given) and records it under its step; a
+    /// request still running at the operation's deadline fails with a
+    /// timeout. Returns the documents that count as the operation's.
     async fn request(
         &self,
-        op: OpAt,
+        at: &mut OpAt<'_>,
         step: usize,
         action: Action,
         session: Option<&mut mongodb::ClientSession>,
         batch: &mut StageBatch,
     ) -> Result<u64, Failed> {
         let sent = Instant::now();
-        let outcome = match session {
-            None => self.run.deployment.execute(action).await,
-            Some(session) => self.run.deployment.execute_in(action, session).await,
+        let call = async {
+            match session {
+                None => self.run.deployment.execute(action).await,
+                Some(session) => self.run.deployment.execute_in(action, session).await,
+            }
         };
-        self.finish_request(op, step, sent, outcome, batch)
+        let outcome = at.bounded(call).await;
+        self.finish_request(at, step, sent, outcome, batch)
     }
 
-    /// Records a request sent at `sent` that just returned `outcome`.
+    /// Records a request of step `step` of the operation `at`, sent at
+    /// `sent`, that just returned `outcome`.
     fn finish_request(
         &self,
-        (op, from): OpAt,
+        at: &OpAt<'_>,
         step: usize,
         sent: Instant,
         outcome: Result<u64, mongodb::error::Error>,
@@ -238,7 +277,7 @@ impl Worker {
             kind: classify(&error),
             error,
         });
-        let counted = match self.ops[op].step(step) {
+        let counted = match self.ops[at.op].step(step) {
             Some(m) => {
                 m.record(
                     done.saturating_duration_since(sent),
@@ -249,9 +288,9 @@ impl Worker {
             None => true,
         };
         batch.record_request(
-            op,
+            at.op,
             step,
-            from,
+            at.from,
             sent,
             done,
             result.as_ref().map(|_| ()).map_err(|f| f.kind),
@@ -262,13 +301,13 @@ impl Worker {
     /// Runs an operation's requests in order; the first failure ends it.
     async fn steps(
         &self,
-        op: OpAt,
+        at: &mut OpAt<'_>,
         requests: Vec<Request>,
         batch: &mut StageBatch,
     ) -> Result<u64, Failed> {
         let mut docs = 0;
         for r in requests {
-            docs += self.request(op, r.step, r.action, None, batch).await?;
+            docs += self.request(at, r.step, r.action, None, batch).await?;
         }
         Ok(docs)
     }
@@ -280,7 +319,7 @@ impl Worker {
     /// requests are counted, the operation once.
     async fn transaction(
         &self,
-        op: OpAt,
+        at: &mut OpAt<'_>,
         requests: Vec<Request>,
         commit_step: usize,
         batch: &mut StageBatch,
@@ -290,10 +329,8 @@ impl Worker {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let mut session = self
-                .run
-                .deployment
-                .start_transaction()
+            let mut session = at
+                .bounded(self.run.deployment.start_transaction())
                 .await
                 .map_err(|error| Failed {
                     step: None,
@@ -305,7 +342,7 @@ impl Worker {
             for r in &requests {
                 let action = r.action.clone();
                 match self
-                    .request(op, r.step, action, Some(&mut session), batch)
+                    .request(at, r.step, action, Some(&mut session), batch)
                     .await
                 {
                     Ok(n) => docs += n,
@@ -320,8 +357,8 @@ impl Worker {
                 failed = loop {
                     commits += 1;
                     let sent = Instant::now();
-                    let outcome = self.run.deployment.commit(&mut session).await;
-                    match self.finish_request(op, commit_step, sent, outcome.map(|()| 0u64), batch)
+                    let outcome = at.bounded(self.run.deployment.commit(&mut session)).await;
+                    match self.finish_request(at, commit_step, sent, outcome.map(|()| 0u64), batch)
                     {
                         Ok(_) => return Ok(docs),
                         Err(f)
@@ -343,8 +380,40 @@ impl Worker {
     }
 }
 
-/// An operation in flight: its index and intended start.
-type OpAt = (usize, Instant);
+/// An operation in flight: its index, its intended start, and the deadline
+/// of the whole operation (one timer, however many requests it makes).
+struct OpAt<'d> {
+    op: usize,
+    from: Instant,
+    deadline: std::pin::Pin<&'d mut tokio::time::Sleep>,
+}
+
+impl OpAt<'_> {
+    /// Runs `call` until the operation's deadline; running out of time is
+    /// an I/O `TimedOut` error (classified `timeout`). The driver can wait
+    /// forever on a connection checkout (seen with a pool whose every
+    /// handshake fails authentication), so no request goes unbounded.
+    async fn bounded<T>(
+        &mut self,
+        call: impl std::future::Future<Output = Result<T, mongodb::error::Error>>,
+    ) -> Result<T, mongodb::error::Error> {
+        tokio::select! {
+            biased;
+            outcome = call => outcome,
+            () = self.deadline.as_mut() => {
+                Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into())
+            }
+        }
+    }
+}
+
+/// Sleeps until `at`, or forever without one.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
 
 /// Why an operation failed: the request (step) that failed, its error and
 /// error class. `step` is `None` when no request could be sent (a

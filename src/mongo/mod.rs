@@ -12,8 +12,7 @@ use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::TryStreamExt;
-use mongodb::bson::{doc, Bson, Document};
+use mongodb::bson::{doc, Bson, Document, RawDocumentBuf};
 use mongodb::options::{ClientOptions, IndexOptions};
 use mongodb::{Client, ClientSession, Collection, Database, IndexModel};
 
@@ -27,6 +26,9 @@ pub use errors::classify;
 pub struct Deployment {
     db: Database,
     collections: Arc<[Collection<Document>]>,
+    /// The same collections for reads that only count what comes back:
+    /// a reply document is kept as its bytes, never decoded.
+    raw: Arc<[Collection<RawDocumentBuf>]>,
     operation_timeout: Duration,
 }
 
@@ -35,14 +37,11 @@ pub type Outcome = Result<u64, mongodb::error::Error>;
 
 impl Deployment {
     pub fn new(db: Database, workload: &dyn Workload, operation_timeout: Duration) -> Self {
-        let collections = workload
-            .collections()
-            .iter()
-            .map(|name| db.collection::<Document>(name))
-            .collect();
+        let names = workload.collections();
         Deployment {
+            collections: names.iter().map(|n| db.collection(n)).collect(),
+            raw: names.iter().map(|n| db.collection(n)).collect(),
             db,
-            collections,
             operation_timeout,
         }
     }
@@ -51,36 +50,37 @@ impl Deployment {
         &self.db
     }
 
-    /// Executes one request, bounded by the operation timeout. A timeout
-    /// is reported as an I/O `TimedOut` error so it is classified `timeout`.
-    /// Takes the action by value: its documents move into the driver call
-    /// instead of being cloned on every request.
-    pub async fn execute(&self, action: Action) -> Outcome {
-        self.bounded(self.execute_unbounded(action, None)).await
+    /// How long one operation (all its requests) may take: the engine
+    /// bounds each operation with one timer.
+    pub fn operation_timeout(&self) -> Duration {
+        self.operation_timeout
     }
 
-    /// Executes one request inside `session`'s transaction, bounded by the
-    /// operation timeout.
+    /// Executes one request. Not bounded here: the engine runs every
+    /// request of an operation under the operation's deadline. Takes the
+    /// action by value: its documents move into the driver call instead of
+    /// being cloned on every request.
+    pub async fn execute(&self, action: Action) -> Outcome {
+        self.execute_unbounded(action, None).await
+    }
+
+    /// Executes one request inside `session`'s transaction (not bounded
+    /// here either).
     pub async fn execute_in(&self, action: Action, session: &mut ClientSession) -> Outcome {
-        self.bounded(self.execute_unbounded(action, Some(session)))
-            .await
+        self.execute_unbounded(action, Some(session)).await
     }
 
     /// A session with a transaction started (the first request sends
-    /// `startTransaction`).
+    /// `startTransaction`); not bounded here.
     pub async fn start_transaction(&self) -> Result<ClientSession, mongodb::error::Error> {
-        self.bounded(async {
-            let mut session = self.db.client().start_session().await?;
-            session.start_transaction().await?;
-            Ok(session)
-        })
-        .await
+        let mut session = self.db.client().start_session().await?;
+        session.start_transaction().await?;
+        Ok(session)
     }
 
-    /// Commits `session`'s transaction.
+    /// Commits `session`'s transaction; not bounded here.
     pub async fn commit(&self, session: &mut ClientSession) -> Result<(), mongodb::error::Error> {
-        self.bounded(session.commit_transaction().into_future())
-            .await
+        session.commit_transaction().await
     }
 
     /// Aborts `session`'s transaction (errors ignored: the server aborts an
@@ -91,10 +91,11 @@ impl Deployment {
             .await;
     }
 
-    /// Runs one driver call under the operation timeout; running out of
-    /// time is an I/O `TimedOut` error (classified `timeout`). The driver
-    /// can wait forever on a connection checkout (seen with a pool whose
-    /// every handshake fails authentication), so no call goes unbounded.
+    /// Runs one call of the prepare steps (or an abort) under the
+    /// operation timeout; running out of time is an I/O `TimedOut` error
+    /// (classified `timeout`). The driver can wait forever on a connection
+    /// checkout (seen with a pool whose every handshake fails
+    /// authentication), so no call goes unbounded.
     async fn bounded<T>(
         &self,
         call: impl std::future::Future<Output = Result<T, mongodb::error::Error>>,
@@ -130,7 +131,8 @@ impl Deployment {
                 Ok(r.inserted_ids.len() as u64)
             }
             Action::FindOne { collection, filter } => {
-                Ok(in_session!(c[collection].find_one(filter))?.map_or(0, |_| 1))
+                let raw = &self.raw[collection];
+                Ok(in_session!(raw.find_one(filter))?.map_or(0, |_| 1))
             }
             Action::Find {
                 collection,
@@ -187,11 +189,16 @@ impl Deployment {
                 collection,
                 pipeline,
             } => {
+                // Counted as they come, never decoded.
                 let agg = c[collection].aggregate(pipeline);
                 let n = match session {
                     None => {
-                        let docs: Vec<Document> = agg.await?.try_collect().await?;
-                        docs.len() as u64
+                        let mut cursor = agg.await?;
+                        let mut n = 0;
+                        while cursor.advance().await? {
+                            n += 1;
+                        }
+                        n
                     }
                     Some(session) => {
                         let mut cursor = agg.session(&mut *session).await?;

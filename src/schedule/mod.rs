@@ -339,6 +339,50 @@ impl Stage {
         }
     }
 
+    /// Closed loop: the earliest time into the stage, from `elapsed` on,
+    /// at which worker `id` (0-based) is within the level, i.e.
+    /// `concurrency_at(t) > id`; `None` when it is not again in this stage
+    /// (a hold below it, a falling ramp, open loop). An idle worker sleeps
+    /// until then instead of looking again and again.
+    pub fn worker_needed_at(&self, id: u32, elapsed: Duration) -> Option<Duration> {
+        if self.mode != Mode::Concurrency {
+            return None;
+        }
+        let needed = |t: Duration| self.concurrency_at(t) > id;
+        if needed(elapsed) {
+            return Some(elapsed);
+        }
+        let end = self.duration;
+        match &self.shape {
+            Shape::Hold(_) => None,
+            // The first later step whose level reaches the worker.
+            Shape::Steps { each, .. } => {
+                let from = elapsed.as_nanos() / each.as_nanos() + 1;
+                (from..)
+                    .map(|j| nanos_to_duration(j * each.as_nanos()))
+                    .take_while(|t| *t < end)
+                    .find(|t| needed(*t))
+            }
+            // The level only changes one way: the first nanosecond that
+            // needs the worker, by bisection (exact, whatever the rounding).
+            Shape::Ramp { .. } => {
+                if !needed(end) {
+                    return None;
+                }
+                let (mut lo, mut hi) = (elapsed.as_nanos(), end.as_nanos());
+                while hi - lo > 1 {
+                    let mid = lo + (hi - lo) / 2;
+                    if needed(nanos_to_duration(mid)) {
+                        hi = mid;
+                    } else {
+                        lo = mid;
+                    }
+                }
+                Some(nanos_to_duration(hi))
+            }
+        }
+    }
+
     /// The load at `elapsed` into the stage.
     pub fn load_at(&self, elapsed: Duration) -> Load {
         match self.mode {

@@ -420,3 +420,57 @@ fn occurrence_of_stages_and_windows() {
     assert_eq!((st.name(), st.rate_at(Duration::ZERO)), ("quiet", 300.0));
     assert_eq!(st.duration(), secs(3.0 * 3600.0));
 }
+
+#[test]
+fn an_idle_worker_knows_when_the_level_reaches_it() {
+    let secs = Duration::from_secs;
+    let hold = Stage::concurrency("h", 8, secs(60)).unwrap();
+    assert_eq!(hold.worker_needed_at(3, secs(5)), Some(secs(5)));
+    assert_eq!(
+        hold.worker_needed_at(8, secs(5)),
+        None,
+        "above a hold: never"
+    );
+    // 0 → 10 workers over 10 s, rounded: worker 4 is needed from 4.5 s.
+    let ramp = Stage::new(
+        "r",
+        Mode::Concurrency,
+        Shape::Ramp {
+            from: 0.0,
+            to: 10.0,
+        },
+        secs(10),
+    )
+    .unwrap();
+    let at = ramp.worker_needed_at(4, secs(1)).unwrap();
+    assert_eq!(at, Duration::from_millis(4500));
+    assert_eq!(ramp.concurrency_at(at), 5);
+    assert_eq!(ramp.concurrency_at(at - Duration::from_nanos(1)), 4);
+    assert_eq!(ramp.worker_needed_at(10, secs(1)), None, "never 11 workers");
+    let falling = Stage::new(
+        "f",
+        Mode::Concurrency,
+        Shape::Ramp {
+            from: 10.0,
+            to: 0.0,
+        },
+        secs(10),
+    )
+    .unwrap();
+    assert_eq!(falling.worker_needed_at(9, secs(2)), None);
+    // Steps 2, 1, 6 of 10 s each: worker 3 waits for the third step.
+    let steps = Stage::new(
+        "s",
+        Mode::Concurrency,
+        Shape::Steps {
+            levels: vec![2.0, 1.0, 6.0],
+            each: secs(10),
+        },
+        secs(30),
+    )
+    .unwrap();
+    assert_eq!(steps.worker_needed_at(3, secs(3)), Some(secs(20)));
+    assert_eq!(steps.worker_needed_at(6, secs(3)), None);
+    let open = Stage::rate("o", 100.0, secs(10)).unwrap();
+    assert_eq!(open.worker_needed_at(0, secs(1)), None);
+}
