@@ -12,7 +12,10 @@
 //! - `closed`: the same daemon path in closed loop (a stage of
 //!   `concurrency = 32`, `max_inflight` left at its default 256), CPU
 //!   seconds of this process per operation, beside the floor of 32 tasks
-//!   that call `find_one({_id})` back to back. Alternated, median.
+//!   that call `find_one({_id})` back to back: one daemon paused and
+//!   resumed through its control socket, alternated with the floor in
+//!   short windows (`GEN_ROUNDS`, default 8, of `GEN_SECS`, default 5 s
+//!   here), median of the rounds' ratios.
 //! - `memory`: `mongoload run` as its own process against a simulator that
 //!   delays every reply by 1 s, 1,000 ops/s: VmRSS / VmHWM with ~1,000
 //!   operations in flight.
@@ -279,12 +282,7 @@ async fn run_daemon(
         sim.pool,
         &all,
     );
-    // Closed loop: the same stages with their levels as workers.
-    let text = if sim.closed {
-        text.replace("\nrate = ", "\nconcurrency = ")
-    } else {
-        text
-    };
+
     let config = mongoload::config::parse_with_env(&text, Path::new("bench.toml"), [])
         .expect("bench config is valid");
     let running = mongoload::daemon::start(config)
@@ -426,8 +424,6 @@ struct SimRef {
     pid: String,
     pool: u32,
     inflight: usize,
-    /// Closed-loop stages (levels are workers) instead of rates.
-    closed: bool,
 }
 
 // ------------------------------------------------------------------- floor
@@ -492,24 +488,17 @@ async fn floor(sim: &SimRef, db: &str, rate: f64, secs: Duration) -> (u64, f64, 
 }
 
 /// The closed-loop floor: `tasks` tasks each call `find_one({_id})` back
-/// to back, with no metrics and no engine. Returns (operations completed
-/// in the measured window, CPU seconds).
-async fn floor_closed(sim: &SimRef, db: &str, tasks: usize, secs: Duration) -> (u64, f64) {
-    let client = mongoload::mongo::connect(
-        &sim.uri,
-        "floor",
-        sim.pool,
-        mongoload::mongo::Timeouts {
-            connect: Duration::from_secs(5),
-            server_selection: Duration::from_secs(5),
-        },
-        mongoload::mongo::Handlers::default(),
-    )
-    .await
-    .expect("client");
-    let coll = client.database(db).collection::<Document>("gen");
+/// to back on `coll` for `secs` after `warm`, with no metrics and no
+/// engine. Returns (operations completed in the measured window, CPU
+/// seconds of this process in it).
+async fn floor_closed(
+    coll: &mongodb::Collection<Document>,
+    tasks: usize,
+    warm: Duration,
+    secs: Duration,
+) -> (u64, f64) {
     let done = Arc::new(AtomicU64::new(0));
-    let measure_from = Instant::now() + WARM;
+    let measure_from = Instant::now() + warm;
     let end = measure_from + secs;
     let mut set = tokio::task::JoinSet::new();
     for t in 0..tasks {
@@ -534,7 +523,6 @@ async fn floor_closed(sim: &SimRef, db: &str, tasks: usize, secs: Duration) -> (
     tokio::time::sleep_until(end).await;
     let cpu1 = cpu_seconds("self");
     while set.join_next().await.is_some() {}
-    client.shutdown().await;
     (done.load(Ordering::Relaxed), cpu1 - cpu0)
 }
 
@@ -558,7 +546,6 @@ async fn accuracy_and_cost(bin: &Path) {
         pid: sim_proc.pid().to_string(),
         pool: POOL,
         inflight: TASKS,
-        closed: false,
     };
     println!(
         "\n== accuracy and cost: {rate} ops/s find-by-_id, {reps} x ({}s daemon + {}s floor), {TASKS} tasks, pool {POOL}",
@@ -641,70 +628,127 @@ async fn accuracy_and_cost(bin: &Path) {
 }
 
 /// Closed loop: CPU per operation of the daemon at `concurrency = 32`
-/// (`max_inflight` 256, its default) beside 32 bare tasks.
+/// (`max_inflight` 256, its default) beside 32 bare tasks. One daemon runs
+/// throughout and is paused and resumed through its control socket, so
+/// the two sides alternate in short windows (`GEN_ROUNDS` of `GEN_SECS`
+/// each, defaults 8 × 5 s, the order swapped every round) and see the same
+/// load on a shared machine; the figure is the median of the rounds'
+/// ratios. Operations come from `mongoload_operations_total`.
 async fn closed_loop_cost(bin: &Path) {
-    const WORKERS: f64 = 32.0;
-    let secs = Duration::from_secs(env_or("GEN_SECS", 20));
-    let reps: usize = env_or("GEN_REPS", 3);
+    const WORKERS: usize = 32;
+    let secs = Duration::from_secs(env_or("GEN_SECS", 5));
+    let rounds: usize = env_or("GEN_ROUNDS", 8);
+    let settle = Duration::from_secs(1);
     let (sim_proc, addr) = start_sim(bin, &[]).await;
-    let sim = SimRef {
-        uri: format!("mongodb://{addr}/?directConnection=true"),
-        pid: sim_proc.pid().to_string(),
-        pool: POOL,
-        inflight: 256,
-        closed: true,
+    let uri = format!("mongodb://{addr}/?directConnection=true");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let socket = dir.path().join("control.sock");
+    let text = config_text(
+        &uri,
+        "closed",
+        "127.0.0.1:0",
+        &dir.path().join("run.jsonl"),
+        256,
+        POOL,
+        &[(
+            "hold".to_owned(),
+            WORKERS as f64,
+            Duration::from_secs(24 * 3600),
+        )],
+    )
+    .replace("\nrate = ", "\nconcurrency = ");
+    let text = format!("{text}[control]\nsocket = \"{}\"\n", socket.display());
+    let config = mongoload::config::parse_with_env(&text, Path::new("bench.toml"), [])
+        .expect("bench config is valid");
+    let running = mongoload::daemon::start(config)
+        .await
+        .expect("daemon starts");
+    let metrics = running.metrics.clone();
+    let ops = || {
+        let page = metrics.encode().unwrap_or_default();
+        page.lines()
+            .filter(|l| l.starts_with("mongoload_operations_total{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>()
     };
-    println!(
-        "\n== closed loop: {WORKERS} workers find-by-_id, {reps} x ({}s daemon + {}s floor), max_inflight 256, pool {POOL}",
-        secs.as_secs(),
-        secs.as_secs()
-    );
-    let (mut daemon_us, mut floor_us) = (Vec::new(), Vec::new());
-    for rep in 0..reps {
-        let db = format!("closed{rep}");
-        let floor_first = rep % 2 == 1;
-        let floor_run = if floor_first {
-            Some(floor_closed(&sim, "closed0", WORKERS as usize, secs).await)
-        } else {
-            None
-        };
-        let f = run_daemon(&sim, &db, &[("hold".to_owned(), WORKERS, secs)], false).await;
-        let f = &f[0];
-        let d_us = f.cpu / f.operations.max(1) as f64 * 1e6;
-        println!(
-            "rep {rep} daemon: {} ops in {:.0}s = {:.1} ops/s; CPU {:.2}s = {d_us:.1} us/op; sim CPU {:.1} us/op",
-            f.operations,
-            f.secs,
-            f.ops_per_sec,
-            f.cpu,
-            f.sim_cpu / f.operations.max(1) as f64 * 1e6,
-        );
-        let (ops, cpu) = match floor_run {
-            Some(r) => r,
-            None => floor_closed(&sim, "closed0", WORKERS as usize, secs).await,
-        };
-        let f_us = cpu / ops.max(1) as f64 * 1e6;
-        println!(
-            "rep {rep} floor{}:  {ops} ops in {:.0}s = {:.1} ops/s; CPU {cpu:.2}s = {f_us:.1} us/op",
-            if floor_first { " (run first)" } else { "" },
-            secs.as_secs_f64(),
-            ops as f64 / secs.as_secs_f64(),
-        );
-        daemon_us.push(d_us);
-        floor_us.push(f_us);
+    let control = |line: &'static str| {
+        let socket = socket.clone();
+        async move {
+            let cmd = line.parse().expect("a control command");
+            mongoload::control::client::request(&socket, &cmd)
+                .await
+                .expect("the control socket answers");
+        }
+    };
+    // The prepare step loads the documents; then the stage runs.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while ops() < 1000.0 {
+        assert!(Instant::now() < deadline, "the daemon never ran");
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let ratios: Vec<f64> = daemon_us
-        .iter()
-        .zip(&floor_us)
-        .map(|(d, f)| d / f)
-        .collect();
+    control("pause gen").await;
+    let client = mongoload::mongo::connect(
+        &uri,
+        "floor",
+        POOL,
+        mongoload::mongo::Timeouts {
+            connect: Duration::from_secs(5),
+            server_selection: Duration::from_secs(5),
+        },
+        mongoload::mongo::Handlers::default(),
+    )
+    .await
+    .expect("client");
+    let coll = client.database("closed").collection::<Document>("gen");
     println!(
-        "MEDIAN closed loop: daemon {:.1} us/op, floor {:.1} us/op; ratio daemon/floor (median of per-rep ratios) {:.2}x; load average {}",
+        "\n== closed loop: {WORKERS} workers find-by-_id, {rounds} rounds of {}s daemon + {}s floor, max_inflight 256, pool {POOL}; load average {}",
+        secs.as_secs(),
+        secs.as_secs(),
+        load_average()
+    );
+    let (mut daemon_us, mut floor_us, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let daemon = async {
+            control("resume gen").await;
+            tokio::time::sleep(settle).await;
+            let (ops0, cpu0) = (ops(), cpu_seconds("self"));
+            tokio::time::sleep(secs).await;
+            let (ops1, cpu1) = (ops(), cpu_seconds("self"));
+            control("pause gen").await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            ((cpu1 - cpu0) / (ops1 - ops0).max(1.0) * 1e6, ops1 - ops0)
+        };
+        let floor = async {
+            let (n, cpu) = floor_closed(&coll, WORKERS, settle, secs).await;
+            (cpu / n.max(1) as f64 * 1e6, n as f64)
+        };
+        let ((d, dn), (f, fn_)) = if round % 2 == 0 {
+            let d = daemon.await;
+            (d, floor.await)
+        } else {
+            let f = floor.await;
+            (daemon.await, f)
+        };
+        println!(
+            "round {round}: daemon {d:.1} us/op ({:.0} ops/s), floor {f:.1} us/op ({:.0} ops/s), ratio {:.2}",
+            dn / secs.as_secs_f64(),
+            fn_ / secs.as_secs_f64(),
+            d / f
+        );
+        daemon_us.push(d);
+        floor_us.push(f);
+        ratios.push(d / f);
+    }
+    println!(
+        "MEDIAN closed loop: daemon {:.1} us/op, floor {:.1} us/op; ratio daemon/floor (median of {rounds} rounds) {:.2}x; load average {}",
         median(daemon_us),
         median(floor_us),
         median(ratios),
         load_average()
     );
+    running.stop();
+    let _ = tokio::time::timeout(Duration::from_secs(10), running.wait()).await;
+    client.shutdown().await;
     drop(sim_proc);
 }
 
@@ -807,7 +851,6 @@ async fn peak(bin: &Path) {
         pid: sim_proc.pid().to_string(),
         pool: 64,
         inflight: 256,
-        closed: false,
     };
     println!(
         "\n== peak: rate steps of {}s {rates:?}, max_inflight 256, pool 64",
