@@ -13,6 +13,7 @@
 //! YAML for these checks), `promtool`. A missing tool fails the test when
 //! `CI` is set and prints a loud SKIPPED otherwise.
 
+mod common;
 mod prometheus_tools;
 
 use std::collections::BTreeSet;
@@ -22,7 +23,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use mongoload::config::{self, Config};
-use prometheus_tools::{repo, require_tool, PROMTOOL};
+use prometheus_tools::{repo, require_tool, PROMETHEUS, PROMTOOL};
 use serde_json::{json, Value};
 
 /// Issue 12: the `[cluster]` section (`size`, `index`) is built by the
@@ -74,10 +75,7 @@ fn tools() -> Option<()> {
         "kubectl",
         "install kubectl (Debian: apt-get install kubernetes-client)",
     )?;
-    require_on_path(
-        "kubernetes-validate",
-        "pip install kubernetes-validate",
-    )?;
+    require_on_path("kubernetes-validate", "pip install kubernetes-validate")?;
     let python = require_on_path("python3", "apt-get install python3")?;
     let has_yaml = Command::new(python)
         .args(["-c", "import yaml"])
@@ -104,11 +102,14 @@ fn text(bytes: &[u8]) -> String {
 
 /// Every document of a YAML file (PyYAML, as JSON values), empty ones left out.
 fn yaml_docs(path: &Path) -> Vec<Value> {
-    let out = run(Command::new("python3").arg("-c").arg(
-        "import json, sys, yaml\n\
+    let out = run(Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import json, sys, yaml\n\
          docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d is not None]\n\
          json.dump(docs, sys.stdout)",
-    ).arg(path));
+        )
+        .arg(path));
     assert!(
         out.status.success(),
         "{} is not valid YAML: {}",
@@ -216,7 +217,14 @@ fn kustomization_renders_every_manifest_and_passes_the_api_schemas() {
     let (yaml, docs) = rendered();
 
     let kinds: BTreeSet<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
-    let want: BTreeSet<&str> = ["ConfigMap", "Namespace", "PodMonitor", "Service", "StatefulSet"].into();
+    let want: BTreeSet<&str> = [
+        "ConfigMap",
+        "Namespace",
+        "PodMonitor",
+        "Service",
+        "StatefulSet",
+    ]
+    .into();
     assert_eq!(kinds, want, "the kustomization's objects");
     for d in docs.iter().filter(|d| d["kind"] != "Namespace") {
         assert_eq!(
@@ -237,8 +245,14 @@ fn kustomization_renders_every_manifest_and_passes_the_api_schemas() {
         .collect();
     for entry in std::fs::read_dir(k8s_dir()).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        if name.ends_with(".yaml") && name != "kustomization.yaml" && !name.ends_with(".example.yaml") {
-            assert!(listed.contains(name.as_str()), "{name} is not in kustomization.yaml");
+        if name.ends_with(".yaml")
+            && name != "kustomization.yaml"
+            && !name.ends_with(".example.yaml")
+        {
+            assert!(
+                listed.contains(name.as_str()),
+                "{name} is not in kustomization.yaml"
+            );
         }
     }
 
@@ -249,7 +263,11 @@ fn kustomization_renders_every_manifest_and_passes_the_api_schemas() {
     for version in [Some(OLDEST_KUBERNETES), None] {
         for f in [&file, &secret] {
             let (ok, out) = kubernetes_validate(f, version);
-            assert!(ok, "kubernetes-validate {} ({version:?}):\n{out}", f.display());
+            assert!(
+                ok,
+                "kubernetes-validate {} ({version:?}):\n{out}",
+                f.display()
+            );
             // The PodMonitor is no built-in kind: the next test checks it.
             for line in out.lines().filter(|l| !l.starts_with("INFO")) {
                 assert!(
@@ -268,7 +286,10 @@ fn kustomization_renders_every_manifest_and_passes_the_api_schemas() {
     let bad = dir.path().join("broken.yaml");
     write_json(&bad, &[broken]);
     let (ok, out) = kubernetes_validate(&bad, None);
-    assert!(!ok && out.contains("readOnlyRootFs"), "a misspelt field passed:\n{out}");
+    assert!(
+        !ok && out.contains("readOnlyRootFs"),
+        "a misspelt field passed:\n{out}"
+    );
 }
 
 /// Makes a CRD's structural schema reject unknown fields, as the API
@@ -294,9 +315,9 @@ fn strict(schema: &mut Value) {
 #[test]
 fn podmonitor_passes_the_prometheus_operator_crd_schema() {
     let Some(()) = tools() else { return };
-    let crd = yaml_doc(&repo().join(
-        "tests/vendor/prometheus-operator/monitoring.coreos.com_podmonitors.yaml",
-    ));
+    let crd = yaml_doc(
+        &repo().join("tests/vendor/prometheus-operator/monitoring.coreos.com_podmonitors.yaml"),
+    );
     let monitor = object("PodMonitor");
     let group = crd["spec"]["group"].as_str().unwrap();
     let version = crd["spec"]["versions"]
@@ -314,8 +335,15 @@ fn podmonitor_passes_the_prometheus_operator_crd_schema() {
     // OpenAPI v3 schemas are JSON Schema draft 4 with extensions (x-kubernetes-*),
     // which a validator ignores.
     let validator = jsonschema::draft4::new(&schema).expect("the CRD's schema compiles");
-    let errors: Vec<String> = validator.iter_errors(monitor).map(|e| format!("{e} at {}", e.instance_path())).collect();
-    assert!(errors.is_empty(), "podmonitor.yaml against the CRD:\n{}", errors.join("\n"));
+    let errors: Vec<String> = validator
+        .iter_errors(monitor)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "podmonitor.yaml against the CRD:\n{}",
+        errors.join("\n")
+    );
 
     // The schema does catch mistakes: an unknown field, a malformed duration.
     let mut typo = monitor.clone();
@@ -323,7 +351,10 @@ fn podmonitor_passes_the_prometheus_operator_crd_schema() {
     assert!(!validator.is_valid(&typo), "an unknown field passed");
     let mut bad_interval = monitor.clone();
     bad_interval["spec"]["podMetricsEndpoints"][0]["interval"] = json!("15 seconds");
-    assert!(!validator.is_valid(&bad_interval), "a malformed interval passed");
+    assert!(
+        !validator.is_valid(&bad_interval),
+        "a malformed interval passed"
+    );
 }
 
 /// The keys of Prometheus' `kubernetes_sd_config` (v3.14,
@@ -335,7 +366,8 @@ fn podmonitor_passes_the_prometheus_operator_crd_schema() {
 /// built without Kubernetes discovery, so its promtool cannot check this
 /// block.
 fn kubernetes_sd_schema() -> Value {
-    let role = json!({ "enum": ["pod", "service", "endpoints", "endpointslice", "node", "ingress"] });
+    let role =
+        json!({ "enum": ["pod", "service", "endpoints", "endpointslice", "node", "ingress"] });
     json!({
         "type": "object",
         "required": ["role"],
@@ -391,7 +423,9 @@ fn kubernetes_sd_schema() -> Value {
 #[test]
 fn scrape_example_passes_promtool() {
     let Some(()) = tools() else { return };
-    let Some(promtool) = require_tool(PROMTOOL) else { return };
+    let Some(promtool) = require_tool(PROMTOOL) else {
+        return;
+    };
     let example = k8s_dir().join("prometheus-scrape.yml");
     let config = yaml_doc(&example);
     let jobs = config["scrape_configs"].as_array().expect("scrape_configs");
@@ -402,16 +436,28 @@ fn scrape_example_passes_promtool() {
 
     let schema = kubernetes_sd_schema();
     let sd_validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let sds = job["kubernetes_sd_configs"].as_array().expect("kubernetes_sd_configs");
+    let sds = job["kubernetes_sd_configs"]
+        .as_array()
+        .expect("kubernetes_sd_configs");
     for sd in sds {
-        let errors: Vec<String> = sd_validator.iter_errors(sd).map(|e| e.to_string()).collect();
-        assert!(errors.is_empty(), "kubernetes_sd_configs: {}", errors.join("; "));
+        let errors: Vec<String> = sd_validator
+            .iter_errors(sd)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "kubernetes_sd_configs: {}",
+            errors.join("; ")
+        );
         assert_eq!(sd["role"], "pod");
         assert_eq!(sd["namespaces"]["names"], json!([NAMESPACE]));
     }
     let mut wrong = sds[0].clone();
     wrong["selectors"][0]["role"] = json!("service");
-    assert!(!sd_validator.is_valid(&wrong), "a service selector on the pod role passed");
+    assert!(
+        !sd_validator.is_valid(&wrong),
+        "a service selector on the pod role passed"
+    );
 
     // promtool checks everything else (globals, the relabel rules, the
     // rule file) with the discovery swapped for a static target.
@@ -429,10 +475,17 @@ fn scrape_example_passes_promtool() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("prometheus.yml");
     write_json(&file, &[checked]);
-    for rules in config["rule_files"].as_array().map(Vec::as_slice).unwrap_or_default() {
+    for rules in config["rule_files"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+    {
         let name = rules.as_str().unwrap();
-        std::fs::copy(repo().join("etc/prometheus").join(name), dir.path().join(name))
-            .unwrap_or_else(|e| panic!("rule file {name} is not in etc/prometheus: {e}"));
+        std::fs::copy(
+            repo().join("etc/prometheus").join(name),
+            dir.path().join(name),
+        )
+        .unwrap_or_else(|e| panic!("rule file {name} is not in etc/prometheus: {e}"));
     }
     let out = run(Command::new(promtool).args(["check", "config"]).arg(&file));
     assert!(
@@ -476,7 +529,9 @@ fn configmap_toml_passes_check_config() {
     // With the Secret example's connection string in place of the file:
     // a valid URI, its password never printed.
     let secret = yaml_doc(&k8s_dir().join("secret.example.yaml"));
-    let uri = secret["stringData"]["uri"].as_str().expect("stringData.uri");
+    let uri = secret["stringData"]["uri"]
+        .as_str()
+        .expect("stringData.uri");
     let with_uri = toml_text.replace(
         "uri_file = \"/run/secrets/mongoload/uri\"",
         &format!("uri = {uri:?}"),
@@ -487,7 +542,10 @@ fn configmap_toml_passes_check_config() {
     let out = check_config(&file_uri, &[]);
     let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "the Secret example's URI:\n{all}");
-    assert!(!all.contains("CHANGE-ME"), "the password was printed:\n{all}");
+    assert!(
+        !all.contains("CHANGE-ME"),
+        "the password was printed:\n{all}"
+    );
 
     // A member as the pod runs it: the StatefulSet's environment, the index
     // of mongoload-2 (taken from the hostname in the pod).
@@ -534,7 +592,10 @@ fn manifests_agree_with_each_other_the_config_and_the_image() {
         .find(|(k, _)| k == "MONGOLOAD_CLUSTER__SIZE")
         .map(|(_, v)| v.parse::<u64>().expect("a number"))
         .expect("MONGOLOAD_CLUSTER__SIZE in the container's env");
-    assert_eq!(size, replicas, "MONGOLOAD_CLUSTER__SIZE must equal replicas");
+    assert_eq!(
+        size, replicas,
+        "MONGOLOAD_CLUSTER__SIZE must equal replicas"
+    );
     assert!(
         !env.iter().any(|(k, _)| k == "MONGOLOAD_CLUSTER__INDEX"),
         "the index comes from each pod's hostname, not a shared value"
@@ -544,13 +605,23 @@ fn manifests_agree_with_each_other_the_config_and_the_image() {
     // Labels: the StatefulSet, the Service and the PodMonitor select the pods.
     let labels = pod["metadata"]["labels"].as_object().expect("pod labels");
     let selects = |sel: &Value, what: &str| {
-        for (k, v) in sel.as_object().unwrap_or_else(|| panic!("{what}: a selector")) {
-            assert_eq!(labels.get(k), Some(v), "{what} selects {k}={v}, not on the pods");
+        for (k, v) in sel
+            .as_object()
+            .unwrap_or_else(|| panic!("{what}: a selector"))
+        {
+            assert_eq!(
+                labels.get(k),
+                Some(v),
+                "{what} selects {k}={v}, not on the pods"
+            );
         }
     };
     selects(&sts["spec"]["selector"]["matchLabels"], "the StatefulSet");
     selects(&svc["spec"]["selector"], "the Service");
-    selects(&monitor["spec"]["selector"]["matchLabels"], "the PodMonitor");
+    selects(
+        &monitor["spec"]["selector"]["matchLabels"],
+        "the PodMonitor",
+    );
 
     // The headless Service governs the StatefulSet.
     assert_eq!(sts["spec"]["serviceName"], svc["metadata"]["name"]);
@@ -559,7 +630,10 @@ fn manifests_agree_with_each_other_the_config_and_the_image() {
     // The port: http.listen on every interface, the container's "http" port,
     // probed, in the Service, scraped.
     let listen = cfg.http.listen;
-    assert!(listen.ip().is_unspecified(), "http.listen must be 0.0.0.0 in a pod, is {listen}");
+    assert!(
+        listen.ip().is_unspecified(),
+        "http.listen must be 0.0.0.0 in a pod, is {listen}"
+    );
     let port = c["ports"]
         .as_array()
         .unwrap()
@@ -567,8 +641,14 @@ fn manifests_agree_with_each_other_the_config_and_the_image() {
         .find(|p| p["name"] == "http")
         .expect("a container port named http");
     assert_eq!(port["containerPort"], listen.port());
-    assert_eq!(c["livenessProbe"]["httpGet"], json!({"path": "/healthz", "port": "http"}));
-    assert_eq!(c["readinessProbe"]["httpGet"], json!({"path": "/readyz", "port": "http"}));
+    assert_eq!(
+        c["livenessProbe"]["httpGet"],
+        json!({"path": "/healthz", "port": "http"})
+    );
+    assert_eq!(
+        c["readinessProbe"]["httpGet"],
+        json!({"path": "/readyz", "port": "http"})
+    );
     assert_eq!(svc["spec"]["ports"][0]["targetPort"], "http");
     let endpoint = &monitor["spec"]["podMetricsEndpoints"][0];
     assert_eq!(endpoint["port"], "http");
@@ -579,7 +659,10 @@ fn manifests_agree_with_each_other_the_config_and_the_image() {
     let job_label = monitor["spec"]["jobLabel"].as_str().expect("jobLabel");
     assert_eq!(labels.get(job_label), Some(&json!("mongoload")));
     let rules = std::fs::read_to_string(repo().join("etc/prometheus/mongoload-rules.yml")).unwrap();
-    assert!(rules.contains("job=\"mongoload\""), "the rules no longer name job=\"mongoload\"");
+    assert!(
+        rules.contains("job=\"mongoload\""),
+        "the rules no longer name job=\"mongoload\""
+    );
     assert!(endpoint["relabelings"].as_array().unwrap().iter().any(|r| {
         r["sourceLabels"] == json!(["__meta_kubernetes_pod_name"]) && r["targetLabel"] == "instance"
     }));
@@ -588,7 +671,9 @@ fn manifests_agree_with_each_other_the_config_and_the_image() {
     // for the summary and the last stage report.
     let grace = cfg.run.shutdown_grace;
     let pod_grace = Duration::from_secs(
-        pod["spec"]["terminationGracePeriodSeconds"].as_u64().expect("terminationGracePeriodSeconds"),
+        pod["spec"]["terminationGracePeriodSeconds"]
+            .as_u64()
+            .expect("terminationGracePeriodSeconds"),
     );
     assert!(
         pod_grace >= grace + Duration::from_secs(10),
@@ -615,19 +700,36 @@ fn manifests_agree_with_each_other_the_config_and_the_image() {
     let default_config = Path::new(config::DEFAULT_PATH);
     let (m, v) = mount_of(default_config);
     assert_eq!(v["configMap"]["name"], cm["metadata"]["name"]);
-    assert_eq!(Path::new(m["mountPath"].as_str().unwrap()).join("mongoload.toml"), default_config);
-    assert!(!c["args"].as_array().unwrap().iter().any(|a| a == "--config"));
+    assert_eq!(
+        Path::new(m["mountPath"].as_str().unwrap()).join("mongoload.toml"),
+        default_config
+    );
+    assert!(!c["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a == "--config"));
 
     let uri_file = cfg.target.uri_file.as_deref().expect("target.uri_file");
     let (m, v) = mount_of(uri_file);
     let secret = yaml_doc(&k8s_dir().join("secret.example.yaml"));
     assert_eq!(v["secret"]["secretName"], secret["metadata"]["name"]);
-    let key = uri_file.strip_prefix(m["mountPath"].as_str().unwrap()).unwrap();
-    assert!(secret["stringData"][key.to_str().unwrap()].is_string(), "the Secret has no key {}", key.display());
+    let key = uri_file
+        .strip_prefix(m["mountPath"].as_str().unwrap())
+        .unwrap();
+    assert!(
+        secret["stringData"][key.to_str().unwrap()].is_string(),
+        "the Secret has no key {}",
+        key.display()
+    );
     assert_eq!(m["readOnly"], true);
     // Readable by the pod's group only (fsGroup), not by everyone.
     let mode = v["secret"]["defaultMode"].as_u64().expect("defaultMode");
-    assert_eq!(mode & 0o007, 0, "the Secret's files must not be world-readable");
+    assert_eq!(
+        mode & 0o007,
+        0,
+        "the Secret's files must not be world-readable"
+    );
     assert!(mode & 0o040 != 0 && pod["spec"]["securityContext"]["fsGroup"].is_u64());
 
     let log = cfg.run.log.as_deref().expect("run.log");
@@ -635,7 +737,10 @@ fn manifests_agree_with_each_other_the_config_and_the_image() {
     for path in [log, socket] {
         let (m, v) = mount_of(path);
         let p = path.display();
-        assert!(v["emptyDir"].is_object(), "{p} is not on a writable emptyDir");
+        assert!(
+            v["emptyDir"].is_object(),
+            "{p} is not on a writable emptyDir"
+        );
         assert_ne!(m["readOnly"], true, "{p} is mounted read-only");
     }
 
@@ -648,21 +753,34 @@ fn manifests_agree_with_each_other_the_config_and_the_image() {
         .last()
         .expect("a USER line");
     let sc = &pod["spec"]["securityContext"];
-    assert_eq!(user.trim(), format!("{}:{}", sc["runAsUser"], sc["runAsGroup"]));
+    assert_eq!(
+        user.trim(),
+        format!("{}:{}", sc["runAsUser"], sc["runAsGroup"])
+    );
     assert!(containerfile.contains("ENTRYPOINT [\"mongoload\"]"));
     assert_eq!(c["args"], json!(["run"]));
     assert!(
-        !containerfile.lines().any(|l| l.trim_start().starts_with("HEALTHCHECK")),
+        !containerfile
+            .lines()
+            .any(|l| l.trim_start().starts_with("HEALTHCHECK")),
         "probes are the kubelet's"
     );
 
     // The image tag follows the crate's version.
     let kustomization = yaml_doc(&k8s_dir().join("kustomization.yaml"));
     let image = &kustomization["images"][0];
-    assert_eq!(image["newTag"], env!("CARGO_PKG_VERSION"), "kustomization.yaml's newTag");
+    assert_eq!(
+        image["newTag"],
+        env!("CARGO_PKG_VERSION"),
+        "kustomization.yaml's newTag"
+    );
     assert_eq!(
         c["image"],
-        format!("{}:{}", image["newName"].as_str().unwrap(), image["newTag"].as_str().unwrap())
+        format!(
+            "{}:{}",
+            image["newName"].as_str().unwrap(),
+            image["newTag"].as_str().unwrap()
+        )
     );
 
     // Resources: requests and limits for both, limits not below requests.
@@ -705,7 +823,10 @@ fn pod_meets_the_restricted_pod_security_standard() {
     // (kubernetes.io/docs/concepts/security/pod-security-standards) for
     // what the pod uses, plus the read-only root and no API token.
     let ns = object("Namespace");
-    assert_eq!(ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "restricted");
+    assert_eq!(
+        ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
+        "restricted"
+    );
     let spec = &object("StatefulSet")["spec"]["template"]["spec"];
     let psc = &spec["securityContext"];
     assert_eq!(psc["runAsNonRoot"], true);
@@ -715,9 +836,21 @@ fn pod_meets_the_restricted_pod_security_standard() {
         assert_ne!(spec[host], true, "{host}");
     }
     assert_eq!(spec["automountServiceAccountToken"], false);
-    let allowed = ["configMap", "secret", "emptyDir", "projected", "downwardAPI", "persistentVolumeClaim"];
+    let allowed = [
+        "configMap",
+        "secret",
+        "emptyDir",
+        "projected",
+        "downwardAPI",
+        "persistentVolumeClaim",
+    ];
     for v in spec["volumes"].as_array().unwrap() {
-        let kinds: Vec<&String> = v.as_object().unwrap().keys().filter(|k| *k != "name").collect();
+        let kinds: Vec<&String> = v
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|k| *k != "name")
+            .collect();
         assert!(
             kinds.iter().all(|k| allowed.contains(&k.as_str())),
             "volume {} of type {kinds:?}",
@@ -730,6 +863,168 @@ fn pod_meets_the_restricted_pod_security_standard() {
     assert_eq!(sc["readOnlyRootFilesystem"], true);
     assert_ne!(sc["privileged"], true);
     assert_eq!(sc["capabilities"]["drop"], json!(["ALL"]));
-    assert!(sc["capabilities"]["add"].is_null(), "no capability is added");
-    assert!(c["ports"].as_array().unwrap().iter().all(|p| p["hostPort"].is_null()));
+    assert!(
+        sc["capabilities"]["add"].is_null(),
+        "no capability is added"
+    );
+    assert!(c["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["hostPort"].is_null()));
+}
+
+/// The label name Prometheus' Kubernetes discovery gives a pod label
+/// (`app.kubernetes.io/name` → `app_kubernetes_io_name`).
+fn sanitize(label: &str) -> String {
+    label
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scrape_example_relabels_each_member_to_its_pod_name() {
+    // A real Prometheus runs the example's relabelling on targets that carry
+    // the labels its Kubernetes pod discovery would give the StatefulSet's
+    // pods (Debian's Prometheus has no Kubernetes discovery, so static
+    // targets stand in for the API server), all pointing at one real daemon.
+    let Some(()) = tools() else { return };
+    let Some(prometheus) = require_tool(PROMETHEUS) else {
+        return;
+    };
+    let sim = common::sim().await;
+    let stages = "[[workloads.stages]]\nrate = 20\nduration = \"1h\"\n";
+    let (_file, daemon) = common::start_daemon(&common::config_toml(&sim.uri(), stages)).await;
+    let address = daemon.http_addr.to_string();
+
+    let sts = object("StatefulSet");
+    let c = the_container();
+    let port = c["ports"][0]["name"].as_str().unwrap();
+    let pod_meta = |pod: &str, labels: &serde_json::Map<String, Value>, port: &str| {
+        let mut meta = serde_json::Map::new();
+        meta.insert("__meta_kubernetes_namespace".into(), json!(NAMESPACE));
+        meta.insert("__meta_kubernetes_pod_name".into(), json!(pod));
+        meta.insert(
+            "__meta_kubernetes_pod_container_name".into(),
+            c["name"].clone(),
+        );
+        meta.insert(
+            "__meta_kubernetes_pod_container_port_name".into(),
+            json!(port),
+        );
+        for (k, v) in labels {
+            meta.insert(
+                format!("__meta_kubernetes_pod_label_{}", sanitize(k)),
+                v.clone(),
+            );
+        }
+        json!({ "targets": [address], "labels": meta })
+    };
+    let labels = sts["spec"]["template"]["metadata"]["labels"]
+        .as_object()
+        .unwrap();
+    let replicas = sts["spec"]["replicas"].as_u64().unwrap();
+    let pods: Vec<String> = (0..replicas).map(|i| format!("mongoload-{i}")).collect();
+    let mut groups: Vec<Value> = pods.iter().map(|p| pod_meta(p, labels, port)).collect();
+    // Dropped: another port of a member, and a pod of another application.
+    groups.push(pod_meta("mongoload-0", labels, "debug"));
+    let mut other = labels.clone();
+    other.insert("app.kubernetes.io/name".into(), json!("other"));
+    groups.push(pod_meta("other-0", &other, port));
+
+    let mut config = yaml_doc(&k8s_dir().join("prometheus-scrape.yml"));
+    config["global"]["scrape_interval"] = json!("1s");
+    config.as_object_mut().unwrap().remove("rule_files");
+    let job = config["scrape_configs"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|j| j["job_name"] == "mongoload")
+        .unwrap();
+    let job = job.as_object_mut().unwrap();
+    job.remove("kubernetes_sd_configs")
+        .expect("kubernetes_sd_configs");
+    job.insert("static_configs".into(), json!(groups));
+    job.insert("scrape_interval".into(), json!("1s"));
+    job.insert("scrape_timeout".into(), json!("1s"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("prometheus.yml");
+    write_json(&file, &[config]);
+
+    let web = common::free_port();
+    let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
+    let _prometheus = common::ChildGuard::new(
+        Command::new(prometheus)
+            .arg(format!("--config.file={}", file.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address={web}"))
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start prometheus"),
+    );
+    let api = |path: String| async move {
+        let reply = common::get(web, &path).await.ok()?;
+        let v: Value = serde_json::from_str(&reply.body).ok()?;
+        (v["status"] == "success").then(|| v["data"].clone())
+    };
+
+    // Every member is a target of job "mongoload", named by its pod, and up.
+    let targets = common::wait_for("the members to be scraped", Duration::from_secs(90), || {
+        let (api, pods) = (&api, &pods);
+        async move {
+            let data = api("/api/v1/targets".into()).await?;
+            let active = data["activeTargets"].as_array()?.clone();
+            (active.len() == pods.len() && active.iter().all(|t| t["health"] == "up"))
+                .then_some(data)
+        }
+    })
+    .await;
+    let mut seen: Vec<Value> = targets["activeTargets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["labels"].clone())
+        .collect();
+    seen.sort_by_key(|l| l["instance"].as_str().unwrap_or("").to_owned());
+    let want: Vec<Value> = pods
+        .iter()
+        .map(|p| {
+            json!({ "job": "mongoload", "instance": p, "pod": p, "namespace": NAMESPACE,
+                    "container": c["name"] })
+        })
+        .collect();
+    assert_eq!(seen, want, "the members' target labels");
+    assert_eq!(
+        targets["droppedTargets"].as_array().map(Vec::len),
+        Some(2),
+        "the other port and the other application are dropped"
+    );
+
+    // Their metrics carry those labels: one series per member.
+    let instances = common::wait_for(
+        "mongoload_build_info per member",
+        Duration::from_secs(30),
+        || {
+            let (api, pods) = (&api, &pods);
+            async move {
+                let q = "/api/v1/query?query=mongoload_build_info%7Bjob%3D%22mongoload%22%7D";
+                let data = api(q.into()).await?;
+                let mut got: Vec<String> = data["result"]
+                    .as_array()?
+                    .iter()
+                    .filter_map(|s| s["metric"]["instance"].as_str().map(str::to_owned))
+                    .collect();
+                got.sort();
+                (got.len() == pods.len()).then_some(got)
+            }
+        },
+    )
+    .await;
+    assert_eq!(instances, pods);
+    daemon.stop();
 }
