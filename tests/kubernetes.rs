@@ -601,6 +601,10 @@ fn manifests_agree_with_each_other_the_config_and_the_image() {
         "the index comes from each pod's hostname, not a shared value"
     );
     assert_eq!(sts["spec"]["podManagementPolicy"], "Parallel");
+    // Service links would add FOO_SERVICE_HOST-style variables; for a
+    // Service named mongoload-* they start with MONGOLOAD_, the prefix of
+    // the config overrides.
+    assert_eq!(pod["spec"]["enableServiceLinks"], false);
 
     // Labels: the StatefulSet, the Service and the PodMonitor select the pods.
     let labels = pod["metadata"]["labels"].as_object().expect("pod labels");
@@ -749,8 +753,8 @@ fn manifests_agree_with_each_other_the_config_and_the_image() {
         std::fs::read_to_string(repo().join("packaging/container/Containerfile")).unwrap();
     let user = containerfile
         .lines()
-        .filter_map(|l| l.strip_prefix("USER "))
-        .last()
+        .rev()
+        .find_map(|l| l.strip_prefix("USER "))
         .expect("a USER line");
     let sc = &pod["spec"]["securityContext"];
     assert_eq!(
