@@ -28,8 +28,9 @@ cd "$(dirname "$0")/../.."
 fail() { echo "packaging/container/check.sh: FAIL: $*" >&2; exit 1; }
 step() { echo "--- container: $*"; }
 
-for tool in buildah mmdebstrap curl; do
-    command -v "$tool" >/dev/null || fail "$tool missing: apt-get install buildah mmdebstrap curl"
+for tool in buildah mmdebstrap curl python3 rustc; do
+    command -v "$tool" >/dev/null \
+        || fail "$tool missing (apt-get install buildah mmdebstrap curl python3; rustc: the toolchain the build mounts)"
 done
 [ "$(id -u)" = 0 ] || fail "run as root (buildah with a private storage root)"
 
@@ -38,11 +39,15 @@ work=$(mktemp -d /var/tmp/mongoload-image.XXXXXX)
 # $work, they go with it.
 mkdir -p "$work/tmp"
 export TMPDIR="$work/tmp"
-b() { buildah --root "$work/storage" --runroot "$work/run" --storage-driver "${STORAGE_DRIVER:-overlay}" "$@"; }
+store=(--root "$work/storage" --runroot "$work/run" --storage-driver "${STORAGE_DRIVER:-overlay}")
+b() { buildah "${store[@]}" "$@"; }
 cleanup() {
-    [ -n "${demo_pid:-}" ] && kill "$demo_pid" 2>/dev/null && wait "$demo_pid" 2>/dev/null
+    # The demo stops by itself (timeout inside the container).
+    [ -n "${demo_pid:-}" ] && wait "$demo_pid" 2>/dev/null
     b rm --all >/dev/null 2>&1 || true
     b rmi --all --force >/dev/null 2>&1 || true
+    # buildah leaves its overlay directory bind-mounted on itself.
+    mount | awk -v w="$work/" 'index($3, w) == 1 { print $3 }' | sort -r | xargs -r umount
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -85,7 +90,9 @@ step "build the Containerfile (cargo build --release --locked inside)"
 b build --quiet --isolation chroot --layers=false --format docker "${toolchain[@]}" \
     --build-arg RUST_IMAGE=localhost/rust:bookworm \
     --build-arg RUNTIME_IMAGE=localhost/debian:bookworm-slim \
-    -f packaging/container/Containerfile -t "localhost/mongoload:$version" . >/dev/null
+    -f packaging/container/Containerfile -t "localhost/mongoload:$version" . \
+    >"$work/build.log" 2>&1 || { tail -60 "$work/build.log"; fail "buildah build"; }
+grep -E '^ *Finished ' "$work/build.log" || true
 echo "built localhost/mongoload:$version in $(( $(date +%s) - start )) s (base images included)"
 
 step "image config"
@@ -108,7 +115,8 @@ ctr=$(b from "localhost/mongoload:$version")
 run() { b run --isolation chroot --user 10001:10001 "$ctr" -- "$@"; }
 run mongoload --version
 [ "$(run id -u)" = 10001 ] || fail "not running as uid 10001"
-run mongoload check-config | head -3
+out=$(run mongoload check-config) || { echo "$out"; fail "check-config of the image's default config"; }
+echo "$out" | head -3
 run sh -c 'grep -q "^listen = \"0.0.0.0:9480\"" /etc/mongoload/mongoload.toml' || fail "the default config does not listen on 0.0.0.0:9480"
 for f in etc/examples/*.toml; do
     run test -f "/usr/share/doc/mongoload/examples/$(basename "$f")" || fail "$f is not in the image"
@@ -116,15 +124,22 @@ done
 # chroot isolation shares the host's network: the demo's /metrics is
 # reachable from here, on a free loopback port.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-run mongoload demo --http-listen "127.0.0.1:$port" >"$work/demo.log" 2>&1 &
+# buildah does not pass a signal on to what it runs: the demo ends itself
+# (SIGTERM from timeout after 30 s), and the script waits for it.
+buildah "${store[@]}" run --isolation chroot --user 10001:10001 "$ctr" -- \
+    timeout 30 mongoload demo --http-listen "127.0.0.1:$port" >"$work/demo.log" 2>&1 &
 demo_pid=$!
-for _ in $(seq 1 120); do
+for _ in $(seq 1 30); do
     curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null | grep -q '^mongoload_operations_total{' && break
     kill -0 "$demo_pid" 2>/dev/null || { cat "$work/demo.log"; fail "mongoload demo exited in the image"; }
     sleep 1
 done
 curl -fsS "http://127.0.0.1:$port/metrics" | grep '^mongoload_operations_total{' | head -3 \
     || { cat "$work/demo.log"; fail "no operations on the demo's /metrics"; }
-kill "$demo_pid"; wait "$demo_pid" 2>/dev/null || true; demo_pid=
+wait "$demo_pid" || true
+demo_pid=
+# SIGTERM drains and ends with the final summary line.
+grep "final: [0-9]* operations ok" "$work/demo.log" | tail -1 \
+    || { tail -20 "$work/demo.log"; fail "the demo did not drain and summarise on SIGTERM"; }
 
 step "ok ($(( $(date +%s) - start )) s)"
