@@ -91,6 +91,11 @@ pub struct CtlArgs {
     /// Print the daemon's JSON answer instead of text.
     #[arg(long)]
     pub json: bool,
+    /// In a [cluster]: act on every member (through the database), levels
+    /// being the cluster's totals; without it a command acts on this
+    /// member only, levels its own.
+    #[arg(long)]
+    pub all: bool,
     #[command(subcommand)]
     pub command: CtlCommand,
 }
@@ -242,7 +247,11 @@ fn man(args: ManArgs) -> ExitCode {
 async fn ctl(args: CtlArgs) -> ExitCode {
     use crate::control::{client, default_socket, Command as Request};
     let socket = args.socket.clone().unwrap_or_else(default_socket);
-    let request: Request = match args.command.line().parse() {
+    let line = match args.all {
+        true => format!("all {}", args.command.line()),
+        false => args.command.line(),
+    };
+    let request: Request = match line.parse() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("mongoload ctl: {e}");

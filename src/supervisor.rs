@@ -231,9 +231,12 @@ pub fn build(config: &Config) -> Result<Vec<Built>, ReloadError> {
                 name: w.name.clone(),
                 reason,
             };
+            let workload = crate::workload::build(w).map_err(|e| err(e.to_string()))?;
+            // A cluster member inserts keys of its own.
+            crate::workload::join(workload.as_ref(), config.cluster.member());
             Ok(Built {
                 config: w.clone(),
-                workload: crate::workload::build(w).map_err(|e| err(e.to_string()))?,
+                workload,
                 schedule: w.schedule().map_err(|e| err(e.to_string()))?,
             })
         })
@@ -252,6 +255,8 @@ pub struct Env {
     pub cancel: CancellationToken,
     /// The run the stage reports belong to (its id and run log).
     pub run_info: Arc<crate::report::RunInfo>,
+    /// In a cluster: the coordination every engine runs with.
+    pub cluster: Option<Arc<crate::cluster::Coordinator>>,
 }
 
 /// A running engine of one workload.
@@ -402,6 +407,14 @@ impl Supervisor {
             status: slot.status.clone(),
             control: slot.control.subscribe(),
             run_info: self.env.run_info.clone(),
+            cluster: self
+                .env
+                .cluster
+                .clone()
+                .map(|coord| crate::cluster::ClusterRun {
+                    coord,
+                    apply: cluster_control(slot.clone(), self.env.control_metrics.clone()),
+                }),
         };
         let stop = self.env.cancel.child_token();
         let finished = CancellationToken::new();
@@ -500,6 +513,23 @@ impl Supervisor {
         self.slots.set(slots);
         Ok(summary)
     }
+}
+
+/// Applies the cluster-wide control (as this member's share) to `slot`,
+/// as [`control`] applies a command: logged, `mongoload_paused` kept.
+fn cluster_control(
+    slot: Arc<Slot>,
+    metrics: ControlMetrics,
+) -> crate::cluster::epoch::ApplyControl {
+    Arc::new(move |state: ControlState| {
+        let before = slot.control.borrow().clone();
+        if before == state {
+            return;
+        }
+        slot.control.send_replace(state.clone());
+        metrics.set_paused(&slot.name, state.paused);
+        tracing::info!(workload = %slot.name, "control (cluster-wide): {before} → {state}");
+    })
 }
 
 /// Answers a control command against the current workloads; every change

@@ -8,8 +8,10 @@
 //! of this changes what it does.
 
 pub mod coord;
+pub mod epoch;
 pub mod keys;
 pub mod metrics;
+pub mod prepare;
 mod share;
 
 use std::time::Duration;
@@ -17,6 +19,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 pub use coord::Coordinator;
+pub use epoch::{ClusterRun, Joined};
 pub use keys::{KeyRun, Keys};
 pub use metrics::ClusterMetrics;
 
