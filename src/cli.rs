@@ -293,7 +293,10 @@ fn report(args: &ReportArgs) -> ExitCode {
     };
     if let Some(pair) = &args.compare {
         let (base, new) = match (read(&pair[0]), read(&pair[1])) {
-            (Ok(b), Ok(n)) => (b, n),
+            (Ok(b), Ok(n)) => (
+                report::merge::merge_members(b),
+                report::merge::merge_members(n),
+            ),
             (Err(code), _) | (_, Err(code)) => return code,
         };
         let c = compare::compare(&base, &new, args.max_drop);
@@ -316,6 +319,8 @@ fn report(args: &ReportArgs) -> ExitCode {
             Err(code) => return code,
         }
     }
+    // Cluster members' rows of one stage become one cluster-wide row.
+    let all = report::merge::merge_members(all);
     let mut text = table::stage_table(&all);
     if args.steps {
         text.push('\n');

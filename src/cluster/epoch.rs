@@ -40,6 +40,13 @@ pub struct Joined {
 /// first stage is re-based at now instead of sending what is past.
 const LATE: Duration = Duration::from_millis(100);
 
+impl Joined {
+    /// The epoch's start: the schedule's time 0 on the wall clock.
+    pub fn start(&self) -> chrono::DateTime<Utc> {
+        self.epoch.start
+    }
+}
+
 impl ClusterRun {
     /// This member.
     pub fn member(&self) -> Member {

@@ -358,7 +358,8 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
         workers.spawn(worker.run());
     }
 
-    let finished = drive(&run, &phase_tx, &cancel, (t0, late)).await;
+    let at = epoch.as_ref().map(|e| e.start());
+    let finished = drive(&run, &phase_tx, &cancel, (t0, late, at)).await;
     if let (Some(c), Some(e)) = (&run.cluster, epoch) {
         c.leave(&run.name, e, finished).await;
     }
@@ -517,7 +518,7 @@ async fn drive(
     run: &WorkloadRun,
     phase: &watch::Sender<Phase>,
     cancel: &CancellationToken,
-    (mut t0, mut late): (Instant, bool),
+    (mut t0, mut late, epoch): (Instant, bool, Option<chrono::DateTime<chrono::Utc>>),
 ) -> bool {
     let member = run
         .cluster
@@ -526,7 +527,17 @@ async fn drive(
     // Schedule time a count-based stage did not use (it ended before its
     // cap): the stages after it move up by that much.
     let mut skipped = Duration::ZERO;
-    let report_ctx = ReportContext::new(run.run_info.clone(), &run.name, run.workload.ops());
+    let report_ctx = ReportContext::for_member(
+        run.run_info.clone(),
+        &run.name,
+        run.workload.ops(),
+        epoch.map(|e| crate::report::MemberReport {
+            index: member.index,
+            size: member.size,
+            epoch: e.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            merged: Vec::new(),
+        }),
+    );
     let mut schedules = run.schedule.clone();
     let mut schedule = schedules.borrow_and_update().clone();
     let mut cycles = vec![0u64; schedule.stages().len()];
