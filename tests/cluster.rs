@@ -198,6 +198,15 @@ duration = "10s"
 name = "closed"
 concurrency = 7
 duration = "3s"
+[[workloads.stages]]
+name = "count"
+rate = 600
+operations = 1000
+duration = "1m"
+[[workloads.stages]]
+name = "after"
+rate = 300
+duration = "2s"
 "#;
     let mut ms = members(dir.path(), &sim.uri(), "5s", workload);
     for m in &mut ms {
@@ -266,8 +275,18 @@ duration = "3s"
     let closed = stage_reports(&ms, "closed");
     assert!(closed.iter().all(|r| r.operations.ok > 0));
 
+    // A count in all is split (334 + 333 + 333) and ends for all three
+    // together, long before its cap, the next stage moving up.
+    let counted = stage_reports(&ms, "count");
+    let ops: Vec<u64> = counted.iter().map(|r| r.operations.ok).collect();
+    assert_eq!(ops, vec![334, 333, 333]);
+    assert!(
+        counted.iter().all(|r| r.duration_seconds < 10.0),
+        "{counted:?}"
+    );
+
     // Stage switches of the three, from their own run logs.
-    for stage in ["warm", "hold", "closed"] {
+    for stage in ["warm", "hold", "closed", "count", "after"] {
         let spread = start_spread(&stage_reports(&ms, stage));
         assert!(spread <= Duration::from_millis(100), "{stage}: {spread:?}");
     }

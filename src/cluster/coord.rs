@@ -81,6 +81,9 @@ pub struct SharedProgress {
 pub struct Epoch {
     /// Where the schedule's time 0 is.
     pub start: DateTime<Utc>,
+    /// How much sooner the stages run than `start` says: count-based
+    /// stages that ended before their cap moved the later ones up.
+    pub skipped: Duration,
     /// Changes when the epoch is replaced (a compare-and-set token).
     pub generation: i64,
     /// Whether this member began it (rather than joined it).
@@ -330,6 +333,7 @@ impl Coordinator {
             };
             let began = Epoch {
                 start: utc(&ms(start)),
+                skipped: Duration::ZERO,
                 generation: 0,
                 began: true,
             };
@@ -358,6 +362,9 @@ impl Coordinator {
                     if !ended && alive + lease_ms(self.lease) > now {
                         return Ok(Epoch {
                             start,
+                            skipped: Duration::from_millis(
+                                int(&d, "skipped_ms").unwrap_or(0).max(0) as u64,
+                            ),
                             generation,
                             began: false,
                         });
@@ -408,6 +415,66 @@ impl Coordinator {
                 control,
             }
         }))
+    }
+
+    /// Records that this member has run its share of the count-based stage
+    /// occurrence `key`, at `at`.
+    pub async fn count_done(
+        &self,
+        workload: &str,
+        generation: i64,
+        key: &str,
+        at: DateTime<Utc>,
+    ) -> DbResult<()> {
+        let field = format!("counts.{key}.m{}", self.member.index);
+        self.coll
+            .update_one(
+                doc! { "_id": format!("epoch:{workload}"), "generation": generation },
+                doc! { "$set": { field: ms(at) } },
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// The end of the count-based stage occurrence `key` once every member
+    /// has run its share (the last one's finish), or `None` while some
+    /// have not. The first member to see them all records the end and
+    /// moves the epoch's later stages up (`skipped_ms`, for members that
+    /// join later), once.
+    pub async fn count_end(
+        &self,
+        workload: &str,
+        generation: i64,
+        key: &str,
+        cap_end: DateTime<Utc>,
+    ) -> DbResult<Option<DateTime<Utc>>> {
+        let id = format!("epoch:{workload}");
+        let Some(d) = self.coll.find_one(doc! { "_id": &id }).await? else {
+            return Ok(None);
+        };
+        if let Ok(end) = d.get_document("barriers").and_then(|b| b.get_datetime(key)) {
+            return Ok(Some(utc(end)));
+        }
+        let Ok(done) = d.get_document("counts").and_then(|c| c.get_document(key)) else {
+            return Ok(None);
+        };
+        if done.len() < self.member.size as usize {
+            return Ok(None);
+        }
+        let end = done
+            .values()
+            .filter_map(|v| v.as_datetime().map(utc))
+            .max()
+            .unwrap_or_else(Utc::now);
+        let skipped = (cap_end - end).num_milliseconds().max(0);
+        let barrier = format!("barriers.{key}");
+        self.coll
+            .update_one(
+                doc! { "_id": &id, "generation": generation, &barrier: { "$exists": false } },
+                doc! { "$set": { &barrier: ms(end) }, "$inc": { "skipped_ms": skipped } },
+            )
+            .await?;
+        Ok(Some(end))
     }
 
     /// Marks the epoch ended (the schedule is over): the next start begins

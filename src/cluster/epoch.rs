@@ -69,10 +69,12 @@ impl ClusterRun {
             }
         };
         let now = Utc::now();
-        let t0 = match (epoch.start - now).to_std() {
+        // Count-based stages that ended early moved the later stages up.
+        let zero = epoch.start - chrono::Duration::from_std(epoch.skipped).unwrap_or_default();
+        let t0 = match (zero - now).to_std() {
             Ok(ahead) => Instant::now() + ahead,
             Err(_) => {
-                let behind = (now - epoch.start).to_std().unwrap_or_default();
+                let behind = (now - zero).to_std().unwrap_or_default();
                 Instant::now()
                     .checked_sub(behind)
                     .unwrap_or_else(Instant::now)
@@ -126,6 +128,52 @@ impl ClusterRun {
             .stage
             .with_label_values(&[workload])
             .set(i);
+    }
+
+    /// When the count-based stage occurrence `key` ends for the whole
+    /// cluster, this member having run its share: once every member has
+    /// (the last one's finish), or at its cap `cap` if some never do.
+    pub async fn count_stage_end(
+        &self,
+        workload: &str,
+        joined: &Joined,
+        key: &str,
+        cap: Instant,
+    ) -> Instant {
+        let coord = &self.coord;
+        let generation = joined.epoch.generation;
+        let wall = |i: Instant| {
+            let now = Instant::now();
+            let at = Utc::now();
+            match i.checked_duration_since(now) {
+                Some(ahead) => at + chrono::Duration::from_std(ahead).unwrap_or_default(),
+                None => at - chrono::Duration::from_std(now - i).unwrap_or_default(),
+            }
+        };
+        while let Err(e) = coord
+            .count_done(workload, generation, key, Utc::now())
+            .await
+        {
+            coord.failed("epoch", &e);
+            tokio::time::sleep(POLL).await;
+        }
+        let cap_end = wall(cap);
+        loop {
+            match coord.count_end(workload, generation, key, cap_end).await {
+                Ok(Some(end)) => {
+                    let behind = (Utc::now() - end).to_std().unwrap_or_default();
+                    return Instant::now()
+                        .checked_sub(behind)
+                        .unwrap_or_else(Instant::now);
+                }
+                Ok(None) => {}
+                Err(e) => coord.failed("epoch", &e),
+            }
+            if Instant::now() >= cap {
+                return cap;
+            }
+            tokio::time::sleep(POLL.min(cap.saturating_duration_since(Instant::now()))).await;
+        }
     }
 
     /// Stops keeping the epoch alive; `finished`: the schedule has ended,

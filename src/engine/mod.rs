@@ -226,13 +226,18 @@ struct CountProgress {
 
 impl CountProgress {
     fn new(stage: &Stage) -> Option<Arc<CountProgress>> {
-        Some(Arc::new(CountProgress {
+        let progress = CountProgress {
             limit: stage.limit()?,
             target: stage.operations_target()?,
             claimed: AtomicU64::new(0),
             settled: AtomicU64::new(0),
             complete: tokio::sync::Notify::new(),
-        }))
+        };
+        // A cluster member's share of a count may be nothing at all.
+        if progress.target == 0 {
+            progress.complete.notify_one();
+        }
+        Some(Arc::new(progress))
     }
 
     /// Claims one operation of the stage for a worker that has run `mine`
@@ -358,8 +363,7 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
         workers.spawn(worker.run());
     }
 
-    let at = epoch.as_ref().map(|e| e.start());
-    let finished = drive(&run, &phase_tx, &cancel, (t0, late, at)).await;
+    let finished = drive(&run, &phase_tx, &cancel, (t0, late), epoch.as_ref()).await;
     if let (Some(c), Some(e)) = (&run.cluster, epoch) {
         c.leave(&run.name, e, finished).await;
     }
@@ -518,7 +522,8 @@ async fn drive(
     run: &WorkloadRun,
     phase: &watch::Sender<Phase>,
     cancel: &CancellationToken,
-    (mut t0, mut late, epoch): (Instant, bool, Option<chrono::DateTime<chrono::Utc>>),
+    (mut t0, mut late): (Instant, bool),
+    joined: Option<&crate::cluster::Joined>,
 ) -> bool {
     let member = run
         .cluster
@@ -531,10 +536,12 @@ async fn drive(
         run.run_info.clone(),
         &run.name,
         run.workload.ops(),
-        epoch.map(|e| crate::report::MemberReport {
+        joined.map(|j| crate::report::MemberReport {
             index: member.index,
             size: member.size,
-            epoch: e.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            epoch: j
+                .start()
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             merged: Vec::new(),
         }),
     );
@@ -594,9 +601,22 @@ async fn drive(
             count.as_ref(),
         );
         let counted = async {
-            match &count {
-                Some(c) => c.complete.notified().await,
-                None => std::future::pending().await,
+            let Some(c) = &count else {
+                return std::future::pending().await;
+            };
+            c.complete.notified().await;
+            // A cluster's count-based stage ends when every member has run
+            // its share: at the same instant for all of them.
+            match (&run.cluster, joined) {
+                (Some(cluster), Some(joined)) => {
+                    let key = format!(
+                        "{}_{}",
+                        occurrence.start.as_millis(),
+                        occurrence.index.unwrap_or(0)
+                    );
+                    cluster.count_stage_end(&run.name, joined, &key, end).await
+                }
+                _ => Instant::now(),
             }
         };
         tokio::pin!(counted);
@@ -617,9 +637,9 @@ async fn drive(
             let tick = (Instant::now() + Duration::from_secs(1)).min(end);
             tokio::select! {
                 _ = tokio::time::sleep_until(tick) => {}
-                () = &mut counted => {
+                at = &mut counted => {
                     // Every operation of a count-based stage has settled.
-                    ended = Instant::now();
+                    ended = at;
                     skipped += end.saturating_duration_since(ended);
                     break;
                 }
