@@ -224,6 +224,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         cancel: cancel.clone(),
         run_info,
         cluster: cluster.clone(),
+        cluster_metrics,
     };
     let (statuses, reloader, workloads) = Supervisor::start(env, config.clone(), built);
 
@@ -248,9 +249,11 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         })
         .with_status({
             let (up, statuses, hosts, database) = (target_up.clone(), statuses.clone(), hosts.clone(), config.target.database.clone());
+            let cluster = (!member.is_sole()).then(|| json!({ "index": member.index, "size": member.size, "collection": config.cluster.collection }));
             move || {
                 json!({
                     "version": env!("CARGO_PKG_VERSION"),
+                    "cluster": cluster,
                     "uptime_seconds": started.elapsed().as_secs_f64(),
                     "target": { "hosts": hosts, "database": database, "up": up.load(Ordering::Relaxed) },
                     "workloads": statuses.list().iter().map(|s| s.to_json()).collect::<Vec<_>>(),

@@ -257,6 +257,8 @@ pub struct Env {
     pub run_info: Arc<crate::report::RunInfo>,
     /// In a cluster: the coordination every engine runs with.
     pub cluster: Option<Arc<crate::cluster::Coordinator>>,
+    /// The cluster families (exported alone too).
+    pub cluster_metrics: crate::cluster::ClusterMetrics,
 }
 
 /// A running engine of one workload.
@@ -415,6 +417,7 @@ impl Supervisor {
                     coord,
                     apply: cluster_control(slot.clone(), self.env.control_metrics.clone()),
                 }),
+            stage_index: self.env.cluster_metrics.stage.with_label_values(&[&w.name]),
         };
         let stop = self.env.cancel.child_token();
         let finished = CancellationToken::new();

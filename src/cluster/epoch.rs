@@ -119,17 +119,6 @@ impl ClusterRun {
         })
     }
 
-    /// The stage this member runs now (`None`: idle), for the metric that
-    /// shows members disagreeing.
-    pub fn stage_changed(&self, workload: &str, index: Option<usize>) {
-        let i = index.map_or(-1, |i| i as i64);
-        self.coord
-            .metrics
-            .stage
-            .with_label_values(&[workload])
-            .set(i);
-    }
-
     /// When the count-based stage occurrence `key` ends for the whole
     /// cluster, this member having run its share: once every member has
     /// (the last one's finish), or at its cap `cap` if some never do.
@@ -180,7 +169,6 @@ impl ClusterRun {
     /// so the epoch ends too (a later start begins a new run).
     pub async fn leave(&self, workload: &str, joined: Joined, finished: bool) {
         joined.watcher.cancel();
-        self.stage_changed(workload, None);
         if finished {
             if let Err(e) = self
                 .coord

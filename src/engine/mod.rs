@@ -59,6 +59,9 @@ pub struct WorkloadRun {
     /// In a cluster: the coordination (prepare lease, shared epoch,
     /// cluster-wide control); `None` runs alone.
     pub cluster: Option<crate::cluster::ClusterRun>,
+    /// `mongoload_cluster_stage_index{workload}`: the stage it runs, which
+    /// a cluster's members compare (a lone daemon exports it too).
+    pub stage_index: prometheus::IntGauge,
 }
 
 /// Live figures of a workload for `/status` and the final summary.
@@ -385,6 +388,7 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
     }
     run.metrics.inflight.set(0);
     run.metrics.clear_stage();
+    run.stage_index.set(-1);
     run.status.set_stage(StageLabel {
         state: "stopped",
         ..Default::default()
@@ -577,9 +581,8 @@ async fn drive(
         let scheduled = shared.as_ref();
         let label = scheduled.map_or(IDLE_STAGE, |s| s.name());
         run.metrics.set_stage(label);
-        if let Some(c) = &run.cluster {
-            c.stage_changed(&run.name, occurrence.index);
-        }
+        run.stage_index
+            .set(occurrence.index.map_or(-1, |i| i as i64));
         log_stage(run, occurrence.index, scheduled, occurrence.duration);
         let mut ctl = control.borrow_and_update().clone();
         let report = scheduled.zip(occurrence.index).map(|(stage, index)| {
