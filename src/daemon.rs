@@ -236,7 +236,18 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         let cluster = cluster.clone();
         let handler: crate::control::server::Handler = Arc::new(move |cmd| match cmd {
             crate::control::Command::All(inner) => cluster_control(cluster.as_ref(), *inner),
-            cmd => supervisor::control(&slots, &m, cmd),
+            cmd => {
+                let mut answer = supervisor::control(&slots, &m, cmd)?;
+                // In a cluster, say that the command acted on this member only.
+                if let (Some(c), Some(text)) = (&cluster, answer["message"].as_str()) {
+                    answer["message"] = format!(
+                        "{text} (this member only, {}; ctl --all acts on every member)",
+                        c.member()
+                    )
+                    .into();
+                }
+                Ok(answer)
+            }
         });
         tokio::spawn(socket.serve(handler, control_stop.clone()))
     });

@@ -207,6 +207,19 @@ duration = "1m"
 name = "after"
 rate = 300
 duration = "2s"
+
+[[workloads]]
+name = "bounded"
+kind = "name-num"
+seed = 4
+[workloads.name_num]
+mode = "insert"
+initial_docs = 0
+max_docs = 300
+collection = "bounded"
+[[workloads.stages]]
+rate = 150
+duration = "8s"
 "#;
     let mut ms = members(dir.path(), &sim.uri(), "5s", workload);
     for m in &mut ms {
@@ -249,13 +262,20 @@ duration = "2s"
         );
     }
 
-    // Prepared once: one member held the lease, the others waited.
-    let preparers: Vec<u32> = ms
-        .iter()
-        .filter(|m| m.stderr().contains("holds the lease and prepares"))
-        .map(|m| m.index)
-        .collect();
-    assert_eq!(preparers.len(), 1, "{preparers:?}");
+    // Prepared once: one member held each workload's lease, the others waited.
+    for workload in ["mix", "bounded"] {
+        let preparers: Vec<u32> = ms
+            .iter()
+            .filter(|m| {
+                m.stderr().lines().any(|l| {
+                    l.contains("holds the lease and prepares")
+                        && l.contains(&format!("workload={workload}"))
+                })
+            })
+            .map(|m| m.index)
+            .collect();
+        assert_eq!(preparers.len(), 1, "{workload}: {preparers:?}");
+    }
 
     // The sum of the achieved rates is the configured rate.
     let hold = stage_reports(&ms, "hold");
@@ -298,16 +318,20 @@ duration = "2s"
             assert_eq!(r.errors["duplicate_key"], 0, "{r:?}");
             assert_eq!(r.errors_total(), 0, "member {}: {:?}", m.index, r.errors);
             assert_eq!(r.member.as_ref().map(|x| x.index), Some(m.index));
-            inserted += r
-                .ops
-                .iter()
-                .find(|o| o.op == "insert")
-                .map_or(0, |o| o.operations.ok);
+            if r.workload == "mix" {
+                inserted += r
+                    .ops
+                    .iter()
+                    .find(|o| o.op == "insert")
+                    .map_or(0, |o| o.operations.ok);
+            }
         }
         assert!(!m.stderr().contains("duplicate key"), "{}", m.stderr());
     }
     assert!(inserted > 1000, "{inserted}");
     assert_eq!(count(&sim.uri(), "m").await, 2000 + inserted);
+    // The bound holds together: each member evicted its own oldest keys.
+    assert_eq!(count(&sim.uri(), "bounded").await, 300);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

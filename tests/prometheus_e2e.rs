@@ -142,8 +142,13 @@ fn start_prometheus(
         .collect();
     let scrapes: Vec<String> = jobs
         .iter()
-        .map(|(job, addr)| {
-            format!("  - job_name: {job}\n    static_configs:\n      - targets: ['{addr}']\n")
+        .map(|(job, addrs)| {
+            // Several targets of one job: comma-separated.
+            let targets: Vec<String> = addrs.split(',').map(|a| format!("'{a}'")).collect();
+            format!(
+                "  - job_name: {job}\n    static_configs:\n      - targets: [{}]\n",
+                targets.join(", ")
+            )
         })
         .collect();
     let config = logs.join("prometheus.yml");
@@ -713,15 +718,7 @@ fn a_sysbench_rate_reads_right_in_the_dashboard_and_the_recording_rule() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let logs = tmp.path();
     let mut children = Children(Vec::new());
-    let sim_addr = format!("127.0.0.1:{}", free_port());
-    spawn(
-        &mut children,
-        logs,
-        "sim",
-        Command::new(env!("CARGO_BIN_EXE_mongoload"))
-            .args(["sim", "--listen", &sim_addr])
-            .env("RUST_LOG", "warn"),
-    );
+    let sim_addr = spawn_sim(&mut children, logs);
     let daemon_addr = format!("127.0.0.1:{}", free_port());
     let config = logs.join("mongoload.toml");
     std::fs::write(
@@ -750,14 +747,7 @@ fn a_sysbench_rate_reads_right_in_the_dashboard_and_the_recording_rule() {
         &prometheus,
         &[("mongoload", &daemon_addr)],
     );
-    let value = |r: Result<Vec<Value>, String>| -> f64 {
-        r.ok()
-            .and_then(|r| {
-                r.first()
-                    .and_then(|s| s["value"][1].as_str()?.parse::<f64>().ok())
-            })
-            .unwrap_or(f64::NAN)
-    };
+    let value = first_value;
     // The stage has run at its rate for the whole 5-minute window, and
     // the series began before it (a series that starts inside a rate's
     // window is extrapolated by half a scrape only, which would read low):
@@ -819,6 +809,30 @@ fn a_sysbench_rate_reads_right_in_the_dashboard_and_the_recording_rule() {
     );
 }
 
+/// The first value of an instant query's result (NaN when there is none).
+fn first_value(r: Result<Vec<Value>, String>) -> f64 {
+    r.ok()
+        .and_then(|r| {
+            r.first()
+                .and_then(|s| s["value"][1].as_str()?.parse::<f64>().ok())
+        })
+        .unwrap_or(f64::NAN)
+}
+
+/// `mongoload sim` on a free loopback port; its address.
+fn spawn_sim(children: &mut Children, logs: &Path) -> String {
+    let sim_addr = format!("127.0.0.1:{}", free_port());
+    spawn(
+        children,
+        logs,
+        "sim",
+        Command::new(env!("CARGO_BIN_EXE_mongoload"))
+            .args(["sim", "--listen", &sim_addr])
+            .env("RUST_LOG", "warn"),
+    );
+    sim_addr
+}
+
 /// The total rate of the three-member cluster test.
 const CLUSTER_RATE: f64 = 300.0;
 
@@ -837,15 +851,7 @@ fn three_cluster_members_add_up_in_the_rules_and_the_overview() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let logs = tmp.path();
     let mut children = Children(Vec::new());
-    let sim_addr = format!("127.0.0.1:{}", free_port());
-    spawn(
-        &mut children,
-        logs,
-        "sim",
-        Command::new(env!("CARGO_BIN_EXE_mongoload"))
-            .args(["sim", "--listen", &sim_addr])
-            .env("RUST_LOG", "warn"),
-    );
+    let sim_addr = spawn_sim(&mut children, logs);
     let addrs: Vec<String> = (0..3)
         .map(|_| format!("127.0.0.1:{}", free_port()))
         .collect();
@@ -873,48 +879,13 @@ fn three_cluster_members_add_up_in_the_rules_and_the_overview() {
                 .env("RUST_LOG", "warn"),
         );
     }
-    let targets = addrs
-        .iter()
-        .map(|a| format!("'{a}'"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let config = logs.join("prometheus.yml");
-    let rules: String = rule_files()
-        .iter()
-        .map(|p| format!("  - {}\n", p.display()))
-        .collect();
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
-             rule_files:\n{rules}scrape_configs:\n  - job_name: mongoload\n    static_configs:\n      - targets: [{targets}]\n"
-        ),
-    )
-    .expect("write prometheus.yml");
-    let prom = Prometheus {
-        addr: format!("127.0.0.1:{}", free_port()),
-        at: None,
-    };
-    spawn(
+    let prom = start_prometheus(
         &mut children,
         logs,
-        "prometheus",
-        Command::new(&prometheus)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                logs.join("data").display()
-            ))
-            .arg(format!("--web.listen-address={}", prom.addr)),
+        &prometheus,
+        &[("mongoload", &addrs.join(","))],
     );
-    let value = |r: Result<Vec<Value>, String>| -> f64 {
-        r.ok()
-            .and_then(|r| {
-                r.first()
-                    .and_then(|s| s["value"][1].as_str()?.parse::<f64>().ok())
-            })
-            .unwrap_or(f64::NAN)
-    };
+    let value = first_value;
     // 20 s of the stage at its rate on every member, for the 15 s rates.
     wait_for(
         "20 s of the three members' stage in Prometheus",
