@@ -283,6 +283,60 @@ mod tests {
     }
 
     #[test]
+    fn size_and_index_come_from_the_environment_and_need_a_restart() {
+        let text = "[target]\nuri = \"mongodb://127.0.0.1:1\"\n[[workloads]]\nname = \"w\"\nkind = \"mixed\"\n\
+                    [[workloads.stages]]\nrate = 1\nduration = \"1s\"\n";
+        let env = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let path = std::path::Path::new("m.toml");
+        let alone = crate::config::parse_with_env(text, path, env(&[])).unwrap();
+        assert_eq!(alone.cluster.member(), Member::SOLE);
+        let two = crate::config::parse_with_env(
+            text,
+            path,
+            env(&[
+                ("MONGOLOAD_CLUSTER__SIZE", "3"),
+                ("MONGOLOAD_CLUSTER__INDEX", "2"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(two.cluster.member(), Member { index: 2, size: 3 });
+        let pod = crate::config::parse_with_env(
+            text,
+            path,
+            env(&[
+                ("MONGOLOAD_CLUSTER__SIZE", "3"),
+                ("HOSTNAME", "mongoload-1"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(pod.cluster.member(), Member { index: 1, size: 3 });
+        assert_eq!(
+            crate::supervisor::restart_only_change(&two, &pod),
+            Some("cluster")
+        );
+        let e = crate::config::parse_with_env(
+            text,
+            path,
+            env(&[
+                ("MONGOLOAD_CLUSTER__SIZE", "3"),
+                ("MONGOLOAD_CLUSTER__INDEX", "3"),
+            ]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("m.toml: cluster.index: 3 is out of range"),
+            "{e}"
+        );
+        assert!(e.ends_with("(set by MONGOLOAD_CLUSTER__INDEX)"), "{e}");
+    }
+
+    #[test]
     fn the_hostname_prefers_the_environment() {
         assert_eq!(
             hostname(Some("mongoload-1\n".into())).as_deref(),
