@@ -91,6 +91,11 @@ pub struct CtlArgs {
     /// Print the daemon's JSON answer instead of text.
     #[arg(long)]
     pub json: bool,
+    /// In a [cluster]: act on every member (through the database), levels
+    /// being the cluster's totals; without it a command acts on this
+    /// member only, levels its own.
+    #[arg(long)]
+    pub all: bool,
     #[command(subcommand)]
     pub command: CtlCommand,
 }
@@ -242,7 +247,11 @@ fn man(args: ManArgs) -> ExitCode {
 async fn ctl(args: CtlArgs) -> ExitCode {
     use crate::control::{client, default_socket, Command as Request};
     let socket = args.socket.clone().unwrap_or_else(default_socket);
-    let request: Request = match args.command.line().parse() {
+    let line = match args.all {
+        true => format!("all {}", args.command.line()),
+        false => args.command.line(),
+    };
+    let request: Request = match line.parse() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("mongoload ctl: {e}");
@@ -284,7 +293,10 @@ fn report(args: &ReportArgs) -> ExitCode {
     };
     if let Some(pair) = &args.compare {
         let (base, new) = match (read(&pair[0]), read(&pair[1])) {
-            (Ok(b), Ok(n)) => (b, n),
+            (Ok(b), Ok(n)) => (
+                report::merge::merge_members(b),
+                report::merge::merge_members(n),
+            ),
             (Err(code), _) | (_, Err(code)) => return code,
         };
         let c = compare::compare(&base, &new, args.max_drop);
@@ -307,6 +319,8 @@ fn report(args: &ReportArgs) -> ExitCode {
             Err(code) => return code,
         }
     }
+    // Cluster members' rows of one stage become one cluster-wide row.
+    let all = report::merge::merge_members(all);
     let mut text = table::stage_table(&all);
     if args.steps {
         text.push('\n');

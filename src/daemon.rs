@@ -136,6 +136,8 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
 
     let control_metrics =
         ControlMetrics::register(metrics.registry()).map_err(MetricsError::from)?;
+    let cluster_metrics =
+        crate::cluster::ClusterMetrics::register(metrics.registry()).map_err(MetricsError::from)?;
     let built = supervisor::build(&config).map_err(|e| match e {
         ReloadError::Workload { name, reason } => StartError::Workload { name, reason },
         other => StartError::Workload {
@@ -166,6 +168,15 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         reason: scrub(&e.to_string(), uri.expose()),
     })?;
     let db = client.database(&config.target.database);
+    let member = config.cluster.member();
+    cluster_metrics.size.set(i64::from(member.size));
+    let cluster = (!member.is_sole()).then(|| {
+        Arc::new(crate::cluster::Coordinator::new(
+            &db,
+            &config.cluster,
+            cluster_metrics.clone(),
+        ))
+    });
 
     let listener = TcpListener::bind(config.http.listen)
         .await
@@ -212,6 +223,8 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         control_metrics: control_metrics.clone(),
         cancel: cancel.clone(),
         run_info,
+        cluster: cluster.clone(),
+        cluster_metrics,
     };
     let (statuses, reloader, workloads) = Supervisor::start(env, config.clone(), built);
 
@@ -220,8 +233,22 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let control_task = control_socket.map(|socket| {
         tracing::info!("control socket on {}", socket.path().display());
         let (slots, m) = (statuses.clone(), control_metrics.clone());
-        let handler: crate::control::server::Handler =
-            Arc::new(move |cmd| supervisor::control(&slots, &m, cmd));
+        let cluster = cluster.clone();
+        let handler: crate::control::server::Handler = Arc::new(move |cmd| match cmd {
+            crate::control::Command::All(inner) => cluster_control(cluster.as_ref(), *inner),
+            cmd => {
+                let mut answer = supervisor::control(&slots, &m, cmd)?;
+                // In a cluster, say that the command acted on this member only.
+                if let (Some(c), Some(text)) = (&cluster, answer["message"].as_str()) {
+                    answer["message"] = format!(
+                        "{text} (this member only, {}; ctl --all acts on every member)",
+                        c.member()
+                    )
+                    .into();
+                }
+                Ok(answer)
+            }
+        });
         tokio::spawn(socket.serve(handler, control_stop.clone()))
     });
 
@@ -233,9 +260,11 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         })
         .with_status({
             let (up, statuses, hosts, database) = (target_up.clone(), statuses.clone(), hosts.clone(), config.target.database.clone());
+            let cluster = (!member.is_sole()).then(|| json!({ "index": member.index, "size": member.size, "collection": config.cluster.collection }));
             move || {
                 json!({
                     "version": env!("CARGO_PKG_VERSION"),
+                    "cluster": cluster,
                     "uptime_seconds": started.elapsed().as_secs_f64(),
                     "target": { "hosts": hosts, "database": database, "up": up.load(Ordering::Relaxed) },
                     "workloads": statuses.list().iter().map(|s| s.to_json()).collect::<Vec<_>>(),
@@ -253,6 +282,16 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     };
 
     let ping_stop = CancellationToken::new();
+    if let Some(c) = &cluster {
+        tracing::info!(
+            "cluster: {}; coordinating through {}.{}",
+            c.member(),
+            config.target.database,
+            config.cluster.collection
+        );
+        let (c, stop) = (c.clone(), ping_stop.clone());
+        tokio::spawn(async move { c.heartbeat(stop).await });
+    }
     let ping_task = tokio::spawn(ping_loop(
         db.clone(),
         metrics.clone(),
@@ -344,6 +383,40 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         reloader,
         done,
     })
+}
+
+/// `ctl --all`: hands the command to every member through the database
+/// (written in the background: the control socket answers at once) and
+/// says so; refused without a cluster.
+fn cluster_control(
+    cluster: Option<&Arc<crate::cluster::Coordinator>>,
+    command: crate::control::Command,
+) -> Result<serde_json::Value, String> {
+    let Some(c) = cluster else {
+        return Err(
+            "--all needs a [cluster]: this daemon runs the whole load; leave out --all".into(),
+        );
+    };
+    if command.workload().is_none() {
+        return Err("status is per member: ask each member's control socket".into());
+    }
+    let (member, line) = (c.member(), command.to_string());
+    let c = c.clone();
+    tokio::spawn(async move {
+        match c.control(&command).await {
+            Ok(state) => tracing::info!(
+                "control (sent to every member): {command}: the cluster's totals are now {state}"
+            ),
+            Err(e) => tracing::error!("control (for every member): {command}: not applied: {e}"),
+        }
+    });
+    Ok(json!({
+        "message": format!(
+            "{line}: sent to every member of the cluster through the database; each applies its share within a second ({} of {} here)",
+            member.index,
+            member.size
+        ),
+    }))
 }
 
 /// What the pings say about the deployment.

@@ -6,6 +6,7 @@
 pub mod audit;
 pub mod check_target;
 pub mod cli;
+pub mod cluster;
 pub mod config;
 pub mod control;
 pub mod daemon;

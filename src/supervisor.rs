@@ -141,7 +141,7 @@ impl std::fmt::Display for ReloadSummary {
 /// `new`, if any: those need a restart.
 pub fn restart_only_change(old: &Config, new: &Config) -> Option<&'static str> {
     let (a, b) = (&old.target, &new.target);
-    let keys: [(&'static str, bool); 11] = [
+    let keys: [(&'static str, bool); 12] = [
         ("target.uri", a.uri != b.uri),
         ("target.uri_file", a.uri_file != b.uri_file),
         ("target.database", a.database != b.database),
@@ -163,6 +163,8 @@ pub fn restart_only_change(old: &Config, new: &Config) -> Option<&'static str> {
         ("control.socket", old.control != new.control),
         // The run id and its log file are fixed for the process's life.
         ("run.log", old.run.log != new.run.log),
+        // A member's share and its coordination are fixed at start.
+        ("cluster", old.cluster != new.cluster),
     ];
     keys.into_iter()
         .find(|(_, changed)| *changed)
@@ -229,9 +231,12 @@ pub fn build(config: &Config) -> Result<Vec<Built>, ReloadError> {
                 name: w.name.clone(),
                 reason,
             };
+            let workload = crate::workload::build(w).map_err(|e| err(e.to_string()))?;
+            // A cluster member inserts keys of its own.
+            crate::workload::join(workload.as_ref(), config.cluster.member());
             Ok(Built {
                 config: w.clone(),
-                workload: crate::workload::build(w).map_err(|e| err(e.to_string()))?,
+                workload,
                 schedule: w.schedule().map_err(|e| err(e.to_string()))?,
             })
         })
@@ -250,6 +255,10 @@ pub struct Env {
     pub cancel: CancellationToken,
     /// The run the stage reports belong to (its id and run log).
     pub run_info: Arc<crate::report::RunInfo>,
+    /// In a cluster: the coordination every engine runs with.
+    pub cluster: Option<Arc<crate::cluster::Coordinator>>,
+    /// The cluster families (exported alone too).
+    pub cluster_metrics: crate::cluster::ClusterMetrics,
 }
 
 /// A running engine of one workload.
@@ -400,6 +409,15 @@ impl Supervisor {
             status: slot.status.clone(),
             control: slot.control.subscribe(),
             run_info: self.env.run_info.clone(),
+            cluster: self
+                .env
+                .cluster
+                .clone()
+                .map(|coord| crate::cluster::ClusterRun {
+                    coord,
+                    apply: cluster_control(slot.clone(), self.env.control_metrics.clone()),
+                }),
+            stage_index: self.env.cluster_metrics.stage.with_label_values(&[&w.name]),
         };
         let stop = self.env.cancel.child_token();
         let finished = CancellationToken::new();
@@ -498,6 +516,23 @@ impl Supervisor {
         self.slots.set(slots);
         Ok(summary)
     }
+}
+
+/// Applies the cluster-wide control (as this member's share) to `slot`,
+/// as [`control`] applies a command: logged, `mongoload_paused` kept.
+fn cluster_control(
+    slot: Arc<Slot>,
+    metrics: ControlMetrics,
+) -> crate::cluster::epoch::ApplyControl {
+    Arc::new(move |state: ControlState| {
+        let before = slot.control.borrow().clone();
+        if before == state {
+            return;
+        }
+        slot.control.send_replace(state.clone());
+        metrics.set_paused(&slot.name, state.paused);
+        tracing::info!(workload = %slot.name, "control (cluster-wide): {before} → {state}");
+    })
 }
 
 /// Answers a control command against the current workloads; every change

@@ -142,8 +142,13 @@ fn start_prometheus(
         .collect();
     let scrapes: Vec<String> = jobs
         .iter()
-        .map(|(job, addr)| {
-            format!("  - job_name: {job}\n    static_configs:\n      - targets: ['{addr}']\n")
+        .map(|(job, addrs)| {
+            // Several targets of one job: comma-separated.
+            let targets: Vec<String> = addrs.split(',').map(|a| format!("'{a}'")).collect();
+            format!(
+                "  - job_name: {job}\n    static_configs:\n      - targets: [{}]\n",
+                targets.join(", ")
+            )
         })
         .collect();
     let config = logs.join("prometheus.yml");
@@ -713,15 +718,7 @@ fn a_sysbench_rate_reads_right_in_the_dashboard_and_the_recording_rule() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let logs = tmp.path();
     let mut children = Children(Vec::new());
-    let sim_addr = format!("127.0.0.1:{}", free_port());
-    spawn(
-        &mut children,
-        logs,
-        "sim",
-        Command::new(env!("CARGO_BIN_EXE_mongoload"))
-            .args(["sim", "--listen", &sim_addr])
-            .env("RUST_LOG", "warn"),
-    );
+    let sim_addr = spawn_sim(&mut children, logs);
     let daemon_addr = format!("127.0.0.1:{}", free_port());
     let config = logs.join("mongoload.toml");
     std::fs::write(
@@ -750,14 +747,7 @@ fn a_sysbench_rate_reads_right_in_the_dashboard_and_the_recording_rule() {
         &prometheus,
         &[("mongoload", &daemon_addr)],
     );
-    let value = |r: Result<Vec<Value>, String>| -> f64 {
-        r.ok()
-            .and_then(|r| {
-                r.first()
-                    .and_then(|s| s["value"][1].as_str()?.parse::<f64>().ok())
-            })
-            .unwrap_or(f64::NAN)
-    };
+    let value = first_value;
     // The stage has run at its rate for the whole 5-minute window, and
     // the series began before it (a series that starts inside a rate's
     // window is extrapolated by half a scrape only, which would read low):
@@ -817,4 +807,156 @@ fn a_sysbench_rate_reads_right_in_the_dashboard_and_the_recording_rule() {
         within(point_selects, 10.0 * SYSBENCH_RATE),
         "point selects {point_selects}/s for {SYSBENCH_RATE} transactions/s"
     );
+}
+
+/// The first value of an instant query's result (NaN when there is none).
+fn first_value(r: Result<Vec<Value>, String>) -> f64 {
+    r.ok()
+        .and_then(|r| {
+            r.first()
+                .and_then(|s| s["value"][1].as_str()?.parse::<f64>().ok())
+        })
+        .unwrap_or(f64::NAN)
+}
+
+/// `mongoload sim` on a free loopback port; its address.
+fn spawn_sim(children: &mut Children, logs: &Path) -> String {
+    let sim_addr = format!("127.0.0.1:{}", free_port());
+    spawn(
+        children,
+        logs,
+        "sim",
+        Command::new(env!("CARGO_BIN_EXE_mongoload"))
+            .args(["sim", "--listen", &sim_addr])
+            .env("RUST_LOG", "warn"),
+    );
+    sim_addr
+}
+
+/// The total rate of the three-member cluster test.
+const CLUSTER_RATE: f64 = 300.0;
+
+/// Three members of a `[cluster]` (separate processes) scraped as three
+/// targets of one job: the cluster recording rules see three members of
+/// three in one stage, the target-rate rule and the overview's "Members
+/// (cluster)" totals add the members' shares up to the configured rate,
+/// the per-member query has one series per member, and when a member
+/// stops the members count drops (what MongoloadClusterMemberMissing
+/// compares). About 40 s.
+#[test]
+fn three_cluster_members_add_up_in_the_rules_and_the_overview() {
+    let Some(prometheus) = require_tool(PROMETHEUS) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let logs = tmp.path();
+    let mut children = Children(Vec::new());
+    let sim_addr = spawn_sim(&mut children, logs);
+    let addrs: Vec<String> = (0..3)
+        .map(|_| format!("127.0.0.1:{}", free_port()))
+        .collect();
+    for (i, name) in ["member0", "member1", "member2"].into_iter().enumerate() {
+        let config = logs.join(format!("{name}.toml"));
+        std::fs::write(
+            &config,
+            format!(
+                "[target]\nuri = \"mongodb://{sim_addr}\"\ndatabase = \"e2ecluster\"\n\
+                 [http]\nlisten = \"{}\"\n[cluster]\nsize = 3\nindex = {i}\n\
+                 [[workloads]]\nname = \"mix\"\nkind = \"mixed\"\nseed = 1\n\
+                 [workloads.mixed]\ndoc_size = 256\ninitial_docs = 300\n\
+                 [[workloads.stages]]\nname = \"fixed\"\nrate = {CLUSTER_RATE}\nduration = \"1h\"\n",
+                addrs[i]
+            ),
+        )
+        .expect("write the member's config");
+        spawn(
+            &mut children,
+            logs,
+            name,
+            Command::new(env!("CARGO_BIN_EXE_mongoload"))
+                .args(["run", "--config"])
+                .arg(&config)
+                .env("RUST_LOG", "warn"),
+        );
+    }
+    let prom = start_prometheus(
+        &mut children,
+        logs,
+        &prometheus,
+        &[("mongoload", &addrs.join(","))],
+    );
+    let value = first_value;
+    // 20 s of the stage at its rate on every member, for the 15 s rates.
+    wait_for(
+        "20 s of the three members' stage in Prometheus",
+        Duration::from_secs(120),
+        || {
+            let shares = value(prom.query(
+                r#"count(min_over_time(mongoload_target_rate{job="mongoload",workload="mix"}[20s]) > 0)"#,
+            ));
+            let scraped = value(prom.query(
+                r#"min(count_over_time(mongoload_target_rate{job="mongoload",workload="mix"}[20s]))"#,
+            ));
+            shares == 3.0 && scraped >= 20.0
+        },
+        || children.assert_running(logs),
+    );
+    assert_eq!(value(prom.query("job:mongoload_cluster_size:max")), 3.0);
+    assert_eq!(
+        value(prom.query("job:mongoload_cluster_members:count")),
+        3.0
+    );
+    assert_eq!(
+        value(prom.query(r#"workload:mongoload_cluster_stages:count{workload="mix"}"#)),
+        1.0
+    );
+    assert_eq!(
+        value(prom.query(r#"workload:mongoload_target_rate:sum{workload="mix"}"#)),
+        CLUSTER_RATE
+    );
+    let overview = dashboards()
+        .into_iter()
+        .find(|d| d.file.contains("overview"))
+        .expect("the overview dashboard");
+    let queries = dashboard_queries(&overview);
+    let values = [
+        ("job", "mongoload"),
+        ("instance", ".+"),
+        ("workload", "mix"),
+        ("__rate_interval", "15s"),
+    ];
+    let panel = |title: &str, ref_id: &str| {
+        let q = queries
+            .iter()
+            .find(|q| q.source.contains(title) && q.source.ends_with(&format!("({ref_id})")))
+            .unwrap_or_else(|| panic!("the {title} panel's query {ref_id}"));
+        fill_variables(&q.expr, &values).expect("fills")
+    };
+    let by_member = prom
+        .query(&panel("Achieved ops/s by member", "A"))
+        .expect("the per-member query");
+    assert_eq!(by_member.len(), 3, "{by_member:?}");
+    let total = value(prom.query(&panel("Achieved ops/s by member", "B")));
+    let target = value(prom.query(&panel("Achieved ops/s by member", "C")));
+    eprintln!("cluster at {CLUSTER_RATE}/s: achieved {total}, target {target}");
+    assert_eq!(target, CLUSTER_RATE);
+    assert!(
+        (total - CLUSTER_RATE).abs() <= 0.05 * CLUSTER_RATE,
+        "achieved {total} for {CLUSTER_RATE}/s"
+    );
+    // A member stops: Prometheus sees two of three.
+    let (_, member) = children
+        .0
+        .iter_mut()
+        .find(|(name, _)| *name == "member2")
+        .expect("member2");
+    let _ = member.kill();
+    let _ = member.wait();
+    wait_for(
+        "two members scraped of three",
+        Duration::from_secs(30),
+        || value(prom.query("job:mongoload_cluster_members:count")) == 2.0,
+        || {},
+    );
+    assert_eq!(value(prom.query("job:mongoload_cluster_size:max")), 3.0);
 }

@@ -201,6 +201,9 @@ pub struct Config {
     /// The runtime control endpoint.
     #[serde(default)]
     pub control: ControlConfig,
+    /// Several load hosts as one load (absent: this daemon alone).
+    #[serde(default)]
+    pub cluster: crate::cluster::ClusterConfig,
     /// The workloads, each with its own schedule; at least one.
     #[serde(default)]
     pub workloads: Vec<WorkloadConfig>,
@@ -1005,9 +1008,13 @@ pub fn parse_with_env(
 ) -> Result<Config, ConfigError> {
     // Only MONGOLOAD_<SECTION>__<KEY> are keys: MONGOLOAD_CONFIG,
     // MONGOLOAD_TEST_URI and friends must not reach deny_unknown_fields.
+    let mut hostname = None;
     let overrides: HashMap<String, String> = env
         .into_iter()
-        .filter(|(k, _)| {
+        .filter(|(k, v)| {
+            if k == "HOSTNAME" {
+                hostname = Some(v.clone());
+            }
             k.get(..ENV_PREFIX.len())
                 .is_some_and(|p| p.eq_ignore_ascii_case(ENV_PREFIX))
                 && k[ENV_PREFIX.len()..].contains("__")
@@ -1062,10 +1069,18 @@ pub fn parse_with_env(
             reason,
         }
     })?;
-    cfg.validate().map_err(|mut e| {
-        e.reason.push_str(&env_hint(&e.key));
-        e.in_file(path)
-    })?;
+    let mut cfg = cfg;
+    cfg.validate()
+        .and_then(|()| {
+            let host = crate::cluster::hostname(hostname);
+            cfg.cluster
+                .resolve(host.as_deref())
+                .map_err(|e| KeyError::new(e.key, e.reason))
+        })
+        .map_err(|mut e| {
+            e.reason.push_str(&env_hint(&e.key));
+            e.in_file(path)
+        })?;
     Ok(cfg)
 }
 
@@ -1243,6 +1258,7 @@ impl Config {
                 .as_ref()
                 .map_or("(off)".into(), |p| p.display().to_string())
         );
+        out.push_str(&self.cluster.describe());
         for w in &self.workloads {
             let _ = writeln!(out, "workload {:?}:", w.name);
             let _ = writeln!(out, "  kind: {}", w.kind.as_str());

@@ -227,6 +227,9 @@ pub enum Command {
     Scale(String, f64),
     /// Back to the schedule as configured (clears pause, override, scale).
     Reset(String),
+    /// A command for every member of a cluster (`ctl --all`), its levels
+    /// the cluster's totals: handed on through the database.
+    All(Box<Command>),
 }
 
 /// A request line that is not a command.
@@ -247,6 +250,12 @@ impl FromStr for Command {
         let Some((&verb, args)) = words.split_first() else {
             return Err(bad("empty request".into()));
         };
+        if verb == "all" {
+            return match args.join(" ").parse::<Command>()? {
+                Command::All(_) => Err(bad("all takes one command".into())),
+                c => Ok(Command::All(Box::new(c))),
+            };
+        }
         let want = |n: usize| -> Result<(), ParseError> {
             if args.len() == n {
                 Ok(())
@@ -323,6 +332,7 @@ impl fmt::Display for Command {
             Command::SetConcurrency(w, n) => write!(f, "set-concurrency {w} {n}"),
             Command::Scale(w, x) => write!(f, "scale {w} {x}"),
             Command::Reset(w) => write!(f, "reset {w}"),
+            Command::All(c) => write!(f, "all {c}"),
         }
     }
 }
@@ -338,6 +348,7 @@ impl Command {
             | Command::SetConcurrency(w, _)
             | Command::Scale(w, _)
             | Command::Reset(w) => Some(w),
+            Command::All(c) => c.workload(),
         }
     }
 
@@ -353,6 +364,7 @@ impl Command {
             Command::SetConcurrency(_, n) => state.override_load = Some(Load::Concurrency(*n)),
             Command::Scale(_, f) => state.scale = *f,
             Command::Reset(_) => *state = ControlState::default(),
+            Command::All(c) => c.apply(state),
         }
     }
 }

@@ -56,6 +56,12 @@ pub struct WorkloadRun {
     /// the stage whenever it changes. A receiver whose sender is gone (or
     /// that never changes) leaves the schedule as configured.
     pub control: watch::Receiver<ControlState>,
+    /// In a cluster: the coordination (prepare lease, shared epoch,
+    /// cluster-wide control); `None` runs alone.
+    pub cluster: Option<crate::cluster::ClusterRun>,
+    /// `mongoload_cluster_stage_index{workload}`: the stage it runs, which
+    /// a cluster's members compare (a lone daemon exports it too).
+    pub stage_index: prometheus::IntGauge,
 }
 
 /// Live figures of a workload for `/status` and the final summary.
@@ -172,7 +178,7 @@ impl WorkloadStatus {
         self.prepare.lock().map(|p| p.clone()).unwrap_or_default()
     }
 
-    fn set_prepare(&self, progress: PrepareProgress) {
+    pub(crate) fn set_prepare(&self, progress: PrepareProgress) {
         if let Ok(mut p) = self.prepare.lock() {
             *p = progress;
         }
@@ -223,13 +229,18 @@ struct CountProgress {
 
 impl CountProgress {
     fn new(stage: &Stage) -> Option<Arc<CountProgress>> {
-        Some(Arc::new(CountProgress {
+        let progress = CountProgress {
             limit: stage.limit()?,
             target: stage.operations_target()?,
             claimed: AtomicU64::new(0),
             settled: AtomicU64::new(0),
             complete: tokio::sync::Notify::new(),
-        }))
+        };
+        // A cluster member's share of a count may be nothing at all.
+        if progress.target == 0 {
+            progress.complete.notify_one();
+        }
+        Some(Arc::new(progress))
     }
 
     /// Claims one operation of the stage for a worker that has run `mine`
@@ -325,6 +336,21 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
         return;
     }
 
+    // The schedule's time 0: now, or the cluster's shared epoch.
+    let (t0, late, epoch) = match &run.cluster {
+        None => (Instant::now(), false, None),
+        Some(c) => match c.start(&run.name, &cancel).await {
+            Some(joined) => (joined.t0, joined.late, Some(joined)),
+            None => {
+                run.status.set_stage(StageLabel {
+                    state: "stopped",
+                    ..Default::default()
+                });
+                return;
+            }
+        },
+    };
+
     let (phase_tx, phase_rx) = watch::channel(Phase::Idle);
     let workers_stop = CancellationToken::new();
     let mut workers = JoinSet::new();
@@ -340,7 +366,10 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
         workers.spawn(worker.run());
     }
 
-    drive(&run, &phase_tx, &cancel).await;
+    let finished = drive(&run, &phase_tx, &cancel, (t0, late), epoch.as_ref()).await;
+    if let (Some(c), Some(e)) = (&run.cluster, epoch) {
+        c.leave(&run.name, e, finished).await;
+    }
     // Draining has its own deadline (grace); no ticks to watch.
     run.status.heartbeat.clear();
 
@@ -359,17 +388,32 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
     }
     run.metrics.inflight.set(0);
     run.metrics.clear_stage();
+    run.stage_index.set(-1);
     run.status.set_stage(StageLabel {
         state: "stopped",
         ..Default::default()
     });
 }
 
-/// Runs the prepare steps, retrying with backoff while they fail (the
-/// deployment may be down at start: that is counted, not fatal). Returns
-/// false when cancelled first.
+/// Runs the prepare steps: all of them alone, in a cluster under the
+/// prepare lease ([`crate::cluster::prepare`]). Returns false when
+/// cancelled first.
 async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
-    let steps = run.workload.prepare();
+    match &run.cluster {
+        None => prepare_steps(run, cancel, &run.workload.prepare()).await,
+        Some(c) => crate::cluster::prepare::run(run, c, cancel).await,
+    }
+}
+
+/// Runs `steps` in order, retrying each with backoff while it fails (the
+/// deployment may be down at start: that is counted, not fatal), keeping
+/// the progress in `/status` and the metrics. Returns false when
+/// cancelled first.
+pub(crate) async fn prepare_steps(
+    run: &WorkloadRun,
+    cancel: &CancellationToken,
+    steps: &[PrepareStep],
+) -> bool {
     let prepare_metrics = &run.metrics.prepare;
     // Progress over all load steps together (sysbench loads one per
     // collection): documents of the finished steps plus the current one's.
@@ -473,12 +517,38 @@ async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
 /// claimed. A control change mid-stage re-publishes the stage anchored at
 /// its start, with the ticket counter moved to the first operation due
 /// from now on.
-async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &CancellationToken) {
-    let mut t0 = Instant::now();
+///
+/// `t0` is the schedule's time 0 (now, or a cluster's shared epoch);
+/// `late`: the member joins its cluster's schedule mid-way, so the first
+/// stage is published re-based at now. Returns true when the schedule
+/// has ended (false when cancelled).
+async fn drive(
+    run: &WorkloadRun,
+    phase: &watch::Sender<Phase>,
+    cancel: &CancellationToken,
+    (mut t0, mut late): (Instant, bool),
+    joined: Option<&crate::cluster::Joined>,
+) -> bool {
+    let member = run
+        .cluster
+        .as_ref()
+        .map_or(crate::cluster::Member::SOLE, |c| c.member());
     // Schedule time a count-based stage did not use (it ended before its
     // cap): the stages after it move up by that much.
     let mut skipped = Duration::ZERO;
-    let report_ctx = ReportContext::new(run.run_info.clone(), &run.name, run.workload.ops());
+    let report_ctx = ReportContext::for_member(
+        run.run_info.clone(),
+        &run.name,
+        run.workload.ops(),
+        joined.map(|j| crate::report::MemberReport {
+            index: member.index,
+            size: member.size,
+            epoch: j
+                .start()
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            merged: Vec::new(),
+        }),
+    );
     let mut schedules = run.schedule.clone();
     let mut schedule = schedules.borrow_and_update().clone();
     let mut cycles = vec![0u64; schedule.stages().len()];
@@ -498,7 +568,7 @@ async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &Cancell
         let elapsed = now - t0 + skipped;
         let Some(occurrence) = schedule.occurrence(elapsed, chrono::Utc::now()) else {
             tracing::info!(workload = %run.name, "schedule finished");
-            return;
+            return true;
         };
         // now - (elapsed - occurrence.start), without going below t0.
         let start = (t0 + occurrence.start)
@@ -506,9 +576,13 @@ async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &Cancell
             .unwrap_or(t0)
             .max(t0);
         let end = start + occurrence.duration;
-        let scheduled = occurrence.stage.as_ref();
+        // A cluster member runs its share of the stage.
+        let shared = occurrence.stage.as_ref().map(|s| member.share(s));
+        let scheduled = shared.as_ref();
         let label = scheduled.map_or(IDLE_STAGE, |s| s.name());
         run.metrics.set_stage(label);
+        run.stage_index
+            .set(occurrence.index.map_or(-1, |i| i as i64));
         log_stage(run, occurrence.index, scheduled, occurrence.duration);
         let mut ctl = control.borrow_and_update().clone();
         let report = scheduled.zip(occurrence.index).map(|(stage, index)| {
@@ -525,14 +599,27 @@ async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &Cancell
             phase,
             scheduled,
             &ctl,
-            (start, false),
+            (start, std::mem::take(&mut late)),
             report.as_ref(),
             count.as_ref(),
         );
         let counted = async {
-            match &count {
-                Some(c) => c.complete.notified().await,
-                None => std::future::pending().await,
+            let Some(c) = &count else {
+                return std::future::pending().await;
+            };
+            c.complete.notified().await;
+            // A cluster's count-based stage ends when every member has run
+            // its share: at the same instant for all of them.
+            match (&run.cluster, joined) {
+                (Some(cluster), Some(joined)) => {
+                    let key = format!(
+                        "{}_{}",
+                        occurrence.start.as_millis(),
+                        occurrence.index.unwrap_or(0)
+                    );
+                    cluster.count_stage_end(&run.name, joined, &key, end).await
+                }
+                _ => Instant::now(),
             }
         };
         tokio::pin!(counted);
@@ -553,9 +640,9 @@ async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &Cancell
             let tick = (Instant::now() + Duration::from_secs(1)).min(end);
             tokio::select! {
                 _ = tokio::time::sleep_until(tick) => {}
-                () = &mut counted => {
+                at = &mut counted => {
                     // Every operation of a count-based stage has settled.
-                    ended = Instant::now();
+                    ended = at;
                     skipped += end.saturating_duration_since(ended);
                     break;
                 }
@@ -588,7 +675,7 @@ async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &Cancell
                     if let Some(r) = &report {
                         r.finish(Instant::now(), true);
                     }
-                    return;
+                    return false;
                 }
             }
             fault::hold_while_stalled(cancel).await;

@@ -33,16 +33,29 @@ pub struct ReportContext {
     run: Arc<RunInfo>,
     workload: String,
     ops: Vec<OpSpec>,
+    /// In a cluster: the member its reports come from.
+    member: Option<super::MemberReport>,
 }
 
 impl ReportContext {
     /// The context of workload `workload` with these operations (in the
     /// order `Op::op` indexes them).
     pub fn new(run: Arc<RunInfo>, workload: &str, ops: &[OpSpec]) -> Arc<Self> {
+        Self::for_member(run, workload, ops, None)
+    }
+
+    /// Like [`ReportContext::new`], for a cluster member's reports.
+    pub fn for_member(
+        run: Arc<RunInfo>,
+        workload: &str,
+        ops: &[OpSpec],
+        member: Option<super::MemberReport>,
+    ) -> Arc<Self> {
         Arc::new(ReportContext {
             run,
             workload: workload.to_owned(),
             ops: ops.to_vec(),
+            member,
         })
     }
 }
@@ -186,6 +199,7 @@ impl StageCollector {
             .clone();
         stats.add_missed(self.missed.load(Ordering::Relaxed));
         let mut r = StageReport::build(&self.ctx.run, &meta, &stats, &self.ctx.ops);
+        r.member = self.ctx.member.clone();
         if let Some(limit) = self.limit {
             let (n, per_worker) = match limit {
                 Limit::Total(n) => (n, false),

@@ -6,6 +6,7 @@
 
 pub mod compare;
 pub mod live;
+pub mod merge;
 mod stats;
 pub mod table;
 
@@ -19,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::error_kind::ErrorKind;
 use crate::workload::OpSpec;
 
-pub use stats::{rate_reached, LatencyNs, OpStats, StageStats};
+pub use stats::{merged_latency, rate_reached, LatencyNs, OpStats, StageStats};
 
 /// Identifies one run of the daemon in its run log lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,6 +82,10 @@ pub struct OpReport {
     pub ops_per_sec: f64,
     /// Response time of the whole operation.
     pub latency_ns: LatencyNs,
+    /// Its histogram, for merging ([`OpStats::encoded_latency`]); absent
+    /// from run logs before clusters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
     /// The operation's requests by step, in the op's step order (a
     /// single-call operation has one step named like the op). Absent from
     /// run logs of mongoload 0.1.
@@ -97,6 +102,9 @@ pub struct StepReport {
     pub requests_per_sec: f64,
     /// Request duration, from its send to its reply.
     pub latency_ns: LatencyNs,
+    /// Its histogram, for merging; absent from run logs before clusters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
 }
 
 /// One line of the run log: what a stage did, after its warm-up.
@@ -129,6 +137,14 @@ pub struct StageReport {
     pub ips_99: u64,
     /// Response time (from the intended start in open loop), all operations.
     pub latency_ns: LatencyNs,
+    /// Its histogram, for merging cluster members' reports; absent from
+    /// run logs before clusters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
+    /// In a cluster: the member that wrote the report (or, merged, the
+    /// members it adds up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member: Option<MemberReport>,
     /// Failed operations by class; every class is present.
     pub errors: std::collections::BTreeMap<String, u64>,
     /// Operations the schedule asked for and could not issue.
@@ -138,6 +154,20 @@ pub struct StageReport {
     /// Count-based stages only: the count and each worker's batch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<CountReport>,
+}
+
+/// Which cluster member a stage report is from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberReport {
+    /// The member's index (0-based); in a merged row, the lowest.
+    pub index: u32,
+    /// The cluster's size.
+    pub size: u32,
+    /// The shared run epoch (RFC 3339): members' reports of one run agree on it.
+    pub epoch: String,
+    /// A merged row: the members it adds up.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged: Vec<u32>,
 }
 
 /// What a count-based stage ran: the stage's own figures are its elapsed
@@ -200,6 +230,8 @@ impl StageReport {
             ips_95: rate_reached(&per_second, 0.95),
             ips_99: rate_reached(&per_second, 0.99),
             latency_ns: total.latency(),
+            histogram: Some(total.encoded_latency()),
+            member: None,
             errors: ErrorKind::ALL
                 .iter()
                 .map(|&k| (k.as_str().to_owned(), stats.errors_of(k)))
@@ -218,6 +250,7 @@ impl StageReport {
                         },
                         ops_per_sec: rate(o.ok),
                         latency_ns: o.latency(),
+                        histogram: Some(o.encoded_latency()),
                         steps: spec
                             .steps
                             .iter()
@@ -232,6 +265,7 @@ impl StageReport {
                                     },
                                     requests_per_sec: rate(s.ok),
                                     latency_ns: s.latency(),
+                                    histogram: Some(s.encoded_latency()),
                                 })
                             })
                             .collect(),

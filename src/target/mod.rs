@@ -285,7 +285,7 @@ impl Target {
                 let n = self
                     .bounded(async { self.collections[*collection].count_documents(doc! {}).await })
                     .await?;
-                counter.fetch_max(n, std::sync::atomic::Ordering::Relaxed);
+                counter.raise_to_count(n);
                 Ok(())
             }
             PrepareStep::SeekKeys {
@@ -304,7 +304,7 @@ impl Target {
                     })
                     .await?;
                 if let Some(id) = top.and_then(|d| d.get("_id").and_then(bson_to_u64)) {
-                    counter.fetch_max(id + 1, std::sync::atomic::Ordering::Relaxed);
+                    counter.raise_past(id);
                 }
                 Ok(())
             }

@@ -20,18 +20,19 @@
 //! `_id` = its sequence number (loads resume by it), and with `doc_size` a
 //! `pad` string that brings it to that BSON size.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use mongodb::bson::{doc, Bson, DateTime, Document};
+use mongodb::bson::{Bson, DateTime, Document};
 use rand::rngs::SmallRng;
 use rand::Rng;
 use serde_json::Value;
 
 use super::gen::{document_rng, worker_rng, KeyDist, KeyGen, PadPool};
 use super::{
-    bounded_insert, bson_len, Action, Op, OpSource, OpSpec, PrepareStep, WeightedPick, Workload,
+    bounded_insert, bson_len, evict_one, Action, Op, OpSource, OpSpec, PrepareStep, WeightedPick,
+    Workload,
 };
+use crate::cluster::Keys;
 use crate::config::{CustomConfig, CustomOpKind};
 
 const COLL: usize = 0;
@@ -596,7 +597,7 @@ struct Shared {
     max_docs: u64,
     /// Whether inserts evict the oldest documents (a bound and an insert).
     bounded: bool,
-    next_id: Arc<AtomicU64>,
+    next_id: Arc<Keys>,
     seed: u64,
 }
 
@@ -613,7 +614,7 @@ impl Shared {
     /// Document `seq` from `template`: `_id` first, then the template's
     /// fields, then padding up to the size target.
     fn document(&self, template: &mut Template, rng: &mut SmallRng, seq: u64) -> Document {
-        let docs = self.next_id.load(Ordering::Relaxed);
+        let docs = self.next_id.bound();
         let mut ctx = Ctx {
             rng,
             pad: &self.pad,
@@ -674,7 +675,7 @@ impl Custom {
                 doc_size: cfg.doc_size.map(|s| s.bytes() as usize),
                 max_docs: cfg.max_docs,
                 bounded,
-                next_id: Arc::new(AtomicU64::new(cfg.initial_docs)),
+                next_id: Arc::new(Keys::new(cfg.initial_docs)),
                 seed,
             }),
             collections: vec![cfg.collection.clone()],
@@ -770,6 +771,10 @@ impl Workload for Custom {
         steps
     }
 
+    fn keys(&self) -> Vec<&Keys> {
+        vec![&self.shared.next_id]
+    }
+
     fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource> {
         Box::new(Source {
             shared: Arc::clone(&self.shared),
@@ -791,7 +796,7 @@ impl OpSource for Source {
     fn next_op(&mut self) -> Op {
         let op = self.pick.pick(&mut self.rng);
         let s = &*self.shared;
-        let docs = s.next_id.load(Ordering::Relaxed);
+        let docs = s.next_id.bound();
         let rng = &mut self.rng;
         let mut ctx = Ctx {
             rng,
@@ -802,15 +807,12 @@ impl OpSource for Source {
         };
         let action = match &mut self.ops[op] {
             CompiledOp::Insert(t) => {
-                let id = s.next_id.fetch_add(1, Ordering::Relaxed);
+                let id = s.next_id.next();
                 let insert = Action::InsertOne {
                     collection: COLL,
                     doc: s.document(t, ctx.rng, id),
                 };
-                let evict = (s.bounded && id >= s.max_docs).then(|| Action::DeleteOne {
-                    collection: COLL,
-                    filter: doc! { "_id": (id - s.max_docs) as i64 },
-                });
+                let evict = evict_one(&s.next_id, COLL, id, if s.bounded { s.max_docs } else { 0 });
                 return bounded_insert(op, insert, evict);
             }
             CompiledOp::Find {
@@ -881,6 +883,7 @@ impl OpSource for Source {
 mod tests {
     use super::*;
     use crate::config::{ByteSize, CustomOp};
+    use mongodb::bson::doc;
     use serde_json::json;
 
     fn op(kind: CustomOpKind) -> CustomOp {
@@ -1151,7 +1154,7 @@ mod tests {
             let o = reads.next_op();
             if let Some(Action::Find { filter, .. }) = o.action() {
                 let id = filter.get_i64("_id").unwrap() as u64;
-                let docs = r.shared.next_id.load(Ordering::Relaxed);
+                let docs = r.shared.next_id.bound();
                 assert!(
                     id + 5 >= docs && id < docs,
                     "{id} outside the last 5 of {docs}"

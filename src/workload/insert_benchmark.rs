@@ -16,7 +16,6 @@
 //! (delete-per-insert, as the benchmark's own option does), so the
 //! collection holds at most `max_docs` documents for as long as it runs.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,6 +25,7 @@ use rand::Rng;
 
 use super::gen::{document_rng, worker_rng, PadPool};
 use super::{bounded_insert, Action, Op, OpSource, OpSpec, PrepareStep, Workload};
+use crate::cluster::Keys;
 use crate::config::InsertBenchmarkConfig;
 
 const COLL: usize = 0;
@@ -50,7 +50,7 @@ pub fn index_keys() -> [Document; 3] {
 struct Shared {
     pad: PadPool,
     cfg: InsertBenchmarkConfig,
-    next_id: Arc<AtomicU64>,
+    next_id: Arc<Keys>,
     seed: u64,
 }
 
@@ -99,7 +99,7 @@ impl InsertBenchmark {
             shared: Arc::new(Shared {
                 pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
                 cfg: cfg.clone(),
-                next_id: Arc::new(AtomicU64::new(cfg.initial_docs)),
+                next_id: Arc::new(Keys::new(cfg.initial_docs)),
                 seed,
             }),
             collections: vec![cfg.collection.clone()],
@@ -108,7 +108,7 @@ impl InsertBenchmark {
     }
 
     /// The shared `_id` counter: the first key of the next insert batch.
-    pub fn next_id(&self) -> &Arc<AtomicU64> {
+    pub fn next_id(&self) -> &Arc<Keys> {
         &self.shared.next_id
     }
 }
@@ -152,6 +152,10 @@ impl Workload for InsertBenchmark {
             counter: Arc::clone(&self.shared.next_id),
         });
         steps
+    }
+
+    fn keys(&self) -> Vec<&Keys> {
+        vec![&self.shared.next_id]
     }
 
     fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource> {
@@ -227,9 +231,10 @@ impl Source {
     fn insert(&mut self) -> Op {
         let s = &self.shared;
         let n = s.cfg.batch_size as u64;
-        let first = s.next_id.fetch_add(n, Ordering::Relaxed);
+        let run = s.next_id.next_run(n);
         let now = DateTime::now();
-        let docs = (first..first + n)
+        let docs = run
+            .iter()
             .map(|id| s.document(&mut self.rng, id, now))
             .collect();
         let insert = Action::InsertMany {
@@ -237,14 +242,23 @@ impl Source {
             docs,
         };
         let max = s.cfg.max_docs;
-        let end = first + n;
-        let evict = (max > 0 && end > max).then(|| Action::DeleteMany {
-            collection: COLL,
-            filter: doc! { "_id": {
-                "$gte": first.saturating_sub(max) as i64,
-                "$lt": (end - max) as i64,
-            } },
-        });
+        let evict = (max > 0)
+            .then(|| s.next_id.evicted_range(run, max))
+            .flatten()
+            .map(|(from, to)| {
+                let mut range = doc! { "$gte": from as i64, "$lt": to as i64 };
+                // A cluster member's keys are every stride-th.
+                if run.stride > 1 {
+                    range.insert(
+                        "$mod",
+                        vec![run.stride as i64, (run.first % run.stride) as i64],
+                    );
+                }
+                Action::DeleteMany {
+                    collection: COLL,
+                    filter: doc! { "_id": range },
+                }
+            });
         bounded_insert(INSERT, insert, evict)
     }
 }

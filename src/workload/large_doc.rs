@@ -10,7 +10,6 @@
 //! when bounded, where each insert also deletes the document `max_docs`
 //! behind it).
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use mongodb::bson::{doc, Document};
@@ -18,7 +17,10 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 
 use super::gen::{document_rng, worker_rng, PadPool};
-use super::{bounded_insert, bson_len, Action, Op, OpSource, OpSpec, PrepareStep, Workload};
+use super::{
+    bounded_insert, bson_len, evict_one, Action, Op, OpSource, OpSpec, PrepareStep, Workload,
+};
+use crate::cluster::Keys;
 use crate::config::LargeDocConfig;
 
 const COLL: usize = 0;
@@ -30,7 +32,7 @@ struct Shared {
     pad: PadPool,
     pad_len: usize,
     max_docs: u64,
-    next_id: Arc<AtomicU64>,
+    next_id: Arc<Keys>,
     seed: u64,
 }
 
@@ -84,7 +86,7 @@ impl LargeDoc {
                 pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
                 pad_len: size - over,
                 max_docs: cfg.max_docs,
-                next_id: Arc::new(AtomicU64::new(cfg.initial_docs)),
+                next_id: Arc::new(Keys::new(cfg.initial_docs)),
                 seed,
             }),
             collections: vec![cfg.collection.clone()],
@@ -129,6 +131,10 @@ impl Workload for LargeDoc {
         ]
     }
 
+    fn keys(&self) -> Vec<&Keys> {
+        vec![&self.shared.next_id]
+    }
+
     fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource> {
         Box::new(Source {
             shared: Arc::clone(&self.shared),
@@ -148,18 +154,15 @@ impl OpSource for Source {
     fn next_op(&mut self) -> Op {
         let s = &self.shared;
         if self.inserter {
-            let id = s.next_id.fetch_add(1, Ordering::Relaxed);
+            let id = s.next_id.next();
             let insert = Action::InsertOne {
                 collection: COLL,
                 doc: s.document(&mut self.rng, id),
             };
-            let evict = (s.max_docs > 0 && id >= s.max_docs).then(|| Action::DeleteOne {
-                collection: COLL,
-                filter: doc! { "_id": (id - s.max_docs) as i64 },
-            });
+            let evict = evict_one(&s.next_id, COLL, id, s.max_docs);
             return bounded_insert(INSERT, insert, evict);
         }
-        let top = s.next_id.load(Ordering::Relaxed).max(1);
+        let top = s.next_id.bound().max(1);
         let low = if s.max_docs > 0 {
             top.saturating_sub(s.max_docs)
         } else {

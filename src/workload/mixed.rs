@@ -10,7 +10,6 @@
 //! `k` is uniform in `[0, max(initial_docs, 1))`, so lookups by `k` mostly
 //! hit.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use mongodb::bson::{doc, Document};
@@ -19,6 +18,7 @@ use rand::Rng;
 
 use super::gen::{document_rng, worker_rng, PadPool};
 use super::{Action, Op, OpSource, OpSpec, PrepareStep, Workload};
+use crate::cluster::Keys;
 use crate::config::MixedConfig;
 
 /// The collection index of the single collection.
@@ -52,7 +52,7 @@ struct Shared {
     /// Characters of padding that bring a document to `doc_size` bytes.
     pad_len: usize,
     k_range: u64,
-    next_id: Arc<AtomicU64>,
+    next_id: Arc<Keys>,
     seed: u64,
 }
 
@@ -123,7 +123,7 @@ impl Mixed {
                 pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
                 pad_len: size - over,
                 k_range: cfg.initial_docs.max(1),
-                next_id: Arc::new(AtomicU64::new(cfg.initial_docs)),
+                next_id: Arc::new(Keys::new(cfg.initial_docs)),
                 seed,
             }),
             collections: vec![cfg.collection.clone()],
@@ -136,7 +136,7 @@ impl Mixed {
     }
 
     /// The shared `_id` counter: the next key an insert takes.
-    pub fn next_id(&self) -> &Arc<AtomicU64> {
+    pub fn next_id(&self) -> &Arc<Keys> {
         &self.shared.next_id
     }
 }
@@ -181,6 +181,10 @@ impl Workload for Mixed {
         ]
     }
 
+    fn keys(&self) -> Vec<&Keys> {
+        vec![&self.shared.next_id]
+    }
+
     fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource> {
         Box::new(MixedSource {
             shared: Arc::clone(&self.shared),
@@ -201,7 +205,7 @@ struct MixedSource {
 
 impl MixedSource {
     fn existing_id(&mut self) -> i64 {
-        let n = self.shared.next_id.load(Ordering::Relaxed).max(1);
+        let n = self.shared.next_id.bound().max(1);
         self.rng.random_range(0..n) as i64
     }
 
@@ -220,7 +224,7 @@ impl OpSource for MixedSource {
             .unwrap_or(self.thresholds.len() - 1);
         let action = match self.kinds[op] {
             Kind::Insert => {
-                let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+                let id = self.shared.next_id.next();
                 Action::InsertOne {
                     collection: COLL,
                     doc: self.shared.document(&mut self.rng, id),
@@ -386,16 +390,13 @@ mod tests {
                 | Action::DeleteOne { filter, .. }
                 | Action::FindOne { filter, .. } => {
                     let id = filter.get_i64("_id").unwrap();
-                    let next = w.next_id().load(Ordering::Relaxed) as i64;
+                    let next = w.next_id().bound() as i64;
                     assert!((0..next).contains(&id));
                 }
                 other => panic!("unexpected {other:?}"),
             }
         }
-        assert_eq!(
-            w.next_id().load(Ordering::Relaxed),
-            1000 + inserted.len() as u64
-        );
+        assert_eq!(w.next_id().bound(), 1000 + inserted.len() as u64);
     }
 
     #[test]
@@ -425,7 +426,7 @@ mod tests {
             panic!("{:?}", steps[2])
         };
         // Raising the counter moves inserts past existing data.
-        counter.fetch_max(5000, Ordering::Relaxed);
+        counter.raise_past(4999);
         let mut src = w.worker(0, 1);
         loop {
             if let Action::InsertOne { doc, .. } = src.next_op().into_action().unwrap() {

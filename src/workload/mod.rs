@@ -21,12 +21,12 @@ pub mod sysbench;
 pub mod ycsb;
 
 use std::fmt;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use mongodb::bson::Document;
 use rand::Rng;
 
+use crate::cluster::{Keys, Member};
 use crate::config::{WorkloadConfig, WorkloadKind};
 
 /// An `op` or `step` label: shared, cheap to clone, never leaked.
@@ -181,6 +181,17 @@ pub fn bounded_insert(op: usize, insert: Action, evict: Option<Action>) -> Op {
     }
 }
 
+/// A bounded insert's eviction: with a bound of `max_docs` documents in
+/// all (0: none), the delete of the key the insert of `key` evicts (see
+/// [`Keys::evicted`]: a cluster member evicts its own keys).
+pub fn evict_one(keys: &Keys, collection: usize, key: u64, max_docs: u64) -> Option<Action> {
+    let old = keys.evicted(key, max_docs).filter(|_| max_docs > 0)?;
+    Some(Action::DeleteOne {
+        collection,
+        filter: mongodb::bson::doc! { "_id": old as i64 },
+    })
+}
+
 /// A driver call, as data (one request). `collection` indexes
 /// [`Workload::collections`].
 #[derive(Debug, Clone, PartialEq)]
@@ -291,7 +302,7 @@ pub enum PrepareStep {
     /// keys instead of colliding with documents of the previous run.
     SeekKeys {
         collection: usize,
-        counter: Arc<AtomicU64>,
+        counter: Arc<Keys>,
     },
     /// Raise `counter` to the collection's document count (`fetch_max`):
     /// for collections whose keys are not integers (YCSB's hashed
@@ -299,7 +310,7 @@ pub enum PrepareStep {
     /// number.
     CountKeys {
         collection: usize,
-        counter: Arc<AtomicU64>,
+        counter: Arc<Keys>,
     },
 }
 
@@ -367,6 +378,18 @@ pub trait Workload: Send + Sync {
     /// A per-worker operation source with its own RNG and buffers. The same
     /// (`seed`, `worker_id`) gives the same stream of choices.
     fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource>;
+    /// The insert keys of its collections (see [`Keys`]), so that a
+    /// cluster member takes its own ([`join`]).
+    fn keys(&self) -> Vec<&Keys> {
+        Vec::new()
+    }
+}
+
+/// Makes `workload`'s insert keys those of `member` (before any insert).
+pub fn join(workload: &dyn Workload, member: Member) {
+    for keys in workload.keys() {
+        keys.join(member);
+    }
 }
 
 /// Generates one worker's operations.

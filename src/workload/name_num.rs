@@ -8,7 +8,6 @@
 //! every insert also deletes the document `max_docs` behind it, so the
 //! collection never grows past the bound (delete-per-insert).
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use mongodb::bson::{doc, Document};
@@ -16,7 +15,10 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 
 use super::gen::{document_rng, worker_rng};
-use super::{bounded_insert, Action, Op, OpSource, OpSpec, PrepareStep, WeightedPick, Workload};
+use super::{
+    bounded_insert, evict_one, Action, Op, OpSource, OpSpec, PrepareStep, WeightedPick, Workload,
+};
+use crate::cluster::Keys;
 use crate::config::{NameNumConfig, NameNumMode};
 
 const COLL: usize = 0;
@@ -26,7 +28,7 @@ struct Shared {
     name: String,
     num_max: u64,
     max_docs: u64,
-    next_id: Arc<AtomicU64>,
+    next_id: Arc<Keys>,
     seed: u64,
 }
 
@@ -91,7 +93,7 @@ impl NameNum {
                 name: cfg.name.clone(),
                 num_max: cfg.num_max,
                 max_docs: cfg.max_docs,
-                next_id: Arc::new(AtomicU64::new(cfg.initial_docs)),
+                next_id: Arc::new(Keys::new(cfg.initial_docs)),
                 seed,
             }),
             collections: vec![cfg.collection.clone()],
@@ -104,7 +106,7 @@ impl NameNum {
     }
 
     /// The shared `_id` counter: the next key an insert takes.
-    pub fn next_id(&self) -> &Arc<AtomicU64> {
+    pub fn next_id(&self) -> &Arc<Keys> {
         &self.shared.next_id
     }
 }
@@ -147,6 +149,10 @@ impl Workload for NameNum {
         ]
     }
 
+    fn keys(&self) -> Vec<&Keys> {
+        vec![&self.shared.next_id]
+    }
+
     fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource> {
         Box::new(Source {
             shared: Arc::clone(&self.shared),
@@ -170,16 +176,12 @@ impl OpSource for Source {
         let num = |rng: &mut SmallRng, max| rng.random_range(0..max) as i64;
         match self.kinds[op] {
             Kind::Insert => {
-                let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+                let id = self.shared.next_id.next();
                 let insert = Action::InsertOne {
                     collection: COLL,
                     doc: self.shared.document(&mut self.rng, id),
                 };
-                let max = self.shared.max_docs;
-                let evict = (max > 0 && id >= max).then(|| Action::DeleteOne {
-                    collection: COLL,
-                    filter: doc! { "_id": (id - max) as i64 },
-                });
+                let evict = evict_one(&self.shared.next_id, COLL, id, self.shared.max_docs);
                 bounded_insert(op, insert, evict)
             }
             Kind::Update => {

@@ -24,6 +24,7 @@ use rand::{Rng, SeedableRng};
 
 use super::gen::{splitmix64, worker_rng};
 use super::{Action, Body, Op, OpSource, OpSpec, PrepareStep, Request, Workload};
+use crate::cluster::Keys;
 use crate::config::SysbenchConfig;
 
 /// Characters of `c` and of `pad`.
@@ -55,6 +56,9 @@ struct Shared {
     /// and reinserts: a worker runs one transaction at a time, so its
     /// claim is released when it asks for the next.
     claimed: Mutex<HashSet<(usize, i64)>>,
+    /// Whose `_id`s this member deletes and reinserts: a cluster member
+    /// only its own (reads and updates go over every `_id`).
+    keys: Keys,
 }
 
 /// Step indexes of the steps (those of a read-only transaction are `None`).
@@ -131,6 +135,7 @@ impl Sysbench {
                 seed,
                 ops,
                 claimed: Mutex::new(HashSet::new()),
+                keys: Keys::new(cfg.docs_per_collection),
             }),
             collections,
             ops: vec![OpSpec::with_steps(TRANSACTION, &steps)],
@@ -185,6 +190,10 @@ impl Workload for Sysbench {
             });
         }
         steps
+    }
+
+    fn keys(&self) -> Vec<&Keys> {
+        vec![&self.shared.keys]
     }
 
     fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource> {
@@ -248,11 +257,16 @@ impl Source {
             .claimed
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        let keys = &self.shared.keys;
+        let owned = keys.owned_below(self.shared.cfg.docs_per_collection);
         let mut id = 0;
         for _ in 0..64 {
-            id = self
-                .rng
-                .random_range(0..self.shared.cfg.docs_per_collection) as i64;
+            id = match owned {
+                0 => self
+                    .rng
+                    .random_range(0..self.shared.cfg.docs_per_collection),
+                n => keys.owned(self.rng.random_range(0..n)),
+            } as i64;
             if claimed.insert((coll, id)) {
                 self.claims.push((coll, id));
                 return id;

@@ -13,7 +13,6 @@
 //! "string"` stores random characters instead). Inserts (D, E) take key numbers from a counter shared by
 //! all workers, raised at prepare time to the number of records present.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use mongodb::bson::spec::BinarySubtype;
@@ -23,6 +22,7 @@ use rand::Rng;
 
 use super::gen::{document_rng, fnv1a64, worker_rng, KeyGen, PadPool};
 use super::{Action, Op, OpSource, OpSpec, PrepareStep, Request, WeightedPick, Workload};
+use crate::cluster::Keys;
 use crate::config::{YcsbConfig, YcsbFieldType};
 
 const COLL: usize = 0;
@@ -48,7 +48,7 @@ struct Shared {
     field_type: YcsbFieldType,
     max_scan: i64,
     /// Next record number to insert; also the number of records.
-    next_key: Arc<AtomicU64>,
+    next_key: Arc<Keys>,
     /// Key chooser, built once (zeta is O(record_count)) and cloned.
     keys: KeyGen,
     seed: u64,
@@ -115,7 +115,7 @@ impl Ycsb {
                 field_length: cfg.field_length,
                 field_type: cfg.field_type,
                 max_scan: cfg.max_scan_length.max(1),
-                next_key: Arc::new(AtomicU64::new(cfg.record_count)),
+                next_key: Arc::new(Keys::new(cfg.record_count)),
                 keys: KeyGen::new(cfg.distribution(), cfg.record_count),
                 seed,
             }),
@@ -129,7 +129,7 @@ impl Ycsb {
     }
 
     /// The shared record counter (next insert's record number).
-    pub fn next_key(&self) -> &Arc<AtomicU64> {
+    pub fn next_key(&self) -> &Arc<Keys> {
         &self.shared.next_key
     }
 }
@@ -166,6 +166,10 @@ impl Workload for Ycsb {
         ]
     }
 
+    fn keys(&self) -> Vec<&Keys> {
+        vec![&self.shared.next_key]
+    }
+
     fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource> {
         Box::new(Source {
             shared: Arc::clone(&self.shared),
@@ -187,7 +191,7 @@ struct Source {
 
 impl Source {
     fn existing_key(&mut self) -> String {
-        let n = self.shared.next_key.load(Ordering::Relaxed);
+        let n = self.shared.next_key.bound();
         key_name(self.keys.next_key(&mut self.rng, n))
     }
 
@@ -218,7 +222,7 @@ impl OpSource for Source {
                 self.update(key)
             }
             2 => {
-                let n = self.shared.next_key.fetch_add(1, Ordering::Relaxed);
+                let n = self.shared.next_key.next();
                 Action::InsertOne {
                     collection: COLL,
                     doc: self.shared.record(&mut self.rng, n),
@@ -401,7 +405,7 @@ mod tests {
                 // Inserts move the newest keys; count reads of the 10
                 // loaded last or anything inserted since.
                 let k = filter.get_str("_id").unwrap().to_string();
-                let n = w.next_key().load(Ordering::Relaxed);
+                let n = w.next_key().bound();
                 if recent.contains(&k) || (1000..n).any(|i| key_name(i) == k) {
                     hits += 1;
                 }
