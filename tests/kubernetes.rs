@@ -26,15 +26,6 @@ use mongoload::config::{self, Config};
 use prometheus_tools::{repo, require_tool, PROMETHEUS, PROMTOOL};
 use serde_json::{json, Value};
 
-/// Issue 12: the `[cluster]` section (`size`, `index`) is built by the
-/// cluster part of the issue, after these manifests. Until then
-/// `check-config` rejects the StatefulSet's `MONGOLOAD_CLUSTER__SIZE` as an
-/// unknown key, and [`configmap_toml_passes_check_config`] asserts exactly
-/// that. Set this to `true` in the change that adds `[cluster]`: the test
-/// then requires the member's config (the pod's environment, index 2) to
-/// pass.
-const CLUSTER_CONFIG_SUPPORTED: bool = false;
-
 /// The oldest Kubernetes the manifests are checked against (Pod Security
 /// Admission, used by namespace.yaml, is GA since 1.25). The newest is
 /// kubernetes-validate's default, the latest it bundles.
@@ -547,30 +538,38 @@ fn configmap_toml_passes_check_config() {
         "the password was printed:\n{all}"
     );
 
-    // A member as the pod runs it: the StatefulSet's environment, the index
-    // of mongoload-2 (taken from the hostname in the pod).
+    // A member as the pod runs it: the StatefulSet's environment, its
+    // index from the pod's hostname (mongoload-2), or set explicitly.
     let mut env = env_of(the_container());
     env.retain(|(k, _)| k.starts_with("MONGOLOAD_"));
-    assert!(env.iter().any(|(k, _)| k == "MONGOLOAD_CLUSTER__SIZE"));
-    env.push(("MONGOLOAD_CLUSTER__INDEX".into(), "2".into()));
-    let out = check_config(&file, &env);
-    if CLUSTER_CONFIG_SUPPORTED {
-        assert!(
-            out.status.success(),
-            "check-config as member 2 of the StatefulSet:\n{}",
-            text(&out.stderr)
-        );
-    } else {
-        // Issue 12: until [cluster] exists, the cluster variables are an
-        // unknown key. When this fails because they are accepted, set
-        // CLUSTER_CONFIG_SUPPORTED (top of this file).
-        assert_eq!(out.status.code(), Some(78), "{}", text(&out.stderr));
-        assert!(
-            text(&out.stderr).contains("unknown field `cluster`"),
-            "{}",
-            text(&out.stderr)
-        );
-    }
+    let size = env
+        .iter()
+        .find(|(k, _)| k == "MONGOLOAD_CLUSTER__SIZE")
+        .map(|(_, v)| v.clone())
+        .expect("the StatefulSet sets MONGOLOAD_CLUSTER__SIZE");
+    let mut from_hostname = env.clone();
+    from_hostname.push(("HOSTNAME".into(), "mongoload-2".into()));
+    let out = check_config(&file, &from_hostname);
+    assert!(
+        out.status.success(),
+        "check-config as pod mongoload-2 of the StatefulSet:\n{}",
+        text(&out.stderr)
+    );
+    let member = format!("member: 2 of {size} (from the hostname mongoload-2)");
+    assert!(text(&out.stdout).contains(&member), "{}", text(&out.stdout));
+    let mut beyond = env.clone();
+    beyond.push(("MONGOLOAD_CLUSTER__INDEX".into(), size.clone()));
+    let out = check_config(&file, &beyond);
+    assert_eq!(
+        out.status.code(),
+        Some(78),
+        "index {size} of {size} is out of range"
+    );
+    assert!(
+        text(&out.stderr).contains("cluster.index"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
