@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use mongodb::bson::doc;
 use serde_json::json;
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{uri_hosts, Config, ConfigError};
@@ -20,6 +19,7 @@ use crate::control::ControlMetrics;
 use crate::http::{self, HttpState};
 use crate::metrics::{Metrics, MetricsError};
 use crate::service;
+use crate::side_runtime::SideRuntime;
 use crate::supervisor::{self, Env, ReloadError, Reloader, Supervisor};
 use crate::target::{self, Handlers, Timeouts};
 
@@ -54,6 +54,8 @@ pub enum StartError {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot start the thread serving HTTP and the control socket: {0}")]
+    SideRuntime(std::io::Error),
 }
 
 /// A started daemon.
@@ -162,9 +164,8 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     })?;
     let db = client.database(&config.target.database);
 
-    let listener = TcpListener::bind(config.http.listen)
-        .await
-        .map_err(|source| StartError::Http {
+    // A std listener: the side runtime registers it (see below).
+    let listener = std::net::TcpListener::bind(config.http.listen).map_err(|source| StartError::Http {
             addr: config.http.listen,
             source,
         })?;
@@ -211,6 +212,9 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     };
     let (statuses, reloader, workloads) = Supervisor::start(env, config.clone(), built);
 
+    // HTTP and the control socket run on a thread of their own, so no
+    // client of theirs ever takes the load runtime's workers.
+    let side = SideRuntime::start("mongoload-http").map_err(StartError::SideRuntime)?;
     let control_stop = CancellationToken::new();
     let control_path = control_socket.as_ref().map(|c| c.path().to_path_buf());
     let control_task = control_socket.map(|socket| {
@@ -218,7 +222,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         let (slots, m) = (statuses.clone(), control_metrics.clone());
         let handler: crate::control::server::Handler =
             Arc::new(move |cmd| supervisor::control(&slots, &m, cmd));
-        tokio::spawn(socket.serve(handler, control_stop.clone()))
+        side.spawn(socket.serve(handler, control_stop.clone()))
     });
 
     let state = HttpState::new(metrics.clone())
@@ -239,7 +243,14 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
             }
         });
     let http_stop = CancellationToken::new();
-    let http_task = tokio::spawn(http::serve(listener, state, http_stop.clone()));
+    let http_task = {
+        let stop = http_stop.clone();
+        side.spawn(async move {
+            if let Err(e) = http::serve(listener, state, stop).await {
+                tracing::error!("cannot serve HTTP on {http_addr}: {e}");
+            }
+        })
+    };
 
     // Keeps the latency window's time slots exact between scrapes.
     let window_stop = CancellationToken::new();
@@ -301,6 +312,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         if let Some(task) = control_task {
             let _ = task.await;
         }
+        side.shutdown().await;
         window_stop.cancel();
         let _ = window_task.await;
         // Shutdown sends endSessions, which waits on a connection checkout

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::control::{effective_stage, ControlState};
-use crate::error_kind::ErrorKind;
+use crate::error_log::ErrorLog;
 use crate::metrics::{OpMetrics, WorkloadMetrics};
 use crate::report::live::{ReportContext, StageBatch, StageCollector};
 use crate::report::RunInfo;
@@ -226,11 +226,14 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
     let workers_stop = CancellationToken::new();
     let mut workers = JoinSet::new();
     let op_metrics: Arc<[OpMetrics]> = run.metrics.ops().into();
+    // One error log for all the workers: lines per class, not per worker.
+    let errors = Arc::new(ErrorLog::default());
     for id in 0..run.workers.max(1) {
         let worker = Worker {
             id: id as u32,
             run: run.clone(),
             ops: op_metrics.clone(),
+            errors: errors.clone(),
             phase: phase_rx.clone(),
             stop: workers_stop.clone(),
         };
@@ -567,6 +570,7 @@ struct Worker {
     id: u32,
     run: Arc<WorkloadRun>,
     ops: Arc<[OpMetrics]>,
+    errors: Arc<ErrorLog>,
     phase: watch::Receiver<Phase>,
     stop: CancellationToken,
 }
@@ -577,7 +581,7 @@ impl Worker {
             .run
             .workload
             .worker(self.id, self.run.seed.wrapping_add(u64::from(self.id)));
-        let mut errors = ErrorLog::default();
+        let errors = self.errors.clone();
         let mut batch = StageBatch::new();
         loop {
             if self.stop.is_cancelled() {
@@ -641,7 +645,7 @@ impl Worker {
                         }
                         continue;
                     }
-                    self.execute(source.as_mut(), intended, &mut errors, &mut batch)
+                    self.execute(source.as_mut(), intended, &errors, &mut batch)
                         .await;
                 }
                 Mode::Concurrency => {
@@ -660,7 +664,7 @@ impl Worker {
                         continue;
                     }
                     let start = Instant::now();
-                    self.execute(source.as_mut(), start, &mut errors, &mut batch)
+                    self.execute(source.as_mut(), start, &errors, &mut batch)
                         .await;
                 }
             }
@@ -679,7 +683,7 @@ impl Worker {
         &self,
         source: &mut dyn OpSource,
         from: Instant,
-        errors: &mut ErrorLog,
+        errors: &ErrorLog,
         batch: &mut StageBatch,
     ) {
         let Op { op, action } = source.next_op();
@@ -705,7 +709,7 @@ impl Worker {
     /// Runs a sequence's steps in order, each timed from its own send and
     /// recorded under its own label; stops at the first failure, which is
     /// then also the sequence's outcome.
-    async fn execute_sequence(&self, steps: Vec<Op>, errors: &mut ErrorLog) -> Outcome {
+    async fn execute_sequence(&self, steps: Vec<Op>, errors: &ErrorLog) -> Outcome {
         let mut docs = 0;
         for step in steps {
             let sent = Instant::now();
@@ -734,7 +738,7 @@ impl Worker {
         Ok(docs)
     }
 
-    fn record(&self, op: usize, latency: Duration, outcome: Outcome, errors: &mut ErrorLog) {
+    fn record(&self, op: usize, latency: Duration, outcome: Outcome, errors: &ErrorLog) {
         let metrics = &self.ops[op];
         match outcome {
             Ok(docs) => {
@@ -746,31 +750,6 @@ impl Worker {
                 metrics.record_error(latency, kind);
                 self.run.status.errors.fetch_add(1, Ordering::Relaxed);
                 errors.log(&self.run.name, self.run.workload.op_names()[op], kind, &e);
-            }
-        }
-    }
-}
-
-/// Logs operation errors without flooding the journal: the first of each
-/// class at once, then at most one line per class every 10 s per worker
-/// with the number seen since. Every error is counted in metrics regardless.
-#[derive(Default)]
-struct ErrorLog {
-    last: [Option<(Instant, u64)>; ErrorKind::ALL.len()],
-}
-
-impl ErrorLog {
-    fn log(&mut self, workload: &str, op: &str, kind: ErrorKind, err: &mongodb::error::Error) {
-        let now = Instant::now();
-        let slot = &mut self.last[kind as usize];
-        match slot {
-            Some((at, suppressed)) if now.duration_since(*at) < Duration::from_secs(10) => {
-                *suppressed += 1
-            }
-            _ => {
-                let suppressed = slot.map_or(0, |(_, n)| n);
-                tracing::warn!(workload, op, error_kind = %kind, suppressed, "operation failed: {err}");
-                *slot = Some((now, 0));
             }
         }
     }
