@@ -165,7 +165,8 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let db = client.database(&config.target.database);
 
     // A std listener: the side runtime registers it (see below).
-    let listener = std::net::TcpListener::bind(config.http.listen).map_err(|source| StartError::Http {
+    let listener =
+        std::net::TcpListener::bind(config.http.listen).map_err(|source| StartError::Http {
             addr: config.http.listen,
             source,
         })?;

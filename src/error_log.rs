@@ -51,7 +51,12 @@ impl LogLimiter {
         let next = c.next_ms.load(Ordering::Acquire);
         if t >= next
             && c.next_ms
-                .compare_exchange(next, t + self.interval_ms, Ordering::AcqRel, Ordering::Acquire)
+                .compare_exchange(
+                    next,
+                    t + self.interval_ms,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
                 .is_ok()
         {
             return Some(c.suppressed.swap(0, Ordering::AcqRel));

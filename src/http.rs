@@ -338,7 +338,10 @@ mod tests {
     fn the_page_is_rendered_at_most_once_per_interval() {
         let metrics = Arc::new(Metrics::new().unwrap());
         let gauge = prometheus::IntGauge::new("test_value", "a value that changes").unwrap();
-        metrics.registry().register(Box::new(gauge.clone())).unwrap();
+        metrics
+            .registry()
+            .register(Box::new(gauge.clone()))
+            .unwrap();
         let page = MetricsPage::new(metrics, Duration::from_millis(250));
         let has = |p: &Bytes, v: i64| {
             std::str::from_utf8(p)

@@ -113,7 +113,8 @@ impl ControlSocket {
             };
             match accepted {
                 Ok((stream, _)) => {
-                    let (handler, stop, throttle) = (handler.clone(), stop.clone(), throttle.clone());
+                    let (handler, stop, throttle) =
+                        (handler.clone(), stop.clone(), throttle.clone());
                     tokio::spawn(async move {
                         let _permit = permit;
                         tokio::select! {
