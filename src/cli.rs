@@ -161,6 +161,13 @@ pub fn run(cli: Cli) -> ExitCode {
                 Ok(c) => c,
                 Err(e) => return config_error(&e),
             };
+            match crate::limits::ensure_fds(&config, &path) {
+                Ok(Some(n)) => tracing::info!(
+                    "raised the soft RLIMIT_NOFILE to {n} for the plan's connections"
+                ),
+                Ok(None) => {}
+                Err(e) => return config_error(&e),
+            }
             block_on(run_daemon(config, Some(path)))
         }
         Command::Sim(args) => block_on(async move {
@@ -292,7 +299,21 @@ fn config_error(e: &ConfigError) -> ExitCode {
 fn check_config(path: &Path) -> ExitCode {
     match config::load(path) {
         Ok(config) => {
+            use crate::limits::{self, Verdict};
             println!("{path}: ok\n\n{}", config.describe(), path = path.display());
+            let budget = limits::fd_budget(&config);
+            let limit = limits::nofile();
+            println!("{}", limits::describe(&budget, limit));
+            match limits::verdict(budget.needed, limit) {
+                Verdict::Fits => {}
+                Verdict::Raise(n) => println!("  (mongoload run raises the soft limit to {n})"),
+                // Warn, do not fail: the service may run under another
+                // limit (LimitNOFILE=) than this shell; run refuses.
+                Verdict::TooFew { hard } => eprintln!(
+                    "mongoload: warning: {}\nmongoload: warning: mongoload run refuses this plan under this limit (exit {EX_CONFIG})",
+                    limits::too_few(path, &budget, hard)
+                ),
+            }
             ExitCode::SUCCESS
         }
         Err(e) => config_error(&e),

@@ -11,6 +11,7 @@ pub mod engine;
 pub mod error_kind;
 pub mod error_log;
 pub mod http;
+pub mod limits;
 pub mod logging;
 pub mod manpage;
 pub mod metrics;

@@ -24,7 +24,7 @@ use crate::throttle::Throttle;
 const MAX_LINE: usize = 4096;
 
 /// Connections served at once; more wait for a slot.
-const MAX_CONNECTIONS: usize = 16;
+pub const MAX_CONNECTIONS: usize = 16;
 
 /// A connection idle this long is closed.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
