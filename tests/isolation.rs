@@ -8,8 +8,7 @@ mod common;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -209,22 +208,6 @@ async fn wait_stage_reports(path: &Path, n: usize, timeout: Duration) {
     .await;
 }
 
-fn spawn_daemon(file: &ConfigFile) -> (ChildGuard, PathBuf) {
-    let stderr_path = file.dir.path().join("stderr");
-    let child = Command::new(env!("CARGO_BIN_EXE_mongoload"))
-        .args(["run", "--config"])
-        .arg(&file.path)
-        .env_remove("JOURNAL_STREAM")
-        .env_remove("NOTIFY_SOCKET")
-        .env_remove("MONGOLOAD_CONFIG")
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&stderr_path).unwrap())
-        .spawn()
-        .expect("spawn mongoload run");
-    (ChildGuard::new(child), stderr_path)
-}
-
 /// The scheduled rate of the storm test: easily sustained by a debug
 /// build on a busy 2-core machine, so only the storm can make it miss.
 const STORM_RATE: f64 = 300.0;
@@ -296,11 +279,7 @@ async fn a_scrape_storm_does_not_change_the_load() {
         cpu.push((cpu_seconds(pid) - c0) / t0.elapsed().as_secs_f64());
         storms.push(storm.finish());
     }
-    let status = wait_for("the daemon to exit", Duration::from_secs(30), || {
-        let s = child.0.as_mut().unwrap().try_wait().unwrap();
-        async move { s }
-    })
-    .await;
+    let status = wait_exit(&mut child, Duration::from_secs(30)).await;
     let stderr = std::fs::read_to_string(&stderr_path).unwrap();
     assert_eq!(status.code(), Some(0), "stderr:\n{stderr}");
 

@@ -476,6 +476,35 @@ impl Drop for ChildGuard {
     }
 }
 
+/// Spawns `mongoload run --config FILE` (RUST_LOG=info, no systemd
+/// variables) with stderr to `stderr` in the config's directory; returns
+/// the guard and that path.
+pub fn spawn_daemon(file: &ConfigFile) -> (ChildGuard, PathBuf) {
+    let stderr_path = file.dir.path().join("stderr");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(["run", "--config"])
+        .arg(&file.path)
+        .env_remove("JOURNAL_STREAM")
+        .env_remove("NOTIFY_SOCKET")
+        .env_remove("MONGOLOAD_CONFIG")
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).expect("create the stderr file"))
+        .spawn()
+        .expect("spawn mongoload run");
+    (ChildGuard::new(child), stderr_path)
+}
+
+/// Waits (bounded) for the child to exit on its own.
+pub async fn wait_exit(child: &mut ChildGuard, timeout: Duration) -> std::process::ExitStatus {
+    let c = child.0.as_mut().expect("the child is still owned");
+    wait_for("the process to exit", timeout, || {
+        let s = c.try_wait().expect("try_wait");
+        async move { s }
+    })
+    .await
+}
+
 /// Sends SIGTERM to `pid` with kill(1) (no signal crate needed).
 pub fn sigterm(pid: u32) {
     let st = std::process::Command::new("kill")
