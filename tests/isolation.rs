@@ -341,3 +341,201 @@ async fn a_scrape_storm_does_not_change_the_load() {
         "connections not bounded: {summary}"
     );
 }
+
+/// Raises this process's soft RLIMIT_NOFILE to its hard limit; returns it.
+fn raise_fd_limit() -> u64 {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let l = getrlimit(Resource::Nofile);
+    let _ = setrlimit(
+        Resource::Nofile,
+        rustix::process::Rlimit {
+            current: l.maximum,
+            maximum: l.maximum,
+        },
+    );
+    getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX)
+}
+
+/// Resident memory of this process, in bytes.
+fn own_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kb: u64 = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+/// Opens up to `n` connections at once, each given `timeout` to complete
+/// (beyond the listen backlog they do not); returns the established ones.
+async fn connect_many(addr: SocketAddr, n: usize, timeout: Duration) -> Vec<tokio::net::TcpStream> {
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        set.spawn(async move {
+            tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr))
+                .await
+                .ok()
+                .and_then(Result::ok)
+        });
+    }
+    let mut out = Vec::new();
+    while let Some(r) = set.join_next().await {
+        if let Ok(Some(s)) = r {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// Hostile peers on both ports while the load runs: 10,000 idle
+/// connections, slowloris and garbage on the metrics port; garbage, huge
+/// length prefixes and half-open connections on the simulator's. Neither
+/// process crashes, the load keeps its rate without an error, the daemon's
+/// descriptors stay bounded, memory does not follow the claimed lengths,
+/// and `/metrics` answers again once the peers are gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_peers_neither_crash_nor_stall_the_load() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let limit = raise_fd_limit();
+    let idle_wanted = 10_000usize;
+    if limit < idle_wanted as u64 + 2_000 {
+        let msg =
+            format!("RLIMIT_NOFILE hard limit {limit} is too low for {idle_wanted} connections");
+        if std::env::var_os("CI").is_some() {
+            panic!("{msg}");
+        }
+        eprintln!("\n\n*** SKIPPED: {msg} ***\n\n");
+        return;
+    }
+    let sim = sim().await;
+    let http = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let runlog = dir.path().join("runs.jsonl");
+    let stages = "[[workloads.stages]]\nname = \"before\"\nrate = 200\nduration = \"4s\"\n\
+                  [[workloads.stages]]\nname = \"hostile\"\nrate = 200\nduration = \"25s\"\nwarmup = \"1s\"\n\
+                  [[workloads.stages]]\nname = \"after\"\nrate = 200\nduration = \"15s\"\n";
+    let toml = config_toml(&sim.uri(), stages)
+        .replace("listen = \"127.0.0.1:0\"", &format!("listen = \"{http}\""))
+        .replace("max_inflight = 32", "max_inflight = 128")
+        .replace(
+            "shutdown_grace = \"3s\"",
+            &format!("shutdown_grace = \"3s\"\nlog = \"{}\"", runlog.display()),
+        );
+    let file = write_config(&toml);
+    let (mut child, stderr_path) = spawn_daemon(&file);
+    let pid = child.id();
+    wait_stage_reports(&runlog, 1, Duration::from_secs(60)).await;
+    let fds_before = open_fds(pid);
+    let rss_before = own_rss();
+
+    // The simulator's port: garbage, 48 MB length prefixes that never
+    // come, half-open connections and half-sent headers.
+    let sim_addr = sim.addr();
+    let mut held = Vec::new();
+    for i in 0..300u32 {
+        let Ok(mut s) = tokio::net::TcpStream::connect(sim_addr).await else {
+            continue;
+        };
+        match i % 4 {
+            0 => {
+                let garbage: Vec<u8> = (0..4096u32)
+                    .map(|j| (j.wrapping_mul(2654435761) >> 13) as u8)
+                    .collect();
+                let _ = s.write_all(&garbage).await;
+            }
+            1 => {
+                let mut head = Vec::new();
+                head.extend_from_slice(&48_000_000i32.to_le_bytes());
+                head.extend_from_slice(&1i32.to_le_bytes());
+                head.extend_from_slice(&0i32.to_le_bytes());
+                head.extend_from_slice(&2013i32.to_le_bytes());
+                head.extend_from_slice(&[0u8; 100]);
+                let _ = s.write_all(&head).await;
+            }
+            2 => {}
+            _ => {
+                let _ = s.write_all(&[0x10, 0, 0]).await;
+            }
+        }
+        held.push(s);
+    }
+    // The metrics port: garbage, slowloris, then 10,000 idle connections.
+    for _ in 0..20 {
+        if let Ok(mut s) = tokio::net::TcpStream::connect(http).await {
+            let _ = s
+                .write_all(b"\x16\x03\x01\x02\x00garbage\r\n\r\n\xff\xfe")
+                .await;
+            held.push(s);
+        }
+    }
+    let slowloris: Vec<_> = (0..20)
+        .map(|_| {
+            tokio::spawn(async move {
+                let Ok(mut s) = tokio::net::TcpStream::connect(http).await else {
+                    return;
+                };
+                for b in b"GET /metrics HTTP/1.1\r\nHost: slow\r\nX-Slow: "
+                    .iter()
+                    .cycle()
+                    .take(40)
+                {
+                    if s.write_all(&[*b]).await.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+            })
+        })
+        .collect();
+    let idle = connect_many(http, idle_wanted, Duration::from_secs(3)).await;
+    let fds_attack = open_fds(pid);
+    let rss_attack = own_rss();
+    eprintln!(
+        "idle connections established: {} of {idle_wanted}; daemon fds {fds_before} → {fds_attack}; \
+         test process RSS {} → {} MB",
+        idle.len(),
+        rss_before >> 20,
+        rss_attack >> 20
+    );
+    // Hold everything until the hostile stage ends.
+    wait_stage_reports(&runlog, 2, Duration::from_secs(90)).await;
+    drop(idle);
+    drop(held);
+    for s in slowloris {
+        s.abort();
+    }
+    // Once the peers are gone the endpoint serves again.
+    wait_status(http, "/metrics", 200, Duration::from_secs(30)).await;
+    let status = wait_exit(&mut child, Duration::from_secs(30)).await;
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+
+    let reports: Vec<StageReport> = mongoload::report::read(&runlog).unwrap();
+    let hostile = &reports[1];
+    let achieved = hostile.operations.ok as f64 / (200.0 * hostile.duration_seconds);
+    eprintln!(
+        "hostile stage: {} ok, {} errors, {} missed, {achieved:.3} of the schedule",
+        hostile.operations.ok, hostile.operations.error, hostile.missed
+    );
+    assert!(achieved >= 0.98, "the load fell behind: {achieved}");
+    assert_eq!((hostile.operations.error, hostile.missed), (0, 0));
+    assert!(
+        fds_attack <= fds_before + mongoload::http::MAX_CONNECTIONS as usize + 16,
+        "daemon fds {fds_before} → {fds_attack}"
+    );
+    assert!(
+        rss_attack < rss_before + (200 << 20),
+        "memory followed the claimed lengths: {} → {} MB",
+        rss_before >> 20,
+        rss_attack >> 20
+    );
+    // The simulator is alive and still answers the driver.
+    let client = mongodb::Client::with_uri_str(sim.uri()).await.unwrap();
+    client
+        .database("admin")
+        .run_command(mongodb::bson::doc! {"ping": 1})
+        .await
+        .expect("the simulator still answers");
+}
