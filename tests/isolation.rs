@@ -85,7 +85,7 @@ fn http_client(addr: SocketAddr, n: usize, stop: &AtomicBool, stats: &StormStats
         let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
         while !stop.load(Ordering::Relaxed) {
             i += 1;
-            let path = if (i + n as u64) % 4 == 0 {
+            let path = if (i + n as u64).is_multiple_of(4) {
                 "/status"
             } else {
                 "/metrics"
@@ -397,7 +397,7 @@ async fn connect_many(addr: SocketAddr, n: usize, timeout: Duration) -> Vec<toki
 /// and `/metrics` answers again once the peers are gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_peers_neither_crash_nor_stall_the_load() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     let limit = raise_fd_limit();
     let idle_wanted = 10_000usize;
     if limit < idle_wanted as u64 + 2_000 {
