@@ -475,7 +475,7 @@ async fn sigterm_stops_the_binary_with_exit_0_and_a_summary() {
     )
     .replace("listen = \"127.0.0.1:0\"", &format!("listen = \"{http}\""));
     let file = write_config(&toml);
-    let (mut child, stderr_path) = spawn_run(&file);
+    let (mut child, stderr_path) = spawn_daemon(&file);
     wait_status(http, "/readyz", 200, READY).await;
     wait_metric(http, "some operations", Duration::from_secs(5), |p| {
         ops_total(p, "find", "ok") > 10.0
@@ -565,24 +565,6 @@ async fn promtool_accepts_the_page_under_load() {
     );
 }
 
-/// Spawns `mongoload run --config FILE` with stderr to a file, HTTP on
-/// `http`; returns the guard and the stderr path.
-fn spawn_run(file: &ConfigFile) -> (ChildGuard, std::path::PathBuf) {
-    let stderr_path = file.dir.path().join("stderr");
-    let child = Command::new(env!("CARGO_BIN_EXE_mongoload"))
-        .args(["run", "--config"])
-        .arg(&file.path)
-        .env_remove("JOURNAL_STREAM")
-        .env_remove("NOTIFY_SOCKET")
-        .env_remove("MONGOLOAD_CONFIG")
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&stderr_path).unwrap())
-        .spawn()
-        .expect("spawn mongoload run");
-    (ChildGuard::new(child), stderr_path)
-}
-
 /// Sends SIGTERM and waits (bounded) for the exit status.
 async fn terminate(child: &mut ChildGuard) -> std::process::ExitStatus {
     sigterm(child.id());
@@ -611,7 +593,7 @@ async fn the_password_never_appears() {
     )
     .replace("listen = \"127.0.0.1:0\"", &format!("listen = \"{http}\""));
     let file = write_config(&toml);
-    let (mut child, stderr_path) = spawn_run(&file);
+    let (mut child, stderr_path) = spawn_daemon(&file);
     let page = wait_metric(
         http,
         "failed prepare attempts",

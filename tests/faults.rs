@@ -191,6 +191,8 @@ fn error_lines(stderr: &str) -> HashMap<String, Vec<f64>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_fault_is_counted_by_class_and_the_rate_recovers() {
+    // Rates are measured: one daemon at a time.
+    let _serial = serial().await;
     let sim = sim().await;
     let http = free_port();
     // 512 workers: an outage fails hundreds of operations at once.
@@ -347,103 +349,105 @@ async fn terminate(child: &mut ChildGuard, stderr_path: &Path, phase: &str) -> S
     stderr
 }
 
+/// A daemon for the shutdown cases: `stages`, a run log, the 3 s grace,
+/// `edit` applied to the config text.
+struct ShutdownRun {
+    http: std::net::SocketAddr,
+    runlog: std::path::PathBuf,
+    child: ChildGuard,
+    stderr: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+    _file: ConfigFile,
+}
+
+fn shutdown_run(sim: &SimHandle, stages: &str, edit: impl Fn(String) -> String) -> ShutdownRun {
+    let http = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let runlog = dir.path().join("runs.jsonl");
+    let file = write_config(&edit(shutdown_config(sim, http, &runlog, stages)));
+    let (child, stderr) = spawn_daemon(&file);
+    ShutdownRun {
+        http,
+        runlog,
+        child,
+        stderr,
+        _dir: dir,
+        _file: file,
+    }
+}
+
+/// Waits until the text of `path` satisfies `pred`.
+async fn wait_file(path: &Path, what: &str, pred: fn(&str) -> bool) {
+    wait_for(what, Duration::from_secs(30), || async move {
+        std::fs::read_to_string(path)
+            .ok()
+            .filter(|t| pred(t))
+            .map(|_| ())
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_during_prepare_mid_stage_and_in_a_reconnect_storm() {
+    // Rates are measured: one daemon at a time.
+    let _serial = serial().await;
     // During prepare: a load slowed to a crawl by 20 ms per command.
-    {
-        let sim = sim().await;
-        sim.faults()
-            .set_latency(Some(mongoload::sim::LatencyDist::Fixed(
-                Duration::from_millis(20),
-            )));
-        let http = free_port();
-        let dir = tempfile::tempdir().unwrap();
-        let runlog = dir.path().join("runs.jsonl");
-        let toml = shutdown_config(
-            &sim,
-            http,
-            &runlog,
-            "[[workloads.stages]]\nrate = 100\nduration = \"1m\"\n",
-        )
-        .replace("initial_docs = 200", "initial_docs = 1000000")
-        .replace("load_batch = 100", "load_batch = 10");
-        let file = write_config(&toml);
-        let (mut child, stderr_path) = spawn_daemon(&file);
-        wait_for("prepare to be under way", Duration::from_secs(30), || {
-            let path = stderr_path.clone();
-            async move {
-                std::fs::read_to_string(&path)
-                    .ok()
-                    .filter(|t| t.contains("prepare: "))
-                    .map(|_| ())
-            }
-        })
-        .await;
-        let stderr = terminate(&mut child, &stderr_path, "during prepare").await;
-        assert!(!stderr.contains("did not shut down"), "{stderr}");
-        assert!(assert_run_log_complete(&runlog, false).is_empty());
-    }
+    let sim = sim().await;
+    sim.faults()
+        .set_latency(Some(mongoload::sim::LatencyDist::Fixed(
+            Duration::from_millis(20),
+        )));
+    let mut run = shutdown_run(
+        &sim,
+        "[[workloads.stages]]\nrate = 100\nduration = \"1m\"\n",
+        |t| {
+            t.replace("initial_docs = 200", "initial_docs = 1000000")
+                .replace("load_batch = 100", "load_batch = 10")
+        },
+    );
+    wait_file(&run.stderr, "prepare to be under way", |t| {
+        t.contains("prepare: ")
+    })
+    .await;
+    let stderr = terminate(&mut run.child, &run.stderr, "during prepare").await;
+    assert!(!stderr.contains("did not shut down"), "{stderr}");
+    assert!(assert_run_log_complete(&run.runlog, false).is_empty());
+
     // Mid-stage.
-    {
-        let sim = sim().await;
-        let http = free_port();
-        let dir = tempfile::tempdir().unwrap();
-        let runlog = dir.path().join("runs.jsonl");
-        let toml = shutdown_config(
-            &sim,
-            http,
-            &runlog,
-            "[[workloads.stages]]\nname = \"a\"\nrate = 200\nduration = \"2s\"\n\
-             [[workloads.stages]]\nname = \"b\"\nrate = 200\nduration = \"1m\"\n",
-        );
-        let file = write_config(&toml);
-        let (mut child, stderr_path) = spawn_daemon(&file);
-        wait_for("stage b", Duration::from_secs(30), || {
-            let path = runlog.clone();
-            async move {
-                std::fs::read_to_string(&path)
-                    .ok()
-                    .filter(|t| !t.is_empty())
-                    .map(|_| ())
-            }
-        })
-        .await;
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let stderr = terminate(&mut child, &stderr_path, "mid-stage").await;
-        assert!(!stderr.contains("did not shut down"), "{stderr}");
-        let reports = assert_run_log_complete(&runlog, true);
-        assert_eq!(reports.len(), 2);
-        assert!(!reports[0].partial && reports[1].stage == "b");
-    }
+    let sim = common::sim().await;
+    let mut run = shutdown_run(
+        &sim,
+        "[[workloads.stages]]\nname = \"a\"\nrate = 200\nduration = \"2s\"\n\
+         [[workloads.stages]]\nname = \"b\"\nrate = 200\nduration = \"1m\"\n",
+        |t| t,
+    );
+    wait_file(&run.runlog, "stage b", |t| !t.is_empty()).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let stderr = terminate(&mut run.child, &run.stderr, "mid-stage").await;
+    assert!(!stderr.contains("did not shut down"), "{stderr}");
+    let reports = assert_run_log_complete(&run.runlog, true);
+    assert_eq!(reports.len(), 2);
+    assert!(!reports[0].partial && reports[1].stage == "b");
+
     // In a reconnect storm: the deployment went away with operations in
     // flight, and the driver is reconnecting.
-    {
-        let sim = sim().await;
-        let http = free_port();
-        let dir = tempfile::tempdir().unwrap();
-        let runlog = dir.path().join("runs.jsonl");
-        let toml = shutdown_config(
-            &sim,
-            http,
-            &runlog,
-            "[[workloads.stages]]\nrate = 200\nduration = \"1m\"\n",
-        )
-        .replace("max_inflight = 32", "max_inflight = 256");
-        let file = write_config(&toml);
-        let (mut child, stderr_path) = spawn_daemon(&file);
-        wait_status(http, "/readyz", 200, Duration::from_secs(30)).await;
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        sim.stop_listener().await;
-        wait_metric(
-            http,
-            "errors from the outage",
-            Duration::from_secs(20),
-            |p| sum(p, "mongoload_errors_total", &[("workload", "w")]) >= 10.0,
-        )
-        .await;
-        terminate(&mut child, &stderr_path, "reconnect storm").await;
-        let reports = assert_run_log_complete(&runlog, true);
-        assert_eq!(reports.len(), 1);
-        assert!(reports[0].operations.error > 0);
-    }
+    let mut run = shutdown_run(
+        &sim,
+        "[[workloads.stages]]\nrate = 200\nduration = \"1m\"\n",
+        |t| t.replace("max_inflight = 32", "max_inflight = 256"),
+    );
+    wait_status(run.http, "/readyz", 200, Duration::from_secs(30)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    sim.stop_listener().await;
+    wait_metric(
+        run.http,
+        "errors from the outage",
+        Duration::from_secs(20),
+        |p| sum(p, "mongoload_errors_total", &[("workload", "w")]) >= 10.0,
+    )
+    .await;
+    terminate(&mut run.child, &run.stderr, "reconnect storm").await;
+    let reports = assert_run_log_complete(&run.runlog, true);
+    assert_eq!(reports.len(), 1);
+    assert!(reports[0].operations.error > 0);
 }
