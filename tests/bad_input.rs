@@ -452,3 +452,80 @@ async fn the_password_never_leaks_from_uri_or_uri_file() {
     assert_eq!(exit.code(), Some(0), "{log}");
     assert_secret_free("the daemon's log", &log);
 }
+
+/// A plan needing more descriptors than the hard RLIMIT_NOFILE: check-config
+/// warns naming the key, run refuses with exit 78 naming the key; within
+/// the hard limit, run raises the soft limit itself.
+#[test]
+fn a_plan_beyond_the_fd_limit_is_refused_by_run_and_warned_by_check_config() {
+    let toml = config_toml(
+        "mongodb://127.0.0.1:1/",
+        "[[workloads.stages]]\nrate = 10\nduration = \"2s\"\n",
+    )
+    .replace("max_inflight = 32", "max_inflight = 2000");
+    let file = write_config(&toml);
+    let under = |limits: &str, cmd: &str| {
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit {limits} && exec \"$0\" {cmd} --config \"$1\""
+            ))
+            .arg(env!("CARGO_BIN_EXE_mongoload"))
+            .arg(&file.path)
+            .env_remove("MONGOLOAD_CONFIG")
+            .env("RUST_LOG", "info")
+            .output()
+            .unwrap()
+    };
+    let key = "workloads[0].max_inflight";
+    let out = under("-n 1024", "check-config");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("warning") && stderr.contains(key),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hard limit 1024"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("file descriptors: the plan needs about 2146"),
+        "{stdout}"
+    );
+
+    let out = under("-n 1024", "run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(78), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}: {key}: the plan needs about 2146 file descriptors",
+            file.path.display()
+        )),
+        "{stderr}"
+    );
+
+    // Soft 1024, hard above the need: run raises the soft limit and starts
+    // (against a deployment that is not there: it keeps running).
+    let log = file.dir.path().join("run.log");
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -S -n 1024 && ulimit -H -n 4096 && exec \"$0\" run --config \"$1\"")
+        .arg(env!("CARGO_BIN_EXE_mongoload"))
+        .arg(&file.path)
+        .env_remove("MONGOLOAD_CONFIG")
+        .env("RUST_LOG", "info")
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let _child = ChildGuard::new(child);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("raised the soft RLIMIT_NOFILE to 2146")
+            && text.contains("starting against")
+        {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{text}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

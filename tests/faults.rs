@@ -451,3 +451,43 @@ async fn sigterm_during_prepare_mid_stage_and_in_a_reconnect_storm() {
     assert_eq!(reports.len(), 1);
     assert!(reports[0].operations.error > 0);
 }
+
+/// `mongoload sim` shut down with driver connections open logs no line per
+/// connection at INFO.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_simulator_logs_no_line_per_connection_at_shutdown() {
+    let addr = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let stderr_path = dir.path().join("stderr");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(["sim", "--listen", &addr.to_string()])
+        .env("RUST_LOG", "info")
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let mut child = ChildGuard::new(child);
+    let mut options = mongodb::options::ClientOptions::parse(format!("mongodb://{addr}/"))
+        .await
+        .unwrap();
+    options.min_pool_size = Some(16);
+    options.max_pool_size = Some(16);
+    let client = wait_for("the simulator to answer", Duration::from_secs(20), || {
+        let options = options.clone();
+        async move {
+            let c = mongodb::Client::with_options(options).ok()?;
+            c.database("admin")
+                .run_command(mongodb::bson::doc! {"ping": 1})
+                .await
+                .ok()?;
+            Some(c)
+        }
+    })
+    .await;
+    client.warm_connection_pool().await;
+    sigterm(child.id());
+    let status = wait_exit(&mut child, Duration::from_secs(10)).await;
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("shutting down"), "{stderr}");
+    assert!(!stderr.contains("connection closed"), "{stderr}");
+}
