@@ -161,6 +161,9 @@ pub fn run(cli: Cli) -> ExitCode {
                 Ok(c) => c,
                 Err(e) => return config_error(&e),
             };
+            if let Some(w) = crate::limits::pool_warning(&config) {
+                tracing::warn!("{w}");
+            }
             match crate::limits::ensure_fds(&config, &path) {
                 Ok(Some(n)) => tracing::info!(
                     "raised the soft RLIMIT_NOFILE to {n} for the plan's connections"
@@ -304,6 +307,9 @@ fn check_config(path: &Path) -> ExitCode {
             let budget = limits::fd_budget(&config);
             let limit = limits::nofile();
             println!("{}", limits::describe(&budget, limit));
+            if let Some(w) = limits::pool_warning(&config) {
+                eprintln!("mongoload: warning: {w}");
+            }
             match limits::verdict(budget.needed, limit) {
                 Verdict::Fits => {}
                 Verdict::Raise(n) => println!("  (mongoload run raises the soft limit to {n})"),

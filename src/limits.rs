@@ -132,6 +132,23 @@ fn pool_key(config: &Config) -> String {
     }
 }
 
+/// A warning when `target.pool_size` is set below the workers the plan
+/// runs: operations beyond the pool then wait in the driver's queue, and
+/// after a stall longer than `operation_timeout` that queue can hold
+/// abandoned requests as fast as it serves live ones, so the load does not
+/// recover (README, "Known limit").
+pub fn pool_warning(config: &Config) -> Option<String> {
+    let pool = config.target.pool_size;
+    let planned = config.planned_connections();
+    (pool > 0 && pool < planned).then(|| {
+        format!(
+            "target.pool_size {pool} is below the {planned} operations the plan can have in flight: \
+             the rest wait in the driver's queue, and after a stall longer than operation_timeout \
+             the load may not recover; leave pool_size at 0 (sized to the plan)"
+        )
+    })
+}
+
 /// `RLIMIT_NOFILE` (`None` = unlimited).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NoFile {
@@ -291,6 +308,20 @@ mod tests {
         .unwrap();
         assert_eq!(fd_budget(&c).connections, 27);
         assert_eq!(fd_budget(&c).key, "target.pool_size");
+    }
+
+    #[test]
+    fn a_pool_below_the_workers_is_warned_about() {
+        let stages = "[[workloads.stages]]\nrate = 5\nduration = \"1m\"\n";
+        let c = config(&format!("{BASE}max_inflight = 512\n{stages}")).unwrap();
+        assert_eq!(pool_warning(&c), None, "sized to the plan");
+        let c = config(&format!(
+            "{}max_inflight = 512\n{stages}",
+            BASE.replace("c:3/\"", "c:3/\"\npool_size = 64")
+        ))
+        .unwrap();
+        let w = pool_warning(&c).unwrap();
+        assert!(w.starts_with("target.pool_size 64 is below the 512"), "{w}");
     }
 
     #[test]
