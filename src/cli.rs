@@ -179,6 +179,16 @@ pub fn run(cli: Cli) -> ExitCode {
             if let Some(u) = crate::writable::check(&config).first() {
                 return config_error(&u.to_config_error(&path));
             }
+            if let Some(w) = crate::limits::pool_warning(&config) {
+                tracing::warn!("{w}");
+            }
+            match crate::limits::ensure_fds(&config, &path) {
+                Ok(Some(n)) => tracing::info!(
+                    "raised the soft RLIMIT_NOFILE to {n} for the plan's connections"
+                ),
+                Ok(None) => {}
+                Err(e) => return config_error(&e),
+            }
             block_on(run_daemon(config, Some(path)))
         }
         Command::Sim(args) => block_on(async move {
@@ -354,16 +364,35 @@ fn config_error(e: &ConfigError) -> ExitCode {
 fn check_config(path: &Path) -> ExitCode {
     match config::load(path) {
         Ok(config) => {
+            use crate::limits::{self, Verdict};
             for u in crate::writable::check(&config) {
                 if !u.unit_creates_it {
                     eprintln!("mongoload: warning: {}: {}: {u}", path.display(), u.key);
                 }
             }
-            let text = format!(
-                "{path}: ok\n\n{}\n",
+            let budget = limits::fd_budget(&config);
+            let limit = limits::nofile();
+            let mut text = format!(
+                "{path}: ok\n\n{}\n{}\n",
                 config.describe(),
+                limits::describe(&budget, limit),
                 path = path.display()
             );
+            if let Some(w) = limits::pool_warning(&config) {
+                eprintln!("mongoload: warning: {w}");
+            }
+            match limits::verdict(budget.needed, limit) {
+                Verdict::Fits => {}
+                Verdict::Raise(n) => {
+                    text.push_str(&format!("  (mongoload run raises the soft limit to {n})\n"))
+                }
+                // Warn, do not fail: the service may run under another
+                // limit (LimitNOFILE=) than this shell; run refuses.
+                Verdict::TooFew { hard } => eprintln!(
+                    "mongoload: warning: {}\nmongoload: warning: mongoload run refuses this plan under this limit (exit {EX_CONFIG})",
+                    limits::too_few(path, &budget, hard)
+                ),
+            }
             emit_then(&text, ExitCode::SUCCESS)
         }
         Err(e) => config_error(&e),

@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use mongodb::bson::doc;
 use serde_json::json;
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{uri_hosts, uri_user, Config, ConfigError, UriUser};
@@ -21,6 +20,7 @@ use crate::error_kind::ErrorKind;
 use crate::http::{self, HttpState};
 use crate::metrics::{Metrics, MetricsError};
 use crate::service;
+use crate::side_runtime::SideRuntime;
 use crate::supervisor::{self, Env, ReloadError, Reloader, Supervisor};
 use crate::target::{self, Handlers, Timeouts};
 
@@ -59,6 +59,8 @@ pub enum StartError {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot start the thread serving HTTP and the control socket: {0}")]
+    SideRuntime(std::io::Error),
 }
 
 /// A started daemon.
@@ -178,9 +180,9 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         ))
     });
 
-    let listener = TcpListener::bind(config.http.listen)
-        .await
-        .map_err(|source| StartError::Http {
+    // A std listener: the side runtime registers it (see below).
+    let listener =
+        std::net::TcpListener::bind(config.http.listen).map_err(|source| StartError::Http {
             addr: config.http.listen,
             source,
         })?;
@@ -228,14 +230,20 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     };
     let (statuses, reloader, workloads) = Supervisor::start(env, config.clone(), built);
 
+    // HTTP and the control socket run on a thread of their own, so no
+    // client of theirs ever takes the load runtime's workers.
+    let side = SideRuntime::start("mongoload-http").map_err(StartError::SideRuntime)?;
     let control_stop = CancellationToken::new();
     let control_path = control_socket.as_ref().map(|c| c.path().to_path_buf());
     let control_task = control_socket.map(|socket| {
         tracing::info!("control socket on {}", socket.path().display());
         let (slots, m) = (statuses.clone(), control_metrics.clone());
         let cluster = cluster.clone();
+        // The handler runs on the side runtime; the database write of
+        // `ctl --all` belongs on the load runtime, with the driver.
+        let load = tokio::runtime::Handle::current();
         let handler: crate::control::server::Handler = Arc::new(move |cmd| match cmd {
-            crate::control::Command::All(inner) => cluster_control(cluster.as_ref(), *inner),
+            crate::control::Command::All(inner) => cluster_control(cluster.as_ref(), *inner, &load),
             cmd => {
                 let mut answer = supervisor::control(&slots, &m, cmd)?;
                 // In a cluster, say that the command acted on this member only.
@@ -249,7 +257,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
                 Ok(answer)
             }
         });
-        tokio::spawn(socket.serve(handler, control_stop.clone()))
+        side.spawn(socket.serve(handler, control_stop.clone()))
     });
 
     let state = HttpState::new(metrics.clone())
@@ -272,7 +280,14 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
             }
         });
     let http_stop = CancellationToken::new();
-    let http_task = tokio::spawn(http::serve(listener, state, http_stop.clone()));
+    let http_task = {
+        let stop = http_stop.clone();
+        side.spawn(async move {
+            if let Err(e) = http::serve(listener, state, stop).await {
+                tracing::error!("cannot serve HTTP on {http_addr}: {e}");
+            }
+        })
+    };
 
     // Keeps the latency window's time slots exact between scrapes.
     let window_stop = CancellationToken::new();
@@ -361,6 +376,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         if let Some(task) = control_task {
             let _ = task.await;
         }
+        side.shutdown().await;
         window_stop.cancel();
         let _ = window_task.await;
         // Shutdown sends endSessions, which waits on a connection checkout
@@ -391,6 +407,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
 fn cluster_control(
     cluster: Option<&Arc<crate::cluster::Coordinator>>,
     command: crate::control::Command,
+    load: &tokio::runtime::Handle,
 ) -> Result<serde_json::Value, String> {
     let Some(c) = cluster else {
         return Err(
@@ -402,7 +419,7 @@ fn cluster_control(
     }
     let (member, line) = (c.member(), command.to_string());
     let c = c.clone();
-    tokio::spawn(async move {
+    load.spawn(async move {
         match c.control(&command).await {
             Ok(state) => tracing::info!(
                 "control (sent to every member): {command}: the cluster's totals are now {state}"

@@ -705,6 +705,7 @@ impl WorkloadConfig {
         if self.max_lag.is_zero() {
             return Err(KeyError::new("max_lag", "must be greater than zero"));
         }
+        crate::limits::check_workers(self)?;
         if let Some((table, _)) = self
             .tables_present()
             .into_iter()

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::control::{effective_stage, ControlState};
 use crate::error_kind::ErrorKind;
+use crate::error_log::ErrorLog;
 use crate::metrics::{OpMetrics, WorkloadMetrics};
 use crate::report::live::{ReportContext, StageBatch, StageCollector};
 use crate::report::RunInfo;
@@ -355,11 +356,14 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
     let workers_stop = CancellationToken::new();
     let mut workers = JoinSet::new();
     let op_metrics: Arc<[OpMetrics]> = run.metrics.ops().into();
+    // One error log for all the workers: lines per class, not per worker.
+    let errors = Arc::new(ErrorLog::default());
     for id in 0..run.workers.max(1) {
         let worker = Worker {
             id: id as u32,
             run: run.clone(),
             ops: op_metrics.clone(),
+            errors: errors.clone(),
             phase: phase_rx.clone(),
             stop: workers_stop.clone(),
         };
@@ -806,6 +810,7 @@ struct Worker {
     id: u32,
     run: Arc<WorkloadRun>,
     ops: Arc<[OpMetrics]>,
+    errors: Arc<ErrorLog>,
     phase: watch::Receiver<Phase>,
     stop: CancellationToken,
 }
@@ -816,7 +821,7 @@ impl Worker {
             .run
             .workload
             .worker(self.id, self.run.seed.wrapping_add(u64::from(self.id)));
-        let mut errors = ErrorLog::default();
+        let errors = self.errors.clone();
         let mut batch = StageBatch::for_worker(self.id);
         let mut count = WorkerCount::default();
         loop {
@@ -891,7 +896,7 @@ impl Worker {
                         count.settle();
                         continue;
                     }
-                    self.execute(source.as_mut(), intended, &mut errors, &mut batch)
+                    self.execute(source.as_mut(), intended, &errors, &mut batch)
                         .await;
                     count.settle();
                 }
@@ -913,7 +918,7 @@ impl Worker {
                         continue;
                     }
                     let start = Instant::now();
-                    self.execute(source.as_mut(), start, &mut errors, &mut batch)
+                    self.execute(source.as_mut(), start, &errors, &mut batch)
                         .await;
                     count.settle();
                 }
@@ -937,7 +942,7 @@ impl Worker {
         &self,
         source: &mut dyn OpSource,
         from: Instant,
-        errors: &mut ErrorLog,
+        errors: &ErrorLog,
         batch: &mut StageBatch,
     ) {
         let Op { op, body } = source.next_op();
@@ -1132,38 +1137,6 @@ struct Failed {
     step: Option<usize>,
     kind: ErrorKind,
     error: mongodb::error::Error,
-}
-
-/// Logs operation errors without flooding the journal: the first of each
-/// class at once, then at most one line per class every 10 s per worker
-/// with the number seen since. Every error is counted in metrics regardless.
-#[derive(Default)]
-struct ErrorLog {
-    last: [Option<(Instant, u64)>; ErrorKind::ALL.len()],
-}
-
-impl ErrorLog {
-    fn log(
-        &mut self,
-        workload: &str,
-        op: &str,
-        step: &str,
-        kind: ErrorKind,
-        err: &mongodb::error::Error,
-    ) {
-        let now = Instant::now();
-        let slot = &mut self.last[kind as usize];
-        match slot {
-            Some((at, suppressed)) if now.duration_since(*at) < Duration::from_secs(10) => {
-                *suppressed += 1
-            }
-            _ => {
-                let suppressed = slot.map_or(0, |(_, n)| n);
-                tracing::warn!(workload, op, step, error_kind = %kind, suppressed, "operation failed: {err}");
-                *slot = Some((now, 0));
-            }
-        }
-    }
 }
 
 #[cfg(test)]

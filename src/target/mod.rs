@@ -386,12 +386,18 @@ pub async fn connect(
     }
     options.max_pool_size = Some(pool_size.max(1));
     options.min_pool_size = Some(pool_size.max(1));
+    // The driver opens 2 connections at a time by default: after an outage
+    // that closed the pool, refilling 256 connections took a minute.
+    options.max_connecting = Some(MAX_CONNECTING);
     options.connect_timeout = Some(timeouts.connect);
     options.server_selection_timeout = Some(timeouts.server_selection);
     options.cmap_event_handler = handlers.cmap;
     options.sdam_event_handler = handlers.sdam;
     Client::with_options(options)
 }
+
+/// Connections the driver may be opening at once (its default is 2).
+pub const MAX_CONNECTING: u32 = 16;
 
 /// Driver timeouts from the config.
 #[derive(Debug, Clone, Copy)]

@@ -502,9 +502,9 @@ impl Drop for ChildGuard {
     }
 }
 
-/// Spawns `mongoload run --config FILE` at log level `rust_log`, stderr to
-/// a file beside the config (not the journal); returns the guard and the
-/// stderr path.
+/// Spawns `mongoload run --config FILE` at log level `rust_log` (no
+/// systemd variables), stderr to a file beside the config (not the
+/// journal); returns the guard and the stderr path.
 pub fn spawn_run(file: &ConfigFile, rust_log: &str) -> (ChildGuard, PathBuf) {
     let stderr_path = file.dir.path().join("stderr");
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
@@ -515,7 +515,7 @@ pub fn spawn_run(file: &ConfigFile, rust_log: &str) -> (ChildGuard, PathBuf) {
         .env_remove("MONGOLOAD_CONFIG")
         .env("RUST_LOG", rust_log)
         .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .stderr(std::fs::File::create(&stderr_path).expect("create the stderr file"))
         .spawn()
         .expect("spawn mongoload run");
     (ChildGuard::new(child), stderr_path)
@@ -524,8 +524,13 @@ pub fn spawn_run(file: &ConfigFile, rust_log: &str) -> (ChildGuard, PathBuf) {
 /// Sends SIGTERM and waits (bounded) for the exit status.
 pub async fn terminate(child: &mut ChildGuard) -> std::process::ExitStatus {
     sigterm(child.id());
-    let mut c = child.take();
-    wait_for("the process to exit", Duration::from_secs(15), || {
+    wait_exit(child, Duration::from_secs(15)).await
+}
+
+/// Waits (bounded) for the child to exit on its own.
+pub async fn wait_exit(child: &mut ChildGuard, timeout: Duration) -> std::process::ExitStatus {
+    let c = child.0.as_mut().expect("the child is still owned");
+    wait_for("the process to exit", timeout, || {
         let s = c.try_wait().expect("try_wait");
         async move { s }
     })
