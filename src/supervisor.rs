@@ -141,7 +141,7 @@ impl std::fmt::Display for ReloadSummary {
 /// `new`, if any: those need a restart.
 pub fn restart_only_change(old: &Config, new: &Config) -> Option<&'static str> {
     let (a, b) = (&old.target, &new.target);
-    let keys: [(&'static str, bool); 11] = [
+    let keys: [(&'static str, bool); 14] = [
         ("target.uri", a.uri != b.uri),
         ("target.uri_file", a.uri_file != b.uri_file),
         ("target.database", a.database != b.database),
@@ -159,6 +159,9 @@ pub fn restart_only_change(old: &Config, new: &Config) -> Option<&'static str> {
             "target.operation_timeout",
             a.operation_timeout != b.operation_timeout,
         ),
+        ("target.write_concern", a.write_concern != b.write_concern),
+        ("target.read_concern", a.read_concern != b.read_concern),
+        ("lag_probe", old.lag_probe != new.lag_probe),
         ("http.listen", old.http != new.http),
         ("control.socket", old.control != new.control),
         // The run id and its log file are fixed for the process's life.
@@ -385,7 +388,7 @@ impl Supervisor {
         let run = WorkloadRun {
             name: w.name.clone(),
             target: Target::new(
-                self.env.db.clone(),
+                self.config.target.database_for(&self.env.db, w),
                 built.workload.as_ref(),
                 self.config.target.operation_timeout,
             ),
