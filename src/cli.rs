@@ -112,6 +112,9 @@ pub enum CtlCommand {
     Scale { workload: String, factor: f64 },
     /// Back to the schedule as configured: clears pause, override and scale.
     Reset { workload: String },
+    /// Run a full pass of the workload's acknowledged-write audit now (its
+    /// result is logged and counted); prints the audit's figures so far.
+    Audit { workload: String },
 }
 
 impl CtlCommand {
@@ -127,6 +130,7 @@ impl CtlCommand {
             }
             CtlCommand::Scale { workload, factor } => format!("scale {workload} {factor}"),
             CtlCommand::Reset { workload } => format!("reset {workload}"),
+            CtlCommand::Audit { workload } => format!("audit {workload}"),
         }
     }
 }

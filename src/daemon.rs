@@ -148,6 +148,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let handlers = Handlers {
         cmap: Some(metrics.cmap_handler()),
         sdam: Some(metrics.sdam_handler()),
+        command: Some(metrics.command_handler()),
     };
     let timeouts = Timeouts {
         connect: config.target.connect_timeout,

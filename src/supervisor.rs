@@ -27,9 +27,10 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::audit::Audit;
 use crate::config::{self, Config, ConfigError, WorkloadConfig};
 use crate::control::{Command, ControlMetrics, ControlState};
-use crate::engine::{self, WorkloadRun, WorkloadStatus};
+use crate::engine::{self, AuditSetup, WorkloadRun, WorkloadStatus};
 use crate::metrics::Metrics;
 use crate::schedule::Schedule;
 use crate::service;
@@ -47,6 +48,8 @@ pub struct Slot {
     pub status: Arc<WorkloadStatus>,
     /// Runtime control; the engine holds a receiver.
     pub control: watch::Sender<ControlState>,
+    /// The acknowledged-write audit of the running engine, if it has one.
+    pub audit: Mutex<Option<Arc<Audit>>>,
 }
 
 impl Slot {
@@ -55,7 +58,7 @@ impl Slot {
         let control = self.control.borrow().clone();
         let mut c = control.to_json();
         c["summary"] = control.to_string().into();
-        json!({
+        let mut j = json!({
             "name": self.name,
             "kind": self.kind,
             "stage": self.status.stage(),
@@ -64,7 +67,19 @@ impl Slot {
             "operations_ok": self.status.ok.load(Ordering::Relaxed),
             "operations_error": self.status.errors.load(Ordering::Relaxed),
             "missed": self.status.missed.load(Ordering::Relaxed),
-        })
+        });
+        if let Some(a) = self.audit() {
+            j["audit"] = json!(a.summary());
+        }
+        j
+    }
+
+    /// The running engine's audit, if it has one.
+    pub fn audit(&self) -> Option<Arc<Audit>> {
+        self.audit
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }
 
@@ -378,6 +393,7 @@ impl Supervisor {
             kind: w.kind.as_str(),
             status: Arc::new(WorkloadStatus::default()),
             control: watch::channel(ControlState::default()).0,
+            audit: Mutex::new(None),
         })
     }
 
@@ -385,6 +401,20 @@ impl Supervisor {
     fn spawn(&mut self, slot: &Arc<Slot>, built: Built) {
         let w = &built.config;
         let (schedule, schedule_rx) = watch::channel(built.schedule);
+        // A restarted engine starts a new ledger.
+        let audit = w.audit.then(|| AuditSetup {
+            audit: Audit::new(
+                &w.name,
+                &self.env.db,
+                built.workload.collections(),
+                built.workload.audit_keys(),
+                self.env.metrics.audit(),
+            ),
+            rate: w.audit_rate,
+            timeout: self.config.target.operation_timeout,
+        });
+        *slot.audit.lock().unwrap_or_else(PoisonError::into_inner) =
+            audit.as_ref().map(|a| a.audit.clone());
         let run = WorkloadRun {
             name: w.name.clone(),
             target: Target::new(
@@ -403,6 +433,8 @@ impl Supervisor {
             status: slot.status.clone(),
             control: slot.control.subscribe(),
             run_info: self.env.run_info.clone(),
+            failover: self.env.metrics.failover().clone(),
+            audit,
         };
         let stop = self.env.cancel.child_token();
         let finished = CancellationToken::new();
@@ -524,6 +556,30 @@ pub fn control(
             names.join(", ")
         ));
     };
+    if let Command::Audit(_) = command {
+        let Some(audit) = slot.audit() else {
+            return Err(format!(
+                "workload {name:?} has no audit (set audit = true in its [[workloads]] table)"
+            ));
+        };
+        let summary = audit.request_pass();
+        tracing::info!(workload = %slot.name, "control: audit: a full pass is queued");
+        return Ok(json!({
+            "workload": slot.name,
+            "audit": summary,
+            "message": format!(
+                "workload {}: audit pass queued; so far {} acknowledged ids in the ledger, {} missing{}",
+                slot.name,
+                summary.acknowledged,
+                summary.missing,
+                if summary.missing_ids.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (first: {})", summary.missing_ids.join(", "))
+                }
+            ),
+        }));
+    }
     let before = slot.control.borrow().clone();
     slot.control.send_modify(|s| command.apply(s));
     let after = slot.control.borrow().clone();

@@ -18,10 +18,12 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::audit::{verify, Audit, Pending};
 use crate::control::{effective_stage, ControlState};
 use crate::error_kind::ErrorKind;
+use crate::metrics::failover::FailoverMetrics;
 use crate::metrics::{OpMetrics, WorkloadMetrics};
-use crate::report::live::{ReportContext, StageBatch, StageCollector};
+use crate::report::live::{ReportContext, ReportExtras, StageBatch, StageCollector};
 use crate::report::RunInfo;
 use crate::schedule::{Limit, Mode, Schedule, Stage};
 use crate::target::{classify, Target};
@@ -56,6 +58,20 @@ pub struct WorkloadRun {
     /// the stage whenever it changes. A receiver whose sender is gone (or
     /// that never changes) leaves the schedule as configured.
     pub control: watch::Receiver<ControlState>,
+    /// Failover: every write's outcome goes here (write outages), and the
+    /// stage reports list the failovers it saw.
+    pub failover: Arc<FailoverMetrics>,
+    /// The acknowledged-write audit, when the workload has `audit = true`.
+    pub audit: Option<AuditSetup>,
+}
+
+/// A workload's audit and how its verification task runs.
+pub struct AuditSetup {
+    pub audit: Arc<Audit>,
+    /// Background checks, ids per second (0: none).
+    pub rate: f64,
+    /// Longest wait for one audit query.
+    pub timeout: Duration,
 }
 
 /// Live figures of a workload for `/status` and the final summary.
@@ -325,6 +341,17 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
         return;
     }
 
+    // The audit's verification task writes the stage reports (after each
+    // stage-end pass); without an audit they are written as they end.
+    let mut verifier = run
+        .audit
+        .as_ref()
+        .map(|a| verify::spawn(a.audit.clone(), a.rate, run.failover.subscribe(), a.timeout));
+    let extras = ReportExtras {
+        failovers: Some(run.failover.clone()),
+        sink: verifier.as_ref().map(|v| v.sink.clone()),
+    };
+
     let (phase_tx, phase_rx) = watch::channel(Phase::Idle);
     let workers_stop = CancellationToken::new();
     let mut workers = JoinSet::new();
@@ -340,7 +367,7 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
         workers.spawn(worker.run());
     }
 
-    drive(&run, &phase_tx, &cancel).await;
+    drive(&run, &phase_tx, &cancel, extras).await;
     // Draining has its own deadline (grace); no ticks to watch.
     run.status.heartbeat.clear();
 
@@ -356,6 +383,21 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
         // Wait for the aborted tasks to be dropped, so their results reach
         // the last stage's report before this function returns.
         while workers.join_next().await.is_some() {}
+    }
+    // The last stage's report waits for its audit pass: up to `grace`,
+    // then it is written with the audit as far as it got.
+    if let Some(v) = verifier.take() {
+        let verify::Verifier {
+            sink,
+            stop,
+            mut task,
+        } = v;
+        drop(sink);
+        if tokio::time::timeout(grace, &mut task).await.is_err() {
+            tracing::warn!(workload = %run.name, grace = ?grace, "the audit's last pass did not finish within the grace period; its report says so");
+            stop.cancel();
+            let _ = task.await;
+        }
     }
     run.metrics.inflight.set(0);
     run.metrics.clear_stage();
@@ -473,12 +515,18 @@ async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
 /// claimed. A control change mid-stage re-publishes the stage anchored at
 /// its start, with the ticket counter moved to the first operation due
 /// from now on.
-async fn drive(run: &WorkloadRun, phase: &watch::Sender<Phase>, cancel: &CancellationToken) {
+async fn drive(
+    run: &WorkloadRun,
+    phase: &watch::Sender<Phase>,
+    cancel: &CancellationToken,
+    extras: ReportExtras,
+) {
     let mut t0 = Instant::now();
     // Schedule time a count-based stage did not use (it ended before its
     // cap): the stages after it move up by that much.
     let mut skipped = Duration::ZERO;
-    let report_ctx = ReportContext::new(run.run_info.clone(), &run.name, run.workload.ops());
+    let report_ctx =
+        ReportContext::with_extras(run.run_info.clone(), &run.name, run.workload.ops(), extras);
     let mut schedules = run.schedule.clone();
     let mut schedule = schedules.borrow_and_update().clone();
     let mut cycles = vec![0u64; schedule.stages().len()];
@@ -858,7 +906,7 @@ impl Worker {
         self.run.metrics.inflight.inc();
         let sent = Instant::now();
         let outcome = match body {
-            Body::One(action) => self.request((op, from), 0, action, None, batch).await,
+            Body::One(action) => self.request((op, from), 0, action, None, None, batch).await,
             Body::Steps(requests) => self.steps((op, from), requests, batch).await,
             Body::Transaction {
                 requests,
@@ -898,30 +946,46 @@ impl Worker {
 
     /// Sends one request of step `step` of operation `op` intended to start
     /// at `from` (in `session`'s transaction if given) and records it under
-    /// its step. Returns the documents that count as the operation's.
+    /// its step. Returns the documents that count as the operation's. An
+    /// audited insert goes into the ledger once acknowledged, or into
+    /// `acks` when given (a transaction's inserts count once committed).
     async fn request(
         &self,
         op: OpAt,
         step: usize,
         action: Action,
         session: Option<&mut mongodb::ClientSession>,
+        acks: Option<&mut Vec<Pending>>,
         batch: &mut StageBatch,
     ) -> Result<u64, Failed> {
+        let write = crate::audit::ids::is_write(&action);
+        let audit = self.run.audit.as_ref().map(|a| &a.audit);
+        let pending = audit.and_then(|a| a.before_send(&action));
         let sent = Instant::now();
         let outcome = match session {
             None => self.run.target.execute(action).await,
             Some(session) => self.run.target.execute_in(action, session).await,
         };
-        self.finish_request(op, step, sent, outcome, batch)
+        let result = self.finish_request(op, step, sent, outcome, write, batch);
+        if let (Ok(_), Some(p), Some(a)) = (&result, pending, audit) {
+            match acks {
+                Some(acks) => acks.push(p),
+                None => a.acknowledge(p),
+            }
+        }
+        result
     }
 
-    /// Records a request sent at `sent` that just returned `outcome`.
+    /// Records a request sent at `sent` that just returned `outcome`
+    /// (`write`: it inserts, updates or deletes, so its outcome feeds the
+    /// write-outage clock).
     fn finish_request(
         &self,
         (op, from): OpAt,
         step: usize,
         sent: Instant,
         outcome: Result<u64, mongodb::error::Error>,
+        write: bool,
         batch: &mut StageBatch,
     ) -> Result<u64, Failed> {
         let done = Instant::now();
@@ -930,6 +994,13 @@ impl Worker {
             kind: classify(&error),
             error,
         });
+        if write {
+            self.run.failover.write_result(
+                sent.into_std(),
+                done.into_std(),
+                result.as_ref().map(|_| ()).map_err(|f| f.kind),
+            );
+        }
         let counted = match self.ops[op].step(step) {
             Some(m) => {
                 m.record(
@@ -960,7 +1031,9 @@ impl Worker {
     ) -> Result<u64, Failed> {
         let mut docs = 0;
         for r in requests {
-            docs += self.request(op, r.step, r.action, None, batch).await?;
+            docs += self
+                .request(op, r.step, r.action, None, None, batch)
+                .await?;
         }
         Ok(docs)
     }
@@ -994,10 +1067,18 @@ impl Worker {
                     })?;
             let mut docs = 0;
             let mut failed = None;
+            let mut acks = Vec::new();
             for r in &requests {
                 let action = r.action.clone();
                 match self
-                    .request(op, r.step, action, Some(&mut session), batch)
+                    .request(
+                        op,
+                        r.step,
+                        action,
+                        Some(&mut session),
+                        Some(&mut acks),
+                        batch,
+                    )
                     .await
                 {
                     Ok(n) => docs += n,
@@ -1013,9 +1094,14 @@ impl Worker {
                     commits += 1;
                     let sent = Instant::now();
                     let outcome = self.run.target.commit(&mut session).await;
-                    match self.finish_request(op, commit_step, sent, outcome.map(|()| 0u64), batch)
-                    {
-                        Ok(_) => return Ok(docs),
+                    let outcome = outcome.map(|()| 0u64);
+                    match self.finish_request(op, commit_step, sent, outcome, true, batch) {
+                        Ok(_) => {
+                            if let Some(a) = &self.run.audit {
+                                acks.drain(..).for_each(|p| a.audit.acknowledge(p));
+                            }
+                            return Ok(docs);
+                        }
                         Err(f)
                             if commits < ATTEMPTS
                                 && f.error.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) => {}

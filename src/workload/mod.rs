@@ -367,6 +367,11 @@ pub trait Workload: Send + Sync {
     /// A per-worker operation source with its own RNG and buffers. The same
     /// (`seed`, `worker_id`) gives the same stream of choices.
     fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource>;
+    /// How the acknowledged-write audit maps this workload's `_id`s to its
+    /// ledger's integer ids (integer `_id`s unless said otherwise).
+    fn audit_keys(&self) -> Arc<dyn crate::audit::AuditKeys> {
+        Arc::new(crate::audit::IntKeys)
+    }
 }
 
 /// Generates one worker's operations.
