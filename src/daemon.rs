@@ -207,6 +207,17 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
 
     let cancel = CancellationToken::new();
     let target_up = Arc::new(AtomicBool::new(false));
+    let probe_stop = CancellationToken::new();
+    let probe_task = config.lag_probe.clone().map(|probe| {
+        crate::probe::spawn(
+            probe,
+            uri.expose().to_owned(),
+            db.clone(),
+            run_info.id.clone(),
+            metrics.clone(),
+            probe_stop.clone(),
+        )
+    });
     let env = Env {
         db: db.clone(),
         metrics: metrics.clone(),
@@ -300,6 +311,10 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         }
         ping_stop.cancel();
         let _ = ping_task.await;
+        probe_stop.cancel();
+        if let Some(task) = probe_task {
+            let _ = task.await;
+        }
         let summary = Summary {
             elapsed_seconds: started.elapsed().as_secs_f64(),
             workloads: statuses

@@ -15,6 +15,7 @@ pub mod http;
 pub mod logging;
 pub mod manpage;
 pub mod metrics;
+pub mod probe;
 pub mod report;
 pub mod schedule;
 pub mod service;

@@ -7,10 +7,12 @@
 //!
 //! A **write outage** runs from the first write that fails with an
 //! availability error (`not_primary`, `network`, `server_selection`,
-//! `timeout`) to the first write acknowledged after it. Only writes sent
+//! `timeout`), or from the moment the driver loses the primary if that is
+//! earlier, to the first write acknowledged after it. Only writes sent
 //! after the outage began can end it (a reply from the old primary to a
 //! write sent before does not), and only writes sent after the last outage
-//! ended can start one (stragglers of an outage do not start another).
+//! ended can start one (stragglers of an outage do not start another). A
+//! workload that writes rarely adds the wait for its next write.
 //!
 //! Metrics: `mongoload_write_outage_seconds` (histogram of finished
 //! outages), `mongoload_write_outage_ongoing_seconds` (0, or how long the
@@ -333,6 +335,12 @@ impl FailoverMetrics {
                     let _ = self.primary_info.remove_label_values(&[&old]);
                     state.lost = Some((Some(old.clone()), now));
                     drop(state);
+                    // Writes cannot be acknowledged from here on, whether
+                    // or not one fails: with streaming monitoring the
+                    // driver often knows before any write is sent, and
+                    // writes then wait in server selection instead.
+                    let t = self.ns(now);
+                    self.clock.failed(t, t);
                     tracing::warn!(primary = %old, "the driver knows no primary (was {old}): an election or a member down");
                 }
             }

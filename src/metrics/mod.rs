@@ -80,6 +80,7 @@ pub struct Metrics {
     driver: Arc<DriverMetrics>,
     failover: Arc<FailoverMetrics>,
     audit: crate::audit::AuditFamilies,
+    probe: crate::probe::ProbeMetrics,
     windows: Arc<WindowCollector>,
     /// The current stage of each workload name, shared by every
     /// `WorkloadMetrics` of that name, so after a reload the new handle
@@ -152,6 +153,8 @@ impl Metrics {
         failover.register(&registry)?;
         let audit = crate::audit::AuditFamilies::new()?;
         audit.register(&registry)?;
+        let probe = crate::probe::ProbeMetrics::new()?;
+        probe.register(&registry)?;
 
         let windows = Arc::new(WindowCollector::new(window)?);
         registry.register(Box::new(window::SharedCollector(Arc::clone(&windows))))?;
@@ -168,6 +171,7 @@ impl Metrics {
             driver,
             failover,
             audit,
+            probe,
             windows,
             phase_stages: Mutex::new(BTreeMap::new()),
         })
@@ -238,6 +242,11 @@ impl Metrics {
     /// The acknowledged-write audit's families.
     pub fn audit(&self) -> &crate::audit::AuditFamilies {
         &self.audit
+    }
+
+    /// The replication-lag probe's families.
+    pub fn probe(&self) -> &crate::probe::ProbeMetrics {
+        &self.probe
     }
 
     /// Failover: the primary, write outages, the failovers seen.
