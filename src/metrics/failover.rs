@@ -43,6 +43,10 @@ pub const OUTAGE_BUCKETS: [f64; 14] = [
     0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0,
 ];
 
+/// How long after the primary is back an outage begun by its loss, which no
+/// write failure confirmed, waits for a write to end it before it is dropped.
+pub const UNCONFIRMED_GRACE: Duration = Duration::from_secs(5);
+
 /// Failovers kept for the stage reports (the newest).
 const KEEP_FAILOVERS: usize = 256;
 
@@ -63,12 +67,23 @@ pub fn is_outage_error(kind: ErrorKind) -> bool {
 
 /// The write-outage state machine on nanoseconds since an origin (pure:
 /// tested with plain numbers). Lock-free: workers feed it on every write.
+/// An outage begun by the loss of the primary is *unconfirmed* until a
+/// write fails: one that no write confirmed is dropped a while after the
+/// primary is back (a read-only load has no write outage).
 #[derive(Debug, Default)]
 pub(crate) struct OutageClock {
-    /// Start of the current outage + 1; 0 when writes go through.
-    start: AtomicU64,
+    /// 0 when writes go through; else `(start + 1) << 1 | confirmed`.
+    state: AtomicU64,
     /// When the last outage ended.
     last_end: AtomicU64,
+}
+
+fn encode(start: u64, confirmed: bool) -> u64 {
+    ((start + 1) << 1) | u64::from(confirmed)
+}
+
+fn start_of(state: u64) -> u64 {
+    (state >> 1) - 1
 }
 
 impl OutageClock {
@@ -78,34 +93,67 @@ impl OutageClock {
         if sent < self.last_end.load(Ordering::Acquire) {
             return false;
         }
-        self.start
-            .compare_exchange(0, now + 1, Ordering::AcqRel, Ordering::Relaxed)
+        let mut cur = self.state.load(Ordering::Acquire);
+        loop {
+            let next = match cur {
+                0 => encode(now, true),
+                c if c & 1 == 1 => return false,
+                c => c | 1,
+            };
+            match self
+                .state
+                .compare_exchange(cur, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return cur == 0,
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// The driver lost the primary at `now`: an (unconfirmed) outage
+    /// begins unless one runs.
+    pub(crate) fn lost_primary(&self, now: u64) -> bool {
+        self.state
+            .compare_exchange(0, encode(now, false), Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
+    }
+
+    /// Drops the current outage if no write failure confirmed it.
+    pub(crate) fn discard_unconfirmed(&self) -> bool {
+        let cur = self.state.load(Ordering::Acquire);
+        cur != 0
+            && cur & 1 == 0
+            && self
+                .state
+                .compare_exchange(cur, 0, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
     }
 
     /// A write sent at `sent` was acknowledged at `now`. Returns the
     /// outage it ended: (start, duration in ns).
     pub(crate) fn acknowledged(&self, sent: u64, now: u64) -> Option<(u64, u64)> {
-        let start = self.start.load(Ordering::Acquire);
-        if start == 0 || sent + 1 < start {
+        let cur = self.state.load(Ordering::Acquire);
+        if cur == 0 {
             return None;
         }
-        if self
-            .start
-            .compare_exchange(start, 0, Ordering::AcqRel, Ordering::Relaxed)
-            .is_err()
+        let start = start_of(cur);
+        if sent < start
+            || self
+                .state
+                .compare_exchange(cur, 0, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
         {
             return None;
         }
         self.last_end.fetch_max(now, Ordering::AcqRel);
-        Some((start - 1, now.saturating_sub(start - 1)))
+        Some((start, now.saturating_sub(start)))
     }
 
     /// How long the current outage has lasted at `now`, if one runs.
     pub(crate) fn ongoing(&self, now: u64) -> Option<u64> {
-        match self.start.load(Ordering::Acquire) {
+        match self.state.load(Ordering::Acquire) {
             0 => None,
-            s => Some(now.saturating_sub(s - 1)),
+            s => Some(now.saturating_sub(start_of(s))),
         }
     }
 }
@@ -178,6 +226,8 @@ fn retryable_write_key(command: &Document) -> Option<(Vec<u8>, i64)> {
 pub struct FailoverMetrics {
     origin: Instant,
     clock: OutageClock,
+    /// When the primary came back after a gap (0: none since the last loss).
+    primary_back: AtomicU64,
     outage: Histogram,
     outage_last: Gauge,
     ongoing: OngoingGauge,
@@ -218,6 +268,7 @@ impl FailoverMetrics {
         Ok(FailoverMetrics {
             origin: Instant::now(),
             clock: OutageClock::default(),
+            primary_back: AtomicU64::new(0),
             outage: Histogram::with_opts(
                 HistogramOpts::new(
                     "mongoload_write_outage_seconds",
@@ -282,6 +333,7 @@ impl FailoverMetrics {
         let (s, d) = (self.ns(sent), self.ns(done));
         match outcome {
             Ok(()) => {
+                self.settle(d);
                 if let Some((start, length)) = self.clock.acknowledged(s, d) {
                     self.outage_ended(start, Duration::from_nanos(length));
                 }
@@ -339,8 +391,8 @@ impl FailoverMetrics {
                     // or not one fails: with streaming monitoring the
                     // driver often knows before any write is sent, and
                     // writes then wait in server selection instead.
-                    let t = self.ns(now);
-                    self.clock.failed(t, t);
+                    self.primary_back.store(0, Ordering::Release);
+                    self.clock.lost_primary(self.ns(now));
                     tracing::warn!(primary = %old, "the driver knows no primary (was {old}): an election or a member down");
                 }
             }
@@ -496,11 +548,25 @@ impl FailoverMetrics {
         state.records.iter().skip(skip).cloned().collect()
     }
 
-    /// How long the current write outage has lasted, if one runs.
+    /// How long the current write outage has lasted, if one runs. An
+    /// outage no write failure confirmed ends [`UNCONFIRMED_GRACE`] after
+    /// the primary is back if no write ended it (no write was waiting).
     pub fn ongoing_outage(&self) -> Option<Duration> {
-        self.clock
-            .ongoing(self.ns(Instant::now()))
-            .map(Duration::from_nanos)
+        let now = self.ns(Instant::now());
+        self.settle(now);
+        self.clock.ongoing(now).map(Duration::from_nanos)
+    }
+
+    /// Drops an unconfirmed outage [`UNCONFIRMED_GRACE`] after the primary
+    /// came back.
+    fn settle(&self, now: u64) {
+        let back = self.primary_back.load(Ordering::Acquire);
+        if back != 0
+            && now > back + UNCONFIRMED_GRACE.as_nanos() as u64
+            && self.clock.discard_unconfirmed()
+        {
+            tracing::info!("the primary is back and no write was waiting: no write outage");
+        }
     }
 }
 
@@ -541,6 +607,16 @@ mod tests {
         // A failure of a write sent after the end starts the next.
         assert!(c.failed(2_500, 2_600));
         assert_eq!(c.acknowledged(2_600, 2_700), Some((2_600, 100)));
+        // The primary lost: an unconfirmed outage, dropped if nothing
+        // confirms it, kept once a write fails.
+        assert!(c.lost_primary(3_000));
+        assert!(!c.lost_primary(3_100), "one runs");
+        assert!(c.discard_unconfirmed());
+        assert_eq!(c.ongoing(3_200), None);
+        assert!(c.lost_primary(4_000));
+        assert!(!c.failed(4_050, 4_100), "confirms, does not restart");
+        assert!(!c.discard_unconfirmed());
+        assert_eq!(c.acknowledged(4_500, 6_000), Some((4_000, 2_000)));
     }
 
     #[test]
