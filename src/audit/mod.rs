@@ -21,6 +21,7 @@
 //! At all times `acknowledged_total − forgotten_total = ledger_ids{present}
 //! + ledger_ids{missing}` for a workload that has not been restarted.
 
+pub mod book;
 pub mod ids;
 pub mod ledger;
 pub mod verify;
@@ -36,6 +37,7 @@ use tokio::sync::Notify;
 use crate::error_kind::ErrorKind;
 use crate::workload::Action;
 
+pub use book::Book;
 pub use ids::{AuditKeys, Effect, Ids, IntKeys};
 pub use ledger::{Cursor, Ledger};
 
@@ -195,11 +197,13 @@ impl Handles {
     }
 }
 
-/// An insert to add to the ledger once the server acknowledged it.
+/// An insert in flight: [`Audit::acknowledge`] it once the server did,
+/// [`Audit::abandon`] it if it failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
 pub struct Pending {
     collection: usize,
-    ids: Ids,
+    token: u64,
 }
 
 /// The figures `/status` and `ctl audit` show.
@@ -241,7 +245,7 @@ pub struct Audit {
     keys: Arc<dyn AuditKeys>,
     /// Collection names, as the ledgers index them.
     names: Vec<String>,
-    ledgers: Vec<Mutex<Ledger>>,
+    ledgers: Vec<Mutex<Book>>,
     /// The collections as the audit reads them: primary, read concern
     /// `local` (a `majority` read would miss acknowledged `w: 1` writes
     /// that are still there).
@@ -290,33 +294,31 @@ impl Audit {
         &self.handles.workload
     }
 
-    fn ledger(&self, collection: usize) -> Option<MutexGuard<'_, Ledger>> {
+    fn ledger(&self, collection: usize) -> Option<MutexGuard<'_, Book>> {
         self.ledgers
             .get(collection)
             .map(|l| l.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Before a request is sent: a delete's ids leave the ledger now (a
-    /// delete that then fails only means they are no longer checked); an
-    /// insert's ids are returned, to [`Audit::acknowledge`] once the server
-    /// acknowledged it.
+    /// delete that then fails only means they are no longer checked, and
+    /// an insert of them in flight will not add them); an insert is
+    /// returned as [`Pending`], for [`Audit::acknowledge`] or
+    /// [`Audit::abandon`].
     pub fn before_send(&self, action: &Action) -> Option<Pending> {
         match ids::effect(action, self.keys.as_ref()) {
             Effect::None => None,
-            Effect::Insert { collection, ids } => Some(Pending { collection, ids }),
+            Effect::Insert { collection, ids } => {
+                let token = self.ledger(collection)?.sending(ids);
+                Some(Pending { collection, token })
+            }
             Effect::Delete { collection, ids } => {
-                let mut l = self.ledger(collection)?;
-                let n = match ids {
-                    Ids::One(id) => u64::from(l.forget(id)),
-                    Ids::Range(r) => l.forget_range(r),
-                    Ids::List(list) => list.into_iter().map(|id| u64::from(l.forget(id))).sum(),
-                };
-                drop(l);
+                let n = self.ledger(collection)?.deleting(&ids);
                 self.handles.forgotten.inc_by(n);
                 None
             }
             Effect::DeleteUnknown { collection } => {
-                let n = self.ledger(collection)?.forget_all();
+                let n = self.ledger(collection)?.deleting_all();
                 self.handles.forgotten.inc_by(n);
                 if n > 0 {
                     tracing::warn!(
@@ -332,19 +334,18 @@ impl Audit {
 
     /// The server acknowledged the insert of `pending`.
     pub fn acknowledge(&self, pending: Pending) {
-        let Some(mut l) = self.ledger(pending.collection) else {
-            return;
-        };
-        let n = match pending.ids {
-            Ids::One(id) => u64::from(l.acknowledge(id)),
-            Ids::Range(r) => l.acknowledge_range(r),
-            Ids::List(list) => list
-                .into_iter()
-                .map(|id| u64::from(l.acknowledge(id)))
-                .sum(),
-        };
-        drop(l);
-        self.handles.acknowledged.inc_by(n);
+        if let Some(mut b) = self.ledger(pending.collection) {
+            let n = b.acknowledged(pending.token);
+            drop(b);
+            self.handles.acknowledged.inc_by(n);
+        }
+    }
+
+    /// The insert of `pending` failed (or its transaction did not commit).
+    pub fn abandon(&self, pending: Pending) {
+        if let Some(mut b) = self.ledger(pending.collection) {
+            b.abandoned(pending.token);
+        }
     }
 
     /// Asks for a full pass (`ctl audit`); the reply is the summary as of
@@ -390,7 +391,8 @@ impl Audit {
         let (mut present, mut missing, mut bytes) = (0u64, 0u64, 0usize);
         let mut shown = Vec::new();
         for (c, l) in self.ledgers.iter().enumerate() {
-            let l = l.lock().unwrap_or_else(PoisonError::into_inner);
+            let b = l.lock().unwrap_or_else(PoisonError::into_inner);
+            let l = &b.ledger;
             present += l.len();
             missing += l.missing_len();
             bytes += l.approx_bytes();
@@ -449,7 +451,8 @@ mod tests {
         let p = a.before_send(&insert(1, 0..10)).unwrap();
         a.acknowledge(p);
         // A failed insert is never acknowledged: nothing to check.
-        let _ = a.before_send(&insert(0, 100..110));
+        let p = a.before_send(&insert(0, 100..110)).unwrap();
+        a.abandon(p);
         assert!(a
             .before_send(&Action::DeleteMany {
                 collection: 0,

@@ -292,6 +292,7 @@ impl Task {
             ledger
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .ledger
                 .batch(&mut pos.cursor, max, &mut batch);
             if !batch.is_empty() {
                 break;
@@ -309,6 +310,7 @@ impl Task {
         let newly = self.audit.ledgers[c]
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .ledger
             .confirm_missing(absent);
         let n = batch.len() as u64;
         let m = newly.len() as u64;

@@ -967,10 +967,11 @@ impl Worker {
             Some(session) => self.run.target.execute_in(action, session).await,
         };
         let result = self.finish_request(op, step, sent, outcome, write, batch);
-        if let (Ok(_), Some(p), Some(a)) = (&result, pending, audit) {
-            match acks {
-                Some(acks) => acks.push(p),
-                None => a.acknowledge(p),
+        if let (Some(p), Some(a)) = (pending, audit) {
+            match (&result, acks) {
+                (Ok(_), Some(acks)) => acks.push(p),
+                (Ok(_), None) => a.acknowledge(p),
+                (Err(_), _) => a.abandon(p),
             }
         }
         result
@@ -1110,6 +1111,10 @@ impl Worker {
                 };
             } else {
                 self.run.target.abort(&mut session).await;
+            }
+            // Not committed: its inserts are not acknowledged.
+            if let Some(a) = &self.run.audit {
+                acks.drain(..).for_each(|p| a.audit.abandon(p));
             }
             let Some(f) = failed else {
                 return Ok(docs);
