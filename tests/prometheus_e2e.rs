@@ -452,6 +452,7 @@ fn dashboards_and_rules_return_data_from_a_real_prometheus() {
         "node_exporter",
         Command::new(node_exporter).arg(format!("--web.listen-address={node_addr}")),
     );
+    let demo = std::env::var("MONGOLOAD_E2E_METRICS_ADDR").is_err();
     let daemon_addr = match std::env::var("MONGOLOAD_E2E_METRICS_ADDR") {
         Ok(addr) => addr,
         Err(_) => {
@@ -499,6 +500,30 @@ fn dashboards_and_rules_return_data_from_a_real_prometheus() {
         || scraped("mongoload") >= SCRAPES as f64 && scraped("node") >= SCRAPES as f64,
         || children.assert_running(logs),
     );
+
+    // the demo's replica set fails over every 20 s: the failover panels,
+    // the annotation and the new alerts are checked during a run that has
+    // had one (a primary change and the write outage around it)
+    if demo {
+        let value = |q: &str| {
+            prom.query(q)
+                .ok()
+                .and_then(|r| {
+                    r.first()
+                        .and_then(|s| s["value"][1].as_str()?.parse::<f64>().ok())
+                })
+                .unwrap_or(0.0)
+        };
+        wait_for(
+            "a failover and its write outage in the demo",
+            Duration::from_secs(60),
+            || {
+                value(r#"sum(mongoload_primary_changes_total{job="mongoload"})"#) >= 1.0
+                    && value(r#"sum(mongoload_write_outage_seconds_count{job="mongoload"})"#) >= 1.0
+            },
+            || children.assert_running(logs),
+        );
+    }
 
     // one instant for all queries, a little in the past so every target's
     // latest scrape is in
