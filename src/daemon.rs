@@ -245,11 +245,14 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         })
         .with_status({
             let (up, statuses, hosts, database) = (target_up.clone(), statuses.clone(), hosts.clone(), config.target.database.clone());
+            let failover = metrics.failover().clone();
             move || {
+                let failovers: Vec<_> = failover.recent(10).iter().map(crate::report::FailoverReport::from_record).collect();
                 json!({
                     "version": env!("CARGO_PKG_VERSION"),
                     "uptime_seconds": started.elapsed().as_secs_f64(),
                     "target": { "hosts": hosts, "database": database, "up": up.load(Ordering::Relaxed) },
+                    "failovers": failovers,
                     "workloads": statuses.list().iter().map(|s| s.to_json()).collect::<Vec<_>>(),
                 })
             }
