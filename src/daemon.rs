@@ -148,7 +148,10 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let handlers = Handlers {
         cmap: Some(metrics.cmap_handler()),
         sdam: Some(metrics.sdam_handler()),
-        command: Some(metrics.command_handler()),
+        command: config
+            .target
+            .command_events
+            .then(|| metrics.command_handler()),
     };
     let timeouts = Timeouts {
         connect: config.target.connect_timeout,

@@ -156,7 +156,7 @@ impl std::fmt::Display for ReloadSummary {
 /// `new`, if any: those need a restart.
 pub fn restart_only_change(old: &Config, new: &Config) -> Option<&'static str> {
     let (a, b) = (&old.target, &new.target);
-    let keys: [(&'static str, bool); 14] = [
+    let keys: [(&'static str, bool); 15] = [
         ("target.uri", a.uri != b.uri),
         ("target.uri_file", a.uri_file != b.uri_file),
         ("target.database", a.database != b.database),
@@ -176,6 +176,10 @@ pub fn restart_only_change(old: &Config, new: &Config) -> Option<&'static str> {
         ),
         ("target.write_concern", a.write_concern != b.write_concern),
         ("target.read_concern", a.read_concern != b.read_concern),
+        (
+            "target.command_events",
+            a.command_events != b.command_events,
+        ),
         ("lag_probe", old.lag_probe != new.lag_probe),
         ("http.listen", old.http != new.http),
         ("control.socket", old.control != new.control),

@@ -13,8 +13,9 @@ use crate::workload::Action;
 /// Maps a workload's document `_id`s to the ledger's integer ids and back.
 /// Workloads with integer `_id`s (every kind but YCSB) use [`IntKeys`].
 pub trait AuditKeys: Send + Sync {
-    /// The ledger id of a document `_id`; `None` for an `_id` the audit
-    /// does not follow.
+    /// The ledger id of the `_id` of a document about to be inserted, or
+    /// named by a delete; `None` for an `_id` the audit does not follow.
+    /// Called once per inserted document (YCSB's keys forget it then).
     fn ledger_id(&self, id: &Bson) -> Option<u64>;
     /// The document `_id` of a ledger id.
     fn key(&self, id: u64) -> Bson;

@@ -13,7 +13,7 @@
 //! counted in `mongoload_audit_errors_total{kind}` and retried with backoff
 //! until it succeeds or the task is stopped.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -337,6 +337,13 @@ impl Task {
     /// the query succeeds. `None` when stopped.
     async fn query(&self, c: usize, batch: &[u64], trigger: Trigger) -> Option<HashSet<u64>> {
         let keys: Vec<Bson> = batch.iter().map(|&id| self.audit.keys.key(id)).collect();
+        // Found `_id`s map back through the batch (a hashed key cannot be
+        // read back as its ledger id).
+        let wanted: HashMap<String, u64> = keys
+            .iter()
+            .zip(batch)
+            .map(|(k, &id)| (key_text(k), id))
+            .collect();
         let filter = doc! { "_id": { "$in": keys } };
         let coll = &self.audit.collections[c];
         let mut backoff = Duration::from_millis(200);
@@ -351,7 +358,7 @@ impl Task {
                 let mut found = HashSet::with_capacity(batch.len());
                 while cursor.advance().await? {
                     let d: Document = cursor.deserialize_current()?;
-                    if let Some(id) = d.get("_id").and_then(|i| self.audit.keys.ledger_id(i)) {
+                    if let Some(&id) = d.get("_id").and_then(|i| wanted.get(&key_text(i))) {
                         found.insert(id);
                     }
                 }
@@ -412,5 +419,16 @@ impl Task {
             });
             emit(&report, log.as_ref());
         }
+    }
+}
+
+/// An `_id` as text to match found documents with their ledger ids: an
+/// integer whatever its BSON width, a string as itself.
+fn key_text(id: &Bson) -> String {
+    match id {
+        Bson::Int64(i) => i.to_string(),
+        Bson::Int32(i) => i.to_string(),
+        Bson::String(s) => format!("s:{s}"),
+        other => format!("{other:?}"),
     }
 }

@@ -380,7 +380,12 @@ impl TargetConfig {
             (None, Some(l)) => format!("{l} (uri)"),
             (None, None) => "the deployment's default (local)".into(),
         };
-        format!("  write concern: {wc}\n  read concern: {rc}\n")
+        let events = if self.command_events {
+            "on (retried writes and the outages retries hide are counted)"
+        } else {
+            "off"
+        };
+        format!("  write concern: {wc}\n  read concern: {rc}\n  command events: {events}\n")
     }
 
     pub(super) fn validate_concerns(&self) -> Result<(), KeyError> {

@@ -242,6 +242,10 @@ pub struct TargetConfig {
     pub write_concern: Option<WriteConcernSpec>,
     /// The read concern of every workload's reads (unless it sets its own).
     pub read_concern: Option<ReadConcernSpec>,
+    /// Command monitoring: every write attempt's outcome (retried writes,
+    /// write outages hidden by retries), at the cost of the driver copying
+    /// each command and reply (BENCHMARKS.md).
+    pub command_events: bool,
 }
 
 impl Default for TargetConfig {
@@ -257,6 +261,7 @@ impl Default for TargetConfig {
             operation_timeout: Duration::from_secs(10),
             write_concern: None,
             read_concern: None,
+            command_events: true,
         }
     }
 }
