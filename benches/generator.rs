@@ -418,6 +418,18 @@ fn lateness_max(buckets: &[(f64, u64)]) -> f64 {
         .map_or(f64::NAN, |b| b.0)
 }
 
+/// A simulator for the find-by-`_id` runs, with the daemon's pool and tasks.
+async fn find_sim(bin: &Path) -> (Proc, SimRef) {
+    let (sim_proc, addr) = start_sim(bin, &[]).await;
+    let sim = SimRef {
+        uri: format!("mongodb://{addr}/?directConnection=true"),
+        pid: sim_proc.pid().to_string(),
+        pool: POOL,
+        inflight: TASKS,
+    };
+    (sim_proc, sim)
+}
+
 /// The simulator a run goes against.
 struct SimRef {
     uri: String,
@@ -501,13 +513,7 @@ async fn accuracy_and_cost(bin: &Path) {
     let secs = Duration::from_secs(env_or("GEN_SECS", 20));
     let reps: usize = env_or("GEN_REPS", 3);
     let rate: f64 = env_or("GEN_RATE", 5000.0);
-    let (sim_proc, addr) = start_sim(bin, &[]).await;
-    let sim = SimRef {
-        uri: format!("mongodb://{addr}/?directConnection=true"),
-        pid: sim_proc.pid().to_string(),
-        pool: POOL,
-        inflight: TASKS,
-    };
+    let (sim_proc, sim) = find_sim(bin).await;
     println!(
         "\n== accuracy and cost: {rate} ops/s find-by-_id, {reps} x ({}s daemon + {}s floor), {TASKS} tasks, pool {POOL}",
         secs.as_secs(),
@@ -732,13 +738,7 @@ async fn command_events() {
     let secs = Duration::from_secs(env_or("GEN_SECS", 20));
     let reps: usize = env_or("GEN_REPS", 3);
     let rate: f64 = env_or("GEN_RATE", 5000.0);
-    let (sim_proc, addr) = start_sim(&bin, &[]).await;
-    let sim = SimRef {
-        uri: format!("mongodb://{addr}/?directConnection=true"),
-        pid: sim_proc.pid().to_string(),
-        pool: POOL,
-        inflight: TASKS,
-    };
+    let (sim_proc, sim) = find_sim(&bin).await;
     println!(
         "\n== command events: {rate} ops/s find-by-_id, {reps} x ({}s with + {}s without)",
         secs.as_secs(),

@@ -212,14 +212,14 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let target_up = Arc::new(AtomicBool::new(false));
     let probe_stop = CancellationToken::new();
     let probe_task = config.lag_probe.clone().map(|probe| {
-        crate::probe::spawn(
+        tokio::spawn(crate::probe::run(
             probe,
             uri.expose().to_owned(),
             db.clone(),
             run_info.id.clone(),
             metrics.clone(),
             probe_stop.clone(),
-        )
+        ))
     });
     let env = Env {
         db: db.clone(),

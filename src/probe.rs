@@ -159,20 +159,9 @@ pub fn read_outcome(
     (newly, gauge)
 }
 
-/// Starts the probe; it runs until `stop` fires (and then deletes its
-/// heartbeat document).
-pub fn spawn(
-    config: LagProbeConfig,
-    uri: String,
-    db: mongodb::Database,
-    run_id: String,
-    metrics: Arc<Metrics>,
-    stop: CancellationToken,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(run(config, uri, db, run_id, metrics, stop))
-}
-
-async fn run(
+/// Runs the probe until `stop` fires (then deletes its heartbeat document):
+/// spawn it as a task.
+pub async fn run(
     config: LagProbeConfig,
     uri: String,
     db: mongodb::Database,

@@ -16,8 +16,6 @@ use common::{sample, sum};
 use mongoload::control::{client, Command};
 use mongoload::sim::{self, ReplSetConfig, SimConfig, SimHandle, WriteKind};
 
-const SCHEMA: &str = include_str!("../etc/runlog.schema.json");
-
 async fn replset(rollback: usize) -> SimHandle {
     let mut set = ReplSetConfig::new("rs0", 3);
     set.election = sim::ElectionTime::fixed(Duration::from_secs(1));
@@ -44,17 +42,6 @@ log = "{log}"
 "#,
         log = log.display()
     )
-}
-
-fn validated_reports(log: &Path) -> Vec<mongoload::report::StageReport> {
-    let schema: serde_json::Value = serde_json::from_str(SCHEMA).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    for line in std::fs::read_to_string(log).unwrap().lines() {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
-        assert!(errors.is_empty(), "{errors:?} in {line}");
-    }
-    mongoload::report::read(log).unwrap()
 }
 
 fn page(running: &mongoload::daemon::Running) -> String {
@@ -180,7 +167,7 @@ duration = "18s"
             &[("workload", "mix"), ("trigger", "ctl")]
         ) >= 1.0
     );
-    let reports = validated_reports(&log);
+    let reports = common::read_run_log(&log);
     assert_eq!(reports.len(), 2);
     for r in &reports {
         let a = r.audit.as_ref().expect("an audited workload's report");
@@ -271,7 +258,7 @@ duration = "3s"
         ),
         50.0
     );
-    let reports = validated_reports(&log);
+    let reports = common::read_run_log(&log);
     let mut reported = BTreeSet::new();
     let mut count = 0;
     for r in &reports {

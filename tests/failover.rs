@@ -15,8 +15,6 @@ use common::{sample, sum};
 use mongoload::report::StageReport;
 use mongoload::sim::{self, FaultConfig, LatencyDist, ReplSetConfig, SimConfig, SimHandle};
 
-const SCHEMA: &str = include_str!("../etc/runlog.schema.json");
-
 /// A three-member set with fixed elections of `election`; every reply
 /// delayed by `latency` (so writes are in flight when a primary steps down).
 async fn replset(election: Duration, latency: Duration) -> SimHandle {
@@ -81,18 +79,6 @@ fn ok_ops(page: &str) -> f64 {
         "mongoload_operations_total",
         &[("workload", "w"), ("outcome", "ok")],
     )
-}
-
-fn validate(reports: &[StageReport], log: &Path) {
-    let schema: serde_json::Value = serde_json::from_str(SCHEMA).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let text = std::fs::read_to_string(log).unwrap();
-    for line in text.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
-        assert!(errors.is_empty(), "{errors:?} in {line}");
-    }
-    assert!(!reports.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -196,8 +182,7 @@ async fn a_step_down_mid_stage_is_seen_timed_and_recovered_from() {
     tokio::time::timeout(Duration::from_secs(60), running.wait())
         .await
         .expect("the run ends");
-    let reports = mongoload::report::read(&log).unwrap();
-    validate(&reports, &log);
+    let reports = common::read_run_log(&log);
     let f = &reports[0].failovers;
     assert_eq!(f.len(), 1, "{f:?}");
     assert_eq!(f[0].to, new);
@@ -265,9 +250,7 @@ async fn errors_during_an_election_are_counted_by_class() {
 }
 
 fn page_after(log: &Path) -> StageReport {
-    let reports = mongoload::report::read(log).unwrap();
-    validate(&reports, log);
-    reports.into_iter().next().unwrap()
+    common::read_run_log(log).into_iter().next().unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -483,10 +483,9 @@ fn dashboards_and_rules_return_data_from_a_real_prometheus() {
         || http_get(&prom.addr, "/-/ready").is_ok_and(|(s, _)| s == 200),
         || children.assert_running(logs),
     );
-    // SCRAPES successful scrapes of both targets
-    let scraped = |job: &str| {
-        let q = format!("sum_over_time(up{{job=\"{job}\"}}[1m])");
-        prom.query(&q)
+    // the first value of an instant query, 0 when it has none
+    let value = |q: &str| {
+        prom.query(q)
             .ok()
             .and_then(|r| {
                 r.first()
@@ -494,6 +493,8 @@ fn dashboards_and_rules_return_data_from_a_real_prometheus() {
             })
             .unwrap_or(0.0)
     };
+    // SCRAPES successful scrapes of both targets
+    let scraped = |job: &str| value(&format!("sum_over_time(up{{job=\"{job}\"}}[1m])"));
     wait_for(
         &format!("{SCRAPES} scrapes of mongoload and node_exporter"),
         Duration::from_secs(SCRAPES + 30),
@@ -505,15 +506,6 @@ fn dashboards_and_rules_return_data_from_a_real_prometheus() {
     // the annotation and the new alerts are checked during a run that has
     // had one (a primary change and the write outage around it)
     if demo {
-        let value = |q: &str| {
-            prom.query(q)
-                .ok()
-                .and_then(|r| {
-                    r.first()
-                        .and_then(|s| s["value"][1].as_str()?.parse::<f64>().ok())
-                })
-                .unwrap_or(0.0)
-        };
         wait_for(
             "a failover and its write outage in the demo",
             Duration::from_secs(60),

@@ -184,13 +184,11 @@ fn deleted(filter: &Document, keys: &dyn AuditKeys) -> Option<Option<Ids>> {
             "$gte" | "$gt" | "$lt" | "$lte" if keys.ordered() => {
                 // A bound that is not an integer (a negative one, a string)
                 // makes the range unreadable.
-                let Some(b) = int_id(v).or(match v {
+                let b = int_id(v).or(match v {
                     Bson::Int64(i) if *i < 0 => Some(0),
                     Bson::Int32(i) if *i < 0 => Some(0),
                     _ => None,
-                }) else {
-                    return None;
-                };
+                })?;
                 match op.as_str() {
                     "$gte" => low = low.max(b),
                     "$gt" => low = low.max(b.saturating_add(1)),
@@ -206,7 +204,7 @@ fn deleted(filter: &Document, keys: &dyn AuditKeys) -> Option<Option<Ids>> {
             l.into_iter().filter(|&i| i >= low && i < high).collect(),
         ));
     }
-    Some((low < high).then(|| Ids::Range(low..high)))
+    Some((low < high).then_some(Ids::Range(low..high)))
 }
 
 #[cfg(test)]
