@@ -202,7 +202,7 @@ async fn errors_during_an_election_are_counted_by_class() {
     let set = sim.replset().unwrap().clone();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs.jsonl");
-    let (_file, running) = common::start_daemon(&config(&sim.uri(), &log, "500ms", 100, 10)).await;
+    let (_file, running) = common::start_daemon(&config(&sim.uri(), &log, "500ms", 100, 60)).await;
     common::wait_for("load", Duration::from_secs(30), || async {
         (ok_ops(&page(&running)) > 100.0).then_some(())
     })
@@ -234,6 +234,19 @@ async fn errors_during_an_election_are_counted_by_class() {
         &[("workload", "w"), ("kind", "server_selection")],
     );
     assert_eq!(requests, selection, "one request per insert operation");
+    // The outage is over once a write is acknowledged again.
+    common::wait_for(
+        "the write outage to end",
+        Duration::from_secs(20),
+        || async {
+            (running.metrics.failover().ongoing_outage().is_none()
+                && sample(&page(&running), "mongoload_write_outage_seconds_count", &[])
+                    >= Some(1.0))
+            .then_some(())
+        },
+    )
+    .await;
+    running.stop();
     tokio::time::timeout(Duration::from_secs(60), running.wait())
         .await
         .expect("the run ends");
@@ -260,7 +273,7 @@ async fn a_read_only_workload_sees_the_failover_but_no_outage() {
     let set = sim.replset().unwrap().clone();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs.jsonl");
-    let text = config(&sim.uri(), &log, "5s", 50, 5)
+    let text = config(&sim.uri(), &log, "5s", 50, 60)
         .replace("insert = 1", "insert = 0")
         .replace("find = 0", "find = 1");
     let (_file, running) = common::start_daemon(&text).await;
@@ -275,6 +288,22 @@ async fn a_read_only_workload_sees_the_failover_but_no_outage() {
     })
     .await;
     assert!(started.elapsed() < Duration::from_secs(5));
+    // The outage begun by the loss of the primary is dropped 5 s after it
+    // is back, since no write was waiting.
+    common::wait_for(
+        "the unconfirmed outage dropped",
+        Duration::from_secs(15),
+        || async {
+            running
+                .metrics
+                .failover()
+                .ongoing_outage()
+                .is_none()
+                .then_some(())
+        },
+    )
+    .await;
+    running.stop();
     tokio::time::timeout(Duration::from_secs(30), running.wait())
         .await
         .expect("the run ends");

@@ -11,7 +11,8 @@
 //!
 //! A query that fails (no primary during an election, a timeout) is
 //! counted in `mongoload_audit_errors_total{kind}` and retried with backoff
-//! until it succeeds or the task is stopped.
+//! until it succeeds, the task is stopped, or it has failed for [`GIVE_UP`]
+//! (the pass is then incomplete, and its stage report says so).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
@@ -33,6 +34,10 @@ const TICK: Duration = Duration::from_secs(1);
 
 /// Longest wait between retries of a failed audit query.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// A pass whose queries have failed for this long gives up (it is then
+/// incomplete): a stage report does not wait for a deployment that is down.
+const GIVE_UP: Duration = Duration::from_secs(30);
 
 type Submitted = (StageReport, Option<PathBuf>);
 
@@ -80,6 +85,7 @@ pub fn spawn(
         since_report: Delta::default(),
         missing_total: 0,
         background: Position::default(),
+        background_checked: 0,
         allowance: 0.0,
     };
     Verifier {
@@ -122,6 +128,8 @@ struct Task {
     /// Found missing since this task started.
     missing_total: u64,
     background: Position,
+    /// Ids the background pass has checked so far.
+    background_checked: u64,
     /// Ids the background check may still look at (rate × time).
     allowance: f64,
 }
@@ -160,7 +168,7 @@ impl Task {
                     }
                     let complete = self.full_pass(Trigger::StageEnd).await;
                     self.write_reports(pending, complete);
-                    if !complete {
+                    if self.stop.is_cancelled() {
                         return;
                     }
                 }
@@ -170,9 +178,7 @@ impl Task {
                         continue;
                     }
                     let _ = failovers.borrow_and_update();
-                    if !self.full_pass(Trigger::Failover).await {
-                        continue;
-                    }
+                    self.full_pass(Trigger::Failover).await;
                 }
                 _ = audit.requested.notified() => {
                     self.full_pass(Trigger::Ctl).await;
@@ -202,14 +208,18 @@ impl Task {
             match step {
                 Some(Step::Checked(n, newly)) => {
                     self.allowance -= n as f64;
+                    self.background_checked += n;
                     if newly > 0 {
                         self.log_missing(Trigger::Background, newly);
                     }
                 }
                 Some(Step::Done) => {
                     self.background = Position::default();
-                    self.audit.handles.passes[0].inc();
-                    self.audit.update_summary(|s| s.passes += 1);
+                    // A pass over an empty ledger is not worth counting.
+                    if std::mem::take(&mut self.background_checked) > 0 {
+                        self.audit.handles.passes[0].inc();
+                        self.audit.update_summary(|s| s.passes += 1);
+                    }
                     break;
                 }
                 None => break,
@@ -282,7 +292,7 @@ impl Task {
     }
 
     /// Checks the next batch of at most `max` ids from `pos`. `None` when
-    /// stopped.
+    /// stopped or given up.
     async fn step(&mut self, pos: &mut Position, max: usize, trigger: Trigger) -> Option<Step> {
         let mut batch = Vec::with_capacity(max);
         loop {
@@ -334,7 +344,8 @@ impl Task {
     }
 
     /// The ids of `batch` the server has in collection `c`; retried until
-    /// the query succeeds. `None` when stopped.
+    /// the query succeeds. `None` when stopped, or after failing for
+    /// [`GIVE_UP`].
     async fn query(&self, c: usize, batch: &[u64], trigger: Trigger) -> Option<HashSet<u64>> {
         let keys: Vec<Bson> = batch.iter().map(|&id| self.audit.keys.key(id)).collect();
         // Found `_id`s map back through the batch (a hashed key cannot be
@@ -348,6 +359,7 @@ impl Task {
         let coll = &self.audit.collections[c];
         let mut backoff = Duration::from_millis(200);
         let mut failures = 0u32;
+        let first_try = Instant::now();
         loop {
             let attempt = async {
                 let mut cursor = coll
@@ -390,6 +402,14 @@ impl Task {
                 .errors
                 .with_label_values(&[self.audit.workload(), kind.as_str()])
                 .inc();
+            if first_try.elapsed() >= GIVE_UP {
+                tracing::warn!(
+                    workload = %self.audit.workload(),
+                    trigger = trigger.as_str(),
+                    "audit queries have failed for {GIVE_UP:?}: this pass gives up"
+                );
+                return None;
+            }
             tokio::select! {
                 _ = tokio::time::sleep(backoff) => {}
                 _ = self.stop.cancelled() => return None,

@@ -410,6 +410,8 @@ impl FailoverMetrics {
                     .map(|(_, at)| now.saturating_duration_since(at));
                 if let Some(g) = gap {
                     self.no_primary.observe(g.as_secs_f64());
+                    self.primary_back
+                        .store(self.ns(now).max(1), Ordering::Release);
                 }
                 let from = state.last.replace(p.to_owned());
                 state.current = Some(p.to_owned());
@@ -680,6 +682,11 @@ mod tests {
             "the outage is attached to the failover"
         );
         assert_eq!(m.no_primary.get_sample_count(), 1);
+        assert_ne!(
+            m.primary_back.load(Ordering::Relaxed),
+            0,
+            "the primary is back"
+        );
         // The same primary again after a gap: no failover.
         m.on_topology(None, false);
         m.on_topology(Some("b:1"), false);
