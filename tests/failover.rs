@@ -331,3 +331,147 @@ async fn a_read_only_workload_sees_the_failover_but_no_outage() {
     assert_eq!(r.failovers.last().unwrap().to, new);
     drop(sim);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_simulators_transactions_end_with_an_election() {
+    use mongodb::bson::doc;
+    use mongodb::error::TRANSIENT_TRANSACTION_ERROR;
+    let _serial = common::serial().await;
+    let sim = replset(Duration::from_millis(300), Duration::ZERO).await;
+    let set = sim.replset().unwrap().clone();
+    let client = common::driver_client(&sim.uri(), true, Duration::from_secs(10)).await;
+    let coll = client
+        .database("txn")
+        .collection::<mongodb::bson::Document>("c");
+    coll.insert_one(doc! {"_id": 0}).await.unwrap();
+
+    // A transaction commits (a replica set accepts them, unlike a standalone).
+    let mut s = client.start_session().await.unwrap();
+    s.start_transaction().await.unwrap();
+    coll.insert_one(doc! {"_id": 1})
+        .session(&mut s)
+        .await
+        .unwrap();
+    coll.delete_one(doc! {"_id": 0})
+        .session(&mut s)
+        .await
+        .unwrap();
+    assert_eq!(
+        coll.count_documents(doc! {}).session(&mut s).await.unwrap(),
+        1
+    );
+    s.commit_transaction().await.unwrap();
+    assert!(coll.find_one(doc! {"_id": 1}).await.unwrap().is_some());
+
+    // An election aborts an open transaction: its commit fails with a
+    // transient error, and the whole transaction can be retried.
+    s.start_transaction().await.unwrap();
+    coll.insert_one(doc! {"_id": 2})
+        .session(&mut s)
+        .await
+        .unwrap();
+    set.step_down().unwrap();
+    set.wait_for_primary(Duration::from_secs(10)).await.unwrap();
+    let e = s
+        .commit_transaction()
+        .await
+        .expect_err("aborted by the election");
+    assert!(
+        e.contains_label(TRANSIENT_TRANSACTION_ERROR) || common::error_code(&e) == Some(251),
+        "{e}"
+    );
+    s.start_transaction().await.unwrap();
+    coll.insert_one(doc! {"_id": 3})
+        .session(&mut s)
+        .await
+        .unwrap();
+    s.commit_transaction().await.unwrap();
+    drop(sim);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sysbench_transactions_are_retried_through_a_failover() {
+    let _serial = common::serial().await;
+    // Every reply 5 ms late: a transaction (18 statements) is always in
+    // flight when the primary steps down.
+    let sim = replset(Duration::from_secs(1), Duration::from_millis(5)).await;
+    let set = sim.replset().unwrap().clone();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.jsonl");
+    let text = format!(
+        r#"[target]
+uri = "{uri}"
+database = "sbtxn"
+server_selection_timeout = "10s"
+operation_timeout = "20s"
+[http]
+listen = "127.0.0.1:0"
+[run]
+shutdown_grace = "5s"
+log = "{log}"
+[[workloads]]
+name = "sb"
+kind = "sysbench"
+max_inflight = 32
+seed = 4
+[workloads.sysbench]
+collections = 2
+docs_per_collection = 200
+transactions = true
+[[workloads.stages]]
+rate = 20
+duration = "1m"
+"#,
+        uri = sim.uri(),
+        log = log.display()
+    );
+    let (_file, running) = common::start_daemon(&text).await;
+    let ok = |p: &str| {
+        sum(
+            p,
+            "mongoload_operations_total",
+            &[("workload", "sb"), ("outcome", "ok")],
+        )
+    };
+    common::wait_for("transactions", Duration::from_secs(30), || async {
+        (ok(&page(&running)) >= 20.0).then_some(())
+    })
+    .await;
+    let down = set.step_down().unwrap();
+    let new = set.hosts()[down.new_primary].clone();
+    let before = common::wait_for("the new primary", Duration::from_secs(20), || async {
+        let p = page(&running);
+        (sample(&p, "mongoload_primary_info", &[("primary", &new)]) == Some(1.0)).then(|| ok(&p))
+    })
+    .await;
+    common::wait_for(
+        "transactions on the new primary",
+        Duration::from_secs(30),
+        || async { (ok(&page(&running)) >= before + 40.0).then_some(()) },
+    )
+    .await;
+    running.stop();
+    let p = running.metrics.encode().unwrap();
+    tokio::time::timeout(Duration::from_secs(30), running.wait())
+        .await
+        .expect("the run ends");
+    let failed_requests = sum(
+        &p,
+        "mongoload_request_errors_total",
+        &[("workload", "sb"), ("op", "transaction")],
+    );
+    let failed_transactions = sum(&p, "mongoload_errors_total", &[("workload", "sb")]);
+    eprintln!(
+        "{} transactions ok, {failed_transactions} failed, {failed_requests} failed requests (retried)",
+        ok(&p)
+    );
+    assert!(
+        failed_requests >= 1.0,
+        "the step-down failed a statement or commit:\n{p}"
+    );
+    assert_eq!(
+        failed_transactions, 0.0,
+        "every transaction the election aborted was retried to its commit:\n{p}"
+    );
+    drop(sim);
+}
