@@ -414,6 +414,7 @@ name = "sb"
 kind = "sysbench"
 max_inflight = 32
 seed = 4
+audit = true
 [workloads.sysbench]
 collections = 2
 docs_per_collection = 200
@@ -473,5 +474,15 @@ duration = "1m"
         failed_transactions, 0.0,
         "every transaction the election aborted was retried to its commit:\n{p}"
     );
+    // The audit follows the reinserts of committed transactions only, and
+    // none is lost (w: "majority").
+    let w = [("workload", "sb")];
+    assert!(
+        sum(&p, "mongoload_audit_acknowledged_total", &w) >= 60.0,
+        "{p}"
+    );
+    assert_eq!(sum(&p, "mongoload_audit_missing_total", &w), 0.0);
+    let r = common::read_run_log(&log);
+    assert_eq!(r[0].audit.as_ref().unwrap().missing, 0);
     drop(sim);
 }
