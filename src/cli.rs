@@ -5,6 +5,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -117,6 +118,9 @@ pub enum CtlCommand {
     Scale { workload: String, factor: f64 },
     /// Back to the schedule as configured: clears pause, override and scale.
     Reset { workload: String },
+    /// Run a full pass of the workload's acknowledged-write audit now (its
+    /// result is logged and counted); prints the audit's figures so far.
+    Audit { workload: String },
 }
 
 impl CtlCommand {
@@ -132,6 +136,7 @@ impl CtlCommand {
             }
             CtlCommand::Scale { workload, factor } => format!("scale {workload} {factor}"),
             CtlCommand::Reset { workload } => format!("reset {workload}"),
+            CtlCommand::Audit { workload } => format!("audit {workload}"),
         }
     }
 }
@@ -453,13 +458,24 @@ async fn run_daemon(config: Config, path: Option<PathBuf>) -> ExitCode {
     }
 }
 
-/// `mongoload demo`: the simulator in-process, the daemon against it with
-/// the bundled config.
+/// `mongoload demo`: the simulator in-process (a three-member replica set
+/// that fails over every [`DEMO_FAILOVER_EVERY`]), the daemon against it
+/// with the bundled config.
 async fn demo(args: DemoArgs) -> ExitCode {
-    let sim = match crate::sim::start(crate::sim::SimConfig {
-        listen: args.sim_listen,
-        ..Default::default()
-    })
+    let mut set = crate::sim::ReplSetConfig::new("demo", 3);
+    set.failover_every = Some(DEMO_FAILOVER_EVERY);
+    set.election = crate::sim::ElectionTime {
+        min: Duration::from_secs(1),
+        max: Duration::from_secs(3),
+    };
+    set.replication_lag = DEMO_REPLICATION_LAG;
+    let sim = match crate::sim::start_replset(
+        crate::sim::SimConfig {
+            listen: args.sim_listen,
+            ..Default::default()
+        },
+        set,
+    )
     .await
     {
         Ok(s) => s,
@@ -481,9 +497,11 @@ async fn demo(args: DemoArgs) -> ExitCode {
     // The demo runs on when nobody reads its stdout.
     let _ = emit(&format!(
         "mongoload demo: simulator (an in-memory test double, not a database) at {}\n\
+         mongoload demo: a replica set of 3 whose primary steps down every {}\n\
          mongoload demo: metrics at http://{}/metrics  status at http://{}/status\n\
          mongoload demo: Ctrl-C stops both\n",
         sim.uri(),
+        humantime::format_duration(DEMO_FAILOVER_EVERY),
         args.http_listen,
         args.http_listen
     ));
@@ -491,6 +509,12 @@ async fn demo(args: DemoArgs) -> ExitCode {
     sim.shutdown().await;
     code
 }
+
+/// How often the demo's replica set fails over.
+pub const DEMO_FAILOVER_EVERY: Duration = Duration::from_secs(20);
+
+/// How late the demo's secondaries apply writes (the lag probe shows it).
+pub const DEMO_REPLICATION_LAG: Duration = Duration::from_millis(100);
 
 /// The bundled demo config, parsed as if from etc/examples/demo.toml.
 pub fn demo_config() -> Result<Config, ConfigError> {

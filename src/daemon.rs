@@ -152,6 +152,10 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let handlers = Handlers {
         cmap: Some(metrics.cmap_handler()),
         sdam: Some(metrics.sdam_handler()),
+        command: config
+            .target
+            .command_events
+            .then(|| metrics.command_handler()),
     };
     let timeouts = Timeouts {
         connect: config.target.connect_timeout,
@@ -219,6 +223,17 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
 
     let cancel = CancellationToken::new();
     let target_up = Arc::new(AtomicBool::new(false));
+    let probe_stop = CancellationToken::new();
+    let probe_task = config.lag_probe.clone().map(|probe| {
+        tokio::spawn(crate::probe::run(
+            probe,
+            uri.expose().to_owned(),
+            db.clone(),
+            run_info.id.clone(),
+            metrics.clone(),
+            probe_stop.clone(),
+        ))
+    });
     let env = Env {
         db: db.clone(),
         metrics: metrics.clone(),
@@ -269,12 +284,15 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         .with_status({
             let (up, statuses, hosts, database) = (target_up.clone(), statuses.clone(), hosts.clone(), config.target.database.clone());
             let cluster = (!member.is_sole()).then(|| json!({ "index": member.index, "size": member.size, "collection": config.cluster.collection }));
+            let failover = metrics.failover().clone();
             move || {
+                let failovers: Vec<_> = failover.recent(10).iter().map(crate::report::FailoverReport::from_record).collect();
                 json!({
                     "version": env!("CARGO_PKG_VERSION"),
                     "cluster": cluster,
                     "uptime_seconds": started.elapsed().as_secs_f64(),
                     "target": { "hosts": hosts, "database": database, "up": up.load(Ordering::Relaxed) },
+                    "failovers": failovers,
                     "workloads": statuses.list().iter().map(|s| s.to_json()).collect::<Vec<_>>(),
                 })
             }
@@ -353,6 +371,10 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         }
         ping_stop.cancel();
         let _ = ping_task.await;
+        probe_stop.cancel();
+        if let Some(task) = probe_task {
+            let _ = task.await;
+        }
         let summary = Summary {
             elapsed_seconds: started.elapsed().as_secs_f64(),
             workloads: statuses

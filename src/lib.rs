@@ -18,6 +18,7 @@ pub mod limits;
 pub mod logging;
 pub mod manpage;
 pub mod metrics;
+pub mod probe;
 pub mod report;
 pub mod schedule;
 pub mod service;

@@ -27,9 +27,10 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::audit::Audit;
 use crate::config::{self, Config, ConfigError, WorkloadConfig};
 use crate::control::{Command, ControlMetrics, ControlState};
-use crate::engine::{self, WorkloadRun, WorkloadStatus};
+use crate::engine::{self, AuditSetup, WorkloadRun, WorkloadStatus};
 use crate::metrics::Metrics;
 use crate::schedule::Schedule;
 use crate::service;
@@ -47,6 +48,8 @@ pub struct Slot {
     pub status: Arc<WorkloadStatus>,
     /// Runtime control; the engine holds a receiver.
     pub control: watch::Sender<ControlState>,
+    /// The acknowledged-write audit of the running engine, if it has one.
+    pub audit: Mutex<Option<Arc<Audit>>>,
 }
 
 impl Slot {
@@ -55,7 +58,7 @@ impl Slot {
         let control = self.control.borrow().clone();
         let mut c = control.to_json();
         c["summary"] = control.to_string().into();
-        json!({
+        let mut j = json!({
             "name": self.name,
             "kind": self.kind,
             "stage": self.status.stage(),
@@ -64,7 +67,19 @@ impl Slot {
             "operations_ok": self.status.ok.load(Ordering::Relaxed),
             "operations_error": self.status.errors.load(Ordering::Relaxed),
             "missed": self.status.missed.load(Ordering::Relaxed),
-        })
+        });
+        if let Some(a) = self.audit() {
+            j["audit"] = json!(a.summary());
+        }
+        j
+    }
+
+    /// The running engine's audit, if it has one.
+    pub fn audit(&self) -> Option<Arc<Audit>> {
+        self.audit
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }
 
@@ -141,7 +156,7 @@ impl std::fmt::Display for ReloadSummary {
 /// `new`, if any: those need a restart.
 pub fn restart_only_change(old: &Config, new: &Config) -> Option<&'static str> {
     let (a, b) = (&old.target, &new.target);
-    let keys: [(&'static str, bool); 12] = [
+    let keys: [(&'static str, bool); 16] = [
         ("target.uri", a.uri != b.uri),
         ("target.uri_file", a.uri_file != b.uri_file),
         ("target.database", a.database != b.database),
@@ -159,6 +174,13 @@ pub fn restart_only_change(old: &Config, new: &Config) -> Option<&'static str> {
             "target.operation_timeout",
             a.operation_timeout != b.operation_timeout,
         ),
+        ("target.write_concern", a.write_concern != b.write_concern),
+        ("target.read_concern", a.read_concern != b.read_concern),
+        (
+            "target.command_events",
+            a.command_events != b.command_events,
+        ),
+        ("lag_probe", old.lag_probe != new.lag_probe),
         ("http.listen", old.http != new.http),
         ("control.socket", old.control != new.control),
         // The run id and its log file are fixed for the process's life.
@@ -384,6 +406,7 @@ impl Supervisor {
             kind: w.kind.as_str(),
             status: Arc::new(WorkloadStatus::default()),
             control: watch::channel(ControlState::default()).0,
+            audit: Mutex::new(None),
         })
     }
 
@@ -391,10 +414,24 @@ impl Supervisor {
     fn spawn(&mut self, slot: &Arc<Slot>, built: Built) {
         let w = &built.config;
         let (schedule, schedule_rx) = watch::channel(built.schedule);
+        // A restarted engine starts a new ledger.
+        let audit = w.audit.then(|| AuditSetup {
+            audit: Audit::new(
+                &w.name,
+                &self.env.db,
+                built.workload.collections(),
+                built.workload.audit_keys(),
+                self.env.metrics.audit(),
+            ),
+            rate: w.audit_rate,
+            timeout: self.config.target.operation_timeout,
+        });
+        *slot.audit.lock().unwrap_or_else(PoisonError::into_inner) =
+            audit.as_ref().map(|a| a.audit.clone());
         let run = WorkloadRun {
             name: w.name.clone(),
             target: Target::new(
-                self.env.db.clone(),
+                self.config.target.database_for(&self.env.db, w),
                 built.workload.as_ref(),
                 self.config.target.operation_timeout,
             ),
@@ -418,6 +455,8 @@ impl Supervisor {
                     apply: cluster_control(slot.clone(), self.env.control_metrics.clone()),
                 }),
             stage_index: self.env.cluster_metrics.stage.with_label_values(&[&w.name]),
+            failover: self.env.metrics.failover().clone(),
+            audit,
         };
         let stop = self.env.cancel.child_token();
         let finished = CancellationToken::new();
@@ -556,6 +595,30 @@ pub fn control(
             names.join(", ")
         ));
     };
+    if let Command::Audit(_) = command {
+        let Some(audit) = slot.audit() else {
+            return Err(format!(
+                "workload {name:?} has no audit (set audit = true in its [[workloads]] table)"
+            ));
+        };
+        let summary = audit.request_pass();
+        tracing::info!(workload = %slot.name, "control: audit: a full pass is queued");
+        return Ok(json!({
+            "workload": slot.name,
+            "audit": summary,
+            "message": format!(
+                "workload {}: audit pass queued; so far {} acknowledged ids in the ledger, {} missing{}",
+                slot.name,
+                summary.acknowledged,
+                summary.missing,
+                if summary.missing_ids.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (first: {})", summary.missing_ids.join(", "))
+                }
+            ),
+        }));
+    }
     let before = slot.control.borrow().clone();
     slot.control.send_modify(|s| command.apply(s));
     let after = slot.control.borrow().clone();

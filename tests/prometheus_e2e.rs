@@ -457,6 +457,7 @@ fn dashboards_and_rules_return_data_from_a_real_prometheus() {
         "node_exporter",
         Command::new(node_exporter).arg(format!("--web.listen-address={node_addr}")),
     );
+    let demo = std::env::var("MONGOLOAD_E2E_METRICS_ADDR").is_err();
     let daemon_addr = match std::env::var("MONGOLOAD_E2E_METRICS_ADDR") {
         Ok(addr) => addr,
         Err(_) => {
@@ -487,10 +488,9 @@ fn dashboards_and_rules_return_data_from_a_real_prometheus() {
         || http_get(&prom.addr, "/-/ready").is_ok_and(|(s, _)| s == 200),
         || children.assert_running(logs),
     );
-    // SCRAPES successful scrapes of both targets
-    let scraped = |job: &str| {
-        let q = format!("sum_over_time(up{{job=\"{job}\"}}[1m])");
-        prom.query(&q)
+    // the first value of an instant query, 0 when it has none
+    let value = |q: &str| {
+        prom.query(q)
             .ok()
             .and_then(|r| {
                 r.first()
@@ -498,12 +498,29 @@ fn dashboards_and_rules_return_data_from_a_real_prometheus() {
             })
             .unwrap_or(0.0)
     };
+    // SCRAPES successful scrapes of both targets
+    let scraped = |job: &str| value(&format!("sum_over_time(up{{job=\"{job}\"}}[1m])"));
     wait_for(
         &format!("{SCRAPES} scrapes of mongoload and node_exporter"),
         Duration::from_secs(SCRAPES + 30),
         || scraped("mongoload") >= SCRAPES as f64 && scraped("node") >= SCRAPES as f64,
         || children.assert_running(logs),
     );
+
+    // the demo's replica set fails over every 20 s: the failover panels,
+    // the annotation and the new alerts are checked during a run that has
+    // had one (a primary change and the write outage around it)
+    if demo {
+        wait_for(
+            "a failover and its write outage in the demo",
+            Duration::from_secs(60),
+            || {
+                value(r#"sum(mongoload_primary_changes_total{job="mongoload"})"#) >= 1.0
+                    && value(r#"sum(mongoload_write_outage_seconds_count{job="mongoload"})"#) >= 1.0
+            },
+            || children.assert_running(logs),
+        );
+    }
 
     // one instant for all queries, a little in the past so every target's
     // latest scrape is in

@@ -73,6 +73,7 @@
 //! the `__` separator (`MONGOLOAD_CONFIG`, `MONGOLOAD_TEST_URI`, …) are not
 //! keys and are ignored.
 
+mod failover;
 mod types;
 mod uri;
 mod workloads;
@@ -90,6 +91,10 @@ use chrono::{DateTime, Utc};
 use crate::schedule::window::{WindowLevel, Windows};
 use crate::schedule::{Mode, Schedule, Shape, Stage, WindowPlan};
 
+pub use failover::{
+    uri_w, ConcernSource, LagProbeConfig, ReadConcernSpec, WriteAck, WriteConcernSpec,
+    DEFAULT_AUDIT_RATE,
+};
 pub use types::{ByteSize, LevelSpec};
 pub use uri::{redact_uri, uri_hosts, uri_user, SecretUri, UriUser};
 pub use workloads::{
@@ -207,6 +212,9 @@ pub struct Config {
     /// The workloads, each with its own schedule; at least one.
     #[serde(default)]
     pub workloads: Vec<WorkloadConfig>,
+    /// The replication-lag probe; absent: off.
+    #[serde(default)]
+    pub lag_probe: Option<LagProbeConfig>,
 }
 
 /// `[target]`: where and how to connect.
@@ -232,6 +240,15 @@ pub struct TargetConfig {
     /// Per-operation timeout applied by the target layer.
     #[serde(with = "humantime_serde")]
     pub operation_timeout: Duration,
+    /// The write concern of every workload's writes (unless it sets its
+    /// own); absent: the connection string's, else the deployment's.
+    pub write_concern: Option<WriteConcernSpec>,
+    /// The read concern of every workload's reads (unless it sets its own).
+    pub read_concern: Option<ReadConcernSpec>,
+    /// Command monitoring: every write attempt's outcome (retried writes,
+    /// write outages hidden by retries), at the cost of the driver copying
+    /// each command and reply (BENCHMARKS.md).
+    pub command_events: bool,
 }
 
 impl Default for TargetConfig {
@@ -245,6 +262,9 @@ impl Default for TargetConfig {
             connect_timeout: Duration::from_secs(5),
             server_selection_timeout: Duration::from_secs(5),
             operation_timeout: Duration::from_secs(10),
+            write_concern: None,
+            read_concern: None,
+            command_events: true,
         }
     }
 }
@@ -471,6 +491,20 @@ pub struct WorkloadConfig {
     /// With `windows`: the IANA time zone they are in (default UTC).
     #[serde(default)]
     pub timezone: Option<String>,
+    /// This workload's write concern, instead of `target.write_concern`.
+    #[serde(default)]
+    pub write_concern: Option<WriteConcernSpec>,
+    /// This workload's read concern, instead of `target.read_concern`.
+    #[serde(default)]
+    pub read_concern: Option<ReadConcernSpec>,
+    /// Keep a ledger of the acknowledged inserts and check them against
+    /// the server (the acknowledged-write audit).
+    #[serde(default)]
+    pub audit: bool,
+    /// Ledger ids checked per second in the background (0: only after a
+    /// failover, at stage ends and on `ctl audit`).
+    #[serde(default = "default_audit_rate")]
+    pub audit_rate: f64,
 }
 
 /// One entry of `windows = [...]`, or `default = {...}`: when (windows
@@ -538,6 +572,10 @@ fn default_max_inflight() -> u32 {
 
 fn default_max_lag() -> Duration {
     Duration::from_secs(10)
+}
+
+fn default_audit_rate() -> f64 {
+    DEFAULT_AUDIT_RATE
 }
 
 impl WorkloadConfig {
@@ -1148,6 +1186,10 @@ impl Config {
                 format!("not a valid database name: {:?}", self.target.database),
             ));
         }
+        self.target.validate_concerns()?;
+        if let Some(p) = &self.lag_probe {
+            p.validate()?;
+        }
         for (key, d) in [
             ("target.connect_timeout", self.target.connect_timeout),
             (
@@ -1168,10 +1210,13 @@ impl Config {
         }
         let mut seen: HashMap<&str, usize> = HashMap::new();
         for (i, w) in self.workloads.iter().enumerate() {
-            w.validate().map_err(|e| KeyError {
-                key: format!("workloads[{i}].{}", e.key),
-                reason: e.reason,
-            })?;
+            let uri = self.target.uri.as_ref().map(SecretUri::expose);
+            w.validate()
+                .and_then(|()| w.validate_failover(&self.target, uri))
+                .map_err(|e| KeyError {
+                    key: format!("workloads[{i}].{}", e.key),
+                    reason: e.reason,
+                })?;
             if let Some(first) = seen.insert(w.name.as_str(), i) {
                 return Err(KeyError::new(
                     format!("workloads[{i}].name"),
@@ -1242,6 +1287,7 @@ impl Config {
             humantime::format_duration(t.server_selection_timeout),
             humantime::format_duration(t.operation_timeout)
         );
+        out.push_str(&t.describe_concerns(t.uri.as_ref().map(SecretUri::expose)));
         let _ = writeln!(out, "http:\n  listen: {}", self.http.listen);
         let _ = writeln!(
             out,
@@ -1260,6 +1306,15 @@ impl Config {
                 .map_or("(off)".into(), |p| p.display().to_string())
         );
         out.push_str(&self.cluster.describe());
+        if let Some(p) = &self.lag_probe {
+            let _ = writeln!(
+                out,
+                "lag_probe:\n  interval: {}, collection: {}, secondaries read every {}",
+                humantime::format_duration(p.interval),
+                p.collection,
+                humantime::format_duration(p.poll())
+            );
+        }
         for w in &self.workloads {
             let _ = writeln!(out, "workload {:?}:", w.name);
             let _ = writeln!(out, "  kind: {}", w.kind.as_str());
@@ -1304,6 +1359,7 @@ impl Config {
                 WorkloadKind::Ycsb => out.push_str(&w.ycsb_params().describe()),
                 WorkloadKind::Custom => out.push_str(&w.custom_params().describe()),
             }
+            out.push_str(&w.describe_failover());
             let Ok(schedule) = w.schedule() else {
                 let _ = writeln!(out, "  (invalid schedule)");
                 continue;

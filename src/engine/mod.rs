@@ -18,11 +18,13 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::audit::{verify, Audit, Pending};
 use crate::control::{effective_stage, ControlState};
 use crate::error_kind::ErrorKind;
 use crate::error_log::ErrorLog;
+use crate::metrics::failover::FailoverMetrics;
 use crate::metrics::{OpMetrics, WorkloadMetrics};
-use crate::report::live::{ReportContext, StageBatch, StageCollector};
+use crate::report::live::{ReportContext, ReportExtras, StageBatch, StageCollector};
 use crate::report::RunInfo;
 use crate::schedule::{Limit, Mode, Schedule, Stage};
 use crate::target::{classify, Target};
@@ -63,6 +65,20 @@ pub struct WorkloadRun {
     /// `mongoload_cluster_stage_index{workload}`: the stage it runs, which
     /// a cluster's members compare (a lone daemon exports it too).
     pub stage_index: prometheus::IntGauge,
+    /// Failover: every write's outcome goes here (write outages), and the
+    /// stage reports list the failovers it saw.
+    pub failover: Arc<FailoverMetrics>,
+    /// The acknowledged-write audit, when the workload has `audit = true`.
+    pub audit: Option<AuditSetup>,
+}
+
+/// A workload's audit and how its verification task runs.
+pub struct AuditSetup {
+    pub audit: Arc<Audit>,
+    /// Background checks, ids per second (0: none).
+    pub rate: f64,
+    /// Longest wait for one audit query.
+    pub timeout: Duration,
 }
 
 /// Live figures of a workload for `/status` and the final summary.
@@ -352,6 +368,31 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
         },
     };
 
+    // The audit's verification task writes the stage reports (after each
+    // stage-end pass); without an audit they are written as they end.
+    let mut verifier = run
+        .audit
+        .as_ref()
+        .map(|a| verify::spawn(a.audit.clone(), a.rate, run.failover.subscribe(), a.timeout));
+    let extras = ReportExtras {
+        failovers: Some(run.failover.clone()),
+        sink: verifier.as_ref().map(|v| v.sink.clone()),
+        member: epoch.as_ref().map(|j| {
+            let member = run
+                .cluster
+                .as_ref()
+                .map_or(crate::cluster::Member::SOLE, |c| c.member());
+            crate::report::MemberReport {
+                index: member.index,
+                size: member.size,
+                epoch: j
+                    .start()
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                merged: Vec::new(),
+            }
+        }),
+    };
+
     let (phase_tx, phase_rx) = watch::channel(Phase::Idle);
     let workers_stop = CancellationToken::new();
     let mut workers = JoinSet::new();
@@ -370,7 +411,7 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
         workers.spawn(worker.run());
     }
 
-    let finished = drive(&run, &phase_tx, &cancel, (t0, late), epoch.as_ref()).await;
+    let finished = drive(&run, &phase_tx, &cancel, (t0, late), epoch.as_ref(), extras).await;
     if let (Some(c), Some(e)) = (&run.cluster, epoch) {
         c.leave(&run.name, e, finished).await;
     }
@@ -389,6 +430,21 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
         // Wait for the aborted tasks to be dropped, so their results reach
         // the last stage's report before this function returns.
         while workers.join_next().await.is_some() {}
+    }
+    // The last stage's report waits for its audit pass: up to `grace`,
+    // then it is written with the audit as far as it got.
+    if let Some(v) = verifier.take() {
+        let verify::Verifier {
+            sink,
+            stop,
+            mut task,
+        } = v;
+        drop(sink);
+        if tokio::time::timeout(grace, &mut task).await.is_err() {
+            tracing::warn!(workload = %run.name, grace = ?grace, "the audit's last pass did not finish within the grace period; its report says so");
+            stop.cancel();
+            let _ = task.await;
+        }
     }
     run.metrics.inflight.set(0);
     run.metrics.clear_stage();
@@ -524,14 +580,16 @@ pub(crate) async fn prepare_steps(
 ///
 /// `t0` is the schedule's time 0 (now, or a cluster's shared epoch);
 /// `late`: the member joins its cluster's schedule mid-way, so the first
-/// stage is published re-based at now. Returns true when the schedule
-/// has ended (false when cancelled).
+/// stage is published re-based at now; `extras` go into every stage
+/// report (failovers, the audit's sink, the cluster member). Returns true
+/// when the schedule has ended (false when cancelled).
 async fn drive(
     run: &WorkloadRun,
     phase: &watch::Sender<Phase>,
     cancel: &CancellationToken,
     (mut t0, mut late): (Instant, bool),
     joined: Option<&crate::cluster::Joined>,
+    extras: ReportExtras,
 ) -> bool {
     let member = run
         .cluster
@@ -540,19 +598,8 @@ async fn drive(
     // Schedule time a count-based stage did not use (it ended before its
     // cap): the stages after it move up by that much.
     let mut skipped = Duration::ZERO;
-    let report_ctx = ReportContext::for_member(
-        run.run_info.clone(),
-        &run.name,
-        run.workload.ops(),
-        joined.map(|j| crate::report::MemberReport {
-            index: member.index,
-            size: member.size,
-            epoch: j
-                .start()
-                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            merged: Vec::new(),
-        }),
-    );
+    let report_ctx =
+        ReportContext::with_extras(run.run_info.clone(), &run.name, run.workload.ops(), extras);
     let mut schedules = run.schedule.clone();
     let mut schedule = schedules.borrow_and_update().clone();
     let mut cycles = vec![0u64; schedule.stages().len()];
@@ -950,7 +997,7 @@ impl Worker {
         self.run.metrics.inflight.inc();
         let sent = Instant::now();
         let outcome = match body {
-            Body::One(action) => self.request((op, from), 0, action, None, batch).await,
+            Body::One(action) => self.request((op, from), 0, action, None, None, batch).await,
             Body::Steps(requests) => self.steps((op, from), requests, batch).await,
             Body::Transaction {
                 requests,
@@ -990,30 +1037,47 @@ impl Worker {
 
     /// Sends one request of step `step` of operation `op` intended to start
     /// at `from` (in `session`'s transaction if given) and records it under
-    /// its step. Returns the documents that count as the operation's.
+    /// its step. Returns the documents that count as the operation's. An
+    /// audited insert goes into the ledger once acknowledged, or into
+    /// `acks` when given (a transaction's inserts count once committed).
     async fn request(
         &self,
         op: OpAt,
         step: usize,
         action: Action,
         session: Option<&mut mongodb::ClientSession>,
+        acks: Option<&mut Vec<Pending>>,
         batch: &mut StageBatch,
     ) -> Result<u64, Failed> {
+        let write = crate::audit::ids::is_write(&action);
+        let audit = self.run.audit.as_ref().map(|a| &a.audit);
+        let pending = audit.and_then(|a| a.before_send(&action));
         let sent = Instant::now();
         let outcome = match session {
             None => self.run.target.execute(action).await,
             Some(session) => self.run.target.execute_in(action, session).await,
         };
-        self.finish_request(op, step, sent, outcome, batch)
+        let result = self.finish_request(op, step, sent, outcome, write, batch);
+        if let (Some(p), Some(a)) = (pending, audit) {
+            match (&result, acks) {
+                (Ok(_), Some(acks)) => acks.push(p),
+                (Ok(_), None) => a.acknowledge(p),
+                (Err(_), _) => a.abandon(p),
+            }
+        }
+        result
     }
 
-    /// Records a request sent at `sent` that just returned `outcome`.
+    /// Records a request sent at `sent` that just returned `outcome`
+    /// (`write`: it inserts, updates or deletes, so its outcome feeds the
+    /// write-outage clock).
     fn finish_request(
         &self,
         (op, from): OpAt,
         step: usize,
         sent: Instant,
         outcome: Result<u64, mongodb::error::Error>,
+        write: bool,
         batch: &mut StageBatch,
     ) -> Result<u64, Failed> {
         let done = Instant::now();
@@ -1022,6 +1086,13 @@ impl Worker {
             kind: classify(&error),
             error,
         });
+        if write {
+            self.run.failover.write_result(
+                sent.into_std(),
+                done.into_std(),
+                result.as_ref().map(|_| ()).map_err(|f| f.kind),
+            );
+        }
         let counted = match self.ops[op].step(step) {
             Some(m) => {
                 m.record(
@@ -1052,7 +1123,9 @@ impl Worker {
     ) -> Result<u64, Failed> {
         let mut docs = 0;
         for r in requests {
-            docs += self.request(op, r.step, r.action, None, batch).await?;
+            docs += self
+                .request(op, r.step, r.action, None, None, batch)
+                .await?;
         }
         Ok(docs)
     }
@@ -1086,10 +1159,18 @@ impl Worker {
                     })?;
             let mut docs = 0;
             let mut failed = None;
+            let mut acks = Vec::new();
             for r in &requests {
                 let action = r.action.clone();
                 match self
-                    .request(op, r.step, action, Some(&mut session), batch)
+                    .request(
+                        op,
+                        r.step,
+                        action,
+                        Some(&mut session),
+                        Some(&mut acks),
+                        batch,
+                    )
                     .await
                 {
                     Ok(n) => docs += n,
@@ -1105,9 +1186,14 @@ impl Worker {
                     commits += 1;
                     let sent = Instant::now();
                     let outcome = self.run.target.commit(&mut session).await;
-                    match self.finish_request(op, commit_step, sent, outcome.map(|()| 0u64), batch)
-                    {
-                        Ok(_) => return Ok(docs),
+                    let outcome = outcome.map(|()| 0u64);
+                    match self.finish_request(op, commit_step, sent, outcome, true, batch) {
+                        Ok(_) => {
+                            if let Some(a) = &self.run.audit {
+                                acks.drain(..).for_each(|p| a.audit.acknowledge(p));
+                            }
+                            return Ok(docs);
+                        }
                         Err(f)
                             if commits < ATTEMPTS
                                 && f.error.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) => {}
@@ -1116,6 +1202,10 @@ impl Worker {
                 };
             } else {
                 self.run.target.abort(&mut session).await;
+            }
+            // Not committed: its inserts are not acknowledged.
+            if let Some(a) = &self.run.audit {
+                acks.drain(..).for_each(|p| a.audit.abandon(p));
             }
             let Some(f) = failed else {
                 return Ok(docs);

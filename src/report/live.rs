@@ -28,34 +28,51 @@ use crate::workload::OpSpec;
 const BATCH: usize = 64;
 
 /// What every stage report of one workload shares.
-#[derive(Debug)]
 pub struct ReportContext {
     run: Arc<RunInfo>,
     workload: String,
     ops: Vec<OpSpec>,
+    extras: ReportExtras,
+}
+
+/// Takes a finished stage's report instead of writing it at once: the
+/// audit first runs its stage-end pass, then adds its figures and writes
+/// it with [`emit`].
+pub trait ReportSink: Send + Sync {
+    /// The report of a stage that has ended, and the run log to append to.
+    fn submit(&self, report: StageReport, log: Option<PathBuf>);
+}
+
+/// What a workload's reports carry beyond its own figures.
+#[derive(Default, Clone)]
+pub struct ReportExtras {
+    /// The failovers the driver saw, listed in the stages they fell in.
+    pub failovers: Option<Arc<crate::metrics::failover::FailoverMetrics>>,
+    /// Where finished reports go instead of straight to [`emit`].
+    pub sink: Option<Arc<dyn ReportSink>>,
     /// In a cluster: the member its reports come from.
-    member: Option<super::MemberReport>,
+    pub member: Option<super::MemberReport>,
 }
 
 impl ReportContext {
     /// The context of workload `workload` with these operations (in the
     /// order `Op::op` indexes them).
     pub fn new(run: Arc<RunInfo>, workload: &str, ops: &[OpSpec]) -> Arc<Self> {
-        Self::for_member(run, workload, ops, None)
+        Self::with_extras(run, workload, ops, ReportExtras::default())
     }
 
-    /// Like [`ReportContext::new`], for a cluster member's reports.
-    pub fn for_member(
+    /// As [`ReportContext::new`], with failovers, a sink and the member.
+    pub fn with_extras(
         run: Arc<RunInfo>,
         workload: &str,
         ops: &[OpSpec],
-        member: Option<super::MemberReport>,
+        extras: ReportExtras,
     ) -> Arc<Self> {
         Arc::new(ReportContext {
             run,
             workload: workload.to_owned(),
             ops: ops.to_vec(),
-            member,
+            extras,
         })
     }
 }
@@ -199,7 +216,7 @@ impl StageCollector {
             .clone();
         stats.add_missed(self.missed.load(Ordering::Relaxed));
         let mut r = StageReport::build(&self.ctx.run, &meta, &stats, &self.ctx.ops);
-        r.member = self.ctx.member.clone();
+        r.member = self.ctx.extras.member.clone();
         if let Some(limit) = self.limit {
             let (n, per_worker) = match limit {
                 Limit::Total(n) => (n, false),
@@ -217,6 +234,13 @@ impl StageCollector {
                 workers,
             });
         }
+        if let Some(f) = &self.ctx.extras.failovers {
+            r.failovers = f
+                .between(self.start.into_std(), end.into_std())
+                .iter()
+                .map(super::FailoverReport::from_record)
+                .collect();
+        }
         r
     }
 }
@@ -228,12 +252,16 @@ impl Drop for StageCollector {
             tracing::info!(workload = %r.workload, stage = %r.stage, "stage ended within its warm-up: no report");
             return;
         }
-        emit(&r, self.ctx.run.log.as_ref());
+        match &self.ctx.extras.sink {
+            Some(sink) => sink.submit(r, self.ctx.run.log.clone()),
+            None => emit(&r, self.ctx.run.log.as_ref()),
+        }
     }
 }
 
-/// One journal line with the figures as fields, and one run log line.
-fn emit(r: &StageReport, log: Option<&PathBuf>) {
+/// One journal line with the figures as fields (and one per failover, and
+/// the audit's), and one run log line.
+pub fn emit(r: &StageReport, log: Option<&PathBuf>) {
     let l = &r.latency_ns;
     let ms = |ns: u64| ns as f64 / 1e6;
     tracing::info!(
@@ -310,6 +338,36 @@ fn emit(r: &StageReport, log: Option<&PathBuf>) {
             "stage report: {} {} op {}: {} ok, {} errors, {:.1} ops/s, latency p50 {:.3} ms p99 {:.3} ms; steps: {}",
             r.workload, r.stage, o.op, o.operations.ok, o.operations.error, o.ops_per_sec,
             ms(l.p50), ms(l.p99), steps.join("; "),
+        );
+    }
+    for f in &r.failovers {
+        let secs = |s: Option<f64>| s.map_or("-".to_owned(), |s| format!("{s:.3}s"));
+        tracing::info!(
+            run_id = %r.run_id,
+            workload = %r.workload,
+            stage = %r.stage,
+            failover_at = %f.at,
+            to = %f.to,
+            no_primary_s = f.no_primary_seconds,
+            write_outage_s = f.write_outage_seconds,
+            "stage report: {} {}: failover at {} to {} (from {}): {} without a primary, write outage {}",
+            r.workload, r.stage, f.at, f.to, f.from.as_deref().unwrap_or("unknown"),
+            secs(f.no_primary_seconds), secs(f.write_outage_seconds),
+        );
+    }
+    if let Some(a) = &r.audit {
+        tracing::info!(
+            run_id = %r.run_id,
+            workload = %r.workload,
+            stage = %r.stage,
+            audit_acknowledged = a.acknowledged,
+            audit_checked = a.checked,
+            audit_missing = a.missing,
+            audit_missing_total = a.missing_total,
+            audit_complete = a.complete,
+            "stage report: {} {}: audit: {} acknowledged ids, {} checks, {} missing in this stage ({} in all){}",
+            r.workload, r.stage, a.acknowledged, a.checked, a.missing, a.missing_total,
+            if a.complete { "" } else { "; the stage-end pass was cut short" },
         );
     }
     if let Some(path) = log {

@@ -154,6 +154,12 @@ pub struct StageReport {
     /// Count-based stages only: the count and each worker's batch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<CountReport>,
+    /// The failovers the driver saw during the stage (absent: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failovers: Vec<FailoverReport>,
+    /// Audited workloads only: the acknowledged-write audit of the stage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<AuditReport>,
 }
 
 /// Which cluster member a stage report is from.
@@ -169,6 +175,65 @@ pub struct MemberReport {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged: Vec<u32>,
 }
+
+/// One failover seen during a stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailoverReport {
+    /// When the driver learnt of the new primary (RFC 3339, UTC).
+    pub at: String,
+    /// The primary before (absent if never known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// The new primary.
+    pub to: String,
+    /// How long the driver knew no primary before it (absent: the primary
+    /// changed without a gap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_primary_seconds: Option<f64>,
+    /// From the first failed write to the first acknowledged one after it
+    /// (absent: no write failed, or the outage had not ended by the report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_outage_seconds: Option<f64>,
+}
+
+impl FailoverReport {
+    /// The report of a failover the driver saw.
+    pub fn from_record(r: &crate::metrics::failover::FailoverRecord) -> FailoverReport {
+        FailoverReport {
+            at: rfc3339(r.wall.into()),
+            from: r.from.clone(),
+            to: r.to.clone(),
+            no_primary_seconds: r.no_primary.map(|d| d.as_secs_f64()),
+            write_outage_seconds: r.write_outage.map(|d| d.as_secs_f64()),
+        }
+    }
+}
+
+/// The acknowledged-write audit during a stage: what was checked since
+/// the previous stage report, through the pass run at the stage's end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditReport {
+    /// Ids in the ledger after the stage-end pass: inserts acknowledged,
+    /// not deleted on purpose, not found missing.
+    pub acknowledged: u64,
+    /// Id checks against the server during the stage (an id is checked
+    /// again in every pass).
+    pub checked: u64,
+    /// Acknowledged ids found missing during the stage (each once).
+    pub missing: u64,
+    /// Found missing since the workload started.
+    pub missing_total: u64,
+    /// The `_id`s found missing during the stage, by collection (the
+    /// first [`AUDIT_REPORT_IDS`]).
+    #[serde(default)]
+    pub missing_ids: std::collections::BTreeMap<String, Vec<serde_json::Value>>,
+    /// Whether the stage-end pass went through every id (not when cut
+    /// short at shutdown).
+    pub complete: bool,
+}
+
+/// At most this many missing `_id`s are listed in a stage report.
+pub const AUDIT_REPORT_IDS: usize = 1000;
 
 /// What a count-based stage ran: the stage's own figures are its elapsed
 /// time (`duration_seconds`) and operations; this adds the count and each
@@ -273,6 +338,8 @@ impl StageReport {
                 })
                 .collect(),
             count: None,
+            failovers: Vec::new(),
+            audit: None,
         }
     }
 

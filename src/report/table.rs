@@ -204,6 +204,8 @@ pub(crate) mod tests {
             missed: 0,
             ops: Vec::new(),
             count: None,
+            failovers: Vec::new(),
+            audit: None,
         }
     }
 

@@ -393,6 +393,7 @@ pub async fn connect(
     options.server_selection_timeout = Some(timeouts.server_selection);
     options.cmap_event_handler = handlers.cmap;
     options.sdam_event_handler = handlers.sdam;
+    options.command_event_handler = handlers.command;
     Client::with_options(options)
 }
 
@@ -411,4 +412,7 @@ pub struct Timeouts {
 pub struct Handlers {
     pub cmap: Option<mongodb::event::EventHandler<mongodb::event::cmap::CmapEvent>>,
     pub sdam: Option<mongodb::event::EventHandler<mongodb::event::sdam::SdamEvent>>,
+    /// Command monitoring: each write attempt's outcome, for the write
+    /// outage and the retried writes.
+    pub command: Option<mongodb::event::EventHandler<mongodb::event::command::CommandEvent>>,
 }

@@ -383,6 +383,11 @@ pub trait Workload: Send + Sync {
     fn keys(&self) -> Vec<&Keys> {
         Vec::new()
     }
+    /// How the acknowledged-write audit maps this workload's `_id`s to its
+    /// ledger's integer ids (integer `_id`s unless said otherwise).
+    fn audit_keys(&self) -> Arc<dyn crate::audit::AuditKeys> {
+        Arc::new(crate::audit::IntKeys)
+    }
 }
 
 /// Makes `workload`'s insert keys those of `member` (before any insert).

@@ -40,6 +40,35 @@ pub fn key_name(n: u64) -> String {
     format!("user{}", h.wrapping_abs())
 }
 
+/// The audit's ledger ids of YCSB keys: the record number. Keys are
+/// hashes (`"user" + fnvhash64(n)`), so the number is not read back from
+/// the key: each insert's source notes it here when the workload is
+/// audited, and the audit takes it when the insert is sent. The ledger then
+/// holds sequential numbers (compact), not 63-bit hashes (about 200 bytes
+/// each in a roaring treemap).
+#[derive(Debug, Default)]
+struct YcsbKeys {
+    /// Keys of inserts generated and not yet sent → record number.
+    pending: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+}
+
+impl crate::audit::AuditKeys for YcsbKeys {
+    fn ledger_id(&self, id: &Bson) -> Option<u64> {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(id.as_str()?)
+    }
+
+    fn key(&self, id: u64) -> Bson {
+        Bson::String(key_name(id))
+    }
+
+    fn ordered(&self) -> bool {
+        false
+    }
+}
+
 #[derive(Debug)]
 struct Shared {
     pad: PadPool,
@@ -51,6 +80,8 @@ struct Shared {
     next_key: Arc<Keys>,
     /// Key chooser, built once (zeta is O(record_count)) and cloned.
     keys: KeyGen,
+    /// Set once the workload is audited: inserts note their record numbers.
+    audit: std::sync::OnceLock<Arc<YcsbKeys>>,
     seed: u64,
 }
 
@@ -117,6 +148,7 @@ impl Ycsb {
                 max_scan: cfg.max_scan_length.max(1),
                 next_key: Arc::new(Keys::new(cfg.record_count)),
                 keys: KeyGen::new(cfg.distribution(), cfg.record_count),
+                audit: std::sync::OnceLock::new(),
                 seed,
             }),
             collections: vec![cfg.collection.clone()],
@@ -168,6 +200,10 @@ impl Workload for Ycsb {
 
     fn keys(&self) -> Vec<&Keys> {
         vec![&self.shared.next_key]
+    }
+
+    fn audit_keys(&self) -> Arc<dyn crate::audit::AuditKeys> {
+        self.shared.audit.get_or_init(Arc::default).clone()
     }
 
     fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource> {
@@ -223,6 +259,13 @@ impl OpSource for Source {
             }
             2 => {
                 let n = self.shared.next_key.next();
+                if let Some(audit) = self.shared.audit.get() {
+                    audit
+                        .pending
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .insert(key_name(n), n);
+                }
                 Action::InsertOne {
                     collection: COLL,
                     doc: self.shared.record(&mut self.rng, n),
@@ -311,6 +354,36 @@ mod tests {
         assert_eq!(s.get_str("field0").unwrap().len(), 100);
         // Binary costs one subtype byte per field more than a string's NUL.
         assert_eq!(bson_len(&r), bson_len(&s));
+    }
+
+    #[test]
+    fn audited_inserts_are_ledgered_by_record_number() {
+        use crate::audit::{ids::effect, Effect, Ids};
+        let w = Ycsb::new(&cfg(YcsbLetter::E), 1).unwrap();
+        let keys = w.audit_keys();
+        let mut src = w.worker(0, 2);
+        let mut seen = Vec::new();
+        while seen.len() < 3 {
+            let op = src.next_op();
+            let Some(a @ Action::InsertOne { .. }) = op.action() else {
+                continue;
+            };
+            let Effect::Insert {
+                ids: Ids::One(n), ..
+            } = effect(a, keys.as_ref())
+            else {
+                panic!("an insert's ledger id: {a:?}")
+            };
+            let Action::InsertOne { doc, .. } = a else {
+                unreachable!()
+            };
+            assert_eq!(doc.get("_id"), Some(&keys.key(n)));
+            seen.push(n);
+        }
+        // Record numbers after the loaded ones, in order: a compact ledger.
+        assert_eq!(seen, vec![1000, 1001, 1002]);
+        // A key is taken once: the same insert seen again maps to nothing.
+        assert_eq!(keys.ledger_id(&keys.key(1000)), None);
     }
 
     fn shares(letter: YcsbLetter) -> Vec<(String, f64)> {

@@ -575,3 +575,18 @@ mod tests {
 mod control;
 #[allow(unused_imports)] // only the control, reload and windows tests use these
 pub use control::*;
+
+/// The stage reports of a run log, every line first validated against
+/// etc/runlog.schema.json.
+pub fn read_run_log(path: &std::path::Path) -> Vec<mongoload::report::StageReport> {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../etc/runlog.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let text = std::fs::read_to_string(path).unwrap();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:?} in {line}");
+    }
+    mongoload::report::read(path).unwrap()
+}
