@@ -21,11 +21,15 @@
 //!   operations in flight.
 //! - `peak`: the daemon stepping its rate up until it falls behind, with
 //!   the CPU use of both processes per step.
+//! - `events`: the daemon's CPU per operation with command monitoring
+//!   (`target.command_events`, the default) and without, alternated.
 //!
-//! Run: `cargo bench --bench generator [-- accuracy|closed|memory|peak]`.
+//! Run: `cargo bench --bench generator [-- accuracy|closed|memory|peak|events]`.
 //! Environment: `GEN_SECS` (measured seconds per stage, default 20),
 //! `GEN_REPS` (repetitions, default 3), `GEN_RATE` (default 5000),
-//! `GEN_PEAK_RATES` (comma-separated steps, default 6000,…,30000).
+//! `GEN_PEAK_RATES` (comma-separated steps, default 6000,…,30000),
+//! `GEN_COMMAND_EVENTS` (`target.command_events` of the daemon runs other
+//! than `events`, default true).
 //! CPU time comes from /proc (utime + stime), so figures stay meaningful on
 //! a shared machine where wall-clock rates do not.
 
@@ -33,13 +37,17 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use mongodb::bson::{doc, Document};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use tokio::time::Instant;
+
+/// `target.command_events` of the daemon runs (the `events` comparison
+/// turns it off and on).
+static COMMAND_EVENTS: AtomicBool = AtomicBool::new(true);
 
 /// Documents preloaded by the workload's prepare step (and looked up).
 const DOCS: u64 = 10_000;
@@ -68,11 +76,13 @@ fn main() {
         .build()
         .expect("tokio runtime");
     let bin = mongoload_binary();
+    COMMAND_EVENTS.store(env_or("GEN_COMMAND_EVENTS", true), Ordering::Relaxed);
     println!(
-        "mongoload binary: {}; {} CPUs; load average at start: {}",
+        "mongoload binary: {}; {} CPUs; load average at start: {}; command_events = {}",
         bin.display(),
         std::thread::available_parallelism().map_or(0, |n| n.get()),
-        load_average()
+        load_average(),
+        COMMAND_EVENTS.load(Ordering::Relaxed)
     );
     rt.block_on(async {
         if wants("accuracy") || wants("cost") {
@@ -86,6 +96,9 @@ fn main() {
         }
         if wants("peak") {
             peak(&bin).await;
+        }
+        if wants("events") {
+            command_events().await;
         }
     });
     println!("load average at end: {}", load_average());
@@ -211,6 +224,7 @@ uri = "{uri}"
 database = "{db}"
 pool_size = {pool}
 operation_timeout = "10s"
+command_events = {events}
 [http]
 listen = "{http}"
 [run]
@@ -231,7 +245,8 @@ initial_docs = {DOCS}
 load_batch = 1000
 collection = "gen"
 "#,
-        log = log.display()
+        log = log.display(),
+        events = COMMAND_EVENTS.load(Ordering::Relaxed),
     );
     for (name, rate, duration) in stages {
         text.push_str(&format!(
@@ -418,6 +433,18 @@ fn lateness_max(buckets: &[(f64, u64)]) -> f64 {
         .map_or(f64::NAN, |b| b.0)
 }
 
+/// A simulator for the find-by-`_id` runs, with the daemon's pool and tasks.
+async fn find_sim(bin: &Path) -> (Proc, SimRef) {
+    let (sim_proc, addr) = start_sim(bin, &[]).await;
+    let sim = SimRef {
+        uri: format!("mongodb://{addr}/?directConnection=true"),
+        pid: sim_proc.pid().to_string(),
+        pool: POOL,
+        inflight: TASKS,
+    };
+    (sim_proc, sim)
+}
+
 /// The simulator a run goes against.
 struct SimRef {
     uri: String,
@@ -540,13 +567,7 @@ async fn accuracy_and_cost(bin: &Path) {
     let secs = Duration::from_secs(env_or("GEN_SECS", 20));
     let reps: usize = env_or("GEN_REPS", 3);
     let rate: f64 = env_or("GEN_RATE", 5000.0);
-    let (sim_proc, addr) = start_sim(bin, &[]).await;
-    let sim = SimRef {
-        uri: format!("mongodb://{addr}/?directConnection=true"),
-        pid: sim_proc.pid().to_string(),
-        pool: POOL,
-        inflight: TASKS,
-    };
+    let (sim_proc, sim) = find_sim(bin).await;
     println!(
         "\n== accuracy and cost: {rate} ops/s find-by-_id, {reps} x ({}s daemon + {}s floor), {TASKS} tasks, pool {POOL}",
         secs.as_secs(),
@@ -882,6 +903,56 @@ async fn peak(bin: &Path) {
     println!(
         "RESULT peak sustained: {best:?} ops/s; load average {}",
         load_average()
+    );
+    drop(sim_proc);
+}
+
+// ------------------------------------------------------- command monitoring
+
+/// The daemon's CPU per operation with and without command monitoring,
+/// alternated (on, off, off, on, …) at the accuracy run's rate, against an
+/// in-process-free simulator: what `target.command_events` costs.
+async fn command_events() {
+    let bin = mongoload_binary();
+    let secs = Duration::from_secs(env_or("GEN_SECS", 20));
+    let reps: usize = env_or("GEN_REPS", 3);
+    let rate: f64 = env_or("GEN_RATE", 5000.0);
+    let (sim_proc, sim) = find_sim(&bin).await;
+    println!(
+        "\n== command events: {rate} ops/s find-by-_id, {reps} x ({}s with + {}s without)",
+        secs.as_secs(),
+        secs.as_secs()
+    );
+    let (mut on, mut off) = (Vec::new(), Vec::new());
+    for rep in 0..reps {
+        let order = if rep % 2 == 0 {
+            [true, false]
+        } else {
+            [false, true]
+        };
+        for events in order {
+            COMMAND_EVENTS.store(events, Ordering::Relaxed);
+            let f = run_daemon(&sim, "events", &[("hold".to_owned(), rate, secs)], false).await;
+            let f = &f[0];
+            let us = f.cpu / f.operations.max(1) as f64 * 1e6;
+            println!(
+                "rep {rep} command_events = {events}: {} ops = {:.1} ops/s, CPU {:.2}s = {us:.1} us/op",
+                f.operations, f.ops_per_sec, f.cpu
+            );
+            if events {
+                on.push(us);
+            } else {
+                off.push(us);
+            }
+        }
+    }
+    COMMAND_EVENTS.store(true, Ordering::Relaxed);
+    let ratios: Vec<f64> = on.iter().zip(&off).map(|(a, b)| a / b).collect();
+    let (a, b) = (median(on), median(off));
+    println!(
+        "MEDIAN with command events {a:.1} us/op, without {b:.1} us/op: +{:.1} us/op, ratio (median of per-rep ratios) {:.3}x",
+        a - b,
+        median(ratios)
     );
     drop(sim_proc);
 }

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -91,6 +92,11 @@ pub struct CtlArgs {
     /// Print the daemon's JSON answer instead of text.
     #[arg(long)]
     pub json: bool,
+    /// In a [cluster]: act on every member (through the database), levels
+    /// being the cluster's totals; without it a command acts on this
+    /// member only, levels its own.
+    #[arg(long)]
+    pub all: bool,
     #[command(subcommand)]
     pub command: CtlCommand,
 }
@@ -112,6 +118,9 @@ pub enum CtlCommand {
     Scale { workload: String, factor: f64 },
     /// Back to the schedule as configured: clears pause, override and scale.
     Reset { workload: String },
+    /// Run a full pass of the workload's acknowledged-write audit now (its
+    /// result is logged and counted); prints the audit's figures so far.
+    Audit { workload: String },
 }
 
 impl CtlCommand {
@@ -127,6 +136,7 @@ impl CtlCommand {
             }
             CtlCommand::Scale { workload, factor } => format!("scale {workload} {factor}"),
             CtlCommand::Reset { workload } => format!("reset {workload}"),
+            CtlCommand::Audit { workload } => format!("audit {workload}"),
         }
     }
 }
@@ -173,6 +183,16 @@ pub fn run(cli: Cli) -> ExitCode {
             };
             if let Some(u) = crate::writable::check(&config).first() {
                 return config_error(&u.to_config_error(&path));
+            }
+            if let Some(w) = crate::limits::pool_warning(&config) {
+                tracing::warn!("{w}");
+            }
+            match crate::limits::ensure_fds(&config, &path) {
+                Ok(Some(n)) => tracing::info!(
+                    "raised the soft RLIMIT_NOFILE to {n} for the plan's connections"
+                ),
+                Ok(None) => {}
+                Err(e) => return config_error(&e),
             }
             block_on(run_daemon(config, Some(path)))
         }
@@ -242,7 +262,11 @@ fn man(args: ManArgs) -> ExitCode {
 async fn ctl(args: CtlArgs) -> ExitCode {
     use crate::control::{client, default_socket, Command as Request};
     let socket = args.socket.clone().unwrap_or_else(default_socket);
-    let request: Request = match args.command.line().parse() {
+    let line = match args.all {
+        true => format!("all {}", args.command.line()),
+        false => args.command.line(),
+    };
+    let request: Request = match line.parse() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("mongoload ctl: {e}");
@@ -284,7 +308,10 @@ fn report(args: &ReportArgs) -> ExitCode {
     };
     if let Some(pair) = &args.compare {
         let (base, new) = match (read(&pair[0]), read(&pair[1])) {
-            (Ok(b), Ok(n)) => (b, n),
+            (Ok(b), Ok(n)) => (
+                report::merge::merge_members(b),
+                report::merge::merge_members(n),
+            ),
             (Err(code), _) | (_, Err(code)) => return code,
         };
         let c = compare::compare(&base, &new, args.max_drop);
@@ -307,6 +334,8 @@ fn report(args: &ReportArgs) -> ExitCode {
             Err(code) => return code,
         }
     }
+    // Cluster members' rows of one stage become one cluster-wide row.
+    let all = report::merge::merge_members(all);
     let mut text = table::stage_table(&all);
     if args.steps {
         text.push('\n');
@@ -340,16 +369,35 @@ fn config_error(e: &ConfigError) -> ExitCode {
 fn check_config(path: &Path) -> ExitCode {
     match config::load(path) {
         Ok(config) => {
+            use crate::limits::{self, Verdict};
             for u in crate::writable::check(&config) {
                 if !u.unit_creates_it {
                     eprintln!("mongoload: warning: {}: {}: {u}", path.display(), u.key);
                 }
             }
-            let text = format!(
-                "{path}: ok\n\n{}\n",
+            let budget = limits::fd_budget(&config);
+            let limit = limits::nofile();
+            let mut text = format!(
+                "{path}: ok\n\n{}\n{}\n",
                 config.describe(),
+                limits::describe(&budget, limit),
                 path = path.display()
             );
+            if let Some(w) = limits::pool_warning(&config) {
+                eprintln!("mongoload: warning: {w}");
+            }
+            match limits::verdict(budget.needed, limit) {
+                Verdict::Fits => {}
+                Verdict::Raise(n) => {
+                    text.push_str(&format!("  (mongoload run raises the soft limit to {n})\n"))
+                }
+                // Warn, do not fail: the service may run under another
+                // limit (LimitNOFILE=) than this shell; run refuses.
+                Verdict::TooFew { hard } => eprintln!(
+                    "mongoload: warning: {}\nmongoload: warning: mongoload run refuses this plan under this limit (exit {EX_CONFIG})",
+                    limits::too_few(path, &budget, hard)
+                ),
+            }
             emit_then(&text, ExitCode::SUCCESS)
         }
         Err(e) => config_error(&e),
@@ -410,13 +458,24 @@ async fn run_daemon(config: Config, path: Option<PathBuf>) -> ExitCode {
     }
 }
 
-/// `mongoload demo`: the simulator in-process, the daemon against it with
-/// the bundled config.
+/// `mongoload demo`: the simulator in-process (a three-member replica set
+/// that fails over every [`DEMO_FAILOVER_EVERY`]), the daemon against it
+/// with the bundled config.
 async fn demo(args: DemoArgs) -> ExitCode {
-    let sim = match crate::sim::start(crate::sim::SimConfig {
-        listen: args.sim_listen,
-        ..Default::default()
-    })
+    let mut set = crate::sim::ReplSetConfig::new("demo", 3);
+    set.failover_every = Some(DEMO_FAILOVER_EVERY);
+    set.election = crate::sim::ElectionTime {
+        min: Duration::from_secs(1),
+        max: Duration::from_secs(3),
+    };
+    set.replication_lag = DEMO_REPLICATION_LAG;
+    let sim = match crate::sim::start_replset(
+        crate::sim::SimConfig {
+            listen: args.sim_listen,
+            ..Default::default()
+        },
+        set,
+    )
     .await
     {
         Ok(s) => s,
@@ -438,9 +497,11 @@ async fn demo(args: DemoArgs) -> ExitCode {
     // The demo runs on when nobody reads its stdout.
     let _ = emit(&format!(
         "mongoload demo: simulator (an in-memory test double, not a database) at {}\n\
+         mongoload demo: a replica set of 3 whose primary steps down every {}\n\
          mongoload demo: metrics at http://{}/metrics  status at http://{}/status\n\
          mongoload demo: Ctrl-C stops both\n",
         sim.uri(),
+        humantime::format_duration(DEMO_FAILOVER_EVERY),
         args.http_listen,
         args.http_listen
     ));
@@ -448,6 +509,12 @@ async fn demo(args: DemoArgs) -> ExitCode {
     sim.shutdown().await;
     code
 }
+
+/// How often the demo's replica set fails over.
+pub const DEMO_FAILOVER_EVERY: Duration = Duration::from_secs(20);
+
+/// How late the demo's secondaries apply writes (the lag probe shows it).
+pub const DEMO_REPLICATION_LAG: Duration = Duration::from_millis(100);
 
 /// The bundled demo config, parsed as if from etc/examples/demo.toml.
 pub fn demo_config() -> Result<Config, ConfigError> {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mongodb::bson::doc;
-use tokio::net::TcpListener;
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{uri_hosts, uri_user, Config, ConfigError, UriUser};
@@ -22,7 +22,8 @@ use crate::metrics::{Metrics, MetricsError};
 use crate::mongo::{self, Handlers, Timeouts};
 use crate::report::writer::ReportWriter;
 use crate::service;
-use crate::status::{Snapshot, TargetStatus, WorkloadSummary};
+use crate::side_runtime::SideRuntime;
+use crate::status::{ClusterStatus, Snapshot, TargetStatus, WorkloadSummary};
 use crate::supervisor::{self, Env, ReloadError, Reloader, Supervisor};
 
 pub use crate::status::Summary;
@@ -57,6 +58,10 @@ enum Task {
     Reports,
     /// Pings for `mongoload_target_up` and readiness.
     Ping,
+    /// A cluster member's heartbeat in the coordination collection.
+    Heartbeat,
+    /// The replication-lag probe.
+    Probe,
     /// `/metrics`, `/healthz`, `/readyz`, `/status`.
     Http,
     /// The control socket (its file goes with it).
@@ -67,12 +72,15 @@ enum Task {
 
 /// The order the tasks stop in once the load has drained: systemd's
 /// loops, then the last reports, then what serves and measures, so a
-/// scrape during the drain still answers.
-const STOP_ORDER: [Task; 7] = [
+/// scrape during the drain still answers. HTTP and the control socket run
+/// on the side runtime, which stops after them.
+const STOP_ORDER: [Task; 9] = [
     Task::Status,
     Task::Watchdog,
     Task::Reports,
     Task::Ping,
+    Task::Heartbeat,
+    Task::Probe,
     Task::Http,
     Task::Control,
     Task::Window,
@@ -107,8 +115,21 @@ impl Tasks {
     where
         F: std::future::Future<Output = ()> + Send + 'static,
     {
+        self.spawn_on(&tokio::runtime::Handle::current(), task, run)
+    }
+
+    /// As [`Tasks::spawn`], on the runtime of `on` (the side runtime).
+    fn spawn_on<F>(
+        &mut self,
+        on: &tokio::runtime::Handle,
+        task: Task,
+        run: impl FnOnce(CancellationToken) -> F,
+    ) -> CancellationToken
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
         let token = self.root.child_token();
-        let handle = tokio::spawn(run(token.clone()));
+        let handle = on.spawn(run(token.clone()));
         self.running.push((task, token.clone(), handle));
         token
     }
@@ -158,6 +179,8 @@ pub enum StartError {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot start the thread serving HTTP and the control socket: {0}")]
+    SideRuntime(std::io::Error),
 }
 
 /// A started daemon.
@@ -222,6 +245,8 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
 
     let control_metrics =
         ControlMetrics::register(metrics.registry()).map_err(MetricsError::from)?;
+    let cluster_metrics =
+        crate::cluster::ClusterMetrics::register(metrics.registry()).map_err(MetricsError::from)?;
     let built = supervisor::build(&config).map_err(|e| match e {
         ReloadError::Workload { name, reason } => StartError::Workload { name, reason },
         other => StartError::Workload {
@@ -234,6 +259,10 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let handlers = Handlers {
         cmap: Some(metrics.cmap_handler()),
         sdam: Some(metrics.sdam_handler()),
+        command: config
+            .target
+            .command_events
+            .then(|| metrics.command_handler()),
     };
     let timeouts = Timeouts {
         connect: config.target.connect_timeout,
@@ -252,10 +281,19 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         reason: scrub(&e.to_string(), uri.expose()),
     })?;
     let db = client.database(&config.target.database);
+    let member = config.cluster.member();
+    cluster_metrics.size.set(i64::from(member.size));
+    let cluster = (!member.is_sole()).then(|| {
+        Arc::new(crate::cluster::Coordinator::new(
+            &db,
+            &config.cluster,
+            cluster_metrics.clone(),
+        ))
+    });
 
-    let listener = TcpListener::bind(config.http.listen)
-        .await
-        .map_err(|source| StartError::Http {
+    // A std listener: the side runtime registers it (see below).
+    let listener =
+        std::net::TcpListener::bind(config.http.listen).map_err(|source| StartError::Http {
             addr: config.http.listen,
             source,
         })?;
@@ -296,22 +334,57 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let (reports, report_task) = ReportWriter::new(run_info);
     tasks.spawn(Task::Reports, |_| report_task);
     let target_up = Arc::new(AtomicBool::new(false));
+    if let Some(probe) = config.lag_probe.clone() {
+        let (uri, db, run_id, metrics) = (
+            uri.expose().to_owned(),
+            db.clone(),
+            reports.run().id.clone(),
+            metrics.clone(),
+        );
+        tasks.spawn(Task::Probe, |stop| {
+            crate::probe::run(probe, uri, db, run_id, metrics, stop)
+        });
+    }
     let env = Env {
         db: db.clone(),
         metrics: metrics.clone(),
         control_metrics: control_metrics.clone(),
         cancel: load.clone(),
         reports,
+        cluster: cluster.clone(),
+        cluster_metrics,
     };
     let (statuses, reloader, workloads) = Supervisor::start(env, config.clone(), built);
 
+    // HTTP and the control socket run on a thread of their own, so no
+    // client of theirs ever takes the load runtime's workers.
+    let side = SideRuntime::start("mongoload-http").map_err(StartError::SideRuntime)?;
     let control_path = control_socket.as_ref().map(|c| c.path().to_path_buf());
     if let Some(socket) = control_socket {
         tracing::info!("control socket on {}", socket.path().display());
         let (slots, m) = (statuses.clone(), control_metrics.clone());
-        let handler: crate::control::server::Handler =
-            Arc::new(move |cmd| supervisor::control(&slots, &m, cmd));
-        tasks.spawn(Task::Control, |stop| socket.serve(handler, stop));
+        let cluster = cluster.clone();
+        // The handler runs on the side runtime; the database write of
+        // `ctl --all` belongs on the load runtime, with the driver.
+        let load = tokio::runtime::Handle::current();
+        let handler: crate::control::server::Handler = Arc::new(move |cmd| match cmd {
+            crate::control::Command::All(inner) => cluster_control(cluster.as_ref(), *inner, &load),
+            cmd => {
+                let mut answer = supervisor::control(&slots, &m, cmd)?;
+                // In a cluster, say that the command acted on this member only.
+                if let (Some(c), Some(text)) = (&cluster, answer["message"].as_str()) {
+                    answer["message"] = format!(
+                        "{text} (this member only, {}; ctl --all acts on every member)",
+                        c.member()
+                    )
+                    .into();
+                }
+                Ok(answer)
+            }
+        });
+        tasks.spawn_on(side.handle(), Task::Control, |stop| {
+            socket.serve(handler, stop)
+        });
     }
 
     let state = HttpState::new(metrics.clone())
@@ -329,22 +402,38 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         .with_status({
             let (up, statuses) = (target_up.clone(), statuses.clone());
             let (hosts, database) = (hosts.clone(), config.target.database.clone());
+            let cluster = (!member.is_sole()).then(|| ClusterStatus {
+                index: member.index,
+                size: member.size,
+                collection: config.cluster.collection.clone(),
+            });
+            let failover = metrics.failover().clone();
             move || {
                 let snapshot = Snapshot {
                     version: env!("CARGO_PKG_VERSION"),
+                    cluster: cluster.clone(),
                     uptime_seconds: started.elapsed().as_secs_f64(),
                     target: TargetStatus {
                         hosts: hosts.clone(),
                         database: database.clone(),
                         up: up.load(Ordering::Relaxed),
                     },
+                    failovers: failover
+                        .recent(10)
+                        .iter()
+                        .map(crate::report::FailoverReport::from_record)
+                        .collect(),
                     workloads: statuses.snapshots(),
                 };
                 serde_json::to_value(snapshot)
                     .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }))
             }
         });
-    tasks.spawn(Task::Http, |stop| http::serve(listener, state, stop));
+    tasks.spawn_on(side.handle(), Task::Http, |stop| async move {
+        if let Err(e) = http::serve(listener, state, stop).await {
+            tracing::error!("cannot serve HTTP on {http_addr}: {e}");
+        }
+    });
 
     // Keeps the latency window's time slots exact between scrapes.
     let window_metrics = metrics.clone();
@@ -358,6 +447,19 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let ping_stop = tasks.spawn(Task::Ping, |stop| {
         ping_loop(ping_db, ping_metrics, ping_up, user, stop)
     });
+    if let Some(c) = &cluster {
+        tracing::info!(
+            "cluster: {}; coordinating through {}.{}",
+            c.member(),
+            config.target.database,
+            config.cluster.collection
+        );
+        let c = c.clone();
+        tasks.spawn(
+            Task::Heartbeat,
+            |stop| async move { c.heartbeat(stop).await },
+        );
+    }
 
     // Warm the pool in the background so an unreachable deployment does not
     // hold up the start (the workloads' prepare steps wait on the driver's
@@ -406,6 +508,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
             tracing::info!(workload = %w.name, "final: {} operations ok, {} errors, {} missed in {:.1}s", w.ok, w.errors, w.missed, summary.elapsed_seconds);
         }
         tasks.stop().await;
+        side.shutdown().await;
         // Shutdown sends endSessions, which waits on a connection checkout
         // that may never come (a deployment failing every handshake); the
         // process must exit anyway.
@@ -426,6 +529,41 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         reloader,
         done,
     })
+}
+
+/// `ctl --all`: hands the command to every member through the database
+/// (written in the background: the control socket answers at once) and
+/// says so; refused without a cluster.
+fn cluster_control(
+    cluster: Option<&Arc<crate::cluster::Coordinator>>,
+    command: crate::control::Command,
+    load: &tokio::runtime::Handle,
+) -> Result<serde_json::Value, String> {
+    let Some(c) = cluster else {
+        return Err(
+            "--all needs a [cluster]: this daemon runs the whole load; leave out --all".into(),
+        );
+    };
+    if command.workload().is_none() {
+        return Err("status is per member: ask each member's control socket".into());
+    }
+    let (member, line) = (c.member(), command.to_string());
+    let c = c.clone();
+    load.spawn(async move {
+        match c.control(&command).await {
+            Ok(state) => tracing::info!(
+                "control (sent to every member): {command}: the cluster's totals are now {state}"
+            ),
+            Err(e) => tracing::error!("control (for every member): {command}: not applied: {e}"),
+        }
+    });
+    Ok(json!({
+        "message": format!(
+            "{line}: sent to every member of the cluster through the database; each applies its share within a second ({} of {} here)",
+            member.index,
+            member.size
+        ),
+    }))
 }
 
 /// What the pings say about the deployment.

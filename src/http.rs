@@ -4,12 +4,16 @@
 //! The accept loop is bounded by a semaphore, every connection has a
 //! deadline, and accept errors such as EMFILE back off instead of spinning
 //! (after ntpd-rs's metrics exporter): a scraper or a port scan can never
-//! take the daemon's file descriptors or CPU.
+//! take the daemon's file descriptors. CPU is bounded too: connections and
+//! requests pass a [`Throttle`] ([`REQUEST_RATE`] a second), and
+//! `/metrics` is rendered at most once per [`RENDER_INTERVAL`] and served
+//! from that page in between ([`MetricsPage`]). The daemon runs this
+//! server on its own thread ([`crate::side_runtime`]), never on the load's.
 
 use std::convert::Infallible;
 use std::pin::pin;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
@@ -22,7 +26,9 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::{Metrics, TEXT_CONTENT_TYPE};
+use crate::error_log::LogLimiter;
+use crate::metrics::{Metrics, MetricsError, TEXT_CONTENT_TYPE};
+use crate::throttle::Throttle;
 
 /// Connections served at once; further ones wait in the listen backlog.
 pub const MAX_CONNECTIONS: u32 = 64;
@@ -36,12 +42,58 @@ const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(50);
 const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 /// How long `serve` waits for open connections after cancellation.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+/// Connections accepted plus requests answered per second, at most, over
+/// all clients (a burst of [`REQUEST_BURST`] passes at once). A Prometheus
+/// server scrapes every few seconds; a storm beyond this is slowed down,
+/// not served at the load's expense.
+pub const REQUEST_RATE: u32 = 100;
+pub const REQUEST_BURST: u32 = 50;
+/// `/metrics` is rendered at most this often; requests in between get the
+/// last page, so it is never older than this (plus the time to render it).
+pub const RENDER_INTERVAL: Duration = Duration::from_millis(250);
+
+/// `/metrics` as served: the registry rendered at most once per
+/// interval, the page shared by every request in between. Rendering holds
+/// the lock, so concurrent requests wait for one render instead of each
+/// doing its own.
+pub struct MetricsPage {
+    metrics: Arc<Metrics>,
+    interval: Duration,
+    last: Mutex<Option<(Instant, Bytes)>>,
+}
+
+impl MetricsPage {
+    /// A page of `metrics`, rendered at most once per `interval`.
+    pub fn new(metrics: Arc<Metrics>, interval: Duration) -> MetricsPage {
+        MetricsPage {
+            metrics,
+            interval,
+            last: Mutex::new(None),
+        }
+    }
+
+    /// The page for a request at `now`: the last one if it was rendered
+    /// less than the interval before `now`, else a new one.
+    pub fn get(&self, now: Instant) -> Result<Bytes, MetricsError> {
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((at, page)) = last.as_ref() {
+            if now.saturating_duration_since(*at) < self.interval {
+                return Ok(page.clone());
+            }
+        }
+        let page = Bytes::from(self.metrics.encode()?);
+        *last = Some((now, page.clone()));
+        Ok(page)
+    }
+}
 
 /// What the endpoints report. Cloning shares everything.
 #[derive(Clone)]
 pub struct HttpState {
-    /// Encoded on every `/metrics` request.
     pub metrics: Arc<Metrics>,
+    /// What `/metrics` serves: `metrics` rendered at most once per
+    /// [`RENDER_INTERVAL`].
+    pub page: Arc<MetricsPage>,
     /// `/readyz` answers 200 while this returns true, else 503.
     pub ready: Arc<dyn Fn() -> bool + Send + Sync>,
     /// The body of `/status`. Must not contain secrets.
@@ -53,6 +105,7 @@ impl HttpState {
     /// with [`HttpState::with_ready`] and [`HttpState::with_status`].
     pub fn new(metrics: Arc<Metrics>) -> Self {
         HttpState {
+            page: Arc::new(MetricsPage::new(metrics.clone(), RENDER_INTERVAL)),
             metrics,
             ready: Arc::new(|| false),
             status: Arc::new(|| serde_json::json!({})),
@@ -77,9 +130,18 @@ impl HttpState {
 
 /// Serves the endpoints on `listener` until `shutdown` is cancelled, then
 /// closes open connections gracefully (waiting at most 2 s) and returns.
-pub async fn serve(listener: TcpListener, state: HttpState, shutdown: CancellationToken) {
+/// The listener is registered with the runtime this runs on.
+pub async fn serve(
+    listener: std::net::TcpListener,
+    state: HttpState,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let listener = TcpListener::from_std(listener)?;
     let state = Arc::new(state);
+    let throttle = Arc::new(Throttle::new(REQUEST_RATE, REQUEST_BURST));
     let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS as usize));
+    let accept_errors = LogLimiter::new(1, crate::error_log::LOG_INTERVAL);
     let mut backoff = ACCEPT_BACKOFF_MIN;
     loop {
         let permit = tokio::select! {
@@ -91,7 +153,10 @@ pub async fn serve(listener: TcpListener, state: HttpState, shutdown: Cancellati
         };
         let accepted = tokio::select! {
             _ = shutdown.cancelled() => break,
-            accepted = listener.accept() => accepted,
+            accepted = async {
+                throttle.admit().await;
+                listener.accept().await
+            } => accepted,
         };
         let stream = match accepted {
             Ok((stream, _peer)) => {
@@ -102,7 +167,9 @@ pub async fn serve(listener: TcpListener, state: HttpState, shutdown: Cancellati
             Err(e) if is_per_connection(&e) => continue,
             Err(e) => {
                 // EMFILE/ENFILE/ENOMEM/ENOBUFS: retrying at once would spin.
-                tracing::warn!(error = %e, ?backoff, "cannot accept an HTTP connection; backing off");
+                if let Some(suppressed) = accept_errors.admit(0, Instant::now()) {
+                    tracing::warn!(error = %e, ?backoff, suppressed, "cannot accept an HTTP connection; backing off");
+                }
                 tokio::select! {
                     _ = shutdown.cancelled() => break,
                     _ = tokio::time::sleep(backoff) => {}
@@ -112,15 +179,17 @@ pub async fn serve(listener: TcpListener, state: HttpState, shutdown: Cancellati
             }
         };
         let state = Arc::clone(&state);
+        let throttle = Arc::clone(&throttle);
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
-            serve_connection(stream, state, shutdown).await;
+            serve_connection(stream, state, throttle, shutdown).await;
             drop(permit);
         });
     }
     // Every connection holds a permit: getting all of them back means they
     // are all closed.
     let _ = tokio::time::timeout(DRAIN_TIMEOUT, permits.acquire_many(MAX_CONNECTIONS)).await;
+    Ok(())
 }
 
 fn is_per_connection(e: &std::io::Error) -> bool {
@@ -134,11 +203,15 @@ fn is_per_connection(e: &std::io::Error) -> bool {
 async fn serve_connection(
     stream: tokio::net::TcpStream,
     state: Arc<HttpState>,
+    throttle: Arc<Throttle>,
     shutdown: CancellationToken,
 ) {
     let service = service_fn(move |req: Request<Incoming>| {
-        let response = respond(&state, req.method(), req.uri().path());
-        async move { Ok::<_, Infallible>(response) }
+        let (state, throttle) = (Arc::clone(&state), Arc::clone(&throttle));
+        async move {
+            throttle.admit().await;
+            Ok::<_, Infallible>(respond(&state, req.method(), req.uri().path()))
+        }
     });
     let mut conn = pin!(http1::Builder::new()
         .timer(TokioTimer::new())
@@ -172,7 +245,7 @@ pub fn respond(state: &HttpState, method: &Method, path: &str) -> Response<Full<
         return response;
     }
     match path {
-        "/metrics" => match state.metrics.encode() {
+        "/metrics" => match state.page.get(Instant::now()) {
             Ok(body) => with_type(StatusCode::OK, TEXT_CONTENT_TYPE, body),
             Err(e) => {
                 tracing::error!(error = %e, "cannot encode metrics");
@@ -259,5 +332,33 @@ mod tests {
         let r = respond(&s, &Method::POST, "/metrics");
         assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED);
         assert_eq!(r.headers()[ALLOW], "GET, HEAD");
+    }
+
+    #[test]
+    fn the_page_is_rendered_at_most_once_per_interval() {
+        let metrics = Arc::new(Metrics::new().unwrap());
+        let gauge = prometheus::IntGauge::new("test_value", "a value that changes").unwrap();
+        metrics
+            .registry()
+            .register(Box::new(gauge.clone()))
+            .unwrap();
+        let page = MetricsPage::new(metrics, Duration::from_millis(250));
+        let has = |p: &Bytes, v: i64| {
+            std::str::from_utf8(p)
+                .unwrap()
+                .contains(&format!("\ntest_value {v}\n"))
+        };
+        let t0 = Instant::now();
+        gauge.set(1);
+        assert!(has(&page.get(t0).unwrap(), 1));
+        gauge.set(2);
+        // Within the interval: the same page, not a new render.
+        assert!(has(&page.get(t0 + Duration::from_millis(249)).unwrap(), 1));
+        // Then a fresh one, which the next interval serves.
+        let t1 = t0 + Duration::from_millis(250);
+        assert!(has(&page.get(t1).unwrap(), 2));
+        gauge.set(3);
+        assert!(has(&page.get(t1 + Duration::from_millis(100)).unwrap(), 2));
+        assert!(has(&page.get(t1 + Duration::from_secs(5)).unwrap(), 3));
     }
 }

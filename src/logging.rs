@@ -49,7 +49,10 @@ pub fn init(default_level: &str) -> LogSink {
             Err(e) => eprintln!("mongoload: cannot log to journald ({e}); logging to stderr"),
         }
     }
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    // Colours only on a terminal: a file or a pipe gets plain text.
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     match tracing_subscriber::registry()
         .with(filter)
         .with(fmt)

@@ -12,9 +12,22 @@ use crate::schedule::Load;
 #[derive(Debug, Clone, Serialize)]
 pub struct Snapshot {
     pub version: &'static str,
+    /// In a cluster: this member (`null` alone).
+    pub cluster: Option<ClusterStatus>,
     pub uptime_seconds: f64,
     pub target: TargetStatus,
+    /// The last failovers the driver saw (at most 10).
+    pub failovers: Vec<crate::report::FailoverReport>,
     pub workloads: Vec<WorkloadSnapshot>,
+}
+
+/// This daemon as a member of its cluster.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClusterStatus {
+    pub index: u32,
+    pub size: u32,
+    /// The coordination collection.
+    pub collection: String,
 }
 
 /// The deployment under load (hosts only: never the URI or a password).
@@ -40,6 +53,9 @@ pub struct WorkloadSnapshot {
     pub operations_ok: u64,
     pub operations_error: u64,
     pub missed: u64,
+    /// The acknowledged-write audit, when the workload has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audit: Option<crate::audit::AuditSummary>,
 }
 
 /// Runtime control of a workload: what an operator changed, and the same

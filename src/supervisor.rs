@@ -27,9 +27,10 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::audit::Audit;
 use crate::config::{self, Config, ConfigError, WorkloadConfig};
 use crate::control::{Command, ControlMetrics, ControlState};
-use crate::engine::{self, WorkloadRun, WorkloadStatus};
+use crate::engine::{self, AuditSetup, WorkloadRun, WorkloadStatus};
 use crate::metrics::Metrics;
 use crate::mongo::Deployment;
 use crate::schedule::Schedule;
@@ -48,6 +49,8 @@ pub struct Slot {
     pub status: Arc<WorkloadStatus>,
     /// Runtime control; the engine holds a receiver.
     pub control: watch::Sender<ControlState>,
+    /// The acknowledged-write audit of the running engine, if it has one.
+    pub audit: Mutex<Option<Arc<Audit>>>,
 }
 
 impl Slot {
@@ -63,7 +66,16 @@ impl Slot {
             operations_ok: self.status.ok.load(Ordering::Relaxed),
             operations_error: self.status.errors.load(Ordering::Relaxed),
             missed: self.status.missed.load(Ordering::Relaxed),
+            audit: self.audit().map(|a| a.summary()),
         }
+    }
+
+    /// The running engine's audit, if it has one.
+    pub fn audit(&self) -> Option<Arc<Audit>> {
+        self.audit
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }
 
@@ -145,7 +157,7 @@ impl std::fmt::Display for ReloadSummary {
 /// `new`, if any: those need a restart.
 pub fn restart_only_change(old: &Config, new: &Config) -> Option<&'static str> {
     let (a, b) = (&old.target, &new.target);
-    let keys: [(&'static str, bool); 11] = [
+    let keys: [(&'static str, bool); 16] = [
         ("target.uri", a.uri != b.uri),
         ("target.uri_file", a.uri_file != b.uri_file),
         ("target.database", a.database != b.database),
@@ -163,10 +175,19 @@ pub fn restart_only_change(old: &Config, new: &Config) -> Option<&'static str> {
             "target.operation_timeout",
             a.operation_timeout != b.operation_timeout,
         ),
+        ("target.write_concern", a.write_concern != b.write_concern),
+        ("target.read_concern", a.read_concern != b.read_concern),
+        (
+            "target.command_events",
+            a.command_events != b.command_events,
+        ),
+        ("lag_probe", old.lag_probe != new.lag_probe),
         ("http.listen", old.http != new.http),
         ("control.socket", old.control != new.control),
         // The run id and its log file are fixed for the process's life.
         ("run.log", old.run.log != new.run.log),
+        // A member's share and its coordination are fixed at start.
+        ("cluster", old.cluster != new.cluster),
     ];
     keys.into_iter()
         .find(|(_, changed)| *changed)
@@ -233,10 +254,13 @@ pub fn build(config: &Config) -> Result<Vec<Built>, ReloadError> {
                 name: w.name.clone(),
                 reason,
             };
+            let workload = crate::workload::build(w)
+                .map_err(|e| err(format!("{}: {}", e.error.key, e.error.reason)))?;
+            // A cluster member inserts keys of its own.
+            crate::workload::join(workload.as_ref(), config.cluster.member());
             Ok(Built {
                 config: w.clone(),
-                workload: crate::workload::build(w)
-                    .map_err(|e| err(format!("{}: {}", e.error.key, e.error.reason)))?,
+                workload,
                 schedule: w.schedule().map_err(|e| err(e.to_string()))?,
             })
         })
@@ -255,6 +279,10 @@ pub struct Env {
     pub cancel: CancellationToken,
     /// Where the stage reports go (the run's report task).
     pub reports: crate::report::writer::ReportWriter,
+    /// In a cluster: the coordination every engine runs with.
+    pub cluster: Option<Arc<crate::cluster::Coordinator>>,
+    /// The cluster families (exported alone too).
+    pub cluster_metrics: crate::cluster::ClusterMetrics,
 }
 
 /// A running engine of one workload.
@@ -380,6 +408,7 @@ impl Supervisor {
             kind: w.kind.name(),
             status: Arc::new(WorkloadStatus::default()),
             control: watch::channel(ControlState::default()).0,
+            audit: Mutex::new(None),
         })
     }
 
@@ -387,10 +416,24 @@ impl Supervisor {
     fn spawn(&mut self, slot: &Arc<Slot>, built: Built) {
         let w = &built.config;
         let (schedule, schedule_rx) = watch::channel(built.schedule);
+        // A restarted engine starts a new ledger.
+        let audit = w.audit.then(|| AuditSetup {
+            audit: Audit::new(
+                &w.name,
+                &self.env.db,
+                built.workload.collections(),
+                built.workload.audit_keys(),
+                self.env.metrics.audit(),
+            ),
+            rate: w.audit_rate,
+            timeout: self.config.target.operation_timeout,
+        });
+        *slot.audit.lock().unwrap_or_else(PoisonError::into_inner) =
+            audit.as_ref().map(|a| a.audit.clone());
         let run = WorkloadRun {
             name: w.name.clone(),
             deployment: Deployment::new(
-                self.env.db.clone(),
+                self.config.target.database_for(&self.env.db, w),
                 built.workload.as_ref(),
                 self.config.target.operation_timeout,
             ),
@@ -405,6 +448,17 @@ impl Supervisor {
             status: slot.status.clone(),
             control: slot.control.subscribe(),
             reports: self.env.reports.clone(),
+            cluster: self
+                .env
+                .cluster
+                .clone()
+                .map(|coord| crate::cluster::ClusterRun {
+                    coord,
+                    apply: cluster_control(slot.clone(), self.env.control_metrics.clone()),
+                }),
+            stage_index: self.env.cluster_metrics.stage.with_label_values(&[&w.name]),
+            failover: self.env.metrics.failover().clone(),
+            audit,
         };
         let stop = self.env.cancel.child_token();
         let finished = CancellationToken::new();
@@ -505,6 +559,23 @@ impl Supervisor {
     }
 }
 
+/// Applies the cluster-wide control (as this member's share) to `slot`,
+/// as [`control`] applies a command: logged, `mongoload_paused` kept.
+fn cluster_control(
+    slot: Arc<Slot>,
+    metrics: ControlMetrics,
+) -> crate::cluster::epoch::ApplyControl {
+    Arc::new(move |state: ControlState| {
+        let before = slot.control.borrow().clone();
+        if before == state {
+            return;
+        }
+        slot.control.send_replace(state.clone());
+        metrics.set_paused(&slot.name, state.paused);
+        tracing::info!(workload = %slot.name, "control (cluster-wide): {before} → {state}");
+    })
+}
+
 /// Answers a control command against the current workloads; every change
 /// is logged and reflected in `mongoload_paused` (the engine re-publishes
 /// the stage and the target gauges follow).
@@ -527,6 +598,30 @@ pub fn control(
             names.join(", ")
         ));
     };
+    if let Command::Audit(_) = command {
+        let Some(audit) = slot.audit() else {
+            return Err(format!(
+                "workload {name:?} has no audit (set audit = true in its [[workloads]] table)"
+            ));
+        };
+        let summary = audit.request_pass();
+        tracing::info!(workload = %slot.name, "control: audit: a full pass is queued");
+        return Ok(json!({
+            "workload": slot.name,
+            "audit": summary,
+            "message": format!(
+                "workload {}: audit pass queued; so far {} acknowledged ids in the ledger, {} missing{}",
+                slot.name,
+                summary.acknowledged,
+                summary.missing,
+                if summary.missing_ids.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (first: {})", summary.missing_ids.join(", "))
+                }
+            ),
+        }));
+    }
     let before = slot.control.borrow().clone();
     slot.control.send_modify(|s| command.apply(s));
     let after = slot.control.borrow().clone();

@@ -67,17 +67,26 @@ impl Ledger {
     }
 
     /// Records that the server acknowledged the insert of `id` (an id found
-    /// missing before and inserted again counts as present again).
-    pub fn acknowledge(&mut self, id: u64) {
-        self.present.insert(id);
-        self.missing.remove(id);
+    /// missing before and inserted again counts as present again). Returns
+    /// whether the ledger gained an id (not if it was present or missing).
+    pub fn acknowledge(&mut self, id: u64) -> bool {
+        self.present.insert(id) & !self.missing.remove(id)
     }
 
     /// [`Ledger::acknowledge`] for every id of `ids` (an acknowledged batch
-    /// of sequential ids).
-    pub fn acknowledge_range(&mut self, ids: Range<u64>) {
-        self.present.insert_range(ids.clone());
-        self.missing.remove_range(ids);
+    /// of sequential ids). Returns how many ids the ledger gained.
+    pub fn acknowledge_range(&mut self, ids: Range<u64>) -> u64 {
+        let added = self.present.insert_range(ids.clone());
+        added - self.missing.remove_range(ids)
+    }
+
+    /// Stops checking every id (a delete the workload cannot name by
+    /// `_id`). Returns how many were in the ledger.
+    pub fn forget_all(&mut self) -> u64 {
+        let n = self.present.len() + self.missing.len();
+        self.present.clear();
+        self.missing.clear();
+        n
     }
 
     /// Stops checking `id`: call it *before* sending a delete of `id`.
@@ -181,8 +190,11 @@ mod tests {
     #[test]
     fn acknowledged_minus_forgotten() {
         let mut l = Ledger::new();
-        l.acknowledge_range(0..10);
-        l.acknowledge(20);
+        assert_eq!(l.acknowledge_range(0..10), 10);
+        assert!(l.acknowledge(20));
+        assert!(!l.acknowledge(20), "already there");
+        assert_eq!(l.acknowledge_range(5..12), 2);
+        l.forget_range(10..12);
         assert!(l.forget(3));
         assert!(!l.forget(11));
         assert_eq!(l.forget_range(5..8), 3);
@@ -260,11 +272,14 @@ mod tests {
         // Reported once: a second audit of the same ids finds nothing new.
         assert!(l.confirm_missing([43, 45, 99_999]).is_empty());
         assert_eq!(l.missing().collect::<Vec<_>>(), vec![43, 45, 47, 49]);
-        // Inserted again, or deleted on purpose: no longer missing.
-        l.acknowledge(43);
+        // Inserted again, or deleted on purpose: no longer missing (and the
+        // ledger gains nothing: the id moved from missing to present).
+        assert!(!l.acknowledge(43));
         l.forget(45);
         assert_eq!(l.missing().collect::<Vec<_>>(), vec![47, 49]);
         assert!(l.contains(43));
+        assert_eq!(l.forget_all(), 98);
+        assert!(l.is_empty() && l.missing_len() == 0);
     }
 
     #[test]

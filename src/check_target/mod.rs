@@ -126,7 +126,10 @@ pub async fn check(config: &Config, path: &Path) -> Result<Report, String> {
         },
         server_version: None,
         topology: None,
-        write_concern: describe_write_concern(options.write_concern.as_ref()),
+        write_concern: with_configured_concerns(
+            describe_write_concern(options.write_concern.as_ref()),
+            config,
+        ),
         privileges: None,
         prepare,
     };
@@ -442,6 +445,28 @@ fn describe_write_concern(wc: Option<&WriteConcern>) -> WriteConcernInfo {
     }
 }
 
+/// The write concern the config sets (`target.write_concern`, and the
+/// workloads' own) over the connection string's: what the load's writes
+/// will carry.
+fn with_configured_concerns(uri: WriteConcernInfo, config: &Config) -> WriteConcernInfo {
+    let mut info = match &config.target.write_concern {
+        Some(wc) => WriteConcernInfo {
+            source: "target.write_concern".into(),
+            effective: wc.to_string(),
+        },
+        None => uri,
+    };
+    let own: Vec<String> = config
+        .workloads
+        .iter()
+        .filter_map(|w| Some(format!("{}: {}", w.name, w.write_concern.as_ref()?)))
+        .collect();
+    if !own.is_empty() {
+        info.effective = format!("{}; workloads' own: {}", info.effective, own.join(", "));
+    }
+    info
+}
+
 /// A short, plain reason for a driver error: TLS and connection problems
 /// by name, server errors by code name.
 pub fn explain(e: &Error) -> String {
@@ -533,6 +558,33 @@ mod tests {
         let d = describe_write_concern(None);
         assert_eq!(d.source, "server_default");
         assert!(d.effective.starts_with("unknown"), "{}", d.effective);
+    }
+
+    #[test]
+    fn the_configured_write_concern_wins_over_the_uri() {
+        let text = |target: &str, own: &str| {
+            format!(
+                "[target]\nuri = \"mongodb://h/?w=1\"\n{target}\n[[workloads]]\nname = \"a\"\nkind = \"mixed\"\n{own}\n\
+                 [[workloads.stages]]\nrate = 1\nduration = \"1s\"\n"
+            )
+        };
+        let cfg =
+            |t: &str| config::parse_with_env(t, Path::new("t.toml"), std::iter::empty()).unwrap();
+        let uri = || WriteConcernInfo {
+            source: "uri".into(),
+            effective: "w=1".into(),
+        };
+        let plain = with_configured_concerns(uri(), &cfg(&text("", "")));
+        assert_eq!(
+            (plain.source.as_str(), plain.effective.as_str()),
+            ("uri", "w=1")
+        );
+        let set = with_configured_concerns(
+            uri(),
+            &cfg(&text("write_concern = \"majority\"", "write_concern = 1")),
+        );
+        assert_eq!(set.source, "target.write_concern");
+        assert_eq!(set.effective, "w=majority; workloads' own: a: w=1");
     }
 
     #[test]

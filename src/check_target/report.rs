@@ -114,10 +114,12 @@ pub struct Topology {
 /// The write concern the load's writes carry.
 #[derive(Debug, Clone, Serialize)]
 pub struct WriteConcernInfo {
-    /// `uri` when the connection string sets it, else `server_default`.
+    /// `target.write_concern` when the config sets it, else `uri` when the
+    /// connection string does, else `server_default`.
     pub source: String,
     /// e.g. `w=majority, j=true`; `unknown` for a server default, which
-    /// only an admin command (getDefaultRWConcern) would tell.
+    /// only an admin command (getDefaultRWConcern) would tell; then the
+    /// workloads that set their own (`; workloads' own: mix: w=1`).
     pub effective: String,
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::{uri_hosts, Config, TargetConfig};
+use super::{uri_hosts, Config, SecretUri, TargetConfig};
 use crate::schedule::WindowPlan;
 
 /// How far ahead `check-config` prints the timeline.
@@ -66,6 +66,7 @@ impl Config {
             humantime::format_duration(t.server_selection_timeout),
             humantime::format_duration(t.operation_timeout)
         );
+        out.push_str(&t.describe_concerns(t.uri.as_ref().map(SecretUri::expose)));
         let _ = writeln!(out, "http:\n  listen: {}", self.http.listen);
         let _ = writeln!(
             out,
@@ -83,6 +84,16 @@ impl Config {
                 .as_ref()
                 .map_or("(off)".into(), |p| p.display().to_string())
         );
+        out.push_str(&self.cluster.describe());
+        if let Some(p) = &self.lag_probe {
+            let _ = writeln!(
+                out,
+                "lag_probe:\n  interval: {}, collection: {}, secondaries read every {}",
+                humantime::format_duration(p.interval),
+                p.collection,
+                humantime::format_duration(p.poll())
+            );
+        }
         for w in &self.workloads {
             let _ = writeln!(out, "workload {:?}:", w.name);
             let _ = writeln!(out, "  kind: {}", w.kind.name());
@@ -99,6 +110,7 @@ impl Config {
                 }
             );
             out.push_str(&w.kind.params().describe());
+            out.push_str(&w.describe_failover());
             let Ok(schedule) = w.schedule() else {
                 let _ = writeln!(out, "  (invalid schedule)");
                 continue;

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::{Config, ConfigError, CONFIG_ENV, DEFAULT_PATH};
+use super::{Config, ConfigError, KeyError, CONFIG_ENV, DEFAULT_PATH};
 
 /// Prefix of environment overrides.
 const ENV_PREFIX: &str = "MONGOLOAD_";
@@ -48,9 +48,13 @@ pub fn parse_with_env(
 ) -> Result<Config, ConfigError> {
     // Only MONGOLOAD_<SECTION>__<KEY> are keys: MONGOLOAD_CONFIG,
     // MONGOLOAD_TEST_URI and friends must not reach deny_unknown_fields.
+    let mut hostname = None;
     let overrides: HashMap<String, String> = env
         .into_iter()
-        .filter(|(k, _)| {
+        .filter(|(k, v)| {
+            if k == "HOSTNAME" {
+                hostname = Some(v.clone());
+            }
             k.get(..ENV_PREFIX.len())
                 .is_some_and(|p| p.eq_ignore_ascii_case(ENV_PREFIX))
                 && k[ENV_PREFIX.len()..].contains("__")
@@ -105,10 +109,18 @@ pub fn parse_with_env(
             reason,
         }
     })?;
-    cfg.validate().map_err(|mut e| {
-        e.reason.push_str(&env_hint(&e.key));
-        e.in_file(path)
-    })?;
+    let mut cfg = cfg;
+    cfg.validate()
+        .and_then(|()| {
+            let host = crate::cluster::hostname(hostname);
+            cfg.cluster
+                .resolve(host.as_deref())
+                .map_err(|e| KeyError::new(e.key, e.reason))
+        })
+        .map_err(|mut e| {
+            e.reason.push_str(&env_hint(&e.key));
+            e.in_file(path)
+        })?;
     Ok(cfg)
 }
 

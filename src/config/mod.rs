@@ -76,6 +76,7 @@
 //! keys and are ignored.
 
 mod describe;
+mod failover;
 mod load;
 mod types;
 mod uri;
@@ -96,6 +97,10 @@ pub use crate::workload::name_num::{NameNumConfig, NameNumMode};
 pub use crate::workload::sysbench::SysbenchConfig;
 pub use crate::workload::ycsb::{YcsbConfig, YcsbFieldType, YcsbLetter};
 pub use describe::TIMELINE_HORIZON;
+pub use failover::{
+    uri_w, ConcernSource, LagProbeConfig, ReadConcernSpec, WriteAck, WriteConcernSpec,
+    DEFAULT_AUDIT_RATE,
+};
 pub use load::{default_path, load, load_with_env, parse_with_env};
 pub use types::{ByteSize, LevelSpec};
 pub use uri::{redact_uri, uri_hosts, uri_user, SecretUri, UriUser};
@@ -197,9 +202,15 @@ pub struct Config {
     /// The runtime control endpoint.
     #[serde(default)]
     pub control: ControlConfig,
+    /// Several load hosts as one load (absent: this daemon alone).
+    #[serde(default)]
+    pub cluster: crate::cluster::ClusterConfig,
     /// The workloads, each with its own schedule; at least one.
     #[serde(default)]
     pub workloads: Vec<WorkloadConfig>,
+    /// The replication-lag probe; absent: off.
+    #[serde(default)]
+    pub lag_probe: Option<LagProbeConfig>,
 }
 
 /// `[target]`: where and how to connect.
@@ -226,6 +237,15 @@ pub struct TargetConfig {
     /// engine bounds each operation with one timer).
     #[serde(with = "humantime_serde")]
     pub operation_timeout: Duration,
+    /// The write concern of every workload's writes (unless it sets its
+    /// own); absent: the connection string's, else the deployment's.
+    pub write_concern: Option<WriteConcernSpec>,
+    /// The read concern of every workload's reads (unless it sets its own).
+    pub read_concern: Option<ReadConcernSpec>,
+    /// Command monitoring: every write attempt's outcome (retried writes,
+    /// write outages hidden by retries), at the cost of the driver copying
+    /// each command and reply (BENCHMARKS.md).
+    pub command_events: bool,
 }
 
 impl Default for TargetConfig {
@@ -239,6 +259,9 @@ impl Default for TargetConfig {
             connect_timeout: Duration::from_secs(5),
             server_selection_timeout: Duration::from_secs(5),
             operation_timeout: Duration::from_secs(10),
+            write_concern: None,
+            read_concern: None,
+            command_events: true,
         }
     }
 }
@@ -366,6 +389,20 @@ pub struct WorkloadConfig {
     /// With `windows`: the IANA time zone they are in (default UTC).
     #[serde(default)]
     pub timezone: Option<String>,
+    /// This workload's write concern, instead of `target.write_concern`.
+    #[serde(default)]
+    pub write_concern: Option<WriteConcernSpec>,
+    /// This workload's read concern, instead of `target.read_concern`.
+    #[serde(default)]
+    pub read_concern: Option<ReadConcernSpec>,
+    /// Keep a ledger of the acknowledged inserts and check them against
+    /// the server (the acknowledged-write audit).
+    #[serde(default)]
+    pub audit: bool,
+    /// Ledger ids checked per second in the background (0: only after a
+    /// failover, at stage ends and on `ctl audit`).
+    #[serde(default = "default_audit_rate")]
+    pub audit_rate: f64,
     /// Parameter tables given beside `kind` for another kind, by key:
     /// refused by validation, which names them.
     #[serde(skip)]
@@ -432,6 +469,10 @@ fn default_max_inflight() -> u32 {
 
 fn default_max_lag() -> Duration {
     Duration::from_secs(10)
+}
+
+fn default_audit_rate() -> f64 {
+    DEFAULT_AUDIT_RATE
 }
 
 /// `[[workloads.stages]]`: one stage. Exactly one of `rate` and

@@ -6,7 +6,8 @@
 use std::collections::HashMap;
 
 use super::{
-    check_uri_scheme, Config, KeyError, LevelSpec, StageConfig, WindowConfig, WorkloadConfig,
+    check_uri_scheme, Config, KeyError, LevelSpec, SecretUri, StageConfig, WindowConfig,
+    WorkloadConfig,
 };
 use crate::schedule::window::{WindowLevel, Windows};
 use crate::schedule::{Mode, Schedule, Shape, Stage, WindowPlan};
@@ -55,6 +56,10 @@ impl Config {
                 format!("not a valid database name: {:?}", self.target.database),
             ));
         }
+        self.target.validate_concerns()?;
+        if let Some(p) = &self.lag_probe {
+            p.validate()?;
+        }
         for (key, d) in [
             ("target.connect_timeout", self.target.connect_timeout),
             (
@@ -75,10 +80,13 @@ impl Config {
         }
         let mut seen: HashMap<&str, usize> = HashMap::new();
         for (i, w) in self.workloads.iter().enumerate() {
-            w.validate().map_err(|e| KeyError {
-                key: format!("workloads[{i}].{}", e.key),
-                reason: e.reason,
-            })?;
+            let uri = self.target.uri.as_ref().map(SecretUri::expose);
+            w.validate()
+                .and_then(|()| w.validate_failover(&self.target, uri))
+                .map_err(|e| KeyError {
+                    key: format!("workloads[{i}].{}", e.key),
+                    reason: e.reason,
+                })?;
             if let Some(first) = seen.insert(w.name.as_str(), i) {
                 return Err(KeyError::new(
                     format!("workloads[{i}].name"),
@@ -229,6 +237,7 @@ impl WorkloadConfig {
         if self.max_lag.is_zero() {
             return Err(KeyError::new("max_lag", "must be greater than zero"));
         }
+        crate::limits::check_workers(self)?;
         if let Some(table) = self.stray_tables.first() {
             return Err(KeyError::new(
                 *table,

@@ -211,6 +211,11 @@ pub enum Command {
     Scale(String, f64),
     /// Back to the schedule as configured (clears pause, override, scale).
     Reset(String),
+    /// A full pass of the workload's acknowledged-write audit.
+    Audit(String),
+    /// A command for every member of a cluster (`ctl --all`), its levels
+    /// the cluster's totals: handed on through the database.
+    All(Box<Command>),
 }
 
 /// A request line that is not a command.
@@ -220,7 +225,7 @@ pub struct ParseError(pub String);
 
 /// The usage line shown with parse errors.
 pub const USAGE: &str =
-    "status | pause W | resume W | set-rate W N | set-concurrency W N | scale W F | reset W";
+    "status | pause W | resume W | set-rate W N | set-concurrency W N | scale W F | reset W | audit W";
 
 impl FromStr for Command {
     type Err = ParseError;
@@ -231,6 +236,12 @@ impl FromStr for Command {
         let Some((&verb, args)) = words.split_first() else {
             return Err(bad("empty request".into()));
         };
+        if verb == "all" {
+            return match args.join(" ").parse::<Command>()? {
+                Command::All(_) => Err(bad("all takes one command".into())),
+                c => Ok(Command::All(Box::new(c))),
+            };
+        }
         let want = |n: usize| -> Result<(), ParseError> {
             if args.len() == n {
                 Ok(())
@@ -266,6 +277,10 @@ impl FromStr for Command {
             "reset" => {
                 want(1)?;
                 Command::Reset(name())
+            }
+            "audit" => {
+                want(1)?;
+                Command::Audit(name())
             }
             "set-rate" => {
                 want(2)?;
@@ -307,6 +322,8 @@ impl fmt::Display for Command {
             Command::SetConcurrency(w, n) => write!(f, "set-concurrency {w} {n}"),
             Command::Scale(w, x) => write!(f, "scale {w} {x}"),
             Command::Reset(w) => write!(f, "reset {w}"),
+            Command::Audit(w) => write!(f, "audit {w}"),
+            Command::All(c) => write!(f, "all {c}"),
         }
     }
 }
@@ -321,7 +338,9 @@ impl Command {
             | Command::SetRate(w, _)
             | Command::SetConcurrency(w, _)
             | Command::Scale(w, _)
-            | Command::Reset(w) => Some(w),
+            | Command::Reset(w)
+            | Command::Audit(w) => Some(w),
+            Command::All(c) => c.workload(),
         }
     }
 
@@ -330,13 +349,14 @@ impl Command {
     /// keeps the scale for when the override is reset.
     pub fn apply(&self, state: &mut ControlState) {
         match self {
-            Command::Status => {}
+            Command::Status | Command::Audit(_) => {}
             Command::Pause(_) => state.paused = true,
             Command::Resume(_) => state.paused = false,
             Command::SetRate(_, r) => state.override_load = Some(Load::Rate(*r)),
             Command::SetConcurrency(_, n) => state.override_load = Some(Load::Concurrency(*n)),
             Command::Scale(_, f) => state.scale = *f,
             Command::Reset(_) => *state = ControlState::default(),
+            Command::All(c) => c.apply(state),
         }
     }
 }
@@ -361,6 +381,7 @@ mod tests {
             "set-concurrency mixed 16",
             "scale mixed 1.5",
             "reset mixed",
+            "audit mixed",
         ] {
             let c = cmd(line).unwrap();
             assert_eq!(c.to_string(), line);

@@ -17,23 +17,33 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::Command;
+use crate::error_log::{LogLimiter, LOG_INTERVAL};
+use crate::throttle::Throttle;
 
 /// Longest request line accepted (a command is a few words).
 const MAX_LINE: usize = 4096;
 
 /// Connections served at once; more wait for a slot.
-const MAX_CONNECTIONS: usize = 16;
+pub const MAX_CONNECTIONS: usize = 16;
 
 /// A connection idle this long is closed.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Connections accepted plus requests answered per second, at most, over
+/// all clients: a script looping on `mongoload ctl status` is slowed down
+/// instead of taking CPU from the load.
+pub const REQUEST_RATE: u32 = 100;
+const REQUEST_BURST: u32 = 20;
 
 /// Answers one command: `Ok(fields)` is merged into `{"ok":true,…}`,
 /// `Err(reason)` becomes `{"ok":false,"error":reason}`.
 pub type Handler = Arc<dyn Fn(Command) -> Result<serde_json::Value, String> + Send + Sync>;
 
-/// A bound control socket; the file is removed when this is dropped.
+/// A bound control socket; the file is removed when this is dropped. It
+/// is registered with a runtime only by [`ControlSocket::serve`], so it
+/// can be bound on one runtime and served on another.
 pub struct ControlSocket {
-    listener: UnixListener,
+    listener: Option<std::os::unix::net::UnixListener>,
     path: PathBuf,
 }
 
@@ -57,7 +67,8 @@ impl ControlSocket {
             }
             std::fs::remove_file(path)?;
         }
-        let listener = UnixListener::bind(path)?;
+        let listener = std::os::unix::net::UnixListener::bind(path)?;
+        listener.set_nonblocking(true)?;
         // Between bind and chmod the socket has the umask's mode; the
         // systemd unit's UMask=0077 closes that window too.
         if let Err(e) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
@@ -65,7 +76,7 @@ impl ControlSocket {
             return Err(e);
         }
         Ok(ControlSocket {
-            listener,
+            listener: Some(listener),
             path: path.to_path_buf(),
         })
     }
@@ -76,31 +87,47 @@ impl ControlSocket {
     }
 
     /// Serves requests until `stop` fires, then removes the socket file.
-    pub async fn serve(self, handler: Handler, stop: CancellationToken) {
+    pub async fn serve(mut self, handler: Handler, stop: CancellationToken) {
+        let listener = match self.listener.take().map(UnixListener::from_std) {
+            Some(Ok(l)) => l,
+            Some(Err(e)) => {
+                tracing::error!("control socket {}: {e}", self.path.display());
+                return;
+            }
+            None => return,
+        };
         let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+        let throttle = Arc::new(Throttle::new(REQUEST_RATE, REQUEST_BURST));
+        let accept_errors = LogLimiter::new(1, LOG_INTERVAL);
         loop {
             let permit = tokio::select! {
                 p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
                 _ = stop.cancelled() => break,
             };
             let accepted = tokio::select! {
-                a = self.listener.accept() => a,
+                a = async {
+                    throttle.admit().await;
+                    listener.accept().await
+                } => a,
                 _ = stop.cancelled() => break,
             };
             match accepted {
                 Ok((stream, _)) => {
-                    let (handler, stop) = (handler.clone(), stop.clone());
+                    let (handler, stop, throttle) =
+                        (handler.clone(), stop.clone(), throttle.clone());
                     tokio::spawn(async move {
                         let _permit = permit;
                         tokio::select! {
-                            _ = connection(stream, &handler) => {}
+                            _ = connection(stream, &handler, &throttle) => {}
                             _ = stop.cancelled() => {}
                         }
                     });
                 }
                 Err(e) => {
                     // EMFILE and friends: back off instead of spinning.
-                    tracing::warn!("control socket: accept failed: {e}");
+                    if let Some(suppressed) = accept_errors.admit(0, std::time::Instant::now()) {
+                        tracing::warn!(suppressed, "control socket: accept failed: {e}");
+                    }
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             }
@@ -115,7 +142,7 @@ impl Drop for ControlSocket {
 }
 
 /// One connection: request lines in, one JSON line out for each.
-async fn connection(stream: UnixStream, handler: &Handler) {
+async fn connection(stream: UnixStream, handler: &Handler, throttle: &Throttle) {
     let (read, mut write) = stream.into_split();
     let mut lines = BufReader::new(read.take_limited());
     loop {
@@ -127,6 +154,7 @@ async fn connection(stream: UnixStream, handler: &Handler) {
         if n == 0 {
             return;
         }
+        throttle.admit().await;
         let too_long = n > MAX_LINE;
         let reply = if too_long {
             json!({"ok": false, "error": format!("request longer than {MAX_LINE} bytes")})

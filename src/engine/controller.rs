@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::count::CountProgress;
 use super::{ActiveStage, Published, StageLabel, StageState, WorkloadRun, TICKETS_CLOSED};
 use crate::control::{effective_stage, ControlState};
-use crate::report::live::{ReportContext, StageCollector};
+use crate::report::live::{ReportContext, ReportExtras, StageCollector};
 use crate::schedule::{Mode, Stage};
 
 /// Test-only fault injection: stalls every controller in the process so a
@@ -48,16 +48,29 @@ pub mod fault {
 /// claimed. A control change mid-stage re-publishes the stage anchored at
 /// its start, with the ticket counter moved to the first operation due
 /// from now on.
+///
+/// `t0` is the schedule's time 0 (now, or a cluster's shared epoch);
+/// `late`: the member joins its cluster's schedule mid-way, so the first
+/// stage is published re-based at now; `extras` go into every stage
+/// report (failovers, the audit's sink, the cluster member). Returns true
+/// when the schedule has ended (false when cancelled).
 pub(super) async fn drive(
     run: &WorkloadRun,
     stage: &watch::Sender<Published>,
     cancel: &CancellationToken,
-) {
-    let mut t0 = Instant::now();
+    (mut t0, mut late): (Instant, bool),
+    joined: Option<&crate::cluster::Joined>,
+    extras: ReportExtras,
+) -> bool {
+    let member = run
+        .cluster
+        .as_ref()
+        .map_or(crate::cluster::Member::SOLE, |c| c.member());
     // Schedule time a count-based stage did not use (it ended before its
     // cap): the stages after it move up by that much.
     let mut skipped = Duration::ZERO;
-    let report_ctx = ReportContext::new(run.reports.clone(), &run.name, run.workload.ops());
+    let report_ctx =
+        ReportContext::with_extras(run.reports.clone(), &run.name, run.workload.ops(), extras);
     let mut schedules = run.schedule.clone();
     let mut schedule = schedules.borrow_and_update().clone();
     let mut cycles = vec![0u64; schedule.stages().len()];
@@ -77,7 +90,7 @@ pub(super) async fn drive(
         let elapsed = now - t0 + skipped;
         let Some(occurrence) = schedule.occurrence(elapsed, chrono::Utc::now()) else {
             tracing::info!(workload = %run.name, "schedule finished");
-            return;
+            return true;
         };
         // now - (elapsed - occurrence.start), without going below t0.
         let start = (t0 + occurrence.start)
@@ -85,9 +98,13 @@ pub(super) async fn drive(
             .unwrap_or(t0)
             .max(t0);
         let end = start + occurrence.duration;
-        let scheduled = occurrence.stage.as_ref();
+        // A cluster member runs its share of the stage.
+        let shared = occurrence.stage.as_ref().map(|s| member.share(s));
+        let scheduled = shared.as_ref();
         let label = scheduled.map_or(IDLE_STAGE, |s| s.name());
         run.metrics.set_stage(label);
+        run.stage_index
+            .set(occurrence.index.map_or(-1, |i| i as i64));
         log_stage(run, occurrence.index, scheduled, occurrence.duration);
         let mut ctl = control.borrow_and_update().clone();
         let report = scheduled.zip(occurrence.index).map(|(stage, index)| {
@@ -104,14 +121,27 @@ pub(super) async fn drive(
             stage,
             scheduled,
             &ctl,
-            (start, false),
+            (start, std::mem::take(&mut late)),
             report.as_ref(),
             count.as_ref(),
         );
         let counted = async {
-            match &count {
-                Some(c) => c.complete.notified().await,
-                None => std::future::pending().await,
+            let Some(c) = &count else {
+                return std::future::pending().await;
+            };
+            c.complete.notified().await;
+            // A cluster's count-based stage ends when every member has run
+            // its share: at the same instant for all of them.
+            match (&run.cluster, joined) {
+                (Some(cluster), Some(joined)) => {
+                    let key = format!(
+                        "{}_{}",
+                        occurrence.start.as_millis(),
+                        occurrence.index.unwrap_or(0)
+                    );
+                    cluster.count_stage_end(&run.name, joined, &key, end).await
+                }
+                _ => Instant::now(),
             }
         };
         tokio::pin!(counted);
@@ -132,9 +162,9 @@ pub(super) async fn drive(
             let tick = (Instant::now() + Duration::from_secs(1)).min(end);
             tokio::select! {
                 _ = tokio::time::sleep_until(tick) => {}
-                () = &mut counted => {
+                at = &mut counted => {
                     // Every operation of a count-based stage has settled.
-                    ended = Instant::now();
+                    ended = at;
                     skipped += end.saturating_duration_since(ended);
                     break;
                 }
@@ -167,7 +197,7 @@ pub(super) async fn drive(
                     if let Some(r) = &report {
                         r.finish(Instant::now(), true);
                     }
-                    return;
+                    return false;
                 }
             }
             fault::hold_while_stalled(cancel).await;

@@ -23,13 +23,18 @@ pub(super) struct CountProgress {
 
 impl CountProgress {
     pub(super) fn new(stage: &Stage) -> Option<Arc<CountProgress>> {
-        Some(Arc::new(CountProgress {
+        let progress = CountProgress {
             limit: stage.limit()?,
             target: stage.operations_target()?,
             claimed: AtomicU64::new(0),
             settled: AtomicU64::new(0),
             complete: tokio::sync::Notify::new(),
-        }))
+        };
+        // A cluster member's share of a count may be nothing at all.
+        if progress.target == 0 {
+            progress.complete.notify_one();
+        }
+        Some(Arc::new(progress))
     }
 
     /// Claims one operation of the stage for a worker that has run `mine`

@@ -24,10 +24,13 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::audit::{verify, Audit};
 use crate::control::ControlState;
+use crate::error_log::ErrorLog;
+use crate::metrics::failover::FailoverMetrics;
 use crate::metrics::{OpMetrics, WorkloadMetrics};
 use crate::mongo::Deployment;
-use crate::report::live::StageCollector;
+use crate::report::live::{ReportExtras, StageCollector};
 use crate::report::writer::ReportWriter;
 use crate::schedule::{Schedule, Stage};
 use crate::workload::Workload;
@@ -36,6 +39,7 @@ use count::CountProgress;
 use worker::Worker;
 
 pub use controller::fault;
+pub(crate) use prepare::prepare_steps;
 pub use status::{Heartbeat, PrepareProgress, StageLabel, StageState, WorkloadStatus};
 
 /// The ticket counter of a finished stage: far past any stage's last
@@ -67,6 +71,26 @@ pub struct WorkloadRun {
     /// the stage whenever it changes. A receiver whose sender is gone (or
     /// that never changes) leaves the schedule as configured.
     pub control: watch::Receiver<ControlState>,
+    /// In a cluster: the coordination (prepare lease, shared epoch,
+    /// cluster-wide control); `None` runs alone.
+    pub cluster: Option<crate::cluster::ClusterRun>,
+    /// `mongoload_cluster_stage_index{workload}`: the stage it runs, which
+    /// a cluster's members compare (a lone daemon exports it too).
+    pub stage_index: prometheus::IntGauge,
+    /// Failover: every write's outcome goes here (write outages), and the
+    /// stage reports list the failovers it saw.
+    pub failover: Arc<FailoverMetrics>,
+    /// The acknowledged-write audit, when the workload has `audit = true`.
+    pub audit: Option<AuditSetup>,
+}
+
+/// A workload's audit and how its verification task runs.
+pub struct AuditSetup {
+    pub audit: Arc<Audit>,
+    /// Background checks, ids per second (0: none).
+    pub rate: f64,
+    /// Longest wait for one audit query.
+    pub timeout: Duration,
 }
 
 /// What the workers are told to do; replaced at every stage change.
@@ -109,23 +133,75 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
         return;
     }
 
+    // The schedule's time 0: now, or the cluster's shared epoch.
+    let (t0, late, epoch) = match &run.cluster {
+        None => (Instant::now(), false, None),
+        Some(c) => match c.start(&run.name, &cancel).await {
+            Some(joined) => (joined.t0, joined.late, Some(joined)),
+            None => {
+                run.status.set_stage(StageLabel {
+                    state: StageState::Stopped,
+                    ..Default::default()
+                });
+                return;
+            }
+        },
+    };
+
+    // The audit's verification task writes the stage reports (after each
+    // stage-end pass); without an audit they are written as they end.
+    let mut verifier = run.audit.as_ref().map(|a| {
+        verify::spawn(
+            a.audit.clone(),
+            a.rate,
+            run.failover.subscribe(),
+            a.timeout,
+            run.reports.clone(),
+        )
+    });
+    let extras = ReportExtras {
+        failovers: Some(run.failover.clone()),
+        sink: verifier.as_ref().map(|v| v.sink.clone()),
+        member: epoch.as_ref().map(|j| {
+            let member = run
+                .cluster
+                .as_ref()
+                .map_or(crate::cluster::Member::SOLE, |c| c.member());
+            crate::report::MemberReport {
+                index: member.index,
+                size: member.size,
+                epoch: j
+                    .start()
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                merged: Vec::new(),
+            }
+        }),
+    };
+
     let (stage_tx, stage_rx) = watch::channel(Published::Idle);
     // Cancelled once the controller is done (or with the run).
     let workers_stop = cancel.child_token();
     let mut workers = JoinSet::new();
     let op_metrics: Arc<[OpMetrics]> = run.metrics.ops().into();
+    // One error log for all the workers: lines per class, not per worker.
+    let errors = Arc::new(ErrorLog::default());
     for id in 0..run.workers.max(1) {
         let worker = Worker {
             id: id as u32,
             run: run.clone(),
             ops: op_metrics.clone(),
+            errors: errors.clone(),
             stage: stage_rx.clone(),
             stop: workers_stop.clone(),
         };
         workers.spawn(worker.run());
     }
 
-    controller::drive(&run, &stage_tx, &cancel).await;
+    let finished =
+        controller::drive(&run, &stage_tx, &cancel, (t0, late), epoch.as_ref(), extras).await;
+    if let (Some(c), Some(e)) = (&run.cluster, epoch) {
+        c.leave(&run.name, e, finished).await;
+    }
     // Draining has its own deadline (grace); no ticks to watch.
     run.status.heartbeat.clear();
 
@@ -142,9 +218,25 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
         // the last stage's report before this function returns.
         while workers.join_next().await.is_some() {}
     }
+    // The last stage's report waits for its audit pass: up to `grace`,
+    // then it is written with the audit as far as it got.
+    if let Some(v) = verifier.take() {
+        let verify::Verifier {
+            sink,
+            stop,
+            mut task,
+        } = v;
+        drop(sink);
+        if tokio::time::timeout(grace, &mut task).await.is_err() {
+            tracing::warn!(workload = %run.name, grace = ?grace, "the audit's last pass did not finish within the grace period; its report says so");
+            stop.cancel();
+            let _ = task.await;
+        }
+    }
     run.metrics.inflight.set(0);
     run.metrics.schedule_lag_seconds.set(0.0);
     run.metrics.clear_stage();
+    run.stage_index.set(-1);
     run.status.set_stage(StageLabel {
         state: StageState::Stopped,
         ..Default::default()

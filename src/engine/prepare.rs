@@ -9,11 +9,25 @@ use super::{PrepareProgress, WorkloadRun};
 use crate::mongo::classify;
 use crate::workload::PrepareStep;
 
-/// Runs the prepare steps, retrying with backoff while they fail (the
-/// deployment may be down at start: that is counted, not fatal). Returns
-/// false when cancelled first.
+/// Runs the prepare steps: all of them alone, in a cluster under the
+/// prepare lease ([`crate::cluster::prepare`]). Returns false when
+/// cancelled first.
 pub(super) async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
-    let steps = run.workload.prepare();
+    match &run.cluster {
+        None => prepare_steps(run, cancel, &run.workload.prepare()).await,
+        Some(c) => crate::cluster::prepare::run(run, c, cancel).await,
+    }
+}
+
+/// Runs `steps` in order, retrying each with backoff while it fails (the
+/// deployment may be down at start: that is counted, not fatal), keeping
+/// the progress in `/status` and the metrics. Returns false when
+/// cancelled first.
+pub(crate) async fn prepare_steps(
+    run: &WorkloadRun,
+    cancel: &CancellationToken,
+    steps: &[PrepareStep],
+) -> bool {
     let prepare_metrics = &run.metrics.prepare;
     // Progress over all load steps together (sysbench loads one per
     // collection): documents of the finished steps plus the current one's.

@@ -124,7 +124,7 @@ impl WorkloadStatus {
         self.prepare.lock().map(|p| p.clone()).unwrap_or_default()
     }
 
-    pub(super) fn set_prepare(&self, progress: PrepareProgress) {
+    pub(crate) fn set_prepare(&self, progress: PrepareProgress) {
         if let Ok(mut p) = self.prepare.lock() {
             *p = progress;
         }

@@ -5,7 +5,6 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -13,7 +12,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::count::WorkerCount;
 use super::{Published, WorkloadRun};
+use crate::audit::Pending;
 use crate::error_kind::ErrorKind;
+use crate::error_log::ErrorLog;
 use crate::metrics::OpMetrics;
 use crate::mongo::classify;
 use crate::report::live::StageBatch;
@@ -26,6 +27,8 @@ pub(super) struct Worker {
     pub(super) run: Arc<WorkloadRun>,
     /// The operations' metric handles, resolved once.
     pub(super) ops: Arc<[OpMetrics]>,
+    /// The workload's error log, shared by its workers.
+    pub(super) errors: Arc<ErrorLog>,
     /// What to do: the published stage.
     pub(super) stage: watch::Receiver<Published>,
     pub(super) stop: CancellationToken,
@@ -37,7 +40,7 @@ impl Worker {
             .run
             .workload
             .worker(self.id, self.run.seed.wrapping_add(u64::from(self.id)));
-        let mut errors = ErrorLog::default();
+        let errors = self.errors.clone();
         let mut batch = StageBatch::for_worker(self.id);
         let mut count = WorkerCount::default();
         // The stage this worker follows, taken from the channel only when
@@ -128,7 +131,7 @@ impl Worker {
                         count.settle();
                         continue;
                     }
-                    self.execute(source.as_mut(), intended, &mut errors, &mut batch)
+                    self.execute(source.as_mut(), intended, &errors, &mut batch)
                         .await;
                     count.settle();
                 }
@@ -160,7 +163,7 @@ impl Worker {
                         continue;
                     }
                     let start = Instant::now();
-                    self.execute(source.as_mut(), start, &mut errors, &mut batch)
+                    self.execute(source.as_mut(), start, &errors, &mut batch)
                         .await;
                     count.settle();
                 }
@@ -184,7 +187,7 @@ impl Worker {
         &self,
         source: &mut dyn OpSource,
         from: Instant,
-        errors: &mut ErrorLog,
+        errors: &ErrorLog,
         batch: &mut StageBatch,
     ) {
         let Op { op, body } = source.next_op();
@@ -200,7 +203,7 @@ impl Worker {
             deadline: deadline.as_mut(),
         };
         let outcome = match body {
-            Body::One(action) => self.request(&mut at, 0, action, None, batch).await,
+            Body::One(action) => self.request(&mut at, 0, action, None, None, batch).await,
             Body::Steps(requests) => self.steps(&mut at, requests, batch).await,
             Body::Transaction {
                 requests,
@@ -241,15 +244,21 @@ impl Worker {
     /// Sends one request of step `step` of the operation `at` (in
     /// `session`'s transaction if given) and records it under its step; a
     /// request still running at the operation's deadline fails with a
-    /// timeout. Returns the documents that count as the operation's.
+    /// timeout. Returns the documents that count as the operation's. An
+    /// audited insert goes into the ledger once acknowledged, or into
+    /// `acks` when given (a transaction's inserts count once committed).
     async fn request(
         &self,
         at: &mut OpAt<'_>,
         step: usize,
         action: Action,
         session: Option<&mut mongodb::ClientSession>,
+        acks: Option<&mut Vec<Pending>>,
         batch: &mut StageBatch,
     ) -> Result<u64, Failed> {
+        let write = crate::audit::ids::is_write(&action);
+        let audit = self.run.audit.as_ref().map(|a| &a.audit);
+        let pending = audit.and_then(|a| a.before_send(&action));
         let sent = Instant::now();
         let call = async {
             match session {
@@ -258,17 +267,27 @@ impl Worker {
             }
         };
         let outcome = at.bounded(call).await;
-        self.finish_request(at, step, sent, outcome, batch)
+        let result = self.finish_request(at, step, sent, outcome, write, batch);
+        if let (Some(p), Some(a)) = (pending, audit) {
+            match (&result, acks) {
+                (Ok(_), Some(acks)) => acks.push(p),
+                (Ok(_), None) => a.acknowledge(p),
+                (Err(_), _) => a.abandon(p),
+            }
+        }
+        result
     }
 
     /// Records a request of step `step` of the operation `at`, sent at
-    /// `sent`, that just returned `outcome`.
+    /// `sent`, that just returned `outcome` (`write`: it inserts, updates
+    /// or deletes, so its outcome feeds the write-outage clock).
     fn finish_request(
         &self,
         at: &OpAt<'_>,
         step: usize,
         sent: Instant,
         outcome: Result<u64, mongodb::error::Error>,
+        write: bool,
         batch: &mut StageBatch,
     ) -> Result<u64, Failed> {
         let done = Instant::now();
@@ -277,6 +296,13 @@ impl Worker {
             kind: classify(&error),
             error,
         });
+        if write {
+            self.run.failover.write_result(
+                sent.into_std(),
+                done.into_std(),
+                result.as_ref().map(|_| ()).map_err(|f| f.kind),
+            );
+        }
         let counted = match self.ops[at.op].step(step) {
             Some(m) => {
                 m.record(
@@ -307,7 +333,9 @@ impl Worker {
     ) -> Result<u64, Failed> {
         let mut docs = 0;
         for r in requests {
-            docs += self.request(at, r.step, r.action, None, batch).await?;
+            docs += self
+                .request(at, r.step, r.action, None, None, batch)
+                .await?;
         }
         Ok(docs)
     }
@@ -339,10 +367,18 @@ impl Worker {
                 })?;
             let mut docs = 0;
             let mut failed = None;
+            let mut acks = Vec::new();
             for r in &requests {
                 let action = r.action.clone();
                 match self
-                    .request(at, r.step, action, Some(&mut session), batch)
+                    .request(
+                        at,
+                        r.step,
+                        action,
+                        Some(&mut session),
+                        Some(&mut acks),
+                        batch,
+                    )
                     .await
                 {
                     Ok(n) => docs += n,
@@ -358,9 +394,14 @@ impl Worker {
                     commits += 1;
                     let sent = Instant::now();
                     let outcome = at.bounded(self.run.deployment.commit(&mut session)).await;
-                    match self.finish_request(at, commit_step, sent, outcome.map(|()| 0u64), batch)
-                    {
-                        Ok(_) => return Ok(docs),
+                    let outcome = outcome.map(|()| 0u64);
+                    match self.finish_request(at, commit_step, sent, outcome, true, batch) {
+                        Ok(_) => {
+                            if let Some(a) = &self.run.audit {
+                                acks.drain(..).for_each(|p| a.audit.acknowledge(p));
+                            }
+                            return Ok(docs);
+                        }
                         Err(f)
                             if commits < ATTEMPTS
                                 && f.error.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) => {}
@@ -369,6 +410,10 @@ impl Worker {
                 };
             } else {
                 self.run.deployment.abort(&mut session).await;
+            }
+            // Not committed: its inserts are not acknowledged.
+            if let Some(a) = &self.run.audit {
+                acks.drain(..).for_each(|p| a.audit.abandon(p));
             }
             let Some(f) = failed else {
                 return Ok(docs);
@@ -422,36 +467,4 @@ struct Failed {
     step: Option<usize>,
     kind: ErrorKind,
     error: mongodb::error::Error,
-}
-
-/// Logs operation errors without flooding the journal: the first of each
-/// class at once, then at most one line per class every 10 s per worker
-/// with the number seen since. Every error is counted in metrics regardless.
-#[derive(Default)]
-struct ErrorLog {
-    last: [Option<(Instant, u64)>; ErrorKind::ALL.len()],
-}
-
-impl ErrorLog {
-    fn log(
-        &mut self,
-        workload: &str,
-        op: &str,
-        step: &str,
-        kind: ErrorKind,
-        err: &mongodb::error::Error,
-    ) {
-        let now = Instant::now();
-        let slot = &mut self.last[kind as usize];
-        match slot {
-            Some((at, suppressed)) if now.duration_since(*at) < Duration::from_secs(10) => {
-                *suppressed += 1
-            }
-            _ => {
-                let suppressed = slot.map_or(0, |(_, n)| n);
-                tracing::warn!(workload, op, step, error_kind = %kind, suppressed, "operation failed: {err}");
-                *slot = Some((now, 0));
-            }
-        }
-    }
 }

@@ -70,6 +70,8 @@ pub struct TopologyView {
     pub writable: bool,
     /// Primary changes seen since start.
     pub primary_changes: u64,
+    /// Addresses of the secondaries, sorted (the lag probe reads each).
+    pub secondaries: Vec<String>,
 }
 
 /// Which connections are checked out, per pool, so a connection closed
@@ -268,21 +270,27 @@ impl DriverMetrics {
         self.pool.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(crate) fn on_sdam(&self, event: &SdamEvent) {
+    /// Feeds an SDAM event; for a new topology description, returns its
+    /// primary and whether that is a change (see [`PrimaryTracker`]).
+    pub(crate) fn on_sdam(&self, event: &SdamEvent) -> Option<(Option<String>, bool)> {
         let SdamEvent::TopologyDescriptionChanged(ev) = event else {
-            return;
+            return None;
         };
         let desc = &ev.new_description;
         let servers = desc.servers();
         let mut counts = BTreeMap::new();
         let mut primary = None;
+        let mut secondaries = Vec::new();
         for (addr, info) in &servers {
             let label = server_type_label(info.server_type());
             *counts.entry(label).or_insert(0u64) += 1;
-            if info.server_type() == ServerType::RsPrimary {
-                primary = Some(addr.to_string());
+            match info.server_type() {
+                ServerType::RsPrimary => primary = Some(addr.to_string()),
+                ServerType::RsSecondary => secondaries.push(addr.to_string()),
+                _ => {}
             }
         }
+        secondaries.sort();
         for t in SERVER_TYPES {
             let n = counts.get(t).copied().unwrap_or(0);
             self.servers
@@ -290,19 +298,21 @@ impl DriverMetrics {
                 .set(i64::try_from(n).unwrap_or(i64::MAX));
         }
         let mut state = self.topology.lock().unwrap_or_else(PoisonError::into_inner);
-        if state
+        let changed = state
             .tracker
-            .observe(primary.as_deref(), desc.max_election_id())
-        {
+            .observe(primary.as_deref(), desc.max_election_id());
+        if changed {
             self.primary_changes.inc();
         }
         state.view = TopologyView {
             topology_type: desc.topology_type().to_string(),
             servers: counts,
-            primary,
+            primary: primary.clone(),
             writable: desc.has_writable_server(),
             primary_changes: self.primary_changes.get(),
+            secondaries,
         };
+        Some((primary, changed))
     }
 
     pub(crate) fn topology(&self) -> TopologyView {

@@ -7,6 +7,7 @@
 //! uncontended per-thread lock for the HdrHistogram) per operation.
 
 mod driver;
+pub mod failover;
 mod window;
 mod workload;
 
@@ -25,6 +26,7 @@ pub use workload::{OpMetrics, PrepareMetrics, RequestMetrics, WorkloadMetrics};
 
 use crate::workload::OpSpec;
 use driver::DriverMetrics;
+use failover::FailoverMetrics;
 use window::WindowCollector;
 
 /// Content type of [`Metrics::encode`]'s output (Prometheus text format 0.0.4).
@@ -76,6 +78,9 @@ pub struct Metrics {
     target_up: IntGauge,
     vecs: Vecs,
     driver: Arc<DriverMetrics>,
+    failover: Arc<FailoverMetrics>,
+    audit: crate::audit::AuditFamilies,
+    probe: crate::probe::ProbeMetrics,
     windows: Arc<WindowCollector>,
     /// The current stage of each workload name, shared by every
     /// `WorkloadMetrics` of that name, so after a reload the new handle
@@ -144,6 +149,13 @@ impl Metrics {
         let driver = Arc::new(DriverMetrics::new()?);
         driver.register(&registry)?;
 
+        let failover = Arc::new(FailoverMetrics::new()?);
+        failover.register(&registry)?;
+        let audit = crate::audit::AuditFamilies::new()?;
+        audit.register(&registry)?;
+        let probe = crate::probe::ProbeMetrics::new()?;
+        probe.register(&registry)?;
+
         let windows = Arc::new(WindowCollector::new(window)?);
         registry.register(Box::new(window::SharedCollector(Arc::clone(&windows))))?;
 
@@ -157,6 +169,9 @@ impl Metrics {
             target_up,
             vecs,
             driver,
+            failover,
+            audit,
+            probe,
             windows,
             current_stages: Mutex::new(BTreeMap::new()),
         })
@@ -203,10 +218,40 @@ impl Metrics {
     }
 
     /// An SDAM event handler for `ClientOptions::sdam_event_handler`: servers
-    /// by type and primary changes.
+    /// by type, the primary and its changes (failovers).
     pub fn sdam_handler(&self) -> mongodb::event::EventHandler<mongodb::event::sdam::SdamEvent> {
         let driver = Arc::clone(&self.driver);
-        mongodb::event::EventHandler::callback(move |event| driver.on_sdam(&event))
+        let failover = Arc::clone(&self.failover);
+        mongodb::event::EventHandler::callback(move |event| {
+            if let Some((primary, changed)) = driver.on_sdam(&event) {
+                failover.on_topology(primary.as_deref(), changed);
+            }
+        })
+    }
+
+    /// A command event handler for `ClientOptions::command_event_handler`:
+    /// each write attempt's outcome (so a failure the driver's retryable
+    /// writes hide still starts a write outage) and the retries.
+    pub fn command_handler(
+        &self,
+    ) -> mongodb::event::EventHandler<mongodb::event::command::CommandEvent> {
+        let failover = Arc::clone(&self.failover);
+        mongodb::event::EventHandler::callback(move |event| failover.on_command(&event))
+    }
+
+    /// The acknowledged-write audit's families.
+    pub fn audit(&self) -> &crate::audit::AuditFamilies {
+        &self.audit
+    }
+
+    /// The replication-lag probe's families.
+    pub fn probe(&self) -> &crate::probe::ProbeMetrics {
+        &self.probe
+    }
+
+    /// Failover: the primary, write outages, the failovers seen.
+    pub fn failover(&self) -> &Arc<FailoverMetrics> {
+        &self.failover
     }
 
     /// What the SDAM events said last: servers by type, whether a primary is

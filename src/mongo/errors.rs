@@ -31,6 +31,11 @@ pub fn classify(err: &Error) -> ErrorKind {
     }
     match err.kind.as_ref() {
         DriverKind::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => ErrorKind::Timeout,
+        // The driver keeps only the text of the failure that cleared the
+        // pool; a refused login clears it too, and is not a network error.
+        DriverKind::ConnectionPoolCleared { message, .. } if is_auth_failure(message) => {
+            ErrorKind::Auth
+        }
         DriverKind::Io(_)
         | DriverKind::ConnectionPoolCleared { .. }
         | DriverKind::DnsResolve { .. } => ErrorKind::Network,
@@ -41,6 +46,23 @@ pub fn classify(err: &Error) -> ErrorKind {
             None => ErrorKind::Other,
         },
     }
+}
+
+/// Whether a pool-cleared message names an authentication failure as its
+/// cause ("… cleared because another operation failed with: Kind: SCRAM
+/// failure: Authentication failed.").
+fn is_auth_failure(message: &str) -> bool {
+    message
+        .split_once("failed with:")
+        .is_some_and(|(_, cause)| {
+            [
+                "SCRAM failure",
+                "Authentication failed",
+                "AuthenticationFailed",
+            ]
+            .iter()
+            .any(|m| cause.contains(m))
+        })
 }
 
 /// The class of a server error code, if the code is one we name.
@@ -89,6 +111,16 @@ mod tests {
         let c: CommandError =
             from_document(doc! {"code": code, "codeName": "X", "errmsg": "x"}).unwrap();
         Error::from(DriverKind::Command(c))
+    }
+
+    #[test]
+    fn a_pool_cleared_by_a_refused_login_is_an_auth_failure() {
+        let seen = "Connection pool for 127.0.0.1:43443 cleared because another operation \
+                    failed with: Kind: SCRAM failure: Authentication failed., labels: {}";
+        assert!(is_auth_failure(seen));
+        let reset = "Connection pool for 127.0.0.1:43443 cleared because another operation \
+                     failed with: Kind: I/O error: Connection reset by peer, labels: {}";
+        assert!(!is_auth_failure(reset));
     }
 
     #[test]

@@ -285,7 +285,7 @@ impl Deployment {
                 let n = self
                     .bounded(async { self.collections[*collection].count_documents(doc! {}).await })
                     .await?;
-                counter.fetch_max(n, std::sync::atomic::Ordering::Relaxed);
+                counter.raise_to_count(n);
                 Ok(())
             }
             PrepareStep::SeekKeys {
@@ -304,7 +304,7 @@ impl Deployment {
                     })
                     .await?;
                 if let Some(id) = top.and_then(|d| d.get("_id").and_then(bson_to_u64)) {
-                    counter.fetch_max(id + 1, std::sync::atomic::Ordering::Relaxed);
+                    counter.raise_past(id);
                 }
                 Ok(())
             }
@@ -386,12 +386,19 @@ pub async fn connect(
     }
     options.max_pool_size = Some(pool_size.max(1));
     options.min_pool_size = Some(pool_size.max(1));
+    // The driver opens 2 connections at a time by default: after an outage
+    // that closed the pool, refilling 256 connections took a minute.
+    options.max_connecting = Some(MAX_CONNECTING);
     options.connect_timeout = Some(timeouts.connect);
     options.server_selection_timeout = Some(timeouts.server_selection);
     options.cmap_event_handler = handlers.cmap;
     options.sdam_event_handler = handlers.sdam;
+    options.command_event_handler = handlers.command;
     Client::with_options(options)
 }
+
+/// Connections the driver may be opening at once (its default is 2).
+pub const MAX_CONNECTING: u32 = 16;
 
 /// Driver timeouts from the config.
 #[derive(Debug, Clone, Copy)]
@@ -405,4 +412,7 @@ pub struct Timeouts {
 pub struct Handlers {
     pub cmap: Option<mongodb::event::EventHandler<mongodb::event::cmap::CmapEvent>>,
     pub sdam: Option<mongodb::event::EventHandler<mongodb::event::sdam::SdamEvent>>,
+    /// Command monitoring: each write attempt's outcome, for the write
+    /// outage and the retried writes.
+    pub command: Option<mongodb::event::EventHandler<mongodb::event::command::CommandEvent>>,
 }

@@ -314,6 +314,7 @@ mod tests {
                     p99,
                     ..LatencyNs::default()
                 },
+                histogram: None,
                 steps: vec![StepReport {
                     step: "point_select".into(),
                     requests: Counts {
@@ -325,6 +326,7 @@ mod tests {
                         p99: p99 / 10,
                         ..LatencyNs::default()
                     },
+                    histogram: None,
                 }],
             }];
             r

@@ -29,21 +29,52 @@ use crate::workload::OpSpec;
 const BATCH: usize = 64;
 
 /// What every stage report of one workload shares.
-#[derive(Debug)]
 pub struct ReportContext {
     writer: ReportWriter,
     workload: String,
     ops: Vec<OpSpec>,
+    extras: ReportExtras,
+}
+
+/// Takes a finished stage's report instead of the report task writing it
+/// at once: the audit first runs its stage-end pass, then adds its
+/// figures and hands the report back to the report task
+/// ([`ReportWriter::write`]).
+pub trait ReportSink: Send + Sync {
+    /// The report of a stage that has ended.
+    fn submit(&self, report: StageReport);
+}
+
+/// What a workload's reports carry beyond its own figures.
+#[derive(Default, Clone)]
+pub struct ReportExtras {
+    /// The failovers the driver saw, listed in the stages they fell in.
+    pub failovers: Option<Arc<crate::metrics::failover::FailoverMetrics>>,
+    /// Where finished reports go instead of straight to the run log.
+    pub sink: Option<Arc<dyn ReportSink>>,
+    /// In a cluster: the member its reports come from.
+    pub member: Option<super::MemberReport>,
 }
 
 impl ReportContext {
     /// The context of workload `workload` with these operations (in the
     /// order `Op::op` indexes them), its reports written by `writer`.
     pub fn new(writer: ReportWriter, workload: &str, ops: &[OpSpec]) -> Arc<Self> {
+        Self::with_extras(writer, workload, ops, ReportExtras::default())
+    }
+
+    /// As [`ReportContext::new`], with failovers, a sink and the member.
+    pub fn with_extras(
+        writer: ReportWriter,
+        workload: &str,
+        ops: &[OpSpec],
+        extras: ReportExtras,
+    ) -> Arc<Self> {
         Arc::new(ReportContext {
             writer,
             workload: workload.to_owned(),
             ops: ops.to_vec(),
+            extras,
         })
     }
 }
@@ -224,6 +255,7 @@ impl StageFigures {
             .clone();
         stats.add_missed(self.missed.load(Ordering::Relaxed));
         let mut r = StageReport::build(self.ctx.writer.run(), &meta, &stats, &self.ctx.ops);
+        r.member = self.ctx.extras.member.clone();
         if let Some(limit) = self.limit {
             let (n, per_worker) = match limit {
                 Limit::Total(n) => (n, false),
@@ -241,7 +273,20 @@ impl StageFigures {
                 workers,
             });
         }
+        if let Some(f) = &self.ctx.extras.failovers {
+            r.failovers = f
+                .between(self.start.into_std(), end.into_std())
+                .iter()
+                .map(super::FailoverReport::from_record)
+                .collect();
+        }
         r
+    }
+
+    /// Where the finished report goes: the audit's sink, if any (it hands
+    /// the report back to the report task after its stage-end pass).
+    pub(super) fn sink(&self) -> Option<&Arc<dyn ReportSink>> {
+        self.ctx.extras.sink.as_ref()
     }
 }
 

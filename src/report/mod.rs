@@ -6,6 +6,7 @@
 
 pub mod compare;
 pub mod live;
+pub mod merge;
 mod stats;
 pub mod table;
 pub mod writer;
@@ -20,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::error_kind::ErrorKind;
 use crate::workload::OpSpec;
 
-pub use stats::{rate_reached, LatencyNs, OpStats, StageStats};
+pub use stats::{merged_latency, rate_reached, LatencyNs, OpStats, StageStats};
 
 /// Identifies one run of the daemon in its run log lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +83,10 @@ pub struct OpReport {
     pub ops_per_sec: f64,
     /// Response time of the whole operation.
     pub latency_ns: LatencyNs,
+    /// Its histogram, for merging ([`OpStats::encoded_latency`]); absent
+    /// from run logs before clusters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
     /// The operation's requests by step, in the op's step order (a
     /// single-call operation has one step named like the op). Absent from
     /// run logs of mongoload 0.1.
@@ -98,6 +103,9 @@ pub struct StepReport {
     pub requests_per_sec: f64,
     /// Request duration, from its send to its reply.
     pub latency_ns: LatencyNs,
+    /// Its histogram, for merging; absent from run logs before clusters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
 }
 
 /// One line of the run log: what a stage did, after its warm-up.
@@ -130,6 +138,14 @@ pub struct StageReport {
     pub ips_99: u64,
     /// Response time (from the intended start in open loop), all operations.
     pub latency_ns: LatencyNs,
+    /// Its histogram, for merging cluster members' reports; absent from
+    /// run logs before clusters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
+    /// In a cluster: the member that wrote the report (or, merged, the
+    /// members it adds up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member: Option<MemberReport>,
     /// Failed operations by class; every class is present.
     pub errors: std::collections::BTreeMap<String, u64>,
     /// Operations the schedule asked for and could not issue.
@@ -139,7 +155,86 @@ pub struct StageReport {
     /// Count-based stages only: the count and each worker's batch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<CountReport>,
+    /// The failovers the driver saw during the stage (absent: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failovers: Vec<FailoverReport>,
+    /// Audited workloads only: the acknowledged-write audit of the stage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<AuditReport>,
 }
+
+/// Which cluster member a stage report is from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberReport {
+    /// The member's index (0-based); in a merged row, the lowest.
+    pub index: u32,
+    /// The cluster's size.
+    pub size: u32,
+    /// The shared run epoch (RFC 3339): members' reports of one run agree on it.
+    pub epoch: String,
+    /// A merged row: the members it adds up.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged: Vec<u32>,
+}
+
+/// One failover seen during a stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailoverReport {
+    /// When the driver learnt of the new primary (RFC 3339, UTC).
+    pub at: String,
+    /// The primary before (absent if never known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// The new primary.
+    pub to: String,
+    /// How long the driver knew no primary before it (absent: the primary
+    /// changed without a gap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_primary_seconds: Option<f64>,
+    /// From the first failed write to the first acknowledged one after it
+    /// (absent: no write failed, or the outage had not ended by the report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_outage_seconds: Option<f64>,
+}
+
+impl FailoverReport {
+    /// The report of a failover the driver saw.
+    pub fn from_record(r: &crate::metrics::failover::FailoverRecord) -> FailoverReport {
+        FailoverReport {
+            at: rfc3339(r.wall.into()),
+            from: r.from.clone(),
+            to: r.to.clone(),
+            no_primary_seconds: r.no_primary.map(|d| d.as_secs_f64()),
+            write_outage_seconds: r.write_outage.map(|d| d.as_secs_f64()),
+        }
+    }
+}
+
+/// The acknowledged-write audit during a stage: what was checked since
+/// the previous stage report, through the pass run at the stage's end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditReport {
+    /// Ids in the ledger after the stage-end pass: inserts acknowledged,
+    /// not deleted on purpose, not found missing.
+    pub acknowledged: u64,
+    /// Id checks against the server during the stage (an id is checked
+    /// again in every pass).
+    pub checked: u64,
+    /// Acknowledged ids found missing during the stage (each once).
+    pub missing: u64,
+    /// Found missing since the workload started.
+    pub missing_total: u64,
+    /// The `_id`s found missing during the stage, by collection (the
+    /// first [`AUDIT_REPORT_IDS`]).
+    #[serde(default)]
+    pub missing_ids: std::collections::BTreeMap<String, Vec<serde_json::Value>>,
+    /// Whether the stage-end pass went through every id (not when cut
+    /// short at shutdown).
+    pub complete: bool,
+}
+
+/// At most this many missing `_id`s are listed in a stage report.
+pub const AUDIT_REPORT_IDS: usize = 1000;
 
 /// What a count-based stage ran: the stage's own figures are its elapsed
 /// time (`duration_seconds`) and operations; this adds the count and each
@@ -201,6 +296,8 @@ impl StageReport {
             ips_95: rate_reached(&per_second, 0.95),
             ips_99: rate_reached(&per_second, 0.99),
             latency_ns: total.latency(),
+            histogram: Some(total.encoded_latency()),
+            member: None,
             errors: ErrorKind::ALL
                 .iter()
                 .map(|&k| (k.as_str().to_owned(), stats.errors_of(k)))
@@ -219,6 +316,7 @@ impl StageReport {
                         },
                         ops_per_sec: rate(o.ok),
                         latency_ns: o.latency(),
+                        histogram: Some(o.encoded_latency()),
                         steps: spec
                             .steps
                             .iter()
@@ -233,6 +331,7 @@ impl StageReport {
                                     },
                                     requests_per_sec: rate(s.ok),
                                     latency_ns: s.latency(),
+                                    histogram: Some(s.encoded_latency()),
                                 })
                             })
                             .collect(),
@@ -240,6 +339,8 @@ impl StageReport {
                 })
                 .collect(),
             count: None,
+            failovers: Vec::new(),
+            audit: None,
         }
     }
 

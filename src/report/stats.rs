@@ -76,6 +76,44 @@ impl OpStats {
     pub fn latency(&self) -> LatencyNs {
         LatencyNs::of(&self.latency)
     }
+
+    /// The latency histogram as the run log keeps it for merging members'
+    /// reports: HdrHistogram's V2 format, deflated, in base64 (a few
+    /// hundred bytes to a few KB).
+    pub fn encoded_latency(&self) -> String {
+        encode_histogram(&self.latency)
+    }
+}
+
+/// A histogram as [`OpStats::encoded_latency`] writes it.
+pub fn encode_histogram(h: &Histogram<u64>) -> String {
+    use base64::Engine as _;
+    use hdrhistogram::serialization::Serializer as _;
+    let mut buf = Vec::new();
+    match hdrhistogram::serialization::V2DeflateSerializer::new().serialize(h, &mut buf) {
+        Ok(_) => base64::engine::general_purpose::STANDARD.encode(buf),
+        Err(_) => String::new(),
+    }
+}
+
+/// The histogram of [`encode_histogram`]'s text; `None` when it is not one.
+pub fn decode_histogram(text: &str) -> Option<Histogram<u64>> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .ok()?;
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .ok()
+}
+
+/// Several histograms added up (`None` when any is missing or unreadable).
+pub fn merged_latency<'a>(texts: impl IntoIterator<Item = Option<&'a str>>) -> Option<LatencyNs> {
+    let mut all = new_histogram();
+    for t in texts {
+        all.add(decode_histogram(t?)?).ok()?;
+    }
+    Some(LatencyNs::of(&all))
 }
 
 /// Latency figures in nanoseconds; all zero when nothing was recorded.

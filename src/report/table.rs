@@ -38,6 +38,10 @@ pub fn stage_label(r: &StageReport) -> String {
     if r.partial {
         s.push('*');
     }
+    // A cluster-wide row: how many members it adds up.
+    if let Some(m) = r.member.as_ref().filter(|m| !m.merged.is_empty()) {
+        s.push_str(&format!(" ({}/{})", m.merged.len(), m.size));
+    }
     s
 }
 
@@ -194,10 +198,14 @@ pub(crate) mod tests {
                 p999: 1_020_000_000,
                 max: 1_100_000_000,
             },
+            histogram: None,
+            member: None,
             errors: [("timeout".to_owned(), 3), ("network".to_owned(), 1)].into(),
             missed: 0,
             ops: Vec::new(),
             count: None,
+            failovers: Vec::new(),
+            audit: None,
         }
     }
 
@@ -224,18 +232,21 @@ pub(crate) mod tests {
             operations: Counts { ok: 100, error: 2 },
             ops_per_sec: 10.0,
             latency_ns: latency(9_000_000),
+            histogram: None,
             steps: vec![
                 StepReport {
                     step: "point_select".into(),
                     requests: Counts { ok: 1020, error: 0 },
                     requests_per_sec: 102.0,
                     latency_ns: latency(400_000),
+                    histogram: None,
                 },
                 StepReport {
                     step: "delete".into(),
                     requests: Counts { ok: 100, error: 2 },
                     requests_per_sec: 10.0,
                     latency_ns: latency(1_500_000),
+                    histogram: None,
                 },
             ],
         }];

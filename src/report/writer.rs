@@ -1,7 +1,9 @@
 //! The report task: writes each stage's report once every operation of
 //! the stage has finished or been abandoned (every holder of its
 //! [`StageCollector`] has let go), as journal lines and one run-log line
-//! per stage. The engines feed it over a channel; the file is appended on
+//! per stage. An audited workload's reports make a detour through the
+//! audit's verification task (its stage-end pass adds the audit's
+//! figures), which hands them back with [`ReportWriter::write`]. The engines feed it over a channel; the file is appended on
 //! a blocking thread, never on a runtime worker, and nothing is written
 //! from `Drop`. The task ends once every [`ReportWriter`] is gone and every
 //! pending stage is written: the daemon waits for it before it exits.
@@ -18,22 +20,30 @@ use tokio::sync::mpsc;
 use super::live::StageFigures;
 use super::{append, RunInfo, StageReport};
 
-/// A stage whose report is due once `open` closes.
-struct Closing {
-    figures: Arc<StageFigures>,
-    open: mpsc::Receiver<()>,
+/// What the report task is handed.
+enum Due {
+    /// A stage whose report is due once `open` closes.
+    Closing {
+        figures: Arc<StageFigures>,
+        open: mpsc::Receiver<()>,
+    },
+    /// A finished report, to write now.
+    Ready(Box<StageReport>),
 }
 
 /// Hands finished stages to the report task. Cloning shares the task.
 #[derive(Debug, Clone)]
 pub struct ReportWriter {
     run: Arc<RunInfo>,
-    tx: mpsc::UnboundedSender<Closing>,
+    tx: mpsc::UnboundedSender<Due>,
 }
 
-impl std::fmt::Debug for Closing {
+impl std::fmt::Debug for Due {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Closing")
+        f.write_str(match self {
+            Due::Closing { .. } => "Closing",
+            Due::Ready(_) => "Ready",
+        })
     }
 }
 
@@ -59,34 +69,64 @@ impl ReportWriter {
     pub(super) fn close_when_done(&self, figures: Arc<StageFigures>, open: mpsc::Receiver<()>) {
         // A writer whose task is gone (stopped, or never spawned) drops the
         // report: nothing else could write it.
-        let _ = self.tx.send(Closing { figures, open });
+        let _ = self.tx.send(Due::Closing { figures, open });
+    }
+
+    /// Writes a finished report (one a [`ReportSink`] took and is done
+    /// with). Without a task to write it (the run is over), it goes to the
+    /// journal and the run log from here.
+    ///
+    /// [`ReportSink`]: super::live::ReportSink
+    pub fn write(&self, report: StageReport) {
+        if let Err(mpsc::error::SendError(Due::Ready(r))) =
+            self.tx.send(Due::Ready(Box::new(report)))
+        {
+            journal(&r);
+            if let Some(path) = &self.run.log {
+                if let Err(e) = append(path, &r) {
+                    tracing::warn!(workload = %r.workload, stage = %r.stage, "cannot append the stage report to the run log: {e}");
+                }
+            }
+        }
     }
 }
 
 /// Writes the reports of stages as they close, in the order they close.
-async fn write_reports(run: Arc<RunInfo>, mut rx: mpsc::UnboundedReceiver<Closing>) {
+async fn write_reports(run: Arc<RunInfo>, mut rx: mpsc::UnboundedReceiver<Due>) {
     let mut pending = FuturesUnordered::new();
     let mut open = true;
     loop {
         tokio::select! {
-            closing = rx.recv(), if open => match closing {
-                Some(mut c) => pending.push(async move {
+            due = rx.recv(), if open => match due {
+                Some(Due::Closing { figures, mut open }) => pending.push(async move {
                     // Nothing is ever sent: this returns when every handle is gone.
-                    let _ = c.open.recv().await;
-                    c.figures
+                    let _ = open.recv().await;
+                    figures
                 }),
+                Some(Due::Ready(report)) => write(&run, *report).await,
                 None => open = false,
             },
-            Some(figures) = pending.next() => write(&run, figures.report()).await,
+            Some(figures) = pending.next() => {
+                let report = figures.report();
+                match figures.sink() {
+                    Some(sink) if !within_warmup(&report) => sink.submit(report),
+                    _ => write(&run, report).await,
+                }
+            }
             else => return,
         }
     }
 }
 
+/// Whether a stage ended within its warm-up: nothing to report.
+fn within_warmup(r: &StageReport) -> bool {
+    r.duration_seconds <= 0.0 && r.operations.ok + r.operations.error == 0
+}
+
 /// Writes one report: journal lines, then its run-log line if the run has
 /// a log. A stage that ended within its warm-up has nothing to report.
 async fn write(run: &RunInfo, r: StageReport) {
-    if r.duration_seconds <= 0.0 && r.operations.ok + r.operations.error == 0 {
+    if within_warmup(&r) {
         tracing::info!(workload = %r.workload, stage = %r.stage, "stage ended within its warm-up: no report");
         return;
     }
@@ -186,6 +226,36 @@ fn journal(r: &StageReport) {
             "stage report: {} {} op {}: {} ok, {} errors, {:.1} ops/s, latency p50 {:.3} ms p99 {:.3} ms; steps: {}",
             r.workload, r.stage, o.op, o.operations.ok, o.operations.error, o.ops_per_sec,
             ms(l.p50), ms(l.p99), steps.join("; "),
+        );
+    }
+    for f in &r.failovers {
+        let secs = |s: Option<f64>| s.map_or("-".to_owned(), |s| format!("{s:.3}s"));
+        tracing::info!(
+            run_id = %r.run_id,
+            workload = %r.workload,
+            stage = %r.stage,
+            failover_at = %f.at,
+            to = %f.to,
+            no_primary_s = f.no_primary_seconds,
+            write_outage_s = f.write_outage_seconds,
+            "stage report: {} {}: failover at {} to {} (from {}): {} without a primary, write outage {}",
+            r.workload, r.stage, f.at, f.to, f.from.as_deref().unwrap_or("unknown"),
+            secs(f.no_primary_seconds), secs(f.write_outage_seconds),
+        );
+    }
+    if let Some(a) = &r.audit {
+        tracing::info!(
+            run_id = %r.run_id,
+            workload = %r.workload,
+            stage = %r.stage,
+            audit_acknowledged = a.acknowledged,
+            audit_checked = a.checked,
+            audit_missing = a.missing,
+            audit_missing_total = a.missing_total,
+            audit_complete = a.complete,
+            "stage report: {} {}: audit: {} acknowledged ids, {} checks, {} missing in this stage ({} in all){}",
+            r.workload, r.stage, a.acknowledged, a.checked, a.missing, a.missing_total,
+            if a.complete { "" } else { "; the stage-end pass was cut short" },
         );
     }
 }

@@ -180,26 +180,15 @@ impl Stage {
         if duration.is_zero() {
             return Err(StageError::ZeroDuration);
         }
-        let mut stage = Stage {
+        Ok(Stage {
             name: name.into(),
             mode,
+            step_bases: step_bases(mode, &shape),
             shape,
             duration,
-            step_bases: Vec::new(),
             warmup: Duration::ZERO,
             limit: None,
-        };
-        if let (Mode::Rate, Shape::Steps { levels, each }) = (mode, &stage.shape) {
-            let mut bases = Vec::with_capacity(levels.len() + 1);
-            let mut total = 0u64;
-            bases.push(0);
-            for &l in levels {
-                total += hold_count(l, *each);
-                bases.push(total);
-            }
-            stage.step_bases = bases;
-        }
-        Ok(stage)
+        })
     }
 
     /// Shorthand for a hold at a rate.
@@ -286,6 +275,19 @@ impl Stage {
         }
         self.limit = Some(limit);
         Ok(self)
+    }
+
+    /// The same stage (name, mode, duration, warm-up) with another shape
+    /// and count: a cluster member's share of it, whose levels and count
+    /// may be 0 (closed loop: fewer workers than members), which a
+    /// configured stage may not be. Rate levels must stay positive.
+    pub fn reshaped(&self, shape: Shape, limit: Option<Limit>) -> Stage {
+        Stage {
+            step_bases: step_bases(self.mode, &shape),
+            shape,
+            limit,
+            ..self.clone()
+        }
     }
 
     /// The operation count that ends the stage, if count-based.
@@ -566,6 +568,21 @@ impl Stage {
         }
         n
     }
+}
+
+/// For `Steps` in rate mode: the index of the first operation of each
+/// step, plus the total at the end. Empty otherwise.
+fn step_bases(mode: Mode, shape: &Shape) -> Vec<u64> {
+    let (Mode::Rate, Shape::Steps { levels, each }) = (mode, shape) else {
+        return Vec::new();
+    };
+    let mut total = 0u64;
+    std::iter::once(0)
+        .chain(levels.iter().map(|&l| {
+            total += hold_count(l, *each);
+            total
+        }))
+        .collect()
 }
 
 /// Offset of op `i` at a constant rate, in ns. Integral rates use exact

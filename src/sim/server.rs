@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use mongodb::bson::{Bson, Document};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
@@ -21,6 +21,23 @@ use super::cursor::{Cursors, IDLE_TIMEOUT};
 use super::faults::Faults;
 use super::store::Store;
 use super::wire::{self, Request, WireError, HEADER_LEN};
+use crate::error_log::{LogLimiter, LOG_INTERVAL};
+
+/// Longest a client may take to send the rest of a message once its first
+/// byte arrived: a peer that stops half-way is dropped instead of holding
+/// its connection open forever. (Between messages a connection may idle
+/// without limit: drivers keep pooled connections open.)
+pub const FRAME_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Connections that end badly (malformed messages, resets, stalls) are
+/// logged one line per [`LOG_INTERVAL`] with a count, so a peer sending
+/// garbage on thousands of connections cannot flood the log.
+fn bad_closes() -> &'static LogLimiter {
+    static LIMITER: std::sync::OnceLock<LogLimiter> = std::sync::OnceLock::new();
+    LIMITER.get_or_init(|| LogLimiter::new(2, LOG_INTERVAL))
+}
+const CLOSE_LOG: usize = 0;
+const ACCEPT_LOG: usize = 1;
 
 /// Counters `serverStatus` reports.
 #[derive(Debug, Default)]
@@ -95,9 +112,17 @@ pub async fn accept_loop(
                     shared.stats.conns_total.fetch_add(1, Ordering::Relaxed);
                     let id = shared.next_connection.fetch_add(1, Ordering::Relaxed);
                     match serve_tcp(stream, &shared, id, &root).await {
+                        // Expected ends: the client left, or we closed it
+                        // (shutdown, fault injection): no line at INFO.
                         Ok(()) => tracing::debug!(%peer, connection = id, "connection closed"),
+                        Err(reason @ (Closed::Shutdown | Closed::Killed | Closed::Dropped)) => {
+                            tracing::debug!(%peer, connection = id, %reason, "connection closed")
+                        }
                         Err(reason) => {
-                            tracing::info!(%peer, connection = id, %reason, "connection closed")
+                            if let Some(suppressed) = bad_closes().admit(CLOSE_LOG, Instant::now())
+                            {
+                                tracing::info!(%peer, connection = id, %reason, suppressed, "connection closed")
+                            }
                         }
                     }
                     shared.stats.conns_current.fetch_sub(1, Ordering::Relaxed);
@@ -105,7 +130,9 @@ pub async fn accept_loop(
             }
             Err(e) => {
                 // EMFILE and friends: back off instead of spinning.
-                tracing::warn!(error = %e, "accept failed");
+                if let Some(suppressed) = bad_closes().admit(ACCEPT_LOG, Instant::now()) {
+                    tracing::warn!(error = %e, suppressed, "accept failed");
+                }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
@@ -127,24 +154,47 @@ enum Closed {
     Shutdown,
     #[error("TLS handshake failed: {0}")]
     Tls(std::io::Error),
+    #[error("message not completed within {FRAME_TIMEOUT:?}")]
+    Stalled,
 }
 
+/// Reads one whole message into `buf`; false at a clean end of stream.
+/// Waits without limit for the first byte, then [`FRAME_TIMEOUT`] for the
+/// rest. The buffer grows with the bytes that arrive, never by the length
+/// a header claims, so a peer announcing 48 MB and sending nothing costs
+/// nothing.
 async fn read_frame(
     reader: &mut BufReader<impl AsyncRead + Unpin>,
     buf: &mut Vec<u8>,
 ) -> Result<bool, Closed> {
-    let mut head = [0u8; HEADER_LEN];
-    match reader.read_exact(&mut head).await {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
-        Err(e) => return Err(e.into()),
+    if buf.capacity() > 1024 * 1024 {
+        // Do not keep a huge buffer per idle connection after one big message.
+        *buf = Vec::with_capacity(16 * 1024);
     }
+    if reader.fill_buf().await?.is_empty() {
+        return Ok(false);
+    }
+    tokio::time::timeout(FRAME_TIMEOUT, read_message(reader, buf))
+        .await
+        .map_err(|_| Closed::Stalled)??;
+    Ok(true)
+}
+
+async fn read_message(
+    reader: &mut BufReader<impl AsyncRead + Unpin>,
+    buf: &mut Vec<u8>,
+) -> Result<(), Closed> {
+    let mut head = [0u8; HEADER_LEN];
+    reader.read_exact(&mut head).await?;
     let header = wire::parse_header(&head)?;
     buf.clear();
     buf.extend_from_slice(&head);
-    buf.resize(header.length, 0);
-    reader.read_exact(&mut buf[HEADER_LEN..]).await?;
-    Ok(true)
+    let body = (header.length - HEADER_LEN) as u64;
+    let got = (&mut *reader).take(body).read_to_end(buf).await?;
+    if got as u64 != body {
+        return Err(Closed::Wire(WireError::Truncated("message")));
+    }
+    Ok(())
 }
 
 /// Serves an accepted connection, after the TLS handshake when TLS is on.

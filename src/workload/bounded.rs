@@ -1,18 +1,19 @@
 //! Inserts keyed by sequence number, the one way every kind inserts new
-//! documents: the next key from a counter all workers share (raised at
-//! prepare time past what a previous run left), and, with a bound, the
+//! documents: the next key from the [`Keys`] all workers share (raised at
+//! prepare time past what a previous run left; a cluster member's own
+//! keys, disjoint from the other members'), and, with a bound, the
 //! eviction of the oldest documents as the insert's second step, under the
 //! insert's own `op` label (step [`EVICT`]), so the collection holds at
 //! most `max_docs` documents for as long as the workload runs.
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use mongodb::bson::{doc, Document};
 use rand::rngs::SmallRng;
 
 use super::{Action, Op, OpSpec, PrepareStep, Request, EVICT};
+use crate::cluster::Keys;
 
 /// The sequence-numbered inserts of one collection. Cloning shares the
 /// counter.
@@ -21,8 +22,8 @@ pub struct BoundedInserts {
     collection: usize,
     /// Documents the prepare step loads: keys `0..loaded`.
     loaded: u64,
-    next: Arc<AtomicU64>,
-    /// 0: unbounded.
+    next: Arc<Keys>,
+    /// In all (a cluster member holds its share); 0: unbounded.
     max_docs: u64,
     /// Keys that are not integers (never evicted): the counter is raised
     /// to the document count instead of past the highest `_id`.
@@ -37,7 +38,7 @@ impl BoundedInserts {
         BoundedInserts {
             collection,
             loaded: initial_docs,
-            next: Arc::new(AtomicU64::new(initial_docs)),
+            next: Arc::new(Keys::new(initial_docs)),
             max_docs,
             counted: false,
         }
@@ -95,8 +96,8 @@ impl BoundedInserts {
         spec
     }
 
-    /// The shared counter: the next key an insert takes.
-    pub fn counter(&self) -> &Arc<AtomicU64> {
+    /// The shared insert keys.
+    pub fn counter(&self) -> &Arc<Keys> {
         &self.next
     }
 
@@ -123,7 +124,7 @@ impl BoundedInserts {
     /// taken (never empty: key 0 counts as present before any insert, so
     /// a draw always has a range).
     pub fn present(&self) -> Range<u64> {
-        self.present_at(self.next.load(Ordering::Relaxed).max(1))
+        self.present_at(self.next.bound().max(1))
     }
 
     /// The keys present when `inserted` keys have been taken.
@@ -138,42 +139,56 @@ impl BoundedInserts {
 
     /// Takes the next key.
     pub fn next_key(&self) -> u64 {
-        self.next.fetch_add(1, Ordering::Relaxed)
+        self.next.next()
     }
 
     /// Operation `op`: one document, made by `make` from its key; with a
-    /// bound, the document `max_docs` keys behind is deleted after it.
+    /// bound, the document the bound reaches back to is deleted after it
+    /// (a cluster member's own, [`Keys::evicted`]).
     pub fn insert_one(&self, op: usize, make: impl FnOnce(u64) -> Document) -> Op {
         let id = self.next_key();
         let insert = Action::InsertOne {
             collection: self.collection,
             doc: make(id),
         };
-        let evict = (self.bounded() && id >= self.max_docs).then(|| Action::DeleteOne {
-            collection: self.collection,
-            filter: doc! { "_id": (id - self.max_docs) as i64 },
-        });
+        let evict = self
+            .bounded()
+            .then(|| self.next.evicted(id, self.max_docs))
+            .flatten()
+            .map(|old| Action::DeleteOne {
+                collection: self.collection,
+                filter: doc! { "_id": old as i64 },
+            });
         self.op(op, insert, evict)
     }
 
     /// Operation `op`: a batch of `n` documents (one `insertMany`), made
-    /// by `make` from their keys; with a bound, the batch `max_docs` keys
-    /// behind is deleted after it (one `deleteMany` of the key range).
+    /// by `make` from their keys; with a bound, the batch the bound
+    /// reaches back to is deleted after it (one `deleteMany` of the key
+    /// range; a cluster member's keys are every stride-th).
     pub fn insert_many(&self, op: usize, n: u64, make: impl FnMut(u64) -> Document) -> Op {
-        let first = self.next.fetch_add(n, Ordering::Relaxed);
-        let end = first + n;
+        let run = self.next.next_run(n);
         let insert = Action::InsertMany {
             collection: self.collection,
-            docs: (first..end).map(make).collect(),
+            docs: run.iter().map(make).collect(),
         };
-        let max = self.max_docs;
-        let evict = (self.bounded() && end > max).then(|| Action::DeleteMany {
-            collection: self.collection,
-            filter: doc! { "_id": {
-                "$gte": first.saturating_sub(max) as i64,
-                "$lt": (end - max) as i64,
-            } },
-        });
+        let evict = self
+            .bounded()
+            .then(|| self.next.evicted_range(run, self.max_docs))
+            .flatten()
+            .map(|(from, to)| {
+                let mut range = doc! { "$gte": from as i64, "$lt": to as i64 };
+                if run.stride > 1 {
+                    range.insert(
+                        "$mod",
+                        vec![run.stride as i64, (run.first % run.stride) as i64],
+                    );
+                }
+                Action::DeleteMany {
+                    collection: self.collection,
+                    filter: doc! { "_id": range },
+                }
+            });
         self.op(op, insert, evict)
     }
 

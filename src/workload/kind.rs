@@ -35,6 +35,14 @@ pub trait Kind {
     /// Builds the workload (after validating the parameters); `seed` fixes
     /// its generators and its loaded documents.
     fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError>;
+    /// Whether the workload as configured inserts documents (the
+    /// acknowledged-write audit has something to check).
+    fn inserts(&self) -> bool;
+    /// What `audit = true` asks of the parameters beyond inserting (a
+    /// custom workload's deletes must name their `_id`s).
+    fn check_audit(&self) -> Result<(), KeyError> {
+        Ok(())
+    }
 }
 
 /// Declares [`KindConfig`] from one line per kind: its variant, its
@@ -126,6 +134,14 @@ impl KindConfig {
     /// (`mixed.doc_size`).
     pub fn validate(&self) -> Result<(), KeyError> {
         self.params().validate().map_err(|e| e.under(self.table()))
+    }
+
+    /// What `audit = true` asks of the parameters; errors as
+    /// [`KindConfig::validate`]'s.
+    pub fn check_audit(&self) -> Result<(), KeyError> {
+        self.params()
+            .check_audit()
+            .map_err(|e| e.under(self.table()))
     }
 
     /// Builds the workload; errors as [`KindConfig::validate`]'s.

@@ -38,12 +38,12 @@ pub use bounded::BoundedInserts;
 pub use pick::{Mix, WeightedPick};
 
 use std::fmt;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use mongodb::bson::Document;
 use rand::rngs::SmallRng;
 
+use crate::cluster::{Keys, Member};
 use crate::config::{KeyError, WorkloadConfig};
 
 /// An `op` or `step` label: shared, cheap to clone, never leaked.
@@ -310,7 +310,7 @@ pub enum PrepareStep {
     /// keys instead of colliding with documents of the previous run.
     SeekKeys {
         collection: usize,
-        counter: Arc<AtomicU64>,
+        counter: Arc<Keys>,
     },
     /// Raise `counter` to the collection's document count (`fetch_max`):
     /// for collections whose keys are not integers (YCSB's hashed
@@ -318,7 +318,7 @@ pub enum PrepareStep {
     /// number.
     CountKeys {
         collection: usize,
-        counter: Arc<AtomicU64>,
+        counter: Arc<Keys>,
     },
 }
 
@@ -386,6 +386,23 @@ pub trait Workload: Send + Sync {
     /// A per-worker operation source with its own RNG and buffers. The same
     /// (`seed`, `worker_id`) gives the same stream of choices.
     fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource>;
+    /// The insert keys of its collections (see [`Keys`]), so that a
+    /// cluster member takes its own ([`join`]).
+    fn keys(&self) -> Vec<&Keys> {
+        Vec::new()
+    }
+    /// How the acknowledged-write audit maps this workload's `_id`s to its
+    /// ledger's integer ids (integer `_id`s unless said otherwise).
+    fn audit_keys(&self) -> Arc<dyn crate::audit::AuditKeys> {
+        Arc::new(crate::audit::IntKeys)
+    }
+}
+
+/// Makes `workload`'s insert keys those of `member` (before any insert).
+pub fn join(workload: &dyn Workload, member: Member) {
+    for keys in workload.keys() {
+        keys.join(member);
+    }
 }
 
 /// Generates one worker's operations.
@@ -400,6 +417,11 @@ pub trait Generator: Send + Sync {
     /// The operation source of worker `worker`, drawing from `rng` (the
     /// worker's own: the same seed and worker give the same stream).
     fn source(self: Arc<Self>, worker: u32, rng: SmallRng) -> Box<dyn OpSource>;
+    /// How the acknowledged-write audit maps the kind's `_id`s to its
+    /// ledger's integer ids (integer `_id`s unless said otherwise).
+    fn audit_keys(&self) -> Arc<dyn crate::audit::AuditKeys> {
+        Arc::new(crate::audit::IntKeys)
+    }
 }
 
 /// A kind's workload as built: what every kind has (its name, operations,
@@ -411,6 +433,8 @@ pub struct Built<G> {
     pub collections: Vec<String>,
     pub prepare: Vec<PrepareStep>,
     pub generator: Arc<G>,
+    /// The insert keys of its collections ([`Workload::keys`]).
+    pub keys: Vec<Arc<Keys>>,
 }
 
 impl<G> Built<G> {
@@ -429,7 +453,14 @@ impl<G> Built<G> {
             collections,
             prepare,
             generator,
+            keys: Vec::new(),
         }
+    }
+
+    /// The same, with these insert keys (a cluster member takes its own).
+    pub fn with_keys(mut self, keys: Vec<Arc<Keys>>) -> Built<G> {
+        self.keys = keys;
+        self
     }
 }
 
@@ -452,6 +483,14 @@ impl<G: Generator> Workload for Built<G> {
 
     fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource> {
         Arc::clone(&self.generator).source(worker_id, gen::worker_rng(seed, worker_id))
+    }
+
+    fn keys(&self) -> Vec<&Keys> {
+        self.keys.iter().map(|k| &**k).collect()
+    }
+
+    fn audit_keys(&self) -> Arc<dyn crate::audit::AuditKeys> {
+        self.generator.audit_keys()
     }
 }
 

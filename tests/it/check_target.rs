@@ -1,8 +1,9 @@
 //! `mongoload check-target`, the binary against the simulator over TCP:
 //! a ready deployment (human and JSON output), a wrong password (77), a
 //! refused privilege (77), nothing listening (69), an untrusted TLS
-//! certificate (69, named), a config error (78); the scratch collection
-//! never stays behind and the password is in no output.
+//! certificate (69, named), a config error (78), a replica set found from
+//! one seed (members and primary, before and after a failover); the
+//! scratch collection never stays behind and the password is in no output.
 
 use crate::common;
 use crate::common::certs;
@@ -340,4 +341,56 @@ async fn a_config_error_exits_78() {
         (v["ready"].as_bool(), v["exit_code"].as_u64()),
         (Some(false), Some(78))
     );
+}
+
+/// A replica set found from a seed list: the topology line names the set,
+/// its members and its primary, also after a failover moved the primary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_set_is_reported_with_its_members_and_primary() {
+    let mut set = mongoload::sim::ReplSetConfig::new("rs0", 3);
+    set.election = mongoload::sim::ElectionTime::fixed(std::time::Duration::from_millis(200));
+    let sim = mongoload::sim::start_replset(
+        SimConfig {
+            auth: Some(AuthUser {
+                user: USER.into(),
+                password: PASSWORD.into(),
+            }),
+            ..Default::default()
+        },
+        set,
+    )
+    .await
+    .expect("the replica set starts");
+    let rs = sim.replset().unwrap().clone();
+    let hosts = rs.hosts();
+    // Seeded from the last member only: the driver must discover the rest.
+    let seed = format!("mongodb://{USER}:{PASSWORD}@{}/?replicaSet=rs0", hosts[2]);
+    let file = config(&seed);
+
+    let (code, stdout, stderr) = run(&file.path, false).await;
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let want = format!(
+        "  topology       replica set rs0 (3 members: {}; primary {}; answered by ",
+        hosts.join(", "),
+        hosts[0]
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with(&want)),
+        "want {want:?} in:\n{stdout}"
+    );
+
+    rs.step_down().expect("a primary to step down");
+    let primary = rs
+        .wait_for_primary(std::time::Duration::from_secs(10))
+        .await
+        .expect("a new primary");
+    assert_ne!(primary, 0);
+    let (code, stdout, _) = run(&file.path, true).await;
+    assert_eq!(code, Some(0), "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
+    assert_eq!(v["topology"]["kind"], "replica_set");
+    assert_eq!(v["topology"]["set_name"], "rs0");
+    assert_eq!(v["topology"]["members"].as_array().unwrap().len(), 3);
+    assert_eq!(v["topology"]["primary"], hosts[primary].as_str());
+    assert_eq!(v["privileges"]["status"], "ok", "{stdout}");
 }

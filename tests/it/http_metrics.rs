@@ -11,7 +11,7 @@ use mongoload::error_kind::ErrorKind;
 use mongoload::http::{serve, HttpState};
 use mongoload::metrics::Metrics;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
 struct Reply {
@@ -62,11 +62,11 @@ struct Server {
     ready: Arc<AtomicBool>,
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
 async fn start() -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let metrics = Arc::new(Metrics::new().unwrap());
     let ready = Arc::new(AtomicBool::new(false));
@@ -147,6 +147,7 @@ async fn every_route_answers_as_documented() {
     tokio::time::timeout(Duration::from_secs(5), server.task)
         .await
         .expect("serve returns after cancel")
+        .unwrap()
         .unwrap();
 }
 
@@ -160,6 +161,7 @@ async fn cancel_stops_serving_even_with_an_idle_connection_open() {
     tokio::time::timeout(Duration::from_secs(5), server.task)
         .await
         .expect("serve returns within its drain timeout")
+        .unwrap()
         .unwrap();
     // The listener is gone with the task.
     assert!(TcpStream::connect(server.addr).await.is_err());

@@ -5,14 +5,22 @@
 
 mod common;
 
+mod audit;
 mod auth_tls;
+mod bad_input;
 mod check_target;
 mod cli;
+mod cluster;
 mod control;
 mod coordinated_omission;
 mod daemon;
 mod dashboards;
+mod failover;
+mod faults;
 mod http_metrics;
+mod isolation;
+mod kubernetes;
+mod lag_probe;
 mod prometheus_e2e;
 mod prometheus_rules;
 mod reload;

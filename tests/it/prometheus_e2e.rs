@@ -34,7 +34,7 @@
 //! mongoload instead of starting `mongoload demo`.
 
 use crate::common::prometheus_tools;
-use crate::common::{free_port, get_blocking};
+use crate::common::{free_port, get_blocking, spawn_sim};
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -121,8 +121,13 @@ fn start_prometheus(
         .collect();
     let scrapes: Vec<String> = jobs
         .iter()
-        .map(|(job, addr)| {
-            format!("  - job_name: {job}\n    static_configs:\n      - targets: ['{addr}']\n")
+        .map(|(job, addrs)| {
+            // Several targets of one job: comma-separated.
+            let targets: Vec<String> = addrs.split(',').map(|a| format!("'{a}'")).collect();
+            format!(
+                "  - job_name: {job}\n    static_configs:\n      - targets: [{}]\n",
+                targets.join(", ")
+            )
         })
         .collect();
     let config = logs.join("prometheus.yml");
@@ -431,6 +436,7 @@ fn dashboards_and_rules_return_data_from_a_real_prometheus() {
         "node_exporter",
         Command::new(node_exporter).arg(format!("--web.listen-address={node_addr}")),
     );
+    let demo = std::env::var("MONGOLOAD_E2E_METRICS_ADDR").is_err();
     let daemon_addr = match std::env::var("MONGOLOAD_E2E_METRICS_ADDR") {
         Ok(addr) => addr,
         Err(_) => {
@@ -461,10 +467,9 @@ fn dashboards_and_rules_return_data_from_a_real_prometheus() {
         || http_get(&prom.addr, "/-/ready").is_ok_and(|(s, _)| s == 200),
         || children.assert_running(logs),
     );
-    // SCRAPES successful scrapes of both targets
-    let scraped = |job: &str| {
-        let q = format!("sum_over_time(up{{job=\"{job}\"}}[1m])");
-        prom.query(&q)
+    // the first value of an instant query, 0 when it has none
+    let value = |q: &str| {
+        prom.query(q)
             .ok()
             .and_then(|r| {
                 r.first()
@@ -472,12 +477,29 @@ fn dashboards_and_rules_return_data_from_a_real_prometheus() {
             })
             .unwrap_or(0.0)
     };
+    // SCRAPES successful scrapes of both targets
+    let scraped = |job: &str| value(&format!("sum_over_time(up{{job=\"{job}\"}}[1m])"));
     wait_for(
         &format!("{SCRAPES} scrapes of mongoload and node_exporter"),
         Duration::from_secs(SCRAPES + 30),
         || scraped("mongoload") >= SCRAPES as f64 && scraped("node") >= SCRAPES as f64,
         || children.assert_running(logs),
     );
+
+    // the demo's replica set fails over every 20 s: the failover panels,
+    // the annotation and the new alerts are checked during a run that has
+    // had one (a primary change and the write outage around it)
+    if demo {
+        wait_for(
+            "a failover and its write outage in the demo",
+            Duration::from_secs(60),
+            || {
+                value(r#"sum(mongoload_primary_changes_total{job="mongoload"})"#) >= 1.0
+                    && value(r#"sum(mongoload_write_outage_seconds_count{job="mongoload"})"#) >= 1.0
+            },
+            || children.assert_running(logs),
+        );
+    }
 
     // one instant for all queries, a little in the past so every target's
     // latest scrape is in
@@ -692,15 +714,9 @@ fn a_sysbench_rate_reads_right_in_the_dashboard_and_the_recording_rule() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let logs = tmp.path();
     let mut children = Children(Vec::new());
-    let sim_addr = free_port().to_string();
-    spawn(
-        &mut children,
-        logs,
-        "sim",
-        Command::new(env!("CARGO_BIN_EXE_mongoload"))
-            .args(["sim", "--listen", &sim_addr])
-            .env("RUST_LOG", "warn"),
-    );
+    let sim_port = free_port().port();
+    let _sim = spawn_sim(sim_port, &[]);
+    let sim_addr = format!("127.0.0.1:{sim_port}");
     let daemon_addr = free_port().to_string();
     let config = logs.join("mongoload.toml");
     std::fs::write(
@@ -729,14 +745,7 @@ fn a_sysbench_rate_reads_right_in_the_dashboard_and_the_recording_rule() {
         &prometheus,
         &[("mongoload", &daemon_addr)],
     );
-    let value = |r: Result<Vec<Value>, String>| -> f64 {
-        r.ok()
-            .and_then(|r| {
-                r.first()
-                    .and_then(|s| s["value"][1].as_str()?.parse::<f64>().ok())
-            })
-            .unwrap_or(f64::NAN)
-    };
+    let value = first_value;
     // The stage has run at its rate for the whole 5-minute window, and
     // the series began before it (a series that starts inside a rate's
     // window is extrapolated by half a scrape only, which would read low):
@@ -796,4 +805,142 @@ fn a_sysbench_rate_reads_right_in_the_dashboard_and_the_recording_rule() {
         within(point_selects, 10.0 * SYSBENCH_RATE),
         "point selects {point_selects}/s for {SYSBENCH_RATE} transactions/s"
     );
+}
+
+/// The first value of an instant query's result (NaN when there is none).
+fn first_value(r: Result<Vec<Value>, String>) -> f64 {
+    r.ok()
+        .and_then(|r| {
+            r.first()
+                .and_then(|s| s["value"][1].as_str()?.parse::<f64>().ok())
+        })
+        .unwrap_or(f64::NAN)
+}
+
+/// The total rate of the three-member cluster test.
+const CLUSTER_RATE: f64 = 300.0;
+
+/// Three members of a `[cluster]` (separate processes) scraped as three
+/// targets of one job: the cluster recording rules see three members of
+/// three in one stage, the target-rate rule and the overview's "Members
+/// (cluster)" totals add the members' shares up to the configured rate,
+/// the per-member query has one series per member, and when a member
+/// stops the members count drops (what MongoloadClusterMemberMissing
+/// compares). About 40 s.
+#[test]
+fn three_cluster_members_add_up_in_the_rules_and_the_overview() {
+    let Some(prometheus) = require_tool(PROMETHEUS) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let logs = tmp.path();
+    let mut children = Children(Vec::new());
+    let sim_port = free_port().port();
+    let _sim = spawn_sim(sim_port, &[]);
+    let sim_addr = format!("127.0.0.1:{sim_port}");
+    let addrs: Vec<String> = (0..3).map(|_| free_port().to_string()).collect();
+    for (i, name) in ["member0", "member1", "member2"].into_iter().enumerate() {
+        let config = logs.join(format!("{name}.toml"));
+        std::fs::write(
+            &config,
+            format!(
+                "[target]\nuri = \"mongodb://{sim_addr}\"\ndatabase = \"e2ecluster\"\n\
+                 [http]\nlisten = \"{}\"\n[cluster]\nsize = 3\nindex = {i}\n\
+                 [[workloads]]\nname = \"mix\"\nkind = \"mixed\"\nseed = 1\n\
+                 [workloads.mixed]\ndoc_size = 256\ninitial_docs = 300\n\
+                 [[workloads.stages]]\nname = \"fixed\"\nrate = {CLUSTER_RATE}\nduration = \"1h\"\n",
+                addrs[i]
+            ),
+        )
+        .expect("write the member's config");
+        spawn(
+            &mut children,
+            logs,
+            name,
+            Command::new(env!("CARGO_BIN_EXE_mongoload"))
+                .args(["run", "--config"])
+                .arg(&config)
+                .env("RUST_LOG", "warn"),
+        );
+    }
+    let prom = start_prometheus(
+        &mut children,
+        logs,
+        &prometheus,
+        &[("mongoload", &addrs.join(","))],
+    );
+    let value = first_value;
+    // 20 s of the stage at its rate on every member, for the 15 s rates.
+    wait_for(
+        "20 s of the three members' stage in Prometheus",
+        Duration::from_secs(120),
+        || {
+            let shares = value(prom.query(
+                r#"count(min_over_time(mongoload_target_rate{job="mongoload",workload="mix"}[20s]) > 0)"#,
+            ));
+            let scraped = value(prom.query(
+                r#"min(count_over_time(mongoload_target_rate{job="mongoload",workload="mix"}[20s]))"#,
+            ));
+            shares == 3.0 && scraped >= 20.0
+        },
+        || children.assert_running(logs),
+    );
+    assert_eq!(value(prom.query("job:mongoload_cluster_size:max")), 3.0);
+    assert_eq!(
+        value(prom.query("job:mongoload_cluster_members:count")),
+        3.0
+    );
+    assert_eq!(
+        value(prom.query(r#"workload:mongoload_cluster_stages:count{workload="mix"}"#)),
+        1.0
+    );
+    assert_eq!(
+        value(prom.query(r#"workload:mongoload_target_rate:sum{workload="mix"}"#)),
+        CLUSTER_RATE
+    );
+    let overview = dashboards()
+        .into_iter()
+        .find(|d| d.file.contains("overview"))
+        .expect("the overview dashboard");
+    let queries = dashboard_queries(&overview);
+    let values = [
+        ("job", "mongoload"),
+        ("instance", ".+"),
+        ("workload", "mix"),
+        ("__rate_interval", "15s"),
+    ];
+    let panel = |title: &str, ref_id: &str| {
+        let q = queries
+            .iter()
+            .find(|q| q.source.contains(title) && q.source.ends_with(&format!("({ref_id})")))
+            .unwrap_or_else(|| panic!("the {title} panel's query {ref_id}"));
+        fill_variables(&q.expr, &values).expect("fills")
+    };
+    let by_member = prom
+        .query(&panel("Achieved ops/s by member", "A"))
+        .expect("the per-member query");
+    assert_eq!(by_member.len(), 3, "{by_member:?}");
+    let total = value(prom.query(&panel("Achieved ops/s by member", "B")));
+    let target = value(prom.query(&panel("Achieved ops/s by member", "C")));
+    eprintln!("cluster at {CLUSTER_RATE}/s: achieved {total}, target {target}");
+    assert_eq!(target, CLUSTER_RATE);
+    assert!(
+        (total - CLUSTER_RATE).abs() <= 0.05 * CLUSTER_RATE,
+        "achieved {total} for {CLUSTER_RATE}/s"
+    );
+    // A member stops: Prometheus sees two of three.
+    let (_, member) = children
+        .0
+        .iter_mut()
+        .find(|(name, _)| *name == "member2")
+        .expect("member2");
+    let _ = member.kill();
+    let _ = member.wait();
+    wait_for(
+        "two members scraped of three",
+        Duration::from_secs(30),
+        || value(prom.query("job:mongoload_cluster_members:count")) == 2.0,
+        || {},
+    );
+    assert_eq!(value(prom.query("job:mongoload_cluster_size:max")), 3.0);
 }

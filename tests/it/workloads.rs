@@ -198,7 +198,7 @@ async fn prepare_of_every_kind_loads_its_documents_and_indexes() {
     let w = workload::ycsb::build(&ycsb(300), 1);
     prepare(&db, &w).await;
     assert_eq!(count(&db, "usertable").await, 500);
-    assert_eq!(w.next_key().load(std::sync::atomic::Ordering::Relaxed), 500);
+    assert_eq!(w.next_key().bound(), 500);
     let key = workload::ycsb::key_name(17);
     let rec = db
         .collection::<Document>("usertable")
@@ -465,10 +465,7 @@ async fn insert_benchmark_counts_documents_and_holds_its_bound() {
     let again = workload::insert_benchmark::build(&params, 7);
     prepare(&db, &again).await;
     assert_eq!(count(&db, "purchases_index").await, 1000);
-    assert_eq!(
-        again.next_id().load(std::sync::atomic::Ordering::Relaxed),
-        400 + docs
-    );
+    assert_eq!(again.next_id().bound(), 400 + docs);
     sim.shutdown().await;
 }
 

@@ -674,15 +674,17 @@ impl Inner {
             }
             topo.term += 1;
             self.core.oplog().elect(next, topo.term);
+            // The failover is complete before anyone can see the new
+            // primary (wait_for_primary, hello).
+            if let Some(f) = lock(&self.failovers).last_mut() {
+                f.elected = Some(SystemTime::now());
+                f.term = Some(topo.term);
+            }
             topo.primary = Some(next);
             topo.version += 1;
             self.version.send_replace(topo.version);
             topo.term
         };
-        if let Some(f) = lock(&self.failovers).last_mut() {
-            f.elected = Some(SystemTime::now());
-            f.term = Some(term);
-        }
         tracing::info!(set = %self.name, primary = %self.members[next].name, term, "new primary elected");
     }
 }

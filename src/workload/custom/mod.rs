@@ -12,7 +12,6 @@ pub mod template;
 pub use params::{CustomConfig, CustomIndex, CustomOp, CustomOpKind};
 pub use template::{Ctx, Template};
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use mongodb::bson::{Bson, Document};
@@ -220,7 +219,7 @@ impl Custom {
     /// Document `seq` from `template`: `_id` first, then the template's
     /// fields, then padding up to the size target.
     fn document(&self, template: &mut Template, rng: &mut SmallRng, seq: u64) -> Document {
-        let docs = self.inserts.counter().load(Ordering::Relaxed);
+        let docs = self.inserts.counter().bound();
         let mut ctx = self.ctx(rng, docs, Some(seq));
         let body = template.eval_doc(&mut ctx);
         let mut d = Document::new();
@@ -290,13 +289,15 @@ pub fn build(cfg: &CustomConfig, seed: u64) -> Result<Built<Custom>, KeyError> {
             .inserts
             .prepare((cfg.load_batch, seed), &custom, Custom::loaded),
     );
+    let keys = vec![Arc::clone(custom.inserts.counter())];
     Ok(Built::new(
         "custom",
         specs,
         vec![cfg.collection.clone()],
         prepare,
         custom,
-    ))
+    )
+    .with_keys(keys))
 }
 
 type Compiled = (
@@ -350,7 +351,7 @@ impl OpSource for Source {
     fn next_op(&mut self) -> Op {
         let c = &*self.custom;
         let (op, compiled) = self.mix.draw_mut(&mut self.rng);
-        let docs = c.inserts.counter().load(Ordering::Relaxed);
+        let docs = c.inserts.counter().bound();
         let mut ctx = c.ctx(&mut self.rng, docs, None);
         let action = match compiled {
             CompiledOp::Insert(t) => {
@@ -580,7 +581,7 @@ mod tests {
             let o = reads.next_op();
             if let Some(Action::Find { filter, .. }) = o.action() {
                 let id = filter.get_i64("_id").unwrap() as u64;
-                let docs = r.inserts.counter().load(Ordering::Relaxed);
+                let docs = r.inserts.counter().bound();
                 assert!(
                     id + 5 >= docs && id < docs,
                     "{id} outside the last 5 of {docs}"

@@ -228,4 +228,49 @@ impl Kind for CustomConfig {
         self.validate()?;
         Ok(Arc::new(super::build(self, seed)?))
     }
+
+    fn inserts(&self) -> bool {
+        self.operations
+            .iter()
+            .any(|o| o.op == CustomOpKind::Insert && o.weight > 0.0)
+    }
+
+    /// A custom workload's deletes must name the `_id`s they delete (as a
+    /// value or a range), or the audit could not tell a deliberate delete
+    /// from a lost write; pipelines must not write (`$out`, `$merge`).
+    fn check_audit(&self) -> Result<(), KeyError> {
+        for (i, op) in self.operations.iter().enumerate() {
+            match op.op {
+                CustomOpKind::Delete => {
+                    let only_id = op
+                        .filter
+                        .as_ref()
+                        .and_then(|f| f.as_object())
+                        .is_some_and(|f| f.len() == 1 && f.contains_key("_id"));
+                    if !only_id {
+                        return Err(KeyError::new(
+                            format!("operations[{i}].filter"),
+                            "with audit = true a delete's filter must be on _id alone \
+                             (a value or a range), so the audit knows which documents it deletes",
+                        ));
+                    }
+                }
+                CustomOpKind::Aggregate => {
+                    let writes = op.pipeline.iter().flatten().any(|stage| {
+                        stage
+                            .as_object()
+                            .is_some_and(|s| s.contains_key("$out") || s.contains_key("$merge"))
+                    });
+                    if writes {
+                        return Err(KeyError::new(
+                            format!("operations[{i}].pipeline"),
+                            "with audit = true a pipeline must not write ($out, $merge)",
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
 }

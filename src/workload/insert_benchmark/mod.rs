@@ -84,7 +84,7 @@ impl InsertBenchmark {
     }
 
     /// The shared `_id` counter: the first key of the next insert batch.
-    pub fn next_id(&self) -> &Arc<std::sync::atomic::AtomicU64> {
+    pub fn next_id(&self) -> &Arc<crate::cluster::Keys> {
         self.inserts.counter()
     }
 }
@@ -106,6 +106,7 @@ pub fn build(cfg: &InsertBenchmarkConfig, seed: u64) -> Built<InsertBenchmark> {
         ib.inserts
             .prepare((cfg.load_batch, seed), &ib, InsertBenchmark::loaded),
     );
+    let keys = vec![Arc::clone(ib.inserts.counter())];
     Built::new(
         "insert-benchmark",
         ops,
@@ -113,6 +114,7 @@ pub fn build(cfg: &InsertBenchmarkConfig, seed: u64) -> Built<InsertBenchmark> {
         prepare,
         ib,
     )
+    .with_keys(keys)
 }
 
 impl Generator for InsertBenchmark {

@@ -134,4 +134,8 @@ impl Kind for InsertBenchmarkConfig {
         self.validate()?;
         Ok(Arc::new(super::build(self, seed)))
     }
+
+    fn inserts(&self) -> bool {
+        true
+    }
 }

@@ -70,6 +70,7 @@ pub fn build(cfg: &LargeDocConfig, seed: u64) -> Built<LargeDoc> {
     let prepare = w
         .inserts
         .prepare((cfg.load_batch, seed), &w, LargeDoc::document);
+    let keys = vec![Arc::clone(w.inserts.counter())];
     Built::new(
         "large-doc",
         ops,
@@ -77,6 +78,7 @@ pub fn build(cfg: &LargeDocConfig, seed: u64) -> Built<LargeDoc> {
         prepare.into(),
         w,
     )
+    .with_keys(keys)
 }
 
 impl Generator for LargeDoc {

@@ -80,4 +80,8 @@ impl Kind for LargeDocConfig {
         self.validate()?;
         Ok(Arc::new(super::build(self, seed)))
     }
+
+    fn inserts(&self) -> bool {
+        self.insert_workers > 0
+    }
 }

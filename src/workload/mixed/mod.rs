@@ -71,7 +71,7 @@ impl Mixed {
     }
 
     /// The shared `_id` counter: the next key an insert takes.
-    pub fn next_id(&self) -> &Arc<std::sync::atomic::AtomicU64> {
+    pub fn next_id(&self) -> &Arc<crate::cluster::Keys> {
         self.inserts.counter()
     }
 }
@@ -108,7 +108,8 @@ pub fn build(cfg: &MixedConfig, seed: u64) -> Built<Mixed> {
             .inserts
             .prepare((cfg.load_batch, seed), &mixed, Mixed::document),
     );
-    Built::new("mixed", ops, vec![cfg.collection.clone()], prepare, mixed)
+    let keys = vec![Arc::clone(mixed.inserts.counter())];
+    Built::new("mixed", ops, vec![cfg.collection.clone()], prepare, mixed).with_keys(keys)
 }
 
 impl Generator for Mixed {
@@ -181,7 +182,6 @@ mod tests {
     use super::*;
     use crate::config::ByteSize;
     use crate::workload::{kind::Kind, Workload};
-    use std::sync::atomic::Ordering;
 
     fn params() -> MixedConfig {
         MixedConfig {
@@ -298,16 +298,13 @@ mod tests {
                 | Action::DeleteOne { filter, .. }
                 | Action::FindOne { filter, .. } => {
                     let id = filter.get_i64("_id").unwrap();
-                    let next = w.next_id().load(Ordering::Relaxed) as i64;
+                    let next = w.next_id().bound() as i64;
                     assert!((0..next).contains(&id));
                 }
                 other => panic!("unexpected {other:?}"),
             }
         }
-        assert_eq!(
-            w.next_id().load(Ordering::Relaxed),
-            1000 + inserted.len() as u64
-        );
+        assert_eq!(w.next_id().bound(), 1000 + inserted.len() as u64);
     }
 
     #[test]
@@ -337,7 +334,7 @@ mod tests {
             panic!("{:?}", steps[2])
         };
         // Raising the counter moves inserts past existing data.
-        counter.fetch_max(5000, Ordering::Relaxed);
+        counter.raise_past(4999);
         let mut src = w.worker(0, 1);
         loop {
             if let Action::InsertOne { doc, .. } = src.next_op().into_action().unwrap() {

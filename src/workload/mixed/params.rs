@@ -108,4 +108,8 @@ impl Kind for MixedConfig {
         self.validate()?;
         Ok(Arc::new(super::build(self, seed)))
     }
+
+    fn inserts(&self) -> bool {
+        self.insert > 0.0
+    }
 }

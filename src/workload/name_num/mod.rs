@@ -54,7 +54,7 @@ impl NameNum {
     }
 
     /// The shared `_id` counter: the next key an insert takes.
-    pub fn next_id(&self) -> &Arc<std::sync::atomic::AtomicU64> {
+    pub fn next_id(&self) -> &Arc<crate::cluster::Keys> {
         self.inserts.counter()
     }
 }
@@ -93,7 +93,8 @@ pub fn build(cfg: &NameNumConfig, seed: u64) -> Built<NameNum> {
         w.inserts
             .prepare((cfg.load_batch, seed), &w, NameNum::document),
     );
-    Built::new("name-num", ops, vec![cfg.collection.clone()], prepare, w)
+    let keys = vec![Arc::clone(w.inserts.counter())];
+    Built::new("name-num", ops, vec![cfg.collection.clone()], prepare, w).with_keys(keys)
 }
 
 impl Generator for NameNum {

@@ -119,4 +119,12 @@ impl Kind for NameNumConfig {
         self.validate()?;
         Ok(Arc::new(super::build(self, seed)))
     }
+
+    fn inserts(&self) -> bool {
+        match self.mode {
+            NameNumMode::Insert => true,
+            NameNumMode::InsertQuery => self.insert_weight > 0.0,
+            NameNumMode::Update | NameNumMode::Query => false,
+        }
+    }
 }

@@ -28,6 +28,7 @@ use rand::{Rng, SeedableRng};
 
 use super::gen::splitmix64;
 use super::{Action, Body, Built, Generator, Op, OpSource, OpSpec, PrepareStep, Request};
+use crate::cluster::Keys;
 
 /// Characters of `c` and of `pad`.
 pub const C_LEN: usize = 120;
@@ -59,6 +60,9 @@ pub struct Sysbench {
     /// and reinserts: a worker runs one transaction at a time, so its
     /// claim is released when it asks for the next.
     claimed: Mutex<HashSet<(usize, i64)>>,
+    /// Whose `_id`s this member deletes and reinserts: a cluster member
+    /// only its own (reads and updates go over every `_id`).
+    keys: Arc<Keys>,
 }
 
 /// Step indexes of the steps (those of a read-only transaction are `None`).
@@ -122,6 +126,7 @@ pub fn build(cfg: &SysbenchConfig, seed: u64) -> Built<Sysbench> {
         seed,
         ops,
         claimed: Mutex::new(HashSet::new()),
+        keys: Arc::new(Keys::new(cfg.docs_per_collection)),
     });
     let mut prepare = Vec::new();
     for c in 0..collections.len() {
@@ -135,7 +140,8 @@ pub fn build(cfg: &SysbenchConfig, seed: u64) -> Built<Sysbench> {
         });
     }
     let ops = vec![OpSpec::with_steps(TRANSACTION, &steps)];
-    Built::new("sysbench", ops, collections, prepare, sysbench)
+    let keys = vec![Arc::clone(&sysbench.keys)];
+    Built::new("sysbench", ops, collections, prepare, sysbench).with_keys(keys)
 }
 
 impl Sysbench {
@@ -215,11 +221,16 @@ impl Source {
             .claimed
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        let keys = &self.sysbench.keys;
+        let owned = keys.owned_below(self.sysbench.cfg.docs_per_collection);
         let mut id = 0;
         for _ in 0..64 {
-            id = self
-                .rng
-                .random_range(0..self.sysbench.cfg.docs_per_collection) as i64;
+            id = match owned {
+                0 => self
+                    .rng
+                    .random_range(0..self.sysbench.cfg.docs_per_collection),
+                n => keys.owned(self.rng.random_range(0..n)),
+            } as i64;
             if claimed.insert((coll, id)) {
                 self.claims.push((coll, id));
                 return id;

@@ -138,4 +138,8 @@ impl Kind for SysbenchConfig {
         self.validate()?;
         Ok(Arc::new(super::build(self, seed)))
     }
+
+    fn inserts(&self) -> bool {
+        !self.read_only && self.delete_inserts > 0
+    }
 }

@@ -40,6 +40,35 @@ pub fn key_name(n: u64) -> String {
     format!("user{}", h.wrapping_abs())
 }
 
+/// The audit's ledger ids of YCSB keys: the record number. Keys are
+/// hashes (`"user" + fnvhash64(n)`), so the number is not read back from
+/// the key: each insert's source notes it here when the workload is
+/// audited, and the audit takes it when the insert is sent. The ledger then
+/// holds sequential numbers (compact), not 63-bit hashes (about 200 bytes
+/// each in a roaring treemap).
+#[derive(Debug, Default)]
+struct YcsbKeys {
+    /// Keys of inserts generated and not yet sent → record number.
+    pending: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+}
+
+impl crate::audit::AuditKeys for YcsbKeys {
+    fn ledger_id(&self, id: &Bson) -> Option<u64> {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(id.as_str()?)
+    }
+
+    fn key(&self, id: u64) -> Bson {
+        Bson::String(key_name(id))
+    }
+
+    fn ordered(&self) -> bool {
+        false
+    }
+}
+
 /// The `ycsb` workload's generator, shared by every worker.
 #[derive(Debug)]
 pub struct Ycsb {
@@ -55,6 +84,8 @@ pub struct Ycsb {
     keys: KeyGen,
     /// The operations of the core workload; the index is the `op`.
     mix: Mix<YcsbOp>,
+    /// Set once the workload is audited: inserts note their record numbers.
+    audit: std::sync::OnceLock<Arc<YcsbKeys>>,
 }
 
 impl Ycsb {
@@ -81,7 +112,7 @@ impl Ycsb {
     }
 
     /// The shared record counter (next insert's record number).
-    pub fn next_key(&self) -> &Arc<std::sync::atomic::AtomicU64> {
+    pub fn next_key(&self) -> &Arc<crate::cluster::Keys> {
         self.inserts.counter()
     }
 }
@@ -107,10 +138,12 @@ pub fn build(cfg: &YcsbConfig, seed: u64) -> Built<Ycsb> {
         inserts: BoundedInserts::counted(COLL, cfg.record_count),
         keys: KeyGen::new(cfg.distribution(), cfg.record_count),
         mix,
+        audit: std::sync::OnceLock::new(),
     });
     let prepare = ycsb
         .inserts
         .prepare((cfg.load_batch, seed), &ycsb, Ycsb::record);
+    let keys = vec![Arc::clone(ycsb.inserts.counter())];
     Built::new(
         "ycsb",
         ops,
@@ -118,6 +151,7 @@ pub fn build(cfg: &YcsbConfig, seed: u64) -> Built<Ycsb> {
         prepare.into(),
         ycsb,
     )
+    .with_keys(keys)
 }
 
 impl Generator for Ycsb {
@@ -127,6 +161,10 @@ impl Generator for Ycsb {
             ycsb: self,
             rng,
         })
+    }
+
+    fn audit_keys(&self) -> Arc<dyn crate::audit::AuditKeys> {
+        self.audit.get_or_init(Arc::default).clone()
     }
 }
 
@@ -171,7 +209,16 @@ impl OpSource for Source {
             }
             YcsbOp::Insert => {
                 let rng = &mut self.rng;
-                return y.inserts.insert_one(op, |n| y.record(rng, n));
+                return y.inserts.insert_one(op, |n| {
+                    if let Some(audit) = y.audit.get() {
+                        audit
+                            .pending
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .insert(key_name(n), n);
+                    }
+                    y.record(rng, n)
+                });
             }
             YcsbOp::Scan => {
                 let len = self.rng.random_range(1..=y.max_scan);
@@ -201,7 +248,6 @@ impl OpSource for Source {
 mod tests {
     use super::*;
     use crate::workload::{bson_len, PrepareStep, Workload};
-    use std::sync::atomic::Ordering;
 
     fn cfg(letter: YcsbLetter) -> YcsbConfig {
         YcsbConfig {
@@ -255,6 +301,36 @@ mod tests {
         assert_eq!(s.get_str("field0").unwrap().len(), 100);
         // Binary costs one subtype byte per field more than a string's NUL.
         assert_eq!(bson_len(&r), bson_len(&s));
+    }
+
+    #[test]
+    fn audited_inserts_are_ledgered_by_record_number() {
+        use crate::audit::{ids::effect, Effect, Ids};
+        let w = build(&cfg(YcsbLetter::E), 1);
+        let keys = w.audit_keys();
+        let mut src = w.worker(0, 2);
+        let mut seen = Vec::new();
+        while seen.len() < 3 {
+            let op = src.next_op();
+            let Some(a @ Action::InsertOne { .. }) = op.action() else {
+                continue;
+            };
+            let Effect::Insert {
+                ids: Ids::One(n), ..
+            } = effect(a, keys.as_ref())
+            else {
+                panic!("an insert's ledger id: {a:?}")
+            };
+            let Action::InsertOne { doc, .. } = a else {
+                unreachable!()
+            };
+            assert_eq!(doc.get("_id"), Some(&keys.key(n)));
+            seen.push(n);
+        }
+        // Record numbers after the loaded ones, in order: a compact ledger.
+        assert_eq!(seen, vec![1000, 1001, 1002]);
+        // A key is taken once: the same insert seen again maps to nothing.
+        assert_eq!(keys.ledger_id(&keys.key(1000)), None);
     }
 
     fn shares(letter: YcsbLetter) -> Vec<(String, f64)> {
@@ -349,7 +425,7 @@ mod tests {
                 // Inserts move the newest keys; count reads of the 10
                 // loaded last or anything inserted since.
                 let k = filter.get_str("_id").unwrap().to_string();
-                let n = w.next_key().load(Ordering::Relaxed);
+                let n = w.next_key().bound();
                 if recent.contains(&k) || (1000..n).any(|i| key_name(i) == k) {
                     hits += 1;
                 }

@@ -209,4 +209,11 @@ impl Kind for YcsbConfig {
         self.validate()?;
         Ok(Arc::new(super::build(self, seed)))
     }
+
+    fn inserts(&self) -> bool {
+        self.workload
+            .proportions()
+            .iter()
+            .any(|(op, p)| *op == YcsbOp::Insert && *p > 0.0)
+    }
 }

@@ -569,9 +569,9 @@ impl Drop for ChildGuard {
     }
 }
 
-/// Spawns `mongoload run --config FILE` at log level `rust_log`, stderr to
-/// a file beside the config (not the journal); returns the guard and the
-/// stderr path.
+/// Spawns `mongoload run --config FILE` at log level `rust_log` (no
+/// systemd variables), stderr to a file beside the config (not the
+/// journal); returns the guard and the stderr path.
 pub fn spawn_run(file: &ConfigFile, rust_log: &str) -> (ChildGuard, PathBuf) {
     let stderr_path = file.dir.path().join("stderr");
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
@@ -582,7 +582,7 @@ pub fn spawn_run(file: &ConfigFile, rust_log: &str) -> (ChildGuard, PathBuf) {
         .env_remove("MONGOLOAD_CONFIG")
         .env("RUST_LOG", rust_log)
         .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .stderr(std::fs::File::create(&stderr_path).expect("create the stderr file"))
         .spawn()
         .expect("spawn mongoload run");
     (ChildGuard::new(child), stderr_path)
@@ -591,8 +591,13 @@ pub fn spawn_run(file: &ConfigFile, rust_log: &str) -> (ChildGuard, PathBuf) {
 /// Sends SIGTERM and waits (bounded) for the exit status.
 pub async fn terminate(child: &mut ChildGuard) -> std::process::ExitStatus {
     sigterm(child.id());
-    let mut c = child.take();
-    wait_for("the process to exit", Duration::from_secs(15), || {
+    wait_exit(child, Duration::from_secs(15)).await
+}
+
+/// Waits (bounded) for the child to exit on its own.
+pub async fn wait_exit(child: &mut ChildGuard, timeout: Duration) -> std::process::ExitStatus {
+    let c = child.0.as_mut().expect("the child is still owned");
+    wait_for("the process to exit", timeout, || {
         let s = c.try_wait().expect("try_wait");
         async move { s }
     })
@@ -641,3 +646,18 @@ pub use control::*;
 pub mod certs;
 pub mod notify_socket;
 pub mod prometheus_tools;
+
+/// The stage reports of a run log, every line first validated against
+/// etc/runlog.schema.json.
+pub fn read_run_log(path: &std::path::Path) -> Vec<mongoload::report::StageReport> {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../../etc/runlog.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let text = std::fs::read_to_string(path).unwrap();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:?} in {line}");
+    }
+    mongoload::report::read(path).unwrap()
+}

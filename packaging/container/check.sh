@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Builds the container image from packaging/container/Containerfile with
+# buildah, offline but for the package registries, and checks it. CI runs it
+# from .ci/run as root; it needs buildah and mmdebstrap (Debian packages).
+#
+# The Containerfile's base images (rust:1-bookworm, debian:bookworm-slim)
+# live on a container registry this machine cannot reach, so the script
+# first makes local stand-ins from Debian's packages with mmdebstrap and
+# passes them as RUST_IMAGE / RUNTIME_IMAGE:
+#   - localhost/debian:bookworm-slim: a minbase bookworm with passwd, as the
+#     slim image is;
+#   - localhost/rust:bookworm: bookworm with gcc and libc6-dev, cargo and
+#     rustc on PATH in /usr/local/cargo/bin from this machine's Rust
+#     toolchain (rustup's, mounted read-only into the build), and this
+#     machine's CA bundle (its egress proxy re-signs crates.io's TLS).
+# The build itself runs the Containerfile unchanged: cargo build --release
+# --locked inside the build stage (crates from crates.io), then the slim
+# stage, in Docker format (which keeps a HEALTHCHECK; OCI drops it). The
+# image is then inspected (user, entrypoint, command, port, no healthcheck)
+# and run as its user: --version, check-config of its default config, and
+# `mongoload demo` until its /metrics counts operations.
+#
+# Everything lives in a private storage root under /var/tmp, removed at the
+# end: the machine's own container storage is not touched.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+fail() { echo "packaging/container/check.sh: FAIL: $*" >&2; exit 1; }
+step() { echo "--- container: $*"; }
+
+for tool in buildah mmdebstrap curl python3 rustc; do
+    command -v "$tool" >/dev/null \
+        || fail "$tool missing (apt-get install buildah mmdebstrap curl python3; rustc: the toolchain the build mounts)"
+done
+[ "$(id -u)" = 0 ] || fail "run as root (buildah with a private storage root)"
+
+work=$(mktemp -d /var/tmp/mongoload-image.XXXXXX)
+# buildah keeps RUN --mount=type=cache directories under $TMPDIR: inside
+# $work, they go with it.
+mkdir -p "$work/tmp"
+export TMPDIR="$work/tmp"
+store=(--root "$work/storage" --runroot "$work/run" --storage-driver "${STORAGE_DRIVER:-overlay}")
+b() { buildah "${store[@]}" "$@"; }
+cleanup() {
+    # The demo stops by itself (timeout inside the container).
+    [ -n "${demo_pid:-}" ] && wait "$demo_pid" 2>/dev/null
+    b rm --all >/dev/null 2>&1 || true
+    b rmi --all --force >/dev/null 2>&1 || true
+    # buildah leaves its overlay directory bind-mounted on itself.
+    mount | awk -v w="$work/" 'index($3, w) == 1 { print $3 }' | sort -r | xargs -r umount
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
+start=$(date +%s)
+
+step "base images from Debian packages (mmdebstrap)"
+mmdebstrap --quiet --variant=minbase --include=passwd \
+    --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+    --dpkgopt='path-exclude=/usr/share/locale/*' \
+    bookworm "$work/slim.tar"
+ctr=$(b from scratch)
+b add "$ctr" "$work/slim.tar" / >/dev/null
+b config --cmd '["bash"]' "$ctr"
+b commit --quiet --rm "$ctr" localhost/debian:bookworm-slim >/dev/null
+rm "$work/slim.tar"
+
+mmdebstrap --quiet --variant=minbase --include=gcc,libc6-dev,ca-certificates \
+    --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+    bookworm "$work/rust.tar"
+sysroot=$(rustc --print sysroot)
+ctr=$(b from scratch)
+b add "$ctr" "$work/rust.tar" / >/dev/null
+rm "$work/rust.tar"
+b copy "$ctr" /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt >/dev/null
+# The toolchain is not copied in (600 MB twice over): the build mounts this
+# machine's, read-only, at /usr/local/rust.
+b run --isolation chroot "$ctr" -- sh -c \
+    'mkdir -p /usr/local/cargo/bin && for t in cargo rustc rustdoc; do ln -s /usr/local/rust/bin/$t /usr/local/cargo/bin/$t; done'
+b config --env CARGO_HOME=/usr/local/cargo \
+    --env PATH=/usr/local/cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$ctr"
+b commit --quiet --rm "$ctr" localhost/rust:bookworm >/dev/null
+toolchain=(--volume "$sysroot:/usr/local/rust:ro")
+ctr=$(b from localhost/rust:bookworm)
+b run --isolation chroot "${toolchain[@]}" "$ctr" -- cargo --version
+b rm "$ctr" >/dev/null
+
+step "build the Containerfile (cargo build --release --locked inside)"
+b build --quiet --isolation chroot --layers=false --format docker "${toolchain[@]}" \
+    --build-arg RUST_IMAGE=localhost/rust:bookworm \
+    --build-arg RUNTIME_IMAGE=localhost/debian:bookworm-slim \
+    -f packaging/container/Containerfile -t "localhost/mongoload:$version" . \
+    >"$work/build.log" 2>&1 || { tail -60 "$work/build.log"; fail "buildah build"; }
+grep -E '^ *Finished ' "$work/build.log" || true
+echo "built localhost/mongoload:$version in $(( $(date +%s) - start )) s (base images included)"
+
+step "image config"
+inspect() { b inspect --type image --format "$1" "localhost/mongoload:$version"; }
+# Go template values (buildah 1.28 has no `json` function): [a b] for lists.
+expect_config() { # what template want
+    local got; got=$(inspect "$2")
+    [ "$got" = "$3" ] || fail "$1 is '$got', want '$3'"
+}
+expect_config user '{{.OCIv1.Config.User}}' 10001:10001
+expect_config entrypoint '{{.OCIv1.Config.Entrypoint}}' '[mongoload]'
+expect_config cmd '{{.OCIv1.Config.Cmd}}' '[run]'
+expect_config healthcheck '{{.Docker.Config.Healthcheck}}' '<nil>'
+inspect '{{.OCIv1.Config.ExposedPorts}}' | grep -q '9480' || fail "port 9480 not exposed"
+echo "user 10001:10001, entrypoint [mongoload], cmd [run], port 9480, no healthcheck"
+echo "size: $(b images --format '{{.Size}}' "localhost/mongoload:$version")"
+
+step "run the image as its user"
+ctr=$(b from "localhost/mongoload:$version")
+run() { b run --isolation chroot --user 10001:10001 "$ctr" -- "$@"; }
+run mongoload --version
+[ "$(run id -u)" = 10001 ] || fail "not running as uid 10001"
+out=$(run mongoload check-config) || { echo "$out"; fail "check-config of the image's default config"; }
+echo "$out" | head -3
+run sh -c 'grep -q "^listen = \"0.0.0.0:9480\"" /etc/mongoload/mongoload.toml' || fail "the default config does not listen on 0.0.0.0:9480"
+for f in etc/examples/*.toml; do
+    run test -f "/usr/share/doc/mongoload/examples/$(basename "$f")" || fail "$f is not in the image"
+done
+# chroot isolation shares the host's network: the demo's /metrics is
+# reachable from here, on a free loopback port.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# buildah does not pass a signal on to what it runs: the demo ends itself
+# (SIGTERM from timeout after 30 s), and the script waits for it.
+buildah "${store[@]}" run --isolation chroot --user 10001:10001 "$ctr" -- \
+    timeout 30 mongoload demo --http-listen "127.0.0.1:$port" >"$work/demo.log" 2>&1 &
+demo_pid=$!
+for _ in $(seq 1 30); do
+    curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null | grep -q '^mongoload_operations_total{' && break
+    kill -0 "$demo_pid" 2>/dev/null || { cat "$work/demo.log"; fail "mongoload demo exited in the image"; }
+    sleep 1
+done
+curl -fsS "http://127.0.0.1:$port/metrics" | grep '^mongoload_operations_total{' | head -3 \
+    || { cat "$work/demo.log"; fail "no operations on the demo's /metrics"; }
+wait "$demo_pid" || true
+demo_pid=
+# SIGTERM drains and ends with the final summary line.
+grep "final: [0-9]* operations ok" "$work/demo.log" | tail -1 \
+    || { tail -20 "$work/demo.log"; fail "the demo did not drain and summarise on SIGTERM"; }
+
+step "ok ($(( $(date +%s) - start )) s)"

@@ -1,0 +1,491 @@
+//! Cluster faults and shutdown, against `mongoload run` as its own process
+//! and the simulator in the test: every fault the simulator injects is
+//! counted under its class, the load recovers to its scheduled rate within
+//! 5 s of the fault ending, no counter ever goes backwards, the log holds
+//! one line per error class per 10 s whatever the number of workers, and
+//! SIGTERM at any moment ends the run within its grace period with the
+//! final summary and a complete run log.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use mongoload::report::StageReport;
+use mongoload::sim::{ErrorFault, SimHandle, Stall};
+
+/// The scheduled rate: easily sustained by a debug build on a busy 2-core
+/// machine.
+const RATE: f64 = 200.0;
+
+/// Every counter-like series of a page (`*_total`, `*_count`, `*_sum`,
+/// `*_bucket`), keyed by name and labels.
+fn counters(page: &str) -> HashMap<String, f64> {
+    parse_metrics(page)
+        .unwrap()
+        .into_iter()
+        .filter(|s| {
+            ["_total", "_count", "_sum", "_bucket"]
+                .iter()
+                .any(|x| s.name.ends_with(x))
+                && !s.name.starts_with("process_")
+        })
+        .map(|s| (format!("{}{:?}", s.name, s.labels), s.value))
+        .collect()
+}
+
+/// Scrapes every 250 ms until stopped, failing on any counter that goes
+/// backwards between two scrapes; returns how many pages it compared.
+fn watch_counters(
+    addr: std::net::SocketAddr,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<usize>,
+) {
+    let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let mut last: HashMap<String, f64> = HashMap::new();
+        let mut pages = 0;
+        loop {
+            if let Ok(r) = get(addr, "/metrics").await {
+                if r.status == 200 {
+                    let now = counters(&r.body);
+                    for (series, v) in &now {
+                        if let Some(before) = last.get(series) {
+                            assert!(v >= before, "{series} went backwards: {before} → {v}");
+                        }
+                    }
+                    last = now;
+                    pages += 1;
+                }
+            }
+            tokio::select! {
+                _ = &mut stopped => return pages,
+                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+            }
+        }
+    });
+    (stop, task)
+}
+
+fn errors_by_kind(page: &str) -> HashMap<String, f64> {
+    let mut out = HashMap::new();
+    for s in samples(page, "mongoload_errors_total", &[("workload", "w")]) {
+        if s.label("op") != Some("prepare") {
+            *out.entry(s.label("kind").unwrap().to_owned()).or_default() += s.value;
+        }
+    }
+    out
+}
+
+fn ok_ops(page: &str) -> f64 {
+    sum(
+        page,
+        "mongoload_operations_total",
+        &[("workload", "w"), ("outcome", "ok")],
+    )
+}
+
+/// A fault the simulator injects for a few seconds, and the error classes
+/// its failures may be counted under.
+struct Fault {
+    name: &'static str,
+    kinds: &'static [&'static str],
+}
+
+const FAULTS: &[Fault] = &[
+    Fault {
+        // Shorter than the operation timeout: operations wait, none fails.
+        name: "stall",
+        kinds: &[],
+    },
+    Fault {
+        name: "error 10107",
+        kinds: &["not_primary"],
+    },
+    Fault {
+        // ShutdownInProgress clears the driver's pool: operations on other
+        // connections of it fail as network errors.
+        name: "error 91",
+        kinds: &["not_primary", "network"],
+    },
+    Fault {
+        name: "error 112",
+        kinds: &["write_conflict"],
+    },
+    Fault {
+        name: "error 50",
+        kinds: &["timeout"],
+    },
+    Fault {
+        // The driver marks the server unknown after a network error, so
+        // operations in between fail server selection (or time out).
+        name: "dropped connections",
+        kinds: &["network", "server_selection", "timeout"],
+    },
+    Fault {
+        name: "refused connections",
+        kinds: &["network", "server_selection", "timeout"],
+    },
+    Fault {
+        name: "listener stopped",
+        kinds: &["network", "server_selection", "timeout"],
+    },
+];
+
+async fn inject(sim: &SimHandle, name: &str) {
+    let error = |code| {
+        Some(ErrorFault {
+            rate: 1.0,
+            code,
+            commands: vec![],
+        })
+    };
+    match name {
+        "stall" => sim.faults().set_stall(Some(Stall {
+            duration: Duration::from_millis(1500),
+            period: Duration::from_secs(3600),
+        })),
+        "error 10107" => sim.faults().set_error(error(10107)),
+        "error 91" => sim.faults().set_error(error(91)),
+        "error 112" => sim.faults().set_error(error(112)),
+        "error 50" => sim.faults().set_error(error(50)),
+        "dropped connections" => sim.faults().set_drop_rate(1.0),
+        "refused connections" => {
+            sim.faults().set_refuse(true);
+            sim.faults().drop_connections();
+        }
+        "listener stopped" => sim.stop_listener().await,
+        other => panic!("unknown fault {other}"),
+    }
+}
+
+async fn clear(sim: &SimHandle) {
+    sim.faults().clear();
+    sim.restart_listener().await.expect("the listener restarts");
+}
+
+/// `(kind, [seconds since the first line])` of the `operation failed`
+/// lines of a log.
+fn error_lines(stderr: &str) -> HashMap<String, Vec<f64>> {
+    let mut out: HashMap<String, Vec<f64>> = HashMap::new();
+    let mut first = None;
+    for line in stderr.lines().filter(|l| l.contains("operation failed")) {
+        let at = chrono::DateTime::parse_from_rfc3339(line.split_whitespace().next().unwrap())
+            .expect("a timestamp starts the line");
+        let t0 = *first.get_or_insert(at);
+        let kind = line
+            .split("error_kind=")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap_or("?")
+            .to_owned();
+        out.entry(kind)
+            .or_default()
+            .push((at - t0).num_milliseconds() as f64 / 1000.0);
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_fault_is_counted_by_class_and_the_rate_recovers() {
+    // Rates are measured: one daemon at a time.
+    let _serial = serial().await;
+    let sim = sim().await;
+    let http = free_port();
+    // 512 workers: an outage fails hundreds of operations at once.
+    let toml = config_toml(
+        &sim.uri(),
+        "[[workloads.stages]]\nrate = 200\nduration = \"1h\"\n",
+    )
+    .replace("listen = \"127.0.0.1:0\"", &format!("listen = \"{http}\""))
+    .replace("max_inflight = 32", "max_inflight = 512")
+    .replace("operation_timeout", "pool_size = 64\noperation_timeout");
+    let file = write_config(&toml);
+    let (mut child, stderr_path) = spawn_run(&file, "info");
+    wait_status(http, "/readyz", 200, Duration::from_secs(30)).await;
+    let (stop_watch, watcher) = watch_counters(http);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let mut log = Vec::new();
+    for fault in FAULTS {
+        let before = errors_by_kind(&scrape(http).await);
+        inject(&sim, fault.name).await;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        clear(&sim).await;
+        let ended = Instant::now();
+        // Within 5 s of the fault ending the load is back: from then on,
+        // no error and the scheduled rate.
+        tokio::time::sleep_until((ended + Duration::from_secs(5)).into()).await;
+        let p1 = scrape(http).await;
+        let t1 = Instant::now();
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let p2 = scrape(http).await;
+        let secs = t1.elapsed().as_secs_f64();
+        let after = errors_by_kind(&p1);
+        let counted: Vec<(String, f64)> = after
+            .iter()
+            .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0)))
+            .filter(|(_, d)| *d > 0.0)
+            .collect();
+        let new_errors: f64 =
+            errors_by_kind(&p2).values().sum::<f64>() - after.values().sum::<f64>();
+        let rate = (ok_ops(&p2) - ok_ops(&p1)) / secs;
+        log.push(format!(
+            "{}: counted {counted:?}, then {new_errors} errors and {rate:.0} ops/s",
+            fault.name
+        ));
+        eprintln!("{}", log.last().unwrap());
+        assert_eq!(
+            counted.is_empty(),
+            fault.kinds.is_empty(),
+            "{} was not counted as expected: {log:#?}",
+            fault.name
+        );
+        for (kind, _) in &counted {
+            assert!(
+                fault.kinds.contains(&kind.as_str()),
+                "{} counted as {kind}: {log:#?}",
+                fault.name
+            );
+        }
+        assert_eq!(
+            new_errors, 0.0,
+            "errors 5 s after {} ended: {log:#?}",
+            fault.name
+        );
+        assert!(
+            rate >= 0.85 * RATE,
+            "not back to {RATE} ops/s 5 s after {} ended: {log:#?}",
+            fault.name
+        );
+    }
+
+    let _ = stop_watch.send(());
+    let pages = watcher.await.expect("no counter went backwards");
+    assert!(pages > 50, "only {pages} pages compared");
+    sigterm(child.id());
+    let status = wait_exit(&mut child, Duration::from_secs(20)).await;
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+
+    // One line per class per 10 s, whatever the 512 workers did.
+    let lines = error_lines(&stderr);
+    for (kind, at) in &lines {
+        for pair in at.windows(2) {
+            assert!(
+                pair[1] - pair[0] >= 9.9,
+                "two {kind} lines {:.1} s apart: {at:?}",
+                pair[1] - pair[0]
+            );
+        }
+    }
+    let total: usize = lines.values().map(Vec::len).sum();
+    eprintln!("operation failed lines: {total} ({lines:?})");
+    assert!(total >= 4, "the faults were not logged at all:\n{stderr}");
+    assert!(
+        stderr.contains("not logged)"),
+        "no line gave a suppressed count:\n{stderr}"
+    );
+}
+
+/// A run with a run log and a grace period of 3 s; `stages` as given.
+fn shutdown_config(
+    sim: &SimHandle,
+    http: std::net::SocketAddr,
+    runlog: &Path,
+    stages: &str,
+) -> String {
+    config_toml(&sim.uri(), stages)
+        .replace("listen = \"127.0.0.1:0\"", &format!("listen = \"{http}\""))
+        .replace(
+            "shutdown_grace = \"3s\"",
+            &format!("shutdown_grace = \"3s\"\nlog = \"{}\"", runlog.display()),
+        )
+}
+
+/// Every line of the run log is a whole stage report, the file ends with
+/// a newline, and the last report is the stage cut short.
+fn assert_run_log_complete(path: &Path, expect_partial: bool) -> Vec<StageReport> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    if text.is_empty() {
+        assert!(!expect_partial, "no run log at {}", path.display());
+        return Vec::new();
+    }
+    assert!(text.ends_with('\n'), "torn last line: {text:?}");
+    let reports = mongoload::report::read(path).unwrap_or_else(|e| panic!("{e}:\n{text}"));
+    if expect_partial {
+        let last = reports
+            .last()
+            .unwrap_or_else(|| panic!("no stage report:\n{text}"));
+        assert!(
+            last.partial,
+            "the stage cut short is not marked partial: {text}"
+        );
+    }
+    reports
+}
+
+/// SIGTERM; the process must end with exit 0 within the 3 s grace period
+/// (plus 3 s of slack for a busy machine), having logged its final summary.
+async fn terminate(child: &mut ChildGuard, stderr_path: &Path, phase: &str) -> String {
+    let t0 = Instant::now();
+    sigterm(child.id());
+    let status = wait_exit(child, Duration::from_secs(30)).await;
+    let took = t0.elapsed();
+    let stderr = std::fs::read_to_string(stderr_path).unwrap();
+    eprintln!("{phase}: exited {status} {took:.2?} after SIGTERM");
+    assert_eq!(status.code(), Some(0), "{phase}:\n{stderr}");
+    assert!(
+        took < Duration::from_secs(6),
+        "{phase}: took {took:?} after SIGTERM with a 3 s grace:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("final: "),
+        "{phase}: no final summary:\n{stderr}"
+    );
+    stderr
+}
+
+/// A daemon for the shutdown cases: `stages`, a run log, the 3 s grace,
+/// `edit` applied to the config text.
+struct ShutdownRun {
+    http: std::net::SocketAddr,
+    runlog: std::path::PathBuf,
+    child: ChildGuard,
+    stderr: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+    _file: ConfigFile,
+}
+
+fn shutdown_run(sim: &SimHandle, stages: &str, edit: impl Fn(String) -> String) -> ShutdownRun {
+    let http = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let runlog = dir.path().join("runs.jsonl");
+    let file = write_config(&edit(shutdown_config(sim, http, &runlog, stages)));
+    let (child, stderr) = spawn_run(&file, "info");
+    ShutdownRun {
+        http,
+        runlog,
+        child,
+        stderr,
+        _dir: dir,
+        _file: file,
+    }
+}
+
+/// Waits until the text of `path` satisfies `pred`.
+async fn wait_file(path: &Path, what: &str, pred: fn(&str) -> bool) {
+    wait_for(what, Duration::from_secs(30), || async move {
+        std::fs::read_to_string(path)
+            .ok()
+            .filter(|t| pred(t))
+            .map(|_| ())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_during_prepare_mid_stage_and_in_a_reconnect_storm() {
+    // Rates are measured: one daemon at a time.
+    let _serial = serial().await;
+    // During prepare: a load slowed to a crawl by 20 ms per command.
+    let sim = sim().await;
+    sim.faults()
+        .set_latency(Some(mongoload::sim::LatencyDist::Fixed(
+            Duration::from_millis(20),
+        )));
+    let mut run = shutdown_run(
+        &sim,
+        "[[workloads.stages]]\nrate = 100\nduration = \"1m\"\n",
+        |t| {
+            t.replace("initial_docs = 200", "initial_docs = 1000000")
+                .replace("load_batch = 100", "load_batch = 10")
+        },
+    );
+    wait_file(&run.stderr, "prepare to be under way", |t| {
+        t.contains("prepare: ")
+    })
+    .await;
+    let stderr = terminate(&mut run.child, &run.stderr, "during prepare").await;
+    assert!(!stderr.contains("did not shut down"), "{stderr}");
+    assert!(assert_run_log_complete(&run.runlog, false).is_empty());
+
+    // Mid-stage.
+    let sim = crate::common::sim().await;
+    let mut run = shutdown_run(
+        &sim,
+        "[[workloads.stages]]\nname = \"a\"\nrate = 200\nduration = \"2s\"\n\
+         [[workloads.stages]]\nname = \"b\"\nrate = 200\nduration = \"1m\"\n",
+        |t| t,
+    );
+    wait_file(&run.runlog, "stage b", |t| !t.is_empty()).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let stderr = terminate(&mut run.child, &run.stderr, "mid-stage").await;
+    assert!(!stderr.contains("did not shut down"), "{stderr}");
+    let reports = assert_run_log_complete(&run.runlog, true);
+    assert_eq!(reports.len(), 2);
+    assert!(!reports[0].partial && reports[1].stage == "b");
+
+    // In a reconnect storm: the deployment went away with operations in
+    // flight, and the driver is reconnecting.
+    let mut run = shutdown_run(
+        &sim,
+        "[[workloads.stages]]\nrate = 200\nduration = \"1m\"\n",
+        |t| t.replace("max_inflight = 32", "max_inflight = 256"),
+    );
+    wait_status(run.http, "/readyz", 200, Duration::from_secs(30)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    sim.stop_listener().await;
+    wait_metric(
+        run.http,
+        "errors from the outage",
+        Duration::from_secs(20),
+        |p| sum(p, "mongoload_errors_total", &[("workload", "w")]) >= 10.0,
+    )
+    .await;
+    terminate(&mut run.child, &run.stderr, "reconnect storm").await;
+    let reports = assert_run_log_complete(&run.runlog, true);
+    assert_eq!(reports.len(), 1);
+    assert!(reports[0].operations.error > 0);
+}
+
+/// `mongoload sim` shut down with driver connections open logs no line per
+/// connection at INFO.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_simulator_logs_no_line_per_connection_at_shutdown() {
+    let addr = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let stderr_path = dir.path().join("stderr");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(["sim", "--listen", &addr.to_string()])
+        .env("RUST_LOG", "info")
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let mut child = ChildGuard::new(child);
+    let mut options = mongodb::options::ClientOptions::parse(format!("mongodb://{addr}/"))
+        .await
+        .unwrap();
+    options.min_pool_size = Some(16);
+    options.max_pool_size = Some(16);
+    let client = wait_for("the simulator to answer", Duration::from_secs(20), || {
+        let options = options.clone();
+        async move {
+            let c = mongodb::Client::with_options(options).ok()?;
+            c.database("admin")
+                .run_command(mongodb::bson::doc! {"ping": 1})
+                .await
+                .ok()?;
+            Some(c)
+        }
+    })
+    .await;
+    client.warm_connection_pool().await;
+    sigterm(child.id());
+    let status = wait_exit(&mut child, Duration::from_secs(10)).await;
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("shutting down"), "{stderr}");
+    assert!(!stderr.contains("connection closed"), "{stderr}");
+}
