@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mongodb::bson::doc;
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{uri_hosts, uri_user, Config, ConfigError, UriUser};
@@ -368,7 +367,9 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         // `ctl --all` belongs on the load runtime, with the driver.
         let load = tokio::runtime::Handle::current();
         let handler: crate::control::server::Handler = Arc::new(move |cmd| match cmd {
-            crate::control::Command::All(inner) => cluster_control(cluster.as_ref(), *inner, &load),
+            crate::control::Command::All(inner) => {
+                crate::cluster::control_all(cluster.as_ref(), *inner, &load)
+            }
             cmd => {
                 let mut answer = supervisor::control(&slots, &m, cmd)?;
                 // In a cluster, say that the command acted on this member only.
@@ -529,41 +530,6 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         reloader,
         done,
     })
-}
-
-/// `ctl --all`: hands the command to every member through the database
-/// (written in the background: the control socket answers at once) and
-/// says so; refused without a cluster.
-fn cluster_control(
-    cluster: Option<&Arc<crate::cluster::Coordinator>>,
-    command: crate::control::Command,
-    load: &tokio::runtime::Handle,
-) -> Result<serde_json::Value, String> {
-    let Some(c) = cluster else {
-        return Err(
-            "--all needs a [cluster]: this daemon runs the whole load; leave out --all".into(),
-        );
-    };
-    if command.workload().is_none() {
-        return Err("status is per member: ask each member's control socket".into());
-    }
-    let (member, line) = (c.member(), command.to_string());
-    let c = c.clone();
-    load.spawn(async move {
-        match c.control(&command).await {
-            Ok(state) => tracing::info!(
-                "control (sent to every member): {command}: the cluster's totals are now {state}"
-            ),
-            Err(e) => tracing::error!("control (for every member): {command}: not applied: {e}"),
-        }
-    });
-    Ok(json!({
-        "message": format!(
-            "{line}: sent to every member of the cluster through the database; each applies its share within a second ({} of {} here)",
-            member.index,
-            member.size
-        ),
-    }))
 }
 
 /// What the pings say about the deployment.

@@ -215,6 +215,41 @@ pub fn hostname(env: Option<String>) -> Option<String> {
         .filter(|h| !h.is_empty())
 }
 
+/// `ctl --all`: hands the command to every member through the database
+/// (written in the background: the control socket answers at once) and
+/// says so; refused without a cluster.
+pub fn control_all(
+    cluster: Option<&std::sync::Arc<Coordinator>>,
+    command: crate::control::Command,
+    load: &tokio::runtime::Handle,
+) -> Result<serde_json::Value, String> {
+    let Some(c) = cluster else {
+        return Err(
+            "--all needs a [cluster]: this daemon runs the whole load; leave out --all".into(),
+        );
+    };
+    if command.workload().is_none() {
+        return Err("status is per member: ask each member's control socket".into());
+    }
+    let (member, line) = (c.member(), command.to_string());
+    let c = c.clone();
+    load.spawn(async move {
+        match c.control(&command).await {
+            Ok(state) => tracing::info!(
+                "control (sent to every member): {command}: the cluster's totals are now {state}"
+            ),
+            Err(e) => tracing::error!("control (for every member): {command}: not applied: {e}"),
+        }
+    });
+    Ok(serde_json::json!({
+        "message": format!(
+            "{line}: sent to every member of the cluster through the database; each applies its share within a second ({} of {} here)",
+            member.index,
+            member.size
+        ),
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
