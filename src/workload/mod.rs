@@ -213,13 +213,14 @@ pub enum Action {
     DeleteOne { collection: usize, filter: Document },
     /// `delete_many(filter)`.
     DeleteMany { collection: usize, filter: Document },
-    /// `aggregate(pipeline)`, the cursor drained.
+    /// `count_documents(filter)`.
+    Count { collection: usize, filter: Document },
+    /// `aggregate(pipeline)`, the cursor drained: its documents counted,
+    /// never decoded.
     Aggregate {
         collection: usize,
         pipeline: Vec<Document>,
     },
-    /// `count_documents(filter)`.
-    Count { collection: usize, filter: Document },
     /// `distinct(field, filter)`.
     Distinct {
         collection: usize,

@@ -148,6 +148,12 @@ impl CustomOp {
 }
 
 impl Kind for CustomConfig {
+    fn inserts(&self) -> bool {
+        self.operations
+            .iter()
+            .any(|o| o.op == CustomOpKind::Insert && o.weight > 0.0)
+    }
+
     fn validate(&self) -> Result<(), KeyError> {
         check_collection("collection", &self.collection)?;
         at_least_one("load_batch", self.load_batch as u64)?;
@@ -227,12 +233,6 @@ impl Kind for CustomConfig {
     fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
         self.validate()?;
         Ok(Arc::new(super::build(self, seed)?))
-    }
-
-    fn inserts(&self) -> bool {
-        self.operations
-            .iter()
-            .any(|o| o.op == CustomOpKind::Insert && o.weight > 0.0)
     }
 
     /// A custom workload's deletes must name the `_id`s they delete (as a

@@ -67,6 +67,10 @@ impl Default for InsertBenchmarkConfig {
 }
 
 impl Kind for InsertBenchmarkConfig {
+    fn inserts(&self) -> bool {
+        true
+    }
+
     fn validate(&self) -> Result<(), KeyError> {
         check_collection("collection", &self.collection)?;
         at_least_one("batch_size", self.batch_size as u64)?;
@@ -133,9 +137,5 @@ impl Kind for InsertBenchmarkConfig {
     fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
         self.validate()?;
         Ok(Arc::new(super::build(self, seed)))
-    }
-
-    fn inserts(&self) -> bool {
-        true
     }
 }

@@ -50,6 +50,10 @@ impl Default for LargeDocConfig {
 }
 
 impl Kind for LargeDocConfig {
+    fn inserts(&self) -> bool {
+        self.insert_workers > 0
+    }
+
     fn validate(&self) -> Result<(), KeyError> {
         check_collection("collection", &self.collection)?;
         at_least_one("load_batch", self.load_batch as u64)?;
@@ -79,9 +83,5 @@ impl Kind for LargeDocConfig {
     fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
         self.validate()?;
         Ok(Arc::new(super::build(self, seed)))
-    }
-
-    fn inserts(&self) -> bool {
-        self.insert_workers > 0
     }
 }

@@ -55,21 +55,11 @@ impl Default for MixedConfig {
     }
 }
 
-impl MixedConfig {
-    /// The weights in the order of the mixed workload's op names.
-    pub fn weights(&self) -> [(&'static str, f64); 6] {
-        [
-            ("insert", self.insert),
-            ("update", self.update),
-            ("delete", self.delete),
-            ("find", self.find),
-            ("find_by_k", self.find_by_k),
-            ("update_by_k", self.update_by_k),
-        ]
-    }
-}
-
 impl Kind for MixedConfig {
+    fn inserts(&self) -> bool {
+        self.insert > 0.0
+    }
+
     fn validate(&self) -> Result<(), KeyError> {
         for (k, w) in self.weights() {
             check_weight(k, w)?;
@@ -108,8 +98,18 @@ impl Kind for MixedConfig {
         self.validate()?;
         Ok(Arc::new(super::build(self, seed)))
     }
+}
 
-    fn inserts(&self) -> bool {
-        self.insert > 0.0
+impl MixedConfig {
+    /// The weights in the order of the mixed workload's op names.
+    pub fn weights(&self) -> [(&'static str, f64); 6] {
+        [
+            ("insert", self.insert),
+            ("update", self.update),
+            ("delete", self.delete),
+            ("find", self.find),
+            ("find_by_k", self.find_by_k),
+            ("update_by_k", self.update_by_k),
+        ]
     }
 }

@@ -80,6 +80,14 @@ impl Default for NameNumConfig {
 }
 
 impl Kind for NameNumConfig {
+    fn inserts(&self) -> bool {
+        match self.mode {
+            NameNumMode::Insert => true,
+            NameNumMode::InsertQuery => self.insert_weight > 0.0,
+            NameNumMode::Update | NameNumMode::Query => false,
+        }
+    }
+
     fn validate(&self) -> Result<(), KeyError> {
         check_collection("collection", &self.collection)?;
         at_least_one("num_max", self.num_max)?;
@@ -118,13 +126,5 @@ impl Kind for NameNumConfig {
     fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
         self.validate()?;
         Ok(Arc::new(super::build(self, seed)))
-    }
-
-    fn inserts(&self) -> bool {
-        match self.mode {
-            NameNumMode::Insert => true,
-            NameNumMode::InsertQuery => self.insert_weight > 0.0,
-            NameNumMode::Update | NameNumMode::Query => false,
-        }
     }
 }

@@ -95,6 +95,10 @@ impl SysbenchConfig {
 }
 
 impl Kind for SysbenchConfig {
+    fn inserts(&self) -> bool {
+        !self.read_only && self.delete_inserts > 0
+    }
+
     fn validate(&self) -> Result<(), KeyError> {
         at_least_one("collections", u64::from(self.collections))?;
         at_least_one("docs_per_collection", self.docs_per_collection)?;
@@ -137,9 +141,5 @@ impl Kind for SysbenchConfig {
     fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
         self.validate()?;
         Ok(Arc::new(super::build(self, seed)))
-    }
-
-    fn inserts(&self) -> bool {
-        !self.read_only && self.delete_inserts > 0
     }
 }

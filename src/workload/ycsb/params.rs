@@ -172,6 +172,13 @@ impl YcsbConfig {
 }
 
 impl Kind for YcsbConfig {
+    fn inserts(&self) -> bool {
+        self.workload
+            .proportions()
+            .iter()
+            .any(|(op, p)| *op == YcsbOp::Insert && *p > 0.0)
+    }
+
     fn validate(&self) -> Result<(), KeyError> {
         check_collection("collection", &self.collection)?;
         at_least_one("record_count", self.record_count)?;
@@ -208,12 +215,5 @@ impl Kind for YcsbConfig {
     fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
         self.validate()?;
         Ok(Arc::new(super::build(self, seed)))
-    }
-
-    fn inserts(&self) -> bool {
-        self.workload
-            .proportions()
-            .iter()
-            .any(|(op, p)| *op == YcsbOp::Insert && *p > 0.0)
     }
 }
