@@ -951,7 +951,11 @@ async fn a_bounded_insert_keeps_its_label_when_it_starts_evicting() {
         );
         assert_eq!(op_docs, inserted, "{name}");
         let client = client(&sim).await;
-        assert_eq!(count(&client.database(&sim.database(&name)), coll).await, bound, "{name}");
+        assert_eq!(
+            count(&client.database(&sim.database(&name)), coll).await,
+            bound,
+            "{name}"
+        );
     }
     sim.shutdown().await;
 }

@@ -165,7 +165,9 @@ async fn drop_prefixed(uri: &str, prefix: &str) -> Result<(), mongodb::error::Er
         let db = client.database(name);
         if db.drop().await.is_err() {
             for coll in db.list_collection_names().await? {
-                db.collection::<mongodb::bson::Document>(&coll).drop().await?;
+                db.collection::<mongodb::bson::Document>(&coll)
+                    .drop()
+                    .await?;
             }
         }
     }
