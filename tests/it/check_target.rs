@@ -34,13 +34,18 @@ async fn sim_with(faults: FaultConfig, certs: Option<&Certs>) -> SimHandle {
 
 /// A config with two workloads whose URI is in `uri_file`.
 fn config(uri: &str) -> ConfigFile {
+    config_in(uri, "ctdb")
+}
+
+/// [`config`] with the database named.
+fn config_in(uri: &str, database: &str) -> ConfigFile {
     let file = write_config("");
     let uri_path = file.dir.path().join("uri");
     std::fs::write(&uri_path, format!("{uri}\n")).unwrap();
     let toml = format!(
         r#"[target]
 uri_file = "{}"
-database = "ctdb"
+database = "{database}"
 server_selection_timeout = "2s"
 operation_timeout = "5s"
 
@@ -113,6 +118,44 @@ async fn collections(sim: &SimHandle) -> Vec<String> {
         .unwrap();
     client.shutdown().immediate(true).await;
     names
+}
+
+/// What any deployment must answer for the plan to run (the test that
+/// `MONGOLOAD_TEST_URI` points at a real one): ready, readWrite enough,
+/// the prepare plan counted, the scratch collection gone afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_test_deployment_is_ready_for_the_plan() {
+    let db = test_db().await;
+    let database = db.database("ctdb");
+    let file = config_in(&db.uri(), &database);
+    let (code, stdout, stderr) = run(&file.path, true).await;
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
+    assert_eq!(v["verdict"], "ready", "{v}");
+    assert_eq!(v["target"]["database"], database.as_str());
+    assert_eq!(v["reachable"]["status"], "ok");
+    assert!(!v["server_version"].as_str().unwrap().is_empty(), "{v}");
+    let kind = v["topology"]["kind"].as_str().unwrap();
+    assert!(
+        ["standalone", "replica_set", "sharded"].contains(&kind),
+        "{kind}"
+    );
+    assert_eq!(v["privileges"]["status"], "ok", "{v}");
+    assert_eq!(v["privileges"]["steps"].as_array().unwrap().len(), 8, "{v}");
+    assert_eq!(v["prepare"][0]["documents"], 500);
+    assert_eq!(v["prepare"][1]["documents"], 200);
+    let left = db
+        .client()
+        .await
+        .database(&database)
+        .list_collection_names()
+        .await
+        .unwrap();
+    assert!(
+        left.is_empty(),
+        "the scratch collection is dropped: {left:?}"
+    );
+    db.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,8 +20,8 @@ async fn send(socket: &Path, line: &str) -> serde_json::Value {
     client::request(socket, &request).await.unwrap()
 }
 
-async fn start(uri: &str, rate: f64, socket: &Path) -> Running {
-    let text = common::config_text(uri, rate, Some(socket));
+async fn start(db: &common::TestDb, rate: f64, socket: &Path) -> Running {
+    let text = common::config_text(db, rate, Some(socket));
     let config = common::parse(&text, Path::new("control-test.toml"));
     daemon::start(config).await.unwrap()
 }
@@ -35,10 +35,10 @@ async fn achieved(running: &Running, window: Duration) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pause_resume_set_rate_scale_and_concurrency() {
-    let sim = common::sim().await;
+    let sim = common::test_db().await;
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("control.sock");
-    let running = start(&sim.uri(), 200.0, &socket).await;
+    let running = start(&sim, 200.0, &socket).await;
     let m = running.metrics.clone();
     assert_eq!(running.control_socket.as_deref(), Some(socket.as_path()));
     let mode = std::fs::metadata(&socket).unwrap().permissions().mode();
@@ -144,10 +144,10 @@ fn ctl(socket: &Path, args: &[&str]) -> std::process::Output {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctl_subcommand_talks_to_the_socket() {
-    let sim = common::sim().await;
+    let sim = common::test_db().await;
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("control.sock");
-    let running = start(&sim.uri(), 100.0, &socket).await;
+    let running = start(&sim, 100.0, &socket).await;
     let m = running.metrics.clone();
     eventually("operations to flow", Duration::from_secs(20), || {
         ops(&m) > 10.0

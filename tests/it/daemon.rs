@@ -86,11 +86,12 @@ fn target_up(page: &str) -> Option<f64> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fixed_rate_counts_match_the_mix_and_the_simulator() {
+async fn fixed_rate_counts_match_the_mix_and_the_deployment() {
     let _serial = serial().await;
-    let sim = sim().await;
-    let (_file, running) = start_daemon(&config_toml(
+    let sim = crate::common::test_db().await;
+    let (_file, running) = start_daemon(&crate::common::config_toml_in(
         &sim.uri(),
+        &sim.database("mltest"),
         "[[workloads.stages]]\nname = \"steady\"\nrate = 200\nduration = \"4s\"\n",
     ))
     .await;
@@ -194,9 +195,11 @@ async fn fixed_rate_counts_match_the_mix_and_the_simulator() {
     assert!(docs("delete") <= ops_total(&page, "delete", "ok"));
     assert!(docs("update") <= ops_total(&page, "update", "ok"));
 
-    // The simulator's view: loaded + inserted − deleted.
-    let client = mongodb::Client::with_uri_str(sim.uri()).await.unwrap();
-    let coll = client.database("mltest").collection::<Document>("m");
+    // The deployment's view: loaded + inserted − deleted.
+    let client = sim.client().await;
+    let coll = client
+        .database(&sim.database("mltest"))
+        .collection::<Document>("m");
     let n = coll.count_documents(doc! {}).await.unwrap() as f64;
     assert_eq!(n, 200.0 + docs("insert") - docs("delete"));
     assert!(coll

@@ -37,10 +37,10 @@ impl Logs {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reload_applies_a_new_rate_and_keeps_counting() {
-    let sim = common::sim().await;
+    let sim = common::test_db().await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("mongoload.toml");
-    let text = common::config_text(&sim.uri(), 100.0, None);
+    let text = common::config_text(&sim, 100.0, None);
     std::fs::write(&path, &text).unwrap();
     let running = daemon::start(common::parse(&text, &path)).await.unwrap();
     let m = running.metrics.clone();
@@ -110,10 +110,10 @@ async fn invalid_reload_keeps_the_plan_and_logs_why() {
     // The reload logs from this test's own task.
     let _guard = tracing::subscriber::set_default(subscriber);
 
-    let sim = common::sim().await;
+    let sim = common::test_db().await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("mongoload.toml");
-    let text = common::config_text(&sim.uri(), 100.0, None);
+    let text = common::config_text(&sim, 100.0, None);
     let running = daemon::start(common::parse(&text, &path)).await.unwrap();
     let m = running.metrics.clone();
     eventually("operations to flow", Duration::from_secs(20), || {
@@ -177,11 +177,11 @@ async fn stage_rate(addr: &str) -> Option<f64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_reloads_the_binary() {
-    let sim = common::sim().await;
+    let sim = common::test_db().await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("mongoload.toml");
     let addr = common::free_port().to_string();
-    let text = common::config_text(&sim.uri(), 100.0, None).replace("127.0.0.1:0", &addr);
+    let text = common::config_text(&sim, 100.0, None).replace("127.0.0.1:0", &addr);
     std::fs::write(&path, &text).unwrap();
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
         .args(["run", "--config"])
@@ -274,7 +274,7 @@ async fn stage_of(addr: &str) -> Option<(Option<u64>, String, f64)> {
 /// starts it again from the first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_of_later_stages_keeps_the_position() {
-    let sim = common::sim().await;
+    let sim = common::test_db().await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("mongoload.toml");
     let stages = |second: u32, third: &str| {
@@ -283,7 +283,7 @@ async fn a_reload_of_later_stages_keeps_the_position() {
              [[workloads.stages]]\nname = \"second\"\nrate = {second}\nduration = \"3s\"\n{third}"
         )
     };
-    let base = common::config_text(&sim.uri(), 20.0, None);
+    let base = common::config_text(&sim, 20.0, None);
     let hold = "name = \"hold\"\nrate = 20\nduration = \"1h\"\n";
     assert!(base.contains(hold));
     let text = base.replace(hold, &stages(20, ""));

@@ -4,7 +4,7 @@
 //! `mongoload report` renders and compares those lines, with the exit
 //! codes a pipeline gates on.
 
-use crate::common;
+use crate::common::{self, TestDb};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,17 +13,17 @@ use std::time::Duration;
 use mongoload::config::{self, Config};
 use mongoload::daemon;
 use mongoload::report::{self, StageReport};
-use mongoload::sim;
 use serde_json::Value;
 
 const SCHEMA: &str = include_str!("../../etc/runlog.schema.json");
 
-fn config(uri: &str, log: &Path, stages: &str) -> Config {
+fn config(db: &TestDb, log: &Path, stages: &str) -> Config {
+    let (uri, database) = (db.uri(), db.database("runlog_test"));
     let text = format!(
         r#"
 [target]
 uri = "{uri}"
-database = "runlog_test"
+database = "{database}"
 [http]
 listen = "127.0.0.1:0"
 [run]
@@ -63,10 +63,8 @@ fn validated_lines(path: &Path) -> Vec<StageReport> {
 }
 
 /// Runs the daemon with `stages` until its schedule ends (a minute at most).
-async fn run_to_the_end(sim: &sim::SimHandle, log: &Path, stages: &str) -> daemon::Summary {
-    let running = daemon::start(config(&sim.uri(), log, stages))
-        .await
-        .unwrap();
+async fn run_to_the_end(sim: &TestDb, log: &Path, stages: &str) -> daemon::Summary {
+    let running = daemon::start(config(sim, log, stages)).await.unwrap();
     tokio::time::timeout(Duration::from_secs(60), running.wait())
         .await
         .expect("the schedule ends")
@@ -90,7 +88,7 @@ fn s(p: &Path) -> &str {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stage_reports_match_the_schema_and_the_report_command_reads_them() {
-    let sim = common::sim().await;
+    let sim = common::test_db().await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs.jsonl");
     let stages = r#"
@@ -241,7 +239,7 @@ duration = "2s"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stage_cut_short_at_shutdown_is_reported_as_partial() {
-    let sim = common::sim().await;
+    let sim = common::test_db().await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs.jsonl");
     let stages = r#"
@@ -250,9 +248,7 @@ name = "long"
 rate = 100
 duration = "1h"
 "#;
-    let running = daemon::start(config(&sim.uri(), &log, stages))
-        .await
-        .unwrap();
+    let running = daemon::start(config(&sim, &log, stages)).await.unwrap();
     // Wait until the stage runs, then stop.
     let metrics = running.metrics.clone();
     for _ in 0..100 {
@@ -288,7 +284,7 @@ duration = "1h"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn count_based_stages_end_after_their_operations_and_report_each_worker() {
-    let sim = common::sim().await;
+    let sim = common::test_db().await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs.jsonl");
     // Without the counts these stages would last 30 days each.

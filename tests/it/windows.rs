@@ -13,14 +13,14 @@ use mongoload::daemon;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn engine_follows_the_wall_clock_windows() {
-    let sim = common::sim().await;
+    let sim = common::test_db().await;
     // A window that holds all day, and one that starts two hours from now.
     let later = (chrono::Utc::now().hour() + 2) % 24;
     let text = format!(
         r#"
 [target]
 uri = "{uri}"
-database = "windows"
+database = "{database}"
 [http]
 listen = "127.0.0.1:0"
 [run]
@@ -47,6 +47,7 @@ initial_docs = 10
 collection = "later"
 "#,
         uri = sim.uri(),
+        database = sim.database("windows"),
         end = (later + 1) % 24,
     );
     let config = common::parse(&text, Path::new("windows.toml"));

@@ -8,7 +8,7 @@
 //! once per scheduled operation, with the run log, the summary and
 //! `/metrics` agreeing to the operation and to the request.
 
-use crate::common::{self, sum};
+use crate::common::{self, sum, TestDb};
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
@@ -27,11 +27,11 @@ use mongoload::daemon;
 use mongoload::mongo::Deployment;
 use mongoload::report::{self, StageReport};
 use mongoload::schedule::Stage;
-use mongoload::sim::{self, SimConfig, SimHandle};
+use mongoload::sim::{self, SimConfig};
 use mongoload::workload::sysbench::{self, sum_pipeline};
 use mongoload::workload::{self, Action, Workload};
 
-async fn client(sim: &SimHandle) -> Client {
+async fn client(sim: &TestDb) -> Client {
     let mut opts = ClientOptions::parse(sim.uri()).await.unwrap();
     opts.server_selection_timeout = Some(Duration::from_secs(3));
     Client::with_options(opts).unwrap()
@@ -39,7 +39,8 @@ async fn client(sim: &SimHandle) -> Client {
 
 /// A config with one workload and no parameter table, pointed at the
 /// simulator, the HTTP endpoint on a free port.
-fn base_config(sim: &SimHandle, database: &str, workloads: Vec<WorkloadConfig>) -> Config {
+fn base_config(sim: &TestDb, database: &str, workloads: Vec<WorkloadConfig>) -> Config {
+    let database = sim.database(database);
     let text = format!(
         "[target]\nuri = \"{}\"\ndatabase = \"{database}\"\n[http]\nlisten = \"127.0.0.1:0\"\n\
          [run]\nshutdown_grace = \"20s\"\n",
@@ -134,9 +135,9 @@ fn build(kind: KindConfig) -> Arc<dyn Workload> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prepare_of_every_kind_loads_its_documents_and_indexes() {
-    let sim = common::sim().await;
+    let sim = common::test_db().await;
     let client = client(&sim).await;
-    let db = client.database("prep");
+    let db = client.database(&sim.database("prep"));
 
     let w = build(KindConfig::Sysbench(SysbenchConfig {
         collections: 3,
@@ -240,9 +241,9 @@ fn toml_table<T: serde::de::DeserializeOwned>(text: &str) -> T {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sysbench_sum_and_distinct_return_what_the_data_implies() {
-    let sim = common::sim().await;
+    let sim = common::test_db().await;
     let client = client(&sim).await;
-    let db = client.database("sbvalues");
+    let db = client.database(&sim.database("sbvalues"));
     let cfg = SysbenchConfig {
         collections: 2,
         docs_per_collection: 600,
@@ -326,7 +327,7 @@ fn bounds(filter: &Document) -> (u64, u64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sysbench_counts_each_step_as_a_request_and_keeps_the_data_set() {
-    let sim = common::sim().await;
+    let sim = common::test_db().await;
     let mut w = workload("sb", KindConfig::Sysbench(Default::default()), 3.0, 3);
     w.kind = KindConfig::Sysbench(SysbenchConfig {
         collections: 2,
@@ -396,7 +397,7 @@ async fn sysbench_counts_each_step_as_a_request_and_keeps_the_data_set() {
 
     // Delete + reinsert keeps every collection at its size, and _id 0..400.
     let client = client(&sim).await;
-    let db = client.database("sb");
+    let db = client.database(&sim.database("sb"));
     for name in ["sbtest1", "sbtest2"] {
         assert_eq!(count(&db, name).await, 400, "{name}");
         let ids: HashSet<i64> = db
@@ -414,7 +415,7 @@ async fn sysbench_counts_each_step_as_a_request_and_keeps_the_data_set() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn insert_benchmark_counts_documents_and_holds_its_bound() {
-    let sim = common::sim().await;
+    let sim = common::test_db().await;
     let mut w = workload(
         "ii",
         KindConfig::InsertBenchmark(Default::default()),
@@ -450,7 +451,7 @@ async fn insert_benchmark_counts_documents_and_holds_its_bound() {
         "one query worker capped at 50/s for 2 s: {queries}"
     );
     let client = client(&sim).await;
-    let db = client.database("ii");
+    let db = client.database(&sim.database("ii"));
     assert_eq!(count(&db, "purchases_index").await, 1000);
     // The newest documents are the ones kept.
     let oldest = db
@@ -471,7 +472,7 @@ async fn insert_benchmark_counts_documents_and_holds_its_bound() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupted_prepare_resumes_to_the_right_count() {
-    let sim = common::sim().await;
+    let sim = common::test_db().await;
     let client = client(&sim).await;
     for (kind, coll, total) in [
         (
@@ -500,7 +501,7 @@ async fn an_interrupted_prepare_resumes_to_the_right_count() {
             let w = workload("r", kind.clone(), 1.0, 1);
             base_config(&sim, &database, vec![w])
         };
-        let db = client.database(&database);
+        let db = client.database(&sim.database(&database));
         let running = daemon::start(mk()).await.unwrap();
         // Stop once part of the load is in; /status shows the progress.
         let mut seen = 0;
@@ -608,10 +609,10 @@ fn every_example_passes_check_config() {
 }
 
 /// Shrinks an example's data sizes and schedule so it runs in seconds.
-fn scale_down(cfg: &mut Config, sim: &SimHandle, database: &str) {
+fn scale_down(cfg: &mut Config, sim: &TestDb, database: &str) {
     cfg.target.uri = Some(SecretUri::new(sim.uri()));
     cfg.target.uri_file = None;
-    cfg.target.database = database.into();
+    cfg.target.database = sim.database(database);
     cfg.http.listen = "127.0.0.1:0".parse().unwrap();
     cfg.run.shutdown_grace = Duration::from_secs(20);
     for w in &mut cfg.workloads {
@@ -650,7 +651,7 @@ fn scale_down(cfg: &mut Config, sim: &SimHandle, database: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_example_runs_briefly_against_the_simulator() {
-    let sim = common::sim().await;
+    let sim = common::test_db().await;
     for (i, path) in examples().into_iter().enumerate() {
         let mut cfg = config::load_with_env(&path, std::iter::empty()).unwrap();
         scale_down(&mut cfg, &sim, &format!("example{i}"));
@@ -665,7 +666,7 @@ async fn every_example_runs_briefly_against_the_simulator() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_doc_inserts_and_queries_side_by_side() {
-    let sim = common::sim().await;
+    let sim = common::test_db().await;
     let mut w = workload("ld", KindConfig::LargeDoc(Default::default()), 4.0, 2);
     w.kind = KindConfig::LargeDoc(LargeDocConfig {
         initial_docs: 100,
@@ -690,7 +691,7 @@ async fn large_doc_inserts_and_queries_side_by_side() {
     assert!(found + 10 >= queries, "{found} of {queries} found");
     let client = client(&sim).await;
     assert_eq!(
-        count(&client.database("ld"), "largedoc").await,
+        count(&client.database(&sim.database("ld")), "largedoc").await,
         100 + inserts
     );
     sim.shutdown().await;
@@ -700,7 +701,7 @@ async fn large_doc_inserts_and_queries_side_by_side() {
 /// `secs` seconds, with a run log; returns the `/metrics` page, the final
 /// summary and the stage report.
 async fn open_loop(
-    sim: &SimHandle,
+    sim: &TestDb,
     mut w: WorkloadConfig,
     rate: u32,
     secs: u64,
@@ -811,7 +812,7 @@ fn assert_counted_once(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sysbench_transaction_is_one_operation_of_eighteen_requests() {
-    let sim = common::sim().await;
+    let sim = common::test_db().await;
     let mut w = workload("sbonce", KindConfig::Sysbench(Default::default()), 1.0, 1);
     // Few documents in one collection and many workers: concurrent
     // transactions would meet on the same _id if ids were not claimed.
@@ -856,7 +857,7 @@ async fn a_sysbench_transaction_is_one_operation_of_eighteen_requests() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ycsb_f_read_modify_write_is_one_operation() {
-    let sim = common::sim().await;
+    let sim = common::test_db().await;
     let mut w = workload("ycsbf", KindConfig::Ycsb(Default::default()), 1.0, 1);
     w.kind = KindConfig::Ycsb(YcsbConfig {
         workload: YcsbLetter::F,
@@ -881,7 +882,7 @@ async fn ycsb_f_read_modify_write_is_one_operation() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bounded_insert_keeps_its_label_when_it_starts_evicting() {
-    let sim = common::sim().await;
+    let sim = common::test_db().await;
     let mut ii = workload(
         "iibound",
         KindConfig::InsertBenchmark(Default::default()),
@@ -950,14 +951,19 @@ async fn a_bounded_insert_keeps_its_label_when_it_starts_evicting() {
         );
         assert_eq!(op_docs, inserted, "{name}");
         let client = client(&sim).await;
-        assert_eq!(count(&client.database(&name), coll).await, bound, "{name}");
+        assert_eq!(
+            count(&client.database(&sim.database(&name)), coll).await,
+            bound,
+            "{name}"
+        );
     }
     sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sysbench_in_transactions_meets_the_standalone_refusal() {
-    let sim = common::sim().await;
+    // The simulator's standalone, whatever MONGOLOAD_TEST_URI names.
+    let sim = common::TestDb::of_sim(common::sim().await);
     let mut w = workload("sbtxn", KindConfig::Sysbench(Default::default()), 1.0, 1);
     w.kind = KindConfig::Sysbench(SysbenchConfig {
         collections: 1,
@@ -998,6 +1004,7 @@ async fn a_failing_step_is_one_error_of_its_operation_with_the_step_s_kind() {
         ..SimConfig::default()
     })
     .await;
+    let sim = common::TestDb::of_sim(sim);
     let mut w = workload("sbfail", KindConfig::Sysbench(Default::default()), 1.0, 1);
     w.kind = KindConfig::Sysbench(SysbenchConfig {
         collections: 1,

@@ -9,9 +9,10 @@ use mongoload::config::{self, Config};
 use mongoload::metrics::Metrics;
 
 /// A one-workload config (`w`, mixed, 1 KB documents, 200 docs loaded) at
-/// `rate` ops/s for an hour, against `uri`, HTTP on a free loopback port,
-/// the control socket at `socket` if given.
-pub fn config_text(uri: &str, rate: f64, socket: Option<&Path>) -> String {
+/// `rate` ops/s for an hour, against the test's deployment, HTTP on a free
+/// loopback port, the control socket at `socket` if given.
+pub fn config_text(db: &super::TestDb, rate: f64, socket: Option<&Path>) -> String {
+    let (uri, database) = (db.uri(), db.database("loadtest"));
     let control = socket.map_or(String::new(), |p| {
         format!("[control]\nsocket = {:?}\n", p.display().to_string())
     });
@@ -19,7 +20,7 @@ pub fn config_text(uri: &str, rate: f64, socket: Option<&Path>) -> String {
         r#"
 [target]
 uri = "{uri}"
-database = "loadtest"
+database = "{database}"
 
 [http]
 listen = "127.0.0.1:0"

@@ -41,6 +41,139 @@ pub async fn sim_with(config: SimConfig) -> SimHandle {
         .unwrap_or_else(|e| panic!("the simulator starts on {listen}: {e}"))
 }
 
+/// The environment variable naming a real deployment for the tests that
+/// need no fault injection (see README, "Against a real deployment").
+pub const TEST_URI: &str = "MONGOLOAD_TEST_URI";
+
+/// The deployment a test loads: the deployment `MONGOLOAD_TEST_URI` names,
+/// or else a simulator of the test's own. Its databases carry a prefix
+/// unique to the test, and on a real deployment they are dropped when
+/// the value is (pass or fail).
+pub struct TestDb {
+    uri: String,
+    prefix: String,
+    sim: Option<SimHandle>,
+}
+
+/// The test's deployment (see [`TestDb`]).
+pub async fn test_db() -> TestDb {
+    let prefix = unique_prefix();
+    match std::env::var(TEST_URI) {
+        Ok(uri) if !uri.is_empty() => TestDb {
+            uri,
+            prefix,
+            sim: None,
+        },
+        _ => {
+            let sim = sim().await;
+            TestDb {
+                uri: sim.uri(),
+                prefix,
+                sim: Some(sim),
+            }
+        }
+    }
+}
+
+/// `mlt<pid>_<n>_`: unique to one test of one run.
+fn unique_prefix() -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("mlt{}_{n}_", std::process::id())
+}
+
+impl TestDb {
+    /// The connection string (it may hold a password: never print it).
+    pub fn uri(&self) -> String {
+        self.uri.clone()
+    }
+
+    /// The database this test calls `name`, with the test's prefix.
+    pub fn database(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+
+    /// The simulator, when the test runs against one.
+    pub fn sim(&self) -> Option<&SimHandle> {
+        self.sim.as_ref()
+    }
+
+    /// A simulator of the test's own (a test that injects faults), with
+    /// the prefixed databases as any other.
+    pub fn of_sim(sim: SimHandle) -> TestDb {
+        let mut db = TestDb {
+            uri: sim.uri(),
+            prefix: String::new(),
+            sim: Some(sim),
+        };
+        db.prefix = unique_prefix();
+        db
+    }
+
+    /// Ends the test's use of the deployment: stops its simulator, or drops
+    /// its databases.
+    pub async fn shutdown(mut self) {
+        let prefix = std::mem::take(&mut self.prefix);
+        if let Some(sim) = self.sim.take() {
+            return sim.shutdown().await;
+        }
+        let uri = self.uri.clone();
+        if let Err(e) = drop_prefixed(&uri, &prefix).await {
+            panic!("could not drop the test's databases {prefix}*: {e}");
+        }
+    }
+
+    /// A driver client (3 s server selection).
+    pub async fn client(&self) -> mongodb::Client {
+        driver_client(&self.uri, true, Duration::from_secs(3)).await
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        // Shut down already, or a simulator that goes with the value.
+        if self.sim.is_some() || self.prefix.is_empty() {
+            return;
+        }
+        let (uri, prefix) = (self.uri.clone(), self.prefix.clone());
+        // A runtime of its own: the test's may be shutting down.
+        let dropped = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?
+                .block_on(drop_prefixed(&uri, &prefix))
+                .map_err(|e| e.to_string())
+        })
+        .join();
+        if let Ok(Err(e)) = dropped {
+            eprintln!("could not drop the test's databases {}*: {e}", self.prefix);
+        }
+    }
+}
+
+/// Drops the databases whose names start with `prefix`; where
+/// `dropDatabase` is refused (a user with `readWrite` only), their
+/// collections.
+async fn drop_prefixed(uri: &str, prefix: &str) -> Result<(), mongodb::error::Error> {
+    let client = driver_client(uri, true, Duration::from_secs(5)).await;
+    let names = client
+        .list_database_names()
+        .authorized_databases(true)
+        .await?;
+    for name in names.iter().filter(|n| n.starts_with(prefix)) {
+        let db = client.database(name);
+        if db.drop().await.is_err() {
+            for coll in db.list_collection_names().await? {
+                db.collection::<mongodb::bson::Document>(&coll)
+                    .drop()
+                    .await?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A `mongoload sim` process (the real binary, for clients that are not
 /// in this process); killed when dropped, pass or fail.
 pub struct SimProcess(pub std::process::Child);
@@ -154,10 +287,15 @@ impl ConfigFile {
 /// HTTP on a free port, short driver timeouts, and the given
 /// `[[workloads.stages]]` tables.
 pub fn config_toml(uri: &str, stages: &str) -> String {
+    config_toml_in(uri, "mltest", stages)
+}
+
+/// [`config_toml`] with the database named.
+pub fn config_toml_in(uri: &str, database: &str, stages: &str) -> String {
     format!(
         r#"[target]
 uri = "{uri}"
-database = "mltest"
+database = "{database}"
 app_name = "mongoload-test"
 connect_timeout = "1s"
 server_selection_timeout = "1s"
