@@ -52,17 +52,29 @@ pub struct ProgressArgs {
 impl ProgressArgs {
     /// Progress for this run, if stderr is a terminal that wants it.
     pub fn progress(&self) -> Option<Progress> {
-        let term = std::env::var_os("TERM");
-        let wanted = !self.no_progress
-            && std::io::stderr().is_terminal()
-            && !crate::logging::stderr_is_journal()
-            && term.is_none_or(|t| t != "dumb");
+        let wanted = wanted(
+            self.no_progress,
+            std::io::stderr().is_terminal(),
+            crate::logging::stderr_is_journal(),
+            std::env::var_os("TERM").as_deref(),
+        );
         wanted.then(|| Progress {
             terminal: Terminal::default(),
             every: self.progress_interval,
             tap: Arc::default(),
         })
     }
+}
+
+/// Whether to show progress: not turned off, stderr a terminal and not
+/// the journal, and a terminal that understands erasing a line.
+fn wanted(
+    no_progress: bool,
+    terminal: bool,
+    journal: bool,
+    term: Option<&std::ffi::OsStr>,
+) -> bool {
+    !no_progress && terminal && !journal && term.is_none_or(|t| t != "dumb")
 }
 
 /// Keeps a copy of each stage report of the run (the newest
@@ -237,4 +249,73 @@ fn sample(slots: &Slots) -> Vec<WorkloadSample> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{RunInfo, StageMeta, StageStats};
+    use crate::workload::OpSpec;
+
+    #[test]
+    fn progress_only_on_a_terminal_outside_the_journal() {
+        let xterm = Some(std::ffi::OsStr::new("xterm"));
+        let dumb = Some(std::ffi::OsStr::new("dumb"));
+        assert!(wanted(false, true, false, xterm));
+        assert!(wanted(false, true, false, None));
+        assert!(!wanted(true, true, false, xterm), "--no-progress");
+        assert!(!wanted(false, false, false, xterm), "a file or a pipe");
+        assert!(!wanted(false, true, true, xterm), "the journal");
+        assert!(!wanted(false, true, false, dumb), "TERM=dumb");
+    }
+
+    fn report(stage: &str) -> StageReport {
+        let mut stats = StageStats::with_steps(&[1]);
+        stats.record(0, Duration::from_secs(1), Duration::from_millis(2), Ok(()));
+        let now = chrono::Utc::now();
+        let meta = StageMeta {
+            workload: "w".into(),
+            stage: stage.into(),
+            stage_index: 0,
+            cycle: 0,
+            mode: "rate",
+            start: now - chrono::Duration::seconds(10),
+            end: now,
+            warmup: Duration::ZERO,
+            partial: false,
+        };
+        StageReport::build(
+            &RunInfo::new(None),
+            &meta,
+            &stats,
+            &[OpSpec::single("insert")],
+        )
+    }
+
+    #[test]
+    fn the_tap_keeps_the_newest_reports_without_histograms() {
+        let tap = ReportTap::default();
+        let r = report("s0");
+        assert!(r.histogram.is_some() && r.ops[0].histogram.is_some());
+        tap.keep(&r);
+        let kept = tap.reports();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].histogram, None);
+        assert_eq!(kept[0].ops[0].histogram, None);
+        assert!(kept[0].ops[0].steps.iter().all(|s| s.histogram.is_none()));
+        // The table is the one `mongoload report` prints of them.
+        assert_eq!(
+            render::final_table(&kept),
+            format!(
+                "stage reports of this run:\n{}",
+                crate::report::table::stage_table(&[r])
+            )
+        );
+        for i in 1..=KEEP_REPORTS {
+            tap.keep(&report(&format!("s{i}")));
+        }
+        let kept = tap.reports();
+        assert_eq!(kept.len(), KEEP_REPORTS);
+        assert_eq!(kept[0].stage, "s1", "the oldest went first");
+    }
 }
