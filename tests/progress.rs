@@ -9,7 +9,7 @@ mod common;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use common::{write_config, ConfigFile};
+use common::{config_toml, write_config, ConfigFile};
 use mongoload::sim::{self, ElectionTime, FaultConfig, LatencyDist, ReplSetConfig, SimConfig};
 
 /// What only progress writes.
@@ -49,34 +49,11 @@ async fn sim(failovers: bool) -> sim::SimHandle {
         .expect("start the replica set")
 }
 
-/// One `mixed` workload `w`: a prepare of 4000 documents, then two
-/// stages of 4 s each, after which the run ends by itself.
+/// The tests' `mixed` workload `w` with a prepare of 4000 documents in
+/// batches of 10, then two stages of 4 s each, after which the run ends
+/// by itself.
 fn config(uri: &str) -> ConfigFile {
-    write_config(&format!(
-        r#"[target]
-uri = "{uri}"
-database = "progress"
-server_selection_timeout = "5s"
-operation_timeout = "5s"
-
-[http]
-listen = "127.0.0.1:0"
-
-[run]
-shutdown_grace = "3s"
-
-[[workloads]]
-name = "w"
-kind = "mixed"
-max_inflight = 32
-seed = 7
-
-[workloads.mixed]
-doc_size = 256
-initial_docs = 4000
-load_batch = 10
-collection = "m"
-
+    let stages = r#"
 [[workloads.stages]]
 name = "first"
 rate = 50
@@ -86,8 +63,12 @@ duration = "4s"
 name = "second"
 rate = 80
 duration = "4s"
-"#
-    ))
+"#;
+    let toml = config_toml(uri, stages)
+        .replace("initial_docs = 200", "initial_docs = 4000")
+        .replace("load_batch = 100", "load_batch = 10");
+    assert!(toml.contains("initial_docs = 4000") && toml.contains("load_batch = 10"));
+    write_config(&toml)
 }
 
 fn mongoload(args: &[&str]) -> Command {
