@@ -159,6 +159,7 @@ impl ConfigArg {
     }
 }
 
+/// `mongoload run`: the config file and the live progress options.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     #[command(flatten)]
