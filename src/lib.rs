@@ -19,6 +19,7 @@ pub mod logging;
 pub mod manpage;
 pub mod metrics;
 pub mod probe;
+pub mod progress;
 pub mod report;
 pub mod schedule;
 pub mod service;

@@ -252,6 +252,9 @@ impl Drop for StageCollector {
             tracing::info!(workload = %r.workload, stage = %r.stage, "stage ended within its warm-up: no report");
             return;
         }
+        if let Some(tap) = &self.ctx.run.tap {
+            tap.keep(&r);
+        }
         match &self.ctx.extras.sink {
             Some(sink) => sink.submit(r, self.ctx.run.log.clone()),
             None => emit(&r, self.ctx.run.log.as_ref()),
