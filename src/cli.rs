@@ -180,6 +180,17 @@ pub struct DemoArgs {
     pub progress: crate::progress::ProgressArgs,
 }
 
+/// The default log level: `info`, or `warn` under live progress, whose
+/// lines and final table say what the INFO lines (stage starts, stage
+/// reports) would. RUST_LOG overrides either.
+fn log_level(progress: &Option<crate::progress::Progress>) -> &'static str {
+    if progress.is_some() {
+        "warn"
+    } else {
+        "info"
+    }
+}
+
 /// Runs the parsed command line and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
@@ -187,7 +198,10 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::CheckTarget(args) => block_on(crate::check_target::run_cli(args)),
         Command::Run(args) => {
             let progress = args.progress.progress();
-            crate::logging::init_with("info", progress.as_ref().map(|p| p.terminal()));
+            crate::logging::init_with(
+                log_level(&progress),
+                progress.as_ref().map(|p| p.terminal()),
+            );
             let path = args.config.path();
             let config = match config::load(&path) {
                 Ok(c) => c,
@@ -219,7 +233,10 @@ pub fn run(cli: Cli) -> ExitCode {
         }),
         Command::Demo(args) => {
             let progress = args.progress.progress();
-            crate::logging::init_with("info", progress.as_ref().map(|p| p.terminal()));
+            crate::logging::init_with(
+                log_level(&progress),
+                progress.as_ref().map(|p| p.terminal()),
+            );
             block_on(demo(args, progress))
         }
         Command::Report(args) => report(&args),
