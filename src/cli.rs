@@ -32,7 +32,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the load daemon with a config file.
-    Run(ConfigArg),
+    Run(RunArgs),
     /// Validate a config file and print the resolved plan and timeline.
     CheckConfig(ConfigArg),
     /// Check the deployment before running: reachability, authentication,
@@ -159,6 +159,15 @@ impl ConfigArg {
     }
 }
 
+/// `mongoload run`: the config file and the live progress options.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    #[command(flatten)]
+    pub progress: crate::progress::ProgressArgs,
+}
+
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Where to serve /metrics, /healthz, /readyz and /status.
@@ -167,6 +176,19 @@ pub struct DemoArgs {
     /// Where the simulator listens (port 0: a free port).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub sim_listen: SocketAddr,
+    #[command(flatten)]
+    pub progress: crate::progress::ProgressArgs,
+}
+
+/// The default log level: `info`, or `warn` under live progress, whose
+/// lines and final table say what the INFO lines (stage starts, stage
+/// reports) would. RUST_LOG overrides either.
+fn log_level(progress: &Option<crate::progress::Progress>) -> &'static str {
+    if progress.is_some() {
+        "warn"
+    } else {
+        "info"
+    }
 }
 
 /// Runs the parsed command line and returns the process exit code.
@@ -174,9 +196,13 @@ pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::CheckConfig(arg) => check_config(&arg.path()),
         Command::CheckTarget(args) => block_on(crate::check_target::run_cli(args)),
-        Command::Run(arg) => {
-            crate::logging::init("info");
-            let path = arg.path();
+        Command::Run(args) => {
+            let progress = args.progress.progress();
+            crate::logging::init_with(
+                log_level(&progress),
+                progress.as_ref().map(|p| p.terminal()),
+            );
+            let path = args.config.path();
             let config = match config::load(&path) {
                 Ok(c) => c,
                 Err(e) => return config_error(&e),
@@ -194,7 +220,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 Ok(None) => {}
                 Err(e) => return config_error(&e),
             }
-            block_on(run_daemon(config, Some(path)))
+            block_on(run_daemon(config, Some(path), progress))
         }
         Command::Sim(args) => block_on(async move {
             match crate::sim::run_cli(*args).await {
@@ -206,8 +232,12 @@ pub fn run(cli: Cli) -> ExitCode {
             }
         }),
         Command::Demo(args) => {
-            crate::logging::init("info");
-            block_on(demo(args))
+            let progress = args.progress.progress();
+            crate::logging::init_with(
+                log_level(&progress),
+                progress.as_ref().map(|p| p.terminal()),
+            );
+            block_on(demo(args, progress))
         }
         Command::Report(args) => report(&args),
         Command::Ctl(args) => block_on(ctl(args)),
@@ -406,8 +436,13 @@ fn check_config(path: &Path) -> ExitCode {
 
 /// Runs the daemon until its schedules end or SIGTERM/SIGINT; SIGHUP
 /// reloads the config file (`path`): a valid one replaces the plan live
-/// (see [`crate::supervisor`]), an invalid one is logged and ignored.
-async fn run_daemon(config: Config, path: Option<PathBuf>) -> ExitCode {
+/// (see [`crate::supervisor`]), an invalid one is logged and ignored. With
+/// `progress`, the terminal shows the run live and its stage table at exit.
+async fn run_daemon(
+    config: Config,
+    path: Option<PathBuf>,
+    progress: Option<crate::progress::Progress>,
+) -> ExitCode {
     let mut signals = match service::signals() {
         Ok(s) => s,
         Err(e) => {
@@ -415,7 +450,8 @@ async fn run_daemon(config: Config, path: Option<PathBuf>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let running = match daemon::start(config).await {
+    let tap = progress.as_ref().map(|p| p.tap());
+    let running = match daemon::start_with(config, tap).await {
         Ok(r) => r,
         Err(daemon::StartError::Config(e)) => return config_error(&e),
         // Logged once: to the journal under systemd, else to stderr.
@@ -424,6 +460,7 @@ async fn run_daemon(config: Config, path: Option<PathBuf>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let live = progress.map(|p| p.start(&running));
     let cancel = running.cancel_token();
     let reloader = running.reloader();
     let mut done = tokio::spawn(running.wait());
@@ -449,6 +486,9 @@ async fn run_daemon(config: Config, path: Option<PathBuf>) -> ExitCode {
             },
         }
     };
+    if let Some(live) = live {
+        live.finish().await;
+    }
     match finished {
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
@@ -461,7 +501,7 @@ async fn run_daemon(config: Config, path: Option<PathBuf>) -> ExitCode {
 /// `mongoload demo`: the simulator in-process (a three-member replica set
 /// that fails over every [`DEMO_FAILOVER_EVERY`]), the daemon against it
 /// with the bundled config.
-async fn demo(args: DemoArgs) -> ExitCode {
+async fn demo(args: DemoArgs, progress: Option<crate::progress::Progress>) -> ExitCode {
     let mut set = crate::sim::ReplSetConfig::new("demo", 3);
     set.failover_every = Some(DEMO_FAILOVER_EVERY);
     set.election = crate::sim::ElectionTime {
@@ -505,7 +545,7 @@ async fn demo(args: DemoArgs) -> ExitCode {
         args.http_listen,
         args.http_listen
     ));
-    let code = run_daemon(config, None).await;
+    let code = run_daemon(config, None, progress).await;
     sim.shutdown().await;
     code
 }

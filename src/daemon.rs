@@ -189,6 +189,8 @@ pub struct Running {
     pub metrics: Arc<Metrics>,
     /// Where the control socket listens, when `[control] socket` is set.
     pub control_socket: Option<std::path::PathBuf>,
+    /// The workloads' live figures (the terminal's progress reads them).
+    pub slots: Arc<supervisor::Slots>,
     cancel: CancellationToken,
     reloader: Reloader,
     done: tokio::task::JoinHandle<Summary>,
@@ -237,6 +239,15 @@ impl Running {
 /// preparing. An unreachable deployment is not an error: it shows as
 /// `mongoload_target_up 0`, errors counted by class, and retries.
 pub async fn start(config: Config) -> Result<Running, StartError> {
+    start_with(config, None).await
+}
+
+/// As [`start`], each stage report also kept in `tap` (for the table the
+/// terminal shows at exit).
+pub async fn start_with(
+    config: Config,
+    tap: Option<Arc<crate::progress::ReportTap>>,
+) -> Result<Running, StartError> {
     let started = Instant::now();
     let metrics = Arc::new(Metrics::new()?);
     let uri = config.target.resolve_uri()?;
@@ -311,7 +322,10 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         env!("CARGO_PKG_VERSION"),
     );
 
-    let run_info = crate::report::RunInfo::new(config.run.log.clone());
+    let run_info = crate::report::RunInfo {
+        tap,
+        ..crate::report::RunInfo::new(config.run.log.clone())
+    };
     let report_to = match &run_info.log {
         Some(p) => format!("the journal and {}", p.display()),
         None => "the journal".to_owned(),
@@ -494,6 +508,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     });
     let _ = service::notify_ready();
 
+    let slots = statuses.clone();
     let done = tokio::spawn(async move {
         let _ = workloads.await;
         announce_stopping(&stopping_sent);
@@ -526,6 +541,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         http_addr,
         metrics,
         control_socket: control_path,
+        slots,
         cancel: load,
         reloader,
         done,

@@ -20,6 +20,7 @@ pub mod manpage;
 pub mod metrics;
 pub mod mongo;
 pub mod probe;
+pub mod progress;
 pub mod report;
 pub mod schedule;
 pub mod service;

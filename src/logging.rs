@@ -10,6 +10,7 @@
 
 use std::os::unix::fs::MetadataExt;
 
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
@@ -31,6 +32,12 @@ pub enum LogSink {
 /// an invalid RUST_LOG or default falls back to `info` with a note on
 /// stderr. Safe to call more than once: later calls change nothing.
 pub fn init(default_level: &str) -> LogSink {
+    init_with(default_level, None)
+}
+
+/// As [`init`]; outside the journal, records go through `terminal` (live
+/// progress is shown on it) instead of straight to stderr.
+pub fn init_with(default_level: &str, terminal: Option<crate::progress::Terminal>) -> LogSink {
     let filter = filter(std::env::var("RUST_LOG").ok().as_deref(), default_level);
     if stderr_is_journal() {
         match tracing_journald::layer() {
@@ -50,8 +57,12 @@ pub fn init(default_level: &str) -> LogSink {
         }
     }
     // Colours only on a terminal: a file or a pipe gets plain text.
+    let writer = match terminal {
+        Some(t) => BoxMakeWriter::new(t),
+        None => BoxMakeWriter::new(std::io::stderr),
+    };
     let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     match tracing_subscriber::registry()
         .with(filter)

@@ -31,7 +31,7 @@ use crate::audit::Audit;
 use crate::config::{self, Config, ConfigError, WorkloadConfig};
 use crate::control::{Command, ControlMetrics, ControlState};
 use crate::engine::{self, AuditSetup, WorkloadRun, WorkloadStatus};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, WorkloadMetrics};
 use crate::mongo::Deployment;
 use crate::schedule::Schedule;
 use crate::service;
@@ -51,6 +51,9 @@ pub struct Slot {
     pub control: watch::Sender<ControlState>,
     /// The acknowledged-write audit of the running engine, if it has one.
     pub audit: Mutex<Option<Arc<Audit>>>,
+    /// The running engine's metric handles (its operations' counters and
+    /// latency windows), for the terminal's progress lines.
+    pub metrics: Mutex<Option<WorkloadMetrics>>,
 }
 
 impl Slot {
@@ -409,6 +412,7 @@ impl Supervisor {
             status: Arc::new(WorkloadStatus::default()),
             control: watch::channel(ControlState::default()).0,
             audit: Mutex::new(None),
+            metrics: Mutex::new(None),
         })
     }
 
@@ -430,6 +434,8 @@ impl Supervisor {
         });
         *slot.audit.lock().unwrap_or_else(PoisonError::into_inner) =
             audit.as_ref().map(|a| a.audit.clone());
+        let metrics = self.env.metrics.workload(&w.name, built.workload.ops());
+        *slot.metrics.lock().unwrap_or_else(PoisonError::into_inner) = Some(metrics.clone());
         let run = WorkloadRun {
             name: w.name.clone(),
             deployment: Deployment::new(
@@ -437,7 +443,7 @@ impl Supervisor {
                 built.workload.as_ref(),
                 self.config.target.operation_timeout,
             ),
-            metrics: self.env.metrics.workload(&w.name, built.workload.ops()),
+            metrics,
             // Room for runtime overrides up to max_inflight workers, as
             // well as the highest configured concurrency.
             workers: w.peak_concurrency().max(w.max_inflight) as usize,

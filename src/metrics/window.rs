@@ -257,40 +257,64 @@ impl LatencyWindow {
     pub(crate) fn summary(&self, now: Instant) -> LatencySummary {
         let mut guard = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         self.flush_locked(&mut guard, now);
-        let current = self.slot_number(now);
         let state = &mut *guard;
-        let len = state.slots.len() as u64;
         state.merged.reset();
-        for slot in state.slots.iter() {
-            if let Some(number) = slot.number {
-                if number <= current && current - number < len {
-                    let _ = state.merged.add(&slot.hist);
-                }
+        add_live_slots(&state.slots, self.slot_number(now), &mut state.merged);
+        summarize(&state.merged, state.total_count, state.total_sum_ns)
+    }
+}
+
+/// The quantiles of several windows together (a workload over all its
+/// operations) at `now`, each flushed first; totals are their sums.
+pub(crate) fn merged_summary(windows: &[&LatencyWindow], now: Instant) -> LatencySummary {
+    let mut merged = new_histogram();
+    let (mut total_count, mut total_sum_ns) = (0u64, 0u128);
+    for w in windows {
+        let mut state = w.state.lock().unwrap_or_else(PoisonError::into_inner);
+        w.flush_locked(&mut state, now);
+        add_live_slots(&state.slots, w.slot_number(now), &mut merged);
+        total_count = total_count.saturating_add(state.total_count);
+        total_sum_ns = total_sum_ns.saturating_add(state.total_sum_ns);
+    }
+    summarize(&merged, total_count, total_sum_ns)
+}
+
+/// Adds the slots younger than the window (slot `current` and the
+/// `slots.len() - 1` before it) into `into`.
+fn add_live_slots(slots: &[Slot], current: u64, into: &mut Histogram<u32>) {
+    let len = slots.len() as u64;
+    for slot in slots {
+        if let Some(number) = slot.number {
+            if number <= current && current - number < len {
+                // Both histograms auto-resize, so adding cannot go out of range.
+                let _ = into.add(&slot.hist);
             }
         }
-        let h = &state.merged;
-        let count = h.len();
-        let at = |q: f64| {
-            if count == 0 {
-                Duration::ZERO
-            } else {
-                Duration::from_nanos(h.value_at_quantile(q))
-            }
-        };
-        LatencySummary {
-            count,
-            p50: at(0.5),
-            p90: at(0.9),
-            p99: at(0.99),
-            p999: at(0.999),
-            max: if count == 0 {
-                Duration::ZERO
-            } else {
-                Duration::from_nanos(h.max())
-            },
-            total_count: state.total_count,
-            total_sum: Duration::from_nanos(u64::try_from(state.total_sum_ns).unwrap_or(u64::MAX)),
+    }
+}
+
+fn summarize(h: &Histogram<u32>, total_count: u64, total_sum_ns: u128) -> LatencySummary {
+    let count = h.len();
+    let at = |q: f64| {
+        if count == 0 {
+            Duration::ZERO
+        } else {
+            Duration::from_nanos(h.value_at_quantile(q))
         }
+    };
+    LatencySummary {
+        count,
+        p50: at(0.5),
+        p90: at(0.9),
+        p99: at(0.99),
+        p999: at(0.999),
+        max: if count == 0 {
+            Duration::ZERO
+        } else {
+            Duration::from_nanos(h.max())
+        },
+        total_count,
+        total_sum: Duration::from_nanos(u64::try_from(total_sum_ns).unwrap_or(u64::MAX)),
     }
 }
 
@@ -439,6 +463,30 @@ mod tests {
             (a - e).abs() <= e * 0.001 + 1e-9,
             "{actual:?} is not within 0.1% of {expected:?}"
         );
+    }
+
+    #[test]
+    fn windows_merge_into_one_summary() {
+        let origin = Instant::now();
+        let (a, b) = (
+            LatencyWindow::new(WindowConfig::default(), origin),
+            LatencyWindow::new(WindowConfig::default(), origin),
+        );
+        for _ in 0..98 {
+            a.record(ms(1));
+        }
+        b.record(ms(100));
+        b.record(ms(200));
+        let s = merged_summary(&[&a, &b], origin + Duration::from_secs(1));
+        assert_eq!((s.count, s.total_count), (100, 100));
+        assert_close(s.p50, ms(1));
+        assert_close(s.p99, ms(100));
+        assert_close(s.max, ms(200));
+        assert_close(s.total_sum, ms(398));
+        // Each window alone is unchanged by the merge.
+        assert_eq!(b.summary(origin + Duration::from_secs(1)).count, 2);
+        let empty = merged_summary(&[], origin);
+        assert_eq!((empty.count, empty.p99), (0, Duration::ZERO));
     }
 
     #[test]

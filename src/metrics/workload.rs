@@ -118,6 +118,19 @@ impl WorkloadMetrics {
         }
     }
 
+    /// The exact latency quantiles of all the workload's operations
+    /// together over the sliding window (each op's is
+    /// `mongoload_latency_window_seconds`).
+    pub fn latency_window(&self) -> super::LatencySummary {
+        let windows: Vec<&LatencyWindow> = self.ops.iter().map(|o| &*o.inner.window).collect();
+        super::window::merged_summary(&windows, std::time::Instant::now())
+    }
+
+    /// Failed operations of class `kind` so far, over every operation.
+    pub fn errors_of(&self, kind: ErrorKind) -> u64 {
+        self.ops.iter().map(|o| o.errors_of(kind)).sum()
+    }
+
     /// The stage set last by [`WorkloadMetrics::set_stage`].
     pub fn stage(&self) -> Option<String> {
         self.stage

@@ -24,7 +24,7 @@ use crate::workload::OpSpec;
 pub use stats::{merged_latency, rate_reached, LatencyNs, OpStats, StageStats};
 
 /// Identifies one run of the daemon in its run log lines.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct RunInfo {
     /// `YYYYMMDDTHHMMSSZ-xxxx`: the start time and four random hex digits.
     pub id: String,
@@ -32,6 +32,8 @@ pub struct RunInfo {
     pub started: DateTime<Utc>,
     /// The JSON-lines file stage reports are appended to, if any.
     pub log: Option<PathBuf>,
+    /// Also keeps a copy of each report (the terminal's table at exit).
+    pub tap: Option<std::sync::Arc<crate::progress::ReportTap>>,
 }
 
 impl RunInfo {
@@ -43,7 +45,12 @@ impl RunInfo {
             started.format("%Y%m%dT%H%M%SZ"),
             rand::random::<u16>()
         );
-        RunInfo { id, started, log }
+        RunInfo {
+            id,
+            started,
+            log,
+            tap: None,
+        }
     }
 }
 
@@ -449,6 +456,7 @@ mod tests {
             id: "r1".into(),
             started: Utc.with_ymd_and_hms(2026, 11, 29, 11, 59, 0).unwrap(),
             log: None,
+            tap: None,
         };
         let r = StageReport::build(
             &run,

@@ -130,6 +130,9 @@ async fn write(run: &RunInfo, r: StageReport) {
         tracing::info!(workload = %r.workload, stage = %r.stage, "stage ended within its warm-up: no report");
         return;
     }
+    if let Some(tap) = &run.tap {
+        tap.keep(&r);
+    }
     journal(&r);
     let Some(path) = run.log.clone() else {
         return;

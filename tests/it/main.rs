@@ -21,6 +21,7 @@ mod http_metrics;
 mod isolation;
 mod kubernetes;
 mod lag_probe;
+mod progress;
 mod prometheus_e2e;
 mod prometheus_rules;
 mod reload;

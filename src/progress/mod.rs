@@ -1,0 +1,321 @@
+//! Live progress on a terminal for `mongoload run` and `demo`: while stderr
+//! is a terminal (and not the journal), a line per workload every few
+//! seconds (stage, target and achieved rate, p50/p99 over the latency
+//! window, errors by class, missed), a bar per workload that prepares, a
+//! line per failover with its write outage, and the run's stage table at
+//! exit. Figures come from the daemon's handles (the workloads' status and
+//! metric handles, the failover log), never from the /metrics text; what
+//! is shown is made by the pure functions of [`render`]. Log records go
+//! through the same [`Terminal`], so the two never cut into each other.
+
+pub mod render;
+pub mod terminal;
+
+use std::collections::VecDeque;
+use std::io::IsTerminal;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::daemon::Running;
+use crate::error_kind::ErrorKind;
+use crate::metrics::failover::{FailoverMetrics, UNCONFIRMED_GRACE};
+use crate::report::StageReport;
+use crate::supervisor::Slots;
+use render::WorkloadSample;
+pub use terminal::Terminal;
+
+/// How often the bars are redrawn and failovers looked for.
+const TICK: Duration = Duration::from_secs(1);
+
+/// A failover whose write outage has not ended by then is shown anyway.
+const FAILOVER_GIVE_UP: Duration = Duration::from_secs(60);
+
+/// Stage reports kept for the table at exit (the newest).
+const KEEP_REPORTS: usize = 1000;
+
+/// The progress options of `run` and `demo`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProgressArgs {
+    /// Show no live progress. Without it, when stderr is a terminal (not
+    /// the journal, TERM not dumb): a line per workload every
+    /// --progress-interval, a bar while a workload prepares, a line per
+    /// failover, and the run's stage table at exit.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// How often the progress lines come.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub progress_interval: Duration,
+}
+
+impl ProgressArgs {
+    /// Progress for this run, if stderr is a terminal that wants it.
+    pub fn progress(&self) -> Option<Progress> {
+        let wanted = wanted(
+            self.no_progress,
+            std::io::stderr().is_terminal(),
+            crate::logging::stderr_is_journal(),
+            std::env::var_os("TERM").as_deref(),
+        );
+        wanted.then(|| Progress {
+            terminal: Terminal::default(),
+            every: self.progress_interval,
+            tap: Arc::default(),
+        })
+    }
+}
+
+/// Whether to show progress: not turned off, stderr a terminal and not
+/// the journal, and a terminal that understands erasing a line.
+fn wanted(
+    no_progress: bool,
+    terminal: bool,
+    journal: bool,
+    term: Option<&std::ffi::OsStr>,
+) -> bool {
+    !no_progress && terminal && !journal && term.is_none_or(|t| t != "dumb")
+}
+
+/// Keeps a copy of each stage report of the run (the newest
+/// [`KEEP_REPORTS`], without their histograms) for the table at exit.
+#[derive(Debug, Default)]
+pub struct ReportTap(Mutex<VecDeque<StageReport>>);
+
+impl ReportTap {
+    /// Keeps a copy of `r`.
+    pub fn keep(&self, r: &StageReport) {
+        let mut r = r.clone();
+        r.histogram = None;
+        for op in &mut r.ops {
+            op.histogram = None;
+            for step in &mut op.steps {
+                step.histogram = None;
+            }
+        }
+        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.len() == KEEP_REPORTS {
+            kept.pop_front();
+        }
+        kept.push_back(r);
+    }
+
+    /// The reports kept, oldest first.
+    pub fn reports(&self) -> Vec<StageReport> {
+        let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.iter().cloned().collect()
+    }
+}
+
+/// Progress for one run, before the daemon starts.
+pub struct Progress {
+    terminal: Terminal,
+    every: Duration,
+    tap: Arc<ReportTap>,
+}
+
+impl Progress {
+    /// The writer the log records must go through.
+    pub fn terminal(&self) -> Terminal {
+        self.terminal.clone()
+    }
+
+    /// Where the daemon keeps its stage reports for the table at exit
+    /// ([`crate::daemon::start_with`]).
+    pub fn tap(&self) -> Arc<ReportTap> {
+        self.tap.clone()
+    }
+
+    /// Starts showing the progress of `running`.
+    pub fn start(self, running: &Running) -> Live {
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(show(
+            self.terminal.clone(),
+            running.slots.clone(),
+            running.metrics.failover().clone(),
+            self.every,
+            stop.clone(),
+        ));
+        Live {
+            terminal: self.terminal,
+            tap: self.tap,
+            stop,
+            task,
+        }
+    }
+}
+
+/// Progress being shown.
+pub struct Live {
+    terminal: Terminal,
+    tap: Arc<ReportTap>,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Live {
+    /// Once the run has ended: stops the lines, removes the bars and
+    /// prints the run's stage table.
+    pub async fn finish(self) {
+        self.stop.cancel();
+        let _ = self.task.await;
+        self.terminal.set_status(Vec::new());
+        self.terminal
+            .print(&render::final_table(&self.tap.reports()));
+    }
+}
+
+/// The progress task: bars and failovers every [`TICK`], workload lines
+/// every `every`.
+async fn show(
+    terminal: Terminal,
+    slots: Arc<Slots>,
+    failover: Arc<FailoverMetrics>,
+    every: Duration,
+    stop: CancellationToken,
+) {
+    let start = Instant::now();
+    let (mut prev, mut prev_at) = (sample(&slots), start);
+    // Failovers before the run are not this run's news.
+    let mut shown = failover.recent(1).last().map(|r| r.at);
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.cancelled() => return,
+        }
+        let now_at = Instant::now();
+        let outage = failover.ongoing_outage();
+        for r in failover.recent(16) {
+            if shown.is_some_and(|at| r.at <= at) {
+                continue;
+            }
+            let age = now_at.saturating_duration_since(r.at);
+            let settle = UNCONFIRMED_GRACE + TICK;
+            if !render::failover_ready(&r, age, outage, settle, FAILOVER_GIVE_UP) {
+                break;
+            }
+            let at = render::elapsed(now_at - start);
+            terminal.print(&format!("{at} {}\n", render::failover_line(&r, outage)));
+            shown = Some(r.at);
+        }
+        let now = sample(&slots);
+        let width = terminal.width();
+        terminal.set_status(now.iter().filter_map(|w| render::bar(w, width)).collect());
+        // Half a tick of slack: a tick that wakes a little early is on time.
+        if now_at - prev_at + TICK / 2 >= every {
+            let lines = render::lines(now_at - start, &prev, &now, now_at - prev_at);
+            if !lines.is_empty() {
+                terminal.print(&(lines.join("\n") + "\n"));
+            }
+            (prev, prev_at) = (now, now_at);
+        }
+    }
+}
+
+/// Every workload now, from its status and metric handles.
+fn sample(slots: &Slots) -> Vec<WorkloadSample> {
+    use std::sync::atomic::Ordering::Relaxed;
+    slots
+        .list()
+        .iter()
+        .map(|s| {
+            let metrics = s
+                .metrics
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            let (errors_by_class, latency) = match &metrics {
+                Some(m) => {
+                    let l = m.latency_window();
+                    (
+                        ErrorKind::ALL.map(|k| m.errors_of(k)),
+                        (l.count > 0).then_some((l.p50, l.p99)),
+                    )
+                }
+                None => Default::default(),
+            };
+            WorkloadSample {
+                name: s.name.clone(),
+                stage: s.status.stage(),
+                control: s.control.borrow().clone(),
+                prepare: s.status.prepare(),
+                ok: s.status.ok.load(Relaxed),
+                errors: s.status.errors.load(Relaxed),
+                missed: s.status.missed.load(Relaxed),
+                errors_by_class,
+                latency,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{RunInfo, StageMeta, StageStats};
+    use crate::workload::OpSpec;
+
+    #[test]
+    fn progress_only_on_a_terminal_outside_the_journal() {
+        let xterm = Some(std::ffi::OsStr::new("xterm"));
+        let dumb = Some(std::ffi::OsStr::new("dumb"));
+        assert!(wanted(false, true, false, xterm));
+        assert!(wanted(false, true, false, None));
+        assert!(!wanted(true, true, false, xterm), "--no-progress");
+        assert!(!wanted(false, false, false, xterm), "a file or a pipe");
+        assert!(!wanted(false, true, true, xterm), "the journal");
+        assert!(!wanted(false, true, false, dumb), "TERM=dumb");
+    }
+
+    fn report(stage: &str) -> StageReport {
+        let mut stats = StageStats::with_steps(&[1]);
+        stats.record(0, Duration::from_secs(1), Duration::from_millis(2), Ok(()));
+        let now = chrono::Utc::now();
+        let meta = StageMeta {
+            workload: "w".into(),
+            stage: stage.into(),
+            stage_index: 0,
+            cycle: 0,
+            mode: "rate",
+            start: now - chrono::Duration::seconds(10),
+            end: now,
+            warmup: Duration::ZERO,
+            partial: false,
+        };
+        StageReport::build(
+            &RunInfo::new(None),
+            &meta,
+            &stats,
+            &[OpSpec::single("insert")],
+        )
+    }
+
+    #[test]
+    fn the_tap_keeps_the_newest_reports_without_histograms() {
+        let tap = ReportTap::default();
+        let r = report("s0");
+        assert!(r.histogram.is_some() && r.ops[0].histogram.is_some());
+        tap.keep(&r);
+        let kept = tap.reports();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].histogram, None);
+        assert_eq!(kept[0].ops[0].histogram, None);
+        assert!(kept[0].ops[0].steps.iter().all(|s| s.histogram.is_none()));
+        // The table is the one `mongoload report` prints of them.
+        assert_eq!(
+            render::final_table(&kept),
+            format!(
+                "stage reports of this run:\n{}",
+                crate::report::table::stage_table(&[r])
+            )
+        );
+        for i in 1..=KEEP_REPORTS {
+            tap.keep(&report(&format!("s{i}")));
+        }
+        let kept = tap.reports();
+        assert_eq!(kept.len(), KEEP_REPORTS);
+        assert_eq!(kept[0].stage, "s1", "the oldest went first");
+    }
+}
