@@ -1,7 +1,8 @@
 //! The replication-lag probe against the simulator's replica set whose
 //! secondaries apply each write 500 ms late: each secondary's measured
-//! lag is that within 20 %, the primary has no lag series, and after a
-//! failover the former primary is measured and the new one no longer is.
+//! lag is that (three heartbeats in four near it, none below), the primary
+//! has no lag series, and after a failover the former primary is measured
+//! and the new one no longer is.
 
 use std::time::Duration;
 
@@ -59,11 +60,11 @@ duration = "1h"
         .unwrap_or(0.0)
     };
     let p = crate::common::wait_for(
-        "six heartbeats seen on each secondary",
+        "eight heartbeats seen on each secondary",
         Duration::from_secs(30),
         || async {
             let p = running.metrics.encode().unwrap();
-            secondaries.iter().all(|m| count(&p, m) >= 6.0).then_some(p)
+            secondaries.iter().all(|m| count(&p, m) >= 8.0).then_some(p)
         },
     )
     .await;
@@ -81,11 +82,25 @@ duration = "1h"
             "{m}: mean lag {mean:.3}s over {} heartbeats, gauge {gauge:.3}s (configured {want}s)",
             count(&p, m)
         );
+        // A probe never reads less lag than there is; on a loaded machine
+        // one read in a while comes late (a heartbeat seen an interval
+        // later), so the typical heartbeat is judged by the histogram: at
+        // least three in four within (0.25 s, 0.75 s].
+        let le = |b: &str| {
+            sample(
+                &p,
+                "mongoload_replication_lag_probe_seconds_bucket",
+                &[("member", m), ("le", b)],
+            )
+            .unwrap()
+        };
+        let typical = (le("0.75") - le("0.25")) / count(&p, m);
         assert!(
-            (mean - want).abs() <= 0.2 * want,
-            "{m}: mean lag {mean:.3}s"
+            typical >= 0.75,
+            "{m}: {typical:.2} of heartbeats near {want}s"
         );
-        assert!((gauge - want).abs() <= 0.2 * want, "{m}: gauge {gauge:.3}s");
+        assert!(mean >= 0.8 * want, "{m}: mean lag {mean:.3}s");
+        assert!(gauge >= 0.8 * want && gauge < 2.0, "{m}: gauge {gauge:.3}s");
     }
     assert!(
         samples(
