@@ -1,8 +1,8 @@
 //! The replication-lag probe against the simulator's replica set whose
 //! secondaries apply each write 500 ms late: each secondary's measured
-//! lag is that (three heartbeats in four near it, none below), the primary
-//! has no lag series, and after a failover the former primary is measured
-//! and the new one no longer is.
+//! lag is that within 20 % (the mean of twenty heartbeats; three in four
+//! near it), the primary has no lag series, and after a failover the
+//! former primary is measured and the new one no longer is.
 
 use std::time::Duration;
 
@@ -60,11 +60,14 @@ duration = "1h"
         .unwrap_or(0.0)
     };
     let p = crate::common::wait_for(
-        "eight heartbeats seen on each secondary",
+        "twenty heartbeats seen on each secondary",
         Duration::from_secs(30),
         || async {
             let p = running.metrics.encode().unwrap();
-            secondaries.iter().all(|m| count(&p, m) >= 8.0).then_some(p)
+            secondaries
+                .iter()
+                .all(|m| count(&p, m) >= 20.0)
+                .then_some(p)
         },
     )
     .await;
@@ -82,10 +85,9 @@ duration = "1h"
             "{m}: mean lag {mean:.3}s over {} heartbeats, gauge {gauge:.3}s (configured {want}s)",
             count(&p, m)
         );
-        // A probe never reads less lag than there is; on a loaded machine
-        // one read in a while comes late (a heartbeat seen an interval
-        // later), so the typical heartbeat is judged by the histogram: at
-        // least three in four within (0.25 s, 0.75 s].
+        // On a loaded machine one read in a while comes late (a heartbeat
+        // seen an interval later): over twenty heartbeats one such read
+        // moves the mean by 5 %, and three in four must be near the lag.
         let le = |b: &str| {
             sample(
                 &p,
@@ -99,7 +101,10 @@ duration = "1h"
             typical >= 0.75,
             "{m}: {typical:.2} of heartbeats near {want}s"
         );
-        assert!(mean >= 0.8 * want, "{m}: mean lag {mean:.3}s");
+        assert!(
+            (mean - want).abs() <= 0.2 * want,
+            "{m}: mean lag {mean:.3}s"
+        );
         assert!(gauge >= 0.8 * want && gauge < 2.0, "{m}: gauge {gauge:.3}s");
     }
     assert!(
