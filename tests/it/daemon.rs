@@ -62,6 +62,16 @@ fn load_ops(page: &str) -> f64 {
         .sum()
 }
 
+/// Operations of workload `w` missed (0 when none were).
+fn missed_ops(page: &str) -> f64 {
+    sample(
+        page,
+        "mongoload_missed_operations_total",
+        &[("workload", "w")],
+    )
+    .unwrap_or(0.0)
+}
+
 fn gauge(page: &str, name: &str) -> f64 {
     sample(page, name, &[("workload", "w")]).unwrap_or_else(|| panic!("{name} is exported"))
 }
@@ -123,12 +133,7 @@ async fn fixed_rate_counts_match_the_mix_and_the_deployment() {
     // The page as /metrics would serve it after the last operation (the
     // HTTP server stops with the run).
     let page = metrics.encode().unwrap();
-    let missed = sample(
-        &page,
-        "mongoload_missed_operations_total",
-        &[("workload", "w")],
-    )
-    .unwrap_or(0.0);
+    let missed = missed_ops(&page);
     let total = load_ops(&page);
     // Every intended operation of 4 s at 200/s is either done or missed:
     // the schedule asked for exactly 800.
@@ -649,12 +654,7 @@ async fn every_operation_of_a_stage_is_done_or_missed() {
         .await
         .expect("the run ends after its stages");
     let page = metrics.encode().unwrap();
-    let missed = sample(
-        &page,
-        "mongoload_missed_operations_total",
-        &[("workload", "w")],
-    )
-    .unwrap_or(0.0);
+    let missed = missed_ops(&page);
     let done = load_ops(&page);
     assert_eq!(done + missed, 3000.0, "done {done} + missed {missed}");
     let w = &summary.workloads[0];

@@ -262,6 +262,29 @@ impl Inner {
         }
     }
 
+    /// Waits for write concern `wc` (`needed` members) on the write `seq`;
+    /// on its timeout, adds the `writeConcernError` MongoDB sends to
+    /// `reply`.
+    pub(super) async fn await_write_concern(
+        &self,
+        seq: u64,
+        needed: usize,
+        wc: &WriteConcern,
+        reply: &mut Document,
+    ) {
+        if needed > 1 && !self.wait_for(seq, needed, wc.timeout).await {
+            reply.insert(
+                "writeConcernError",
+                doc! {
+                    "code": 64,
+                    "codeName": "WriteConcernFailed",
+                    "errmsg": "waiting for replication timed out",
+                    "errInfo": { "wtimeout": true, "writeConcern": wc.to_doc() },
+                },
+            );
+        }
+    }
+
     /// Waits until `needed` members applied `seq` (at most `timeout`);
     /// false on timeout.
     pub(super) async fn wait_for(
@@ -457,17 +480,7 @@ pub(super) async fn write(
             }
         }
     };
-    if needed > 1 && !set.wait_for(seq, needed, wc.timeout).await {
-        reply.insert(
-            "writeConcernError",
-            doc! {
-                "code": 64,
-                "codeName": "WriteConcernFailed",
-                "errmsg": "waiting for replication timed out",
-                "errInfo": { "wtimeout": true, "writeConcern": wc.to_doc() },
-            },
-        );
-    }
+    set.await_write_concern(seq, needed, &wc, &mut reply).await;
     reply
 }
 

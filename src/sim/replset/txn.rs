@@ -184,17 +184,7 @@ pub(super) async fn transaction(
         };
         let seq = set.core.oplog().last().seq;
         let mut reply = doc! { "ok": 1.0 };
-        if needed > 1 && !set.wait_for(seq, needed, wc.timeout).await {
-            reply.insert(
-                "writeConcernError",
-                doc! {
-                    "code": 64,
-                    "codeName": "WriteConcernFailed",
-                    "errmsg": "waiting for replication timed out",
-                    "errInfo": { "wtimeout": true, "writeConcern": wc.to_doc() },
-                },
-            );
-        }
+        set.await_write_concern(seq, needed, &wc, &mut reply).await;
         return reply;
     }
     // A statement: run as a plain command (a write acknowledged by the

@@ -57,21 +57,13 @@ pub struct TestDb {
 
 /// The test's deployment (see [`TestDb`]).
 pub async fn test_db() -> TestDb {
-    let prefix = unique_prefix();
     match std::env::var(TEST_URI) {
         Ok(uri) if !uri.is_empty() => TestDb {
             uri,
-            prefix,
+            prefix: unique_prefix(),
             sim: None,
         },
-        _ => {
-            let sim = sim().await;
-            TestDb {
-                uri: sim.uri(),
-                prefix,
-                sim: Some(sim),
-            }
-        }
+        _ => TestDb::of_sim(sim().await),
     }
 }
 
@@ -101,13 +93,11 @@ impl TestDb {
     /// A simulator of the test's own (a test that injects faults), with
     /// the prefixed databases as any other.
     pub fn of_sim(sim: SimHandle) -> TestDb {
-        let mut db = TestDb {
+        TestDb {
             uri: sim.uri(),
-            prefix: String::new(),
+            prefix: unique_prefix(),
             sim: Some(sim),
-        };
-        db.prefix = unique_prefix();
-        db
+        }
     }
 
     /// Ends the test's use of the deployment: stops its simulator, or drops
