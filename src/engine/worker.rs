@@ -43,6 +43,10 @@ impl Worker {
         let errors = self.errors.clone();
         let mut batch = StageBatch::for_worker(self.id);
         let mut count = WorkerCount::default();
+        // The worker's own session for requests outside a transaction:
+        // one server session reused by every operation instead of the
+        // driver's implicit session per call.
+        let mut session = WorkerSession::default();
         // The stage this worker follows, taken from the channel only when
         // the controller publishes: one version check per operation, no
         // lock and no shared reference count on the hot path.
@@ -131,7 +135,7 @@ impl Worker {
                         count.settle();
                         continue;
                     }
-                    self.execute(source.as_mut(), intended, &errors, &mut batch)
+                    self.execute(source.as_mut(), intended, &errors, &mut batch, &mut session)
                         .await;
                     count.settle();
                 }
@@ -163,7 +167,7 @@ impl Worker {
                         continue;
                     }
                     let start = Instant::now();
-                    self.execute(source.as_mut(), start, &errors, &mut batch)
+                    self.execute(source.as_mut(), start, &errors, &mut batch, &mut session)
                         .await;
                     count.settle();
                 }
@@ -189,6 +193,7 @@ impl Worker {
         from: Instant,
         errors: &ErrorLog,
         batch: &mut StageBatch,
+        session: &mut WorkerSession,
     ) {
         let Op { op, body } = source.next_op();
         let metrics = &self.ops[op];
@@ -203,8 +208,12 @@ impl Worker {
             deadline: deadline.as_mut(),
         };
         let outcome = match body {
-            Body::One(action) => self.request(&mut at, 0, action, None, None, batch).await,
-            Body::Steps(requests) => self.steps(&mut at, requests, batch).await,
+            Body::One(action) => {
+                let s = session.get(&self.run.deployment).await;
+                self.request(&mut at, 0, action, Within::Plain(s), batch)
+                    .await
+            }
+            Body::Steps(requests) => self.steps(&mut at, requests, batch, session).await,
             Body::Transaction {
                 requests,
                 commit_step,
@@ -213,6 +222,9 @@ impl Worker {
                     .await
             }
         };
+        if let Err(f) = &outcome {
+            session.after_error(f.kind);
+        }
         let done = Instant::now();
         let latency = done.saturating_duration_since(from);
         self.run.metrics.inflight.dec();
@@ -241,32 +253,32 @@ impl Worker {
         }
     }
 
-    /// Sends one request of step `step` of the operation `at` (in
-    /// `session`'s transaction if given) and records it under its step; a
-    /// request still running at the operation's deadline fails with a
-    /// timeout. Returns the documents that count as the operation's. An
-    /// audited insert goes into the ledger once acknowledged, or into
-    /// `acks` when given (a transaction's inserts count once committed).
+    /// Sends one request of step `step` of the operation `at` (in the
+    /// worker's session or in a transaction) and records it under its
+    /// step; a request still running at the operation's deadline fails
+    /// with a timeout. Returns the documents that count as the operation's.
+    /// An audited insert goes into the ledger once acknowledged, or, in a
+    /// transaction, into its `acks` (they count once committed).
     async fn request(
         &self,
         at: &mut OpAt<'_>,
         step: usize,
         action: Action,
-        session: Option<&mut mongodb::ClientSession>,
-        acks: Option<&mut Vec<Pending>>,
+        within: Within<'_>,
         batch: &mut StageBatch,
     ) -> Result<u64, Failed> {
         let write = crate::audit::ids::is_write(&action);
         let audit = self.run.audit.as_ref().map(|a| &a.audit);
         let pending = audit.and_then(|a| a.before_send(&action));
         let sent = Instant::now();
-        let call = async {
-            match session {
-                None => self.run.deployment.execute(action).await,
-                Some(session) => self.run.deployment.execute_in(action, session).await,
-            }
+        let deployment = &self.run.deployment;
+        let (outcome, acks) = match within {
+            Within::Plain(session) => (at.bounded(deployment.execute(action, session)).await, None),
+            Within::Transaction(session, acks) => (
+                at.bounded(deployment.execute_in(action, session)).await,
+                Some(acks),
+            ),
         };
-        let outcome = at.bounded(call).await;
         let result = self.finish_request(at, step, sent, outcome, write, batch);
         if let (Some(p), Some(a)) = (pending, audit) {
             match (&result, acks) {
@@ -330,11 +342,13 @@ impl Worker {
         at: &mut OpAt<'_>,
         requests: Vec<Request>,
         batch: &mut StageBatch,
+        session: &mut WorkerSession,
     ) -> Result<u64, Failed> {
         let mut docs = 0;
         for r in requests {
+            let s = session.get(&self.run.deployment).await;
             docs += self
-                .request(at, r.step, r.action, None, None, batch)
+                .request(at, r.step, r.action, Within::Plain(s), batch)
                 .await?;
         }
         Ok(docs)
@@ -375,8 +389,7 @@ impl Worker {
                         at,
                         r.step,
                         action,
-                        Some(&mut session),
-                        Some(&mut acks),
+                        Within::Transaction(&mut session, &mut acks),
                         batch,
                     )
                     .await
@@ -448,6 +461,42 @@ impl OpAt<'_> {
             () = self.deadline.as_mut() => {
                 Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into())
             }
+        }
+    }
+}
+
+/// Where a request runs: outside a transaction (in the worker's session,
+/// if it has one), or in a transaction with the audited inserts it waits
+/// to commit.
+enum Within<'s> {
+    Plain(Option<&'s mut mongodb::ClientSession>),
+    Transaction(&'s mut mongodb::ClientSession, &'s mut Vec<Pending>),
+}
+
+/// A worker's session for its requests outside transactions: one server
+/// session for all its operations (one at a time), where the driver would
+/// check an implicit session out and back in, on a task of its own, for
+/// every call. Started on first use; given up after a network error or a
+/// timeout (the server may still be running the abandoned call, and the
+/// driver discards a session a network error made dirty); not used at all
+/// on a deployment without sessions.
+#[derive(Default)]
+struct WorkerSession(Option<mongodb::ClientSession>);
+
+impl WorkerSession {
+    async fn get(
+        &mut self,
+        deployment: &crate::mongo::Deployment,
+    ) -> Option<&mut mongodb::ClientSession> {
+        if self.0.is_none() {
+            self.0 = deployment.plain_session().await;
+        }
+        self.0.as_mut()
+    }
+
+    fn after_error(&mut self, kind: ErrorKind) {
+        if matches!(kind, ErrorKind::Network | ErrorKind::Timeout) {
+            self.0 = None;
         }
     }
 }

@@ -9,6 +9,7 @@
 pub mod errors;
 
 use std::future::IntoFuture;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,7 +31,14 @@ pub struct Deployment {
     /// a reply document is kept as its bytes, never decoded.
     raw: Arc<[Collection<RawDocumentBuf>]>,
     operation_timeout: Duration,
+    /// Whether requests in a session work here: not known yet, used
+    /// (one succeeded) or refused (the deployment has no sessions).
+    sessions: Arc<AtomicU8>,
 }
+
+const SESSIONS_UNKNOWN: u8 = 0;
+const SESSIONS_USED: u8 = 1;
+const SESSIONS_REFUSED: u8 = 2;
 
 /// What a request returned: documents written or returned.
 pub type Outcome = Result<u64, mongodb::error::Error>;
@@ -43,6 +51,7 @@ impl Deployment {
             raw: names.iter().map(|n| db.collection(n)).collect(),
             db,
             operation_timeout,
+            sessions: Arc::new(AtomicU8::new(SESSIONS_UNKNOWN)),
         }
     }
 
@@ -56,12 +65,51 @@ impl Deployment {
         self.operation_timeout
     }
 
-    /// Executes one request. Not bounded here: the engine runs every
-    /// request of an operation under the operation's deadline. Takes the
-    /// action by value: its documents move into the driver call instead of
-    /// being cloned on every request.
-    pub async fn execute(&self, action: Action) -> Outcome {
-        self.execute_unbounded(action, None).await
+    /// Executes one request outside a transaction, in `session` if given
+    /// (a worker's, from [`Deployment::plain_session`]). Not bounded here:
+    /// the engine runs every request of an operation under the
+    /// operation's deadline. Takes the action by value: its documents move
+    /// into the driver call instead of being cloned on every request.
+    ///
+    /// Until a request in a session has succeeded, the action is copied
+    /// first: a deployment without sessions (a MongoDB-compatible server
+    /// may have none) refuses it before anything is sent, and it is then
+    /// sent without one, as every later request is.
+    pub async fn execute(&self, action: Action, session: Option<&mut ClientSession>) -> Outcome {
+        let Some(session) = session else {
+            return self.execute_unbounded(action, None).await;
+        };
+        if self.sessions.load(Ordering::Relaxed) == SESSIONS_USED {
+            return self.execute_unbounded(action, Some(session)).await;
+        }
+        let spare = action.clone();
+        match self.execute_unbounded(action, Some(session)).await {
+            Err(e) if matches!(*e.kind, mongodb::error::ErrorKind::SessionsNotSupported) => {
+                self.sessions.store(SESSIONS_REFUSED, Ordering::Relaxed);
+                self.execute_unbounded(spare, None).await
+            }
+            outcome => {
+                if outcome.is_ok() {
+                    self.sessions.store(SESSIONS_USED, Ordering::Relaxed);
+                }
+                outcome
+            }
+        }
+    }
+
+    /// A session for a worker's requests outside transactions (no causal
+    /// consistency: each request stands alone, as with the driver's
+    /// implicit sessions), or none where the deployment has no sessions.
+    pub async fn plain_session(&self) -> Option<ClientSession> {
+        if self.sessions.load(Ordering::Relaxed) == SESSIONS_REFUSED {
+            return None;
+        }
+        self.db
+            .client()
+            .start_session()
+            .causal_consistency(false)
+            .await
+            .ok()
     }
 
     /// Executes one request inside `session`'s transaction (not bounded

@@ -50,6 +50,10 @@ pub struct SimConfig {
     pub auth: Option<AuthUser>,
     /// Serve TLS with this certificate and key; none: plain TCP.
     pub tls: Option<TlsFiles>,
+    /// Announce logical sessions in `hello` (as MongoDB does); without
+    /// them the driver sends no session ids and refuses explicit sessions,
+    /// as with a server that has none.
+    pub sessions: bool,
 }
 
 impl Default for SimConfig {
@@ -59,6 +63,7 @@ impl Default for SimConfig {
             faults: FaultConfig::default(),
             auth: None,
             tls: None,
+            sessions: true,
         }
     }
 }
@@ -115,6 +120,7 @@ fn new_shared(config: &SimConfig, tls: &Option<tokio_rustls::TlsAcceptor>) -> Sh
     let mut shared = Shared::new(Faults::new(config.faults.clone()));
     shared.auth = config.auth.as_ref().map(auth::Credentials::new);
     shared.tls = tls.clone();
+    shared.sessions = config.sessions;
     shared
 }
 
@@ -262,6 +268,10 @@ pub struct SimArgs {
     /// The PEM private key of --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<std::path::PathBuf>,
+    /// Announce no logical sessions (no `logicalSessionTimeoutMinutes` in
+    /// `hello`), as a server without sessions does.
+    #[arg(long)]
+    pub no_sessions: bool,
     /// Run a replica set named NAME: --members members on consecutive ports from --listen's.
     #[arg(long, value_name = "NAME", help_heading = "Replica set")]
     pub replset: Option<String>,
@@ -359,6 +369,7 @@ pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
         faults: faults.clone(),
         auth: args.auth.clone(),
         tls: args.tls_files(),
+        sessions: !args.no_sessions,
     };
     // Unreadable TLS files (InvalidInput) name the file themselves.
     let handle = match args.replset_config() {

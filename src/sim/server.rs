@@ -65,6 +65,8 @@ pub struct Shared {
     pub tls: Option<tokio_rustls::TlsAcceptor>,
     /// Set when this server is a replica-set member.
     pub(crate) replset: OnceLock<super::replset::Link>,
+    /// Whether `hello` announces logical sessions.
+    pub sessions: bool,
     next_connection: AtomicI64,
     next_request: AtomicI64,
 }
@@ -80,6 +82,7 @@ impl Shared {
             auth: None,
             tls: None,
             replset: OnceLock::new(),
+            sessions: true,
             next_connection: AtomicI64::new(1),
             next_request: AtomicI64::new(1),
         }

@@ -1045,3 +1045,56 @@ async fn a_failing_step_is_one_error_of_its_operation_with_the_step_s_kind() {
     assert_eq!(summary.workloads[0].errors, failed);
     sim.shutdown().await;
 }
+
+/// Workers run their requests in a session of their own; a deployment
+/// without sessions (the simulator's `--no-sessions`, as some
+/// MongoDB-compatible servers) refuses one before anything is sent, and
+/// every request then goes without: the schedule is met with no error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_without_sessions_runs_every_request_without_one() {
+    let sim = common::TestDb::of_sim(
+        common::sim_with(SimConfig {
+            sessions: false,
+            ..SimConfig::default()
+        })
+        .await,
+    );
+    // The simulator announces no sessions: the driver refuses an explicit one.
+    let client = client(&sim).await;
+    let mut session = client.start_session().await.unwrap();
+    let refused = client
+        .database("nosess")
+        .collection::<Document>("c")
+        .find_one(doc! {})
+        .session(&mut session)
+        .await
+        .expect_err("no sessions on this deployment");
+    assert!(
+        matches!(
+            *refused.kind,
+            mongodb::error::ErrorKind::SessionsNotSupported
+        ),
+        "{refused}"
+    );
+    let mut w = workload(
+        "nosess",
+        KindConfig::Mixed(config::MixedConfig {
+            initial_docs: 200,
+            doc_size: config::ByteSize(256),
+            ..Default::default()
+        }),
+        1.0,
+        2,
+    );
+    w.max_inflight = 8;
+    let (page, summary, r) = open_loop(&sim, w, 150, 2).await;
+    assert_eq!(r.errors_total(), 0, "{:?}", r.errors);
+    assert_eq!(summary.workloads[0].errors, 0);
+    let scheduled: u64 = ["insert", "update", "delete", "find"]
+        .iter()
+        .map(|op| ops_total(&page, "nosess", op))
+        .sum();
+    assert_eq!(scheduled, 300, "{page}");
+    assert!(ops(&page, "nosess", "insert", "ok") > 0);
+    sim.shutdown().await;
+}

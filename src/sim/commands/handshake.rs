@@ -7,7 +7,7 @@ use mongodb::bson::{doc, DateTime, Document};
 
 use super::*;
 
-pub(super) fn hello(connection_id: i64, legacy: bool) -> Document {
+pub(super) fn hello(connection_id: i64, legacy: bool, sessions: bool) -> Document {
     let mut d = Document::new();
     d.insert("helloOk", true);
     d.insert(
@@ -23,13 +23,15 @@ pub(super) fn hello(connection_id: i64, legacy: bool) -> Document {
         "maxMessageSizeBytes": MAX_MESSAGE_SIZE as i32,
         "maxWriteBatchSize": MAX_WRITE_BATCH as i32,
         "localTime": DateTime::now(),
-        "logicalSessionTimeoutMinutes": 30,
         "connectionId": connection_id,
         "minWireVersion": 0,
         "maxWireVersion": 21,
         "readOnly": false,
         "ok": 1.0,
     });
+    if sessions {
+        d.insert("logicalSessionTimeoutMinutes", 30);
+    }
     d
 }
 

@@ -180,8 +180,8 @@ pub fn execute(shared: &Shared, connection_id: i64, cmd: Document) -> Document {
         .to_doc();
     }
     let result = match name.as_str() {
-        "hello" => Ok(hello(connection_id, false)),
-        "isMaster" | "ismaster" => Ok(hello(connection_id, true)),
+        "hello" => Ok(hello(connection_id, false, shared.sessions)),
+        "isMaster" | "ismaster" => Ok(hello(connection_id, true, shared.sessions)),
         "ping" | "endSessions" | "killAllSessions" | "killSessions" => Ok(doc! { "ok": 1.0 }),
         "buildInfo" | "buildinfo" => Ok(build_info()),
         "serverStatus" => Ok(server_status(shared)),
