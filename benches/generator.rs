@@ -9,27 +9,31 @@
 //!   floor: the same driver calls from the same number of tasks at the same
 //!   rate, paced by a bare sleep, with no metrics. Alternated, median of
 //!   the repetitions.
-//! - `closed`: the same daemon path in closed loop (a stage of
-//!   `concurrency = 32`, `max_inflight` left at its default 256), CPU
-//!   seconds of this process per operation, beside the floor of 32 tasks
-//!   that call `find_one({_id})` back to back: one daemon paused and
-//!   resumed through its control socket, alternated with the floor in
-//!   short windows (`GEN_ROUNDS`, default 8, of `GEN_SECS`, default 5 s
-//!   here), median of the rounds' ratios.
+//! - `closed`: the daemon in closed loop (a stage of `concurrency = 32`,
+//!   `max_inflight` left at its default 256), CPU seconds per operation,
+//!   beside the floor of 32 tasks in this process that call
+//!   `find_one({_id})` back to back: one daemon paused and resumed through
+//!   its control socket, alternated with the floor in short windows
+//!   (`GEN_ROUNDS`, default 8, of `GEN_SECS`, default 5 s here), median of
+//!   the rounds' ratios. Twice (`GEN_CLOSED`: `both`, `process`,
+//!   `inprocess`): the shipped `mongoload run` as its own process, and the
+//!   daemon library in this process (the floor's allocator and runtime).
 //! - `memory`: `mongoload run` as its own process against a simulator that
 //!   delays every reply by 1 s, 1,000 ops/s: VmRSS / VmHWM with ~1,000
 //!   operations in flight.
 //! - `peak`: the daemon stepping its rate up until it falls behind, with
 //!   the CPU use of both processes per step.
 //! - `events`: the daemon's CPU per operation with command monitoring
-//!   (`target.command_events`, the default) and without, alternated.
+//!   (`target.command_events = true`, the default for a plan that writes)
+//!   and without, alternated.
 //!
 //! Run: `cargo bench --bench generator [-- accuracy|closed|memory|peak|events]`.
 //! Environment: `GEN_SECS` (measured seconds per stage, default 20),
 //! `GEN_REPS` (repetitions, default 3), `GEN_RATE` (default 5000),
 //! `GEN_PEAK_RATES` (comma-separated steps, default 6000,…,30000),
-//! `GEN_COMMAND_EVENTS` (`target.command_events` of the daemon runs other
-//! than `events`, default true).
+//! `GEN_COMMAND_EVENTS` (`true` or `false`: `target.command_events` of the
+//! daemon runs other than `events`; unset by default, which is off for
+//! these read-only runs).
 //! CPU time comes from /proc (utime + stime), so figures stay meaningful on
 //! a shared machine where wall-clock rates do not.
 
@@ -37,7 +41,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,9 +49,23 @@ use mongodb::bson::{doc, Document};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use tokio::time::Instant;
 
-/// `target.command_events` of the daemon runs (the `events` comparison
+/// `target.command_events` of the daemon runs: 0 unset (the default: off
+/// for these read-only runs), 1 false, 2 true (the `events` comparison
 /// turns it off and on).
-static COMMAND_EVENTS: AtomicBool = AtomicBool::new(true);
+static COMMAND_EVENTS: AtomicU8 = AtomicU8::new(0);
+
+fn set_command_events(events: Option<bool>) {
+    COMMAND_EVENTS.store(events.map_or(0, |e| 1 + u8::from(e)), Ordering::Relaxed);
+}
+
+/// The `command_events` line of a daemon's `[target]` (none when unset).
+fn command_events_line() -> &'static str {
+    match COMMAND_EVENTS.load(Ordering::Relaxed) {
+        1 => "command_events = false\n",
+        2 => "command_events = true\n",
+        _ => "",
+    }
+}
 
 /// Documents preloaded by the workload's prepare step (and looked up).
 const DOCS: u64 = 10_000;
@@ -76,13 +94,20 @@ fn main() {
         .build()
         .expect("tokio runtime");
     let bin = mongoload_binary();
-    COMMAND_EVENTS.store(env_or("GEN_COMMAND_EVENTS", true), Ordering::Relaxed);
+    set_command_events(
+        std::env::var("GEN_COMMAND_EVENTS")
+            .ok()
+            .map(|v| v == "true"),
+    );
     println!(
         "mongoload binary: {}; {} CPUs; load average at start: {}; command_events = {}",
         bin.display(),
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         load_average(),
-        COMMAND_EVENTS.load(Ordering::Relaxed)
+        match command_events_line() {
+            "" => "unset (off: the runs only read)",
+            line => line.trim_end(),
+        }
     );
     rt.block_on(async {
         if wants("accuracy") || wants("cost") {
@@ -163,6 +188,22 @@ async fn start_sim(bin: &Path, extra: &[&str]) -> (Proc, SocketAddr) {
     (proc, addr)
 }
 
+/// Starts `mongoload run` on `config` (written to `dir/mongoload.toml`).
+fn spawn_run(bin: &Path, dir: &Path, config: &str) -> Proc {
+    let path = dir.join("mongoload.toml");
+    std::fs::write(&path, config).expect("write config");
+    let child = Command::new(bin)
+        .arg("run")
+        .arg("--config")
+        .arg(&path)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn mongoload run");
+    Proc(child)
+}
+
 async fn wait_listening(addr: SocketAddr) {
     for _ in 0..200 {
         if TcpStream::connect(addr).is_ok() {
@@ -224,8 +265,7 @@ uri = "{uri}"
 database = "{db}"
 pool_size = {pool}
 operation_timeout = "10s"
-command_events = {events}
-[http]
+{events}[http]
 listen = "{http}"
 [run]
 shutdown_grace = "2s"
@@ -246,7 +286,7 @@ load_batch = 1000
 collection = "gen"
 "#,
         log = log.display(),
-        events = COMMAND_EVENTS.load(Ordering::Relaxed),
+        events = command_events_line(),
     );
     for (name, rate, duration) in stages {
         text.push_str(&format!(
@@ -648,14 +688,74 @@ async fn accuracy_and_cost(bin: &Path) {
     drop(sim_proc);
 }
 
+/// The daemon of the closed-loop comparison: `mongoload run` as its own
+/// process (the shipped binary, with its allocator), or the library in
+/// this process beside the floor (the same allocator and runtime as the
+/// floor).
+enum ClosedDaemon {
+    Process { proc: Proc, http: SocketAddr },
+    InProcess(mongoload::daemon::Running),
+}
+
+impl ClosedDaemon {
+    fn name(&self) -> &'static str {
+        match self {
+            ClosedDaemon::Process { .. } => "mongoload run process",
+            ClosedDaemon::InProcess(_) => "daemon in the floor's process",
+        }
+    }
+
+    /// Operations so far (`mongoload_operations_total`, all labels).
+    fn ops(&self) -> f64 {
+        let page = match self {
+            ClosedDaemon::Process { http, .. } => http_get(*http, "/metrics").unwrap_or_default(),
+            ClosedDaemon::InProcess(running) => running.metrics.encode().unwrap_or_default(),
+        };
+        page.lines()
+            .filter(|l| l.starts_with("mongoload_operations_total{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>()
+    }
+
+    fn cpu(&self) -> f64 {
+        match self {
+            ClosedDaemon::Process { proc, .. } => cpu_seconds(&proc.pid().to_string()),
+            ClosedDaemon::InProcess(_) => cpu_seconds("self"),
+        }
+    }
+
+    async fn stop(self) {
+        match self {
+            ClosedDaemon::Process { proc, .. } => drop(proc),
+            ClosedDaemon::InProcess(running) => {
+                running.stop();
+                let _ = tokio::time::timeout(Duration::from_secs(10), running.wait()).await;
+            }
+        }
+    }
+}
+
 /// Closed loop: CPU per operation of the daemon at `concurrency = 32`
-/// (`max_inflight` 256, its default) beside 32 bare tasks. One daemon runs
-/// throughout and is paused and resumed through its control socket, so
-/// the two sides alternate in short windows (`GEN_ROUNDS` of `GEN_SECS`
-/// each, defaults 8 × 5 s, the order swapped every round) and see the same
-/// load on a shared machine; the figure is the median of the rounds'
-/// ratios. Operations come from `mongoload_operations_total`.
+/// (`max_inflight` 256, its default) beside 32 bare tasks, for the daemon
+/// as the shipped `mongoload run` process and (`GEN_CLOSED=both`, the
+/// default; or `process`, `inprocess`) as the library in this process.
+/// One daemon runs throughout and is paused and resumed through its
+/// control socket, so the two sides alternate in short windows
+/// (`GEN_ROUNDS` of `GEN_SECS` each, defaults 8 × 5 s, the order swapped
+/// every round) and see the same load on a shared machine; the figure is
+/// the median of the rounds' ratios. Operations come from
+/// `mongoload_operations_total`.
 async fn closed_loop_cost(bin: &Path) {
+    let which = std::env::var("GEN_CLOSED").unwrap_or_else(|_| "both".into());
+    if which == "both" || which == "process" {
+        closed_loop_one(bin, true).await;
+    }
+    if which == "both" || which == "inprocess" {
+        closed_loop_one(bin, false).await;
+    }
+}
+
+async fn closed_loop_one(bin: &Path, process: bool) {
     const WORKERS: usize = 32;
     let secs = Duration::from_secs(env_or("GEN_SECS", 5));
     let rounds: usize = env_or("GEN_ROUNDS", 8);
@@ -664,10 +764,11 @@ async fn closed_loop_cost(bin: &Path) {
     let uri = format!("mongodb://{addr}/?directConnection=true");
     let dir = tempfile::tempdir().expect("tempdir");
     let socket = dir.path().join("control.sock");
+    let http: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let text = config_text(
         &uri,
         "closed",
-        "127.0.0.1:0",
+        &http.to_string(),
         &dir.path().join("run.jsonl"),
         256,
         POOL,
@@ -679,18 +780,18 @@ async fn closed_loop_cost(bin: &Path) {
     )
     .replace("\nrate = ", "\nconcurrency = ");
     let text = format!("{text}[control]\nsocket = \"{}\"\n", socket.display());
-    let config = mongoload::config::parse_with_env(&text, Path::new("bench.toml"), [])
-        .expect("bench config is valid");
-    let running = mongoload::daemon::start(config)
-        .await
-        .expect("daemon starts");
-    let metrics = running.metrics.clone();
-    let ops = || {
-        let page = metrics.encode().unwrap_or_default();
-        page.lines()
-            .filter(|l| l.starts_with("mongoload_operations_total{"))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum::<f64>()
+    let daemon = if process {
+        let proc = spawn_run(bin, dir.path(), &text);
+        wait_listening(http).await;
+        ClosedDaemon::Process { proc, http }
+    } else {
+        let config = mongoload::config::parse_with_env(&text, Path::new("bench.toml"), [])
+            .expect("bench config is valid");
+        ClosedDaemon::InProcess(
+            mongoload::daemon::start(config)
+                .await
+                .expect("daemon starts"),
+        )
     };
     let control = |line: &'static str| {
         let socket = socket.clone();
@@ -703,7 +804,7 @@ async fn closed_loop_cost(bin: &Path) {
     };
     // The prepare step loads the documents; then the stage runs.
     let deadline = Instant::now() + Duration::from_secs(120);
-    while ops() < 1000.0 {
+    while daemon.ops() < 1000.0 {
         assert!(Instant::now() < deadline, "the daemon never ran");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -722,19 +823,20 @@ async fn closed_loop_cost(bin: &Path) {
     .expect("client");
     let coll = client.database("closed").collection::<Document>("gen");
     println!(
-        "\n== closed loop: {WORKERS} workers find-by-_id, {rounds} rounds of {}s daemon + {}s floor, max_inflight 256, pool {POOL}; load average {}",
+        "\n== closed loop ({}): {WORKERS} workers find-by-_id, {rounds} rounds of {}s daemon + {}s floor, max_inflight 256, pool {POOL}; load average {}",
+        daemon.name(),
         secs.as_secs(),
         secs.as_secs(),
         load_average()
     );
     let (mut daemon_us, mut floor_us, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
-        let daemon = async {
+        let measure_daemon = async {
             control("resume gen").await;
             tokio::time::sleep(settle).await;
-            let (ops0, cpu0) = (ops(), cpu_seconds("self"));
+            let (ops0, cpu0) = (daemon.ops(), daemon.cpu());
             tokio::time::sleep(secs).await;
-            let (ops1, cpu1) = (ops(), cpu_seconds("self"));
+            let (ops1, cpu1) = (daemon.ops(), daemon.cpu());
             control("pause gen").await;
             tokio::time::sleep(Duration::from_millis(300)).await;
             ((cpu1 - cpu0) / (ops1 - ops0).max(1.0) * 1e6, ops1 - ops0)
@@ -744,11 +846,11 @@ async fn closed_loop_cost(bin: &Path) {
             (cpu / n.max(1) as f64 * 1e6, n as f64)
         };
         let ((d, dn), (f, fn_)) = if round % 2 == 0 {
-            let d = daemon.await;
+            let d = measure_daemon.await;
             (d, floor.await)
         } else {
             let f = floor.await;
-            (daemon.await, f)
+            (measure_daemon.await, f)
         };
         println!(
             "round {round}: daemon {d:.1} us/op ({:.0} ops/s), floor {f:.1} us/op ({:.0} ops/s), ratio {:.2}",
@@ -761,14 +863,14 @@ async fn closed_loop_cost(bin: &Path) {
         ratios.push(d / f);
     }
     println!(
-        "MEDIAN closed loop: daemon {:.1} us/op, floor {:.1} us/op; ratio daemon/floor (median of {rounds} rounds) {:.2}x; load average {}",
+        "MEDIAN closed loop ({}): daemon {:.1} us/op, floor {:.1} us/op; ratio daemon/floor (median of {rounds} rounds) {:.2}x; load average {}",
+        daemon.name(),
         median(daemon_us),
         median(floor_us),
         median(ratios),
         load_average()
     );
-    running.stop();
-    let _ = tokio::time::timeout(Duration::from_secs(10), running.wait()).await;
+    daemon.stop().await;
     client.shutdown().await;
     drop(sim_proc);
 }
@@ -790,18 +892,7 @@ async fn memory(bin: &Path) {
     );
     // Fewer preloaded documents: each prepare batch also waits 1 s.
     let text = text.replace(&format!("initial_docs = {DOCS}"), "initial_docs = 2000");
-    let config = dir.path().join("mongoload.toml");
-    std::fs::write(&config, text).expect("write config");
-    let child = Command::new(bin)
-        .arg("run")
-        .arg("--config")
-        .arg(&config)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn mongoload run");
-    let proc = Proc(child);
+    let proc = spawn_run(bin, dir.path(), &text);
     let pid = proc.pid();
     println!("\n== memory: mongoload run (pid {pid}) at {rate} ops/s, simulator latency 1 s, max_inflight 1500, pool 1200");
     let http: SocketAddr = http.parse().unwrap();
@@ -931,7 +1022,7 @@ async fn command_events() {
             [false, true]
         };
         for events in order {
-            COMMAND_EVENTS.store(events, Ordering::Relaxed);
+            set_command_events(Some(events));
             let f = run_daemon(&sim, "events", &[("hold".to_owned(), rate, secs)], false).await;
             let f = &f[0];
             let us = f.cpu / f.operations.max(1) as f64 * 1e6;
@@ -946,7 +1037,7 @@ async fn command_events() {
             }
         }
     }
-    COMMAND_EVENTS.store(true, Ordering::Relaxed);
+    set_command_events(None);
     let ratios: Vec<f64> = on.iter().zip(&off).map(|(a, b)| a / b).collect();
     let (a, b) = (median(on), median(off));
     println!(

@@ -269,10 +269,7 @@ pub async fn start_with(
     let handlers = Handlers {
         cmap: Some(metrics.cmap_handler()),
         sdam: Some(metrics.sdam_handler()),
-        command: config
-            .target
-            .command_events
-            .then(|| metrics.command_handler()),
+        command: config.command_events().then(|| metrics.command_handler()),
     };
     let timeouts = Timeouts {
         connect: config.target.connect_timeout,

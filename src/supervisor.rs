@@ -497,6 +497,15 @@ impl Supervisor {
         if let Some(key) = restart_only_change(&self.config, &new) {
             return Err(ReloadError::NeedsRestart { key });
         }
+        if new.command_events() && !self.config.command_events() {
+            // The driver's event handlers are fixed when its client is built.
+            tracing::warn!(
+                "a workload now writes, but command monitoring (target.command_events, \
+                 on by default when a workload writes) starts only with a restart: until \
+                 then retried writes are not counted and write outages start from failed \
+                 operations only"
+            );
+        }
         let running: Vec<WorkloadConfig> = self
             .slots
             .list()

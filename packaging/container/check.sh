@@ -9,7 +9,7 @@
 # passes them as RUST_IMAGE / RUNTIME_IMAGE:
 #   - localhost/debian:bookworm-slim: a minbase bookworm with passwd, as the
 #     slim image is;
-#   - localhost/rust:bookworm: bookworm with gcc and libc6-dev, cargo and
+#   - localhost/rust:bookworm: bookworm with gcc, libc6-dev and make (jemalloc), cargo and
 #     rustc on PATH in /usr/local/cargo/bin from this machine's Rust
 #     toolchain (rustup's, mounted read-only into the build), and this
 #     machine's CA bundle (its egress proxy re-signs crates.io's TLS).
@@ -66,7 +66,7 @@ b config --cmd '["bash"]' "$ctr"
 b commit --quiet --rm "$ctr" localhost/debian:bookworm-slim >/dev/null
 rm "$work/slim.tar"
 
-mmdebstrap --quiet --variant=minbase --include=gcc,libc6-dev,ca-certificates \
+mmdebstrap --quiet --variant=minbase --include=gcc,libc6-dev,make,ca-certificates \
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
     bookworm "$work/rust.tar"
 sysroot=$(rustc --print sysroot)

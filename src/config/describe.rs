@@ -66,7 +66,9 @@ impl Config {
             humantime::format_duration(t.server_selection_timeout),
             humantime::format_duration(t.operation_timeout)
         );
-        out.push_str(&t.describe_concerns(t.uri.as_ref().map(SecretUri::expose)));
+        out.push_str(
+            &t.describe_concerns(t.uri.as_ref().map(SecretUri::expose), self.command_events()),
+        );
         let _ = writeln!(out, "http:\n  listen: {}", self.http.listen);
         let _ = writeln!(
             out,

@@ -10,7 +10,7 @@ use mongodb::options::{Acknowledgment, ReadConcern, WriteConcern};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
-use super::{KeyError, TargetConfig, WorkloadConfig};
+use super::{Config, KeyError, TargetConfig, WorkloadConfig};
 
 /// Default `workloads[].audit_rate`: acknowledged ids checked per second in
 /// the background (a `find` of up to [`crate::audit::BATCH`] ids at a time).
@@ -366,7 +366,7 @@ impl TargetConfig {
     }
 
     /// check-config's lines for the target's concerns.
-    pub(super) fn describe_concerns(&self, uri: Option<&str>) -> String {
+    pub(super) fn describe_concerns(&self, uri: Option<&str>, events: bool) -> String {
         let wc = match (&self.write_concern, uri.and_then(uri_w)) {
             (Some(wc), _) => format!("{wc} (target.write_concern)"),
             (None, Some(w)) => format!("w={w} (uri)"),
@@ -380,10 +380,13 @@ impl TargetConfig {
             (None, Some(l)) => format!("{l} (uri)"),
             (None, None) => "the deployment's default (local)".into(),
         };
-        let events = if self.command_events {
-            "on (retried writes and the outages retries hide are counted)"
-        } else {
-            "off"
+        let events = match (events, self.command_events) {
+            (true, Some(_)) => "on (retried writes and the outages retries hide are counted)",
+            (true, None) => {
+                "on, as a workload writes (retried writes and the outages retries hide are counted)"
+            }
+            (false, Some(_)) => "off",
+            (false, None) => "off, as no workload writes",
         };
         format!("  write concern: {wc}\n  read concern: {rc}\n  command events: {events}\n")
     }
@@ -393,6 +396,18 @@ impl TargetConfig {
             wc.validate("target.write_concern")?;
         }
         Ok(())
+    }
+}
+
+impl Config {
+    /// Whether the driver's command monitoring is on:
+    /// `target.command_events`, else on when a workload writes (a
+    /// read-only plan has no write attempts to watch, and the driver would
+    /// copy every command and reply for nothing).
+    pub fn command_events(&self) -> bool {
+        self.target
+            .command_events
+            .unwrap_or_else(|| self.workloads.iter().any(|w| w.kind.params().writes()))
     }
 }
 

@@ -244,8 +244,9 @@ pub struct TargetConfig {
     pub read_concern: Option<ReadConcernSpec>,
     /// Command monitoring: every write attempt's outcome (retried writes,
     /// write outages hidden by retries), at the cost of the driver copying
-    /// each command and reply (BENCHMARKS.md).
-    pub command_events: bool,
+    /// each command and reply (BENCHMARKS.md). Absent: on when a workload
+    /// writes ([`Config::command_events`]).
+    pub command_events: Option<bool>,
 }
 
 impl Default for TargetConfig {
@@ -261,7 +262,7 @@ impl Default for TargetConfig {
             operation_timeout: Duration::from_secs(10),
             write_concern: None,
             read_concern: None,
-            command_events: true,
+            command_events: None,
         }
     }
 }

@@ -733,3 +733,71 @@ fn describe_prints_the_windows_next_24_hours() {
     assert!(d.contains("socket: (off)"), "{d}");
     assert!(d.contains("timeline (next 24h):"), "{d}");
 }
+
+#[test]
+fn command_events_default_to_on_when_a_workload_writes() {
+    let with = |target: &str, workload: &str| {
+        let text = BASE.replace("[target]\n", &format!("[target]\n{target}")) + workload;
+        let c = parse(&text).unwrap();
+        (c.command_events(), c.describe())
+    };
+    // The default mix writes.
+    let (on, text) = with("", "");
+    assert!(on);
+    assert!(
+        text.contains("command events: on, as a workload writes"),
+        "{text}"
+    );
+    // A second workload that only reads changes nothing; alone it turns
+    // monitoring off, unless the key says otherwise.
+    let reader = |kind: &str, table: &str| {
+        format!(
+            "[[workloads]]\nname = \"r\"\nkind = \"{kind}\"\n{table}\n\
+             [[workloads.stages]]\nrate = 10\nduration = \"1m\"\n"
+        )
+    };
+    let find_only = reader(
+        "mixed",
+        "[workloads.mixed]\ninsert = 0\nupdate = 0\ndelete = 0\nfind = 1\nfind_by_k = 1",
+    );
+    assert!(with("", &find_only).0);
+    let only = |workload: &str, target: &str| {
+        let c = parse(&format!(
+            "[target]\nuri = \"mongodb://db1\"\n{target}{workload}"
+        ))
+        .unwrap();
+        (c.command_events(), c.describe())
+    };
+    let (on, text) = only(&find_only, "");
+    assert!(!on);
+    assert!(
+        text.contains("command events: off, as no workload writes"),
+        "{text}"
+    );
+    assert!(only(&find_only, "command_events = true\n").0);
+    assert!(!only(&reader("mixed", ""), "command_events = false\n").0);
+    assert!(!only(&reader("ycsb", "[workloads.ycsb]\nworkload = \"c\""), "").0);
+    assert!(only(&reader("ycsb", "[workloads.ycsb]\nworkload = \"b\""), "").0);
+    assert!(
+        !only(
+            &reader("sysbench", "[workloads.sysbench]\nread_only = true"),
+            ""
+        )
+        .0
+    );
+    assert!(only(&reader("sysbench", ""), "").0);
+    assert!(
+        !only(
+            &reader("name-num", "[workloads.name_num]\nmode = \"query\""),
+            ""
+        )
+        .0
+    );
+    assert!(
+        only(
+            &reader("name-num", "[workloads.name_num]\nmode = \"update\""),
+            ""
+        )
+        .0
+    );
+}

@@ -38,6 +38,10 @@ pub trait Kind {
     /// Whether the workload as configured inserts documents (the
     /// acknowledged-write audit has something to check).
     fn inserts(&self) -> bool;
+    /// Whether the workload as configured writes at all (inserts,
+    /// updates, deletes, or an aggregation that may write): command
+    /// monitoring is on by default only then.
+    fn writes(&self) -> bool;
     /// What `audit = true` asks of the parameters beyond inserting (a
     /// custom workload's deletes must name their `_id`s).
     fn check_audit(&self) -> Result<(), KeyError> {

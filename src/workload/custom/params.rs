@@ -148,6 +148,17 @@ impl CustomOp {
 }
 
 impl Kind for CustomConfig {
+    fn writes(&self) -> bool {
+        // An aggregation may end in `$out` or `$merge`.
+        self.operations.iter().any(|o| {
+            o.weight > 0.0
+                && !matches!(
+                    o.op,
+                    CustomOpKind::Find | CustomOpKind::Count | CustomOpKind::Distinct
+                )
+        })
+    }
+
     fn inserts(&self) -> bool {
         self.operations
             .iter()

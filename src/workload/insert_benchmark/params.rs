@@ -71,6 +71,10 @@ impl Kind for InsertBenchmarkConfig {
         true
     }
 
+    fn writes(&self) -> bool {
+        true
+    }
+
     fn validate(&self) -> Result<(), KeyError> {
         check_collection("collection", &self.collection)?;
         at_least_one("batch_size", self.batch_size as u64)?;

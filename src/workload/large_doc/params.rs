@@ -54,6 +54,10 @@ impl Kind for LargeDocConfig {
         self.insert_workers > 0
     }
 
+    fn writes(&self) -> bool {
+        self.inserts()
+    }
+
     fn validate(&self) -> Result<(), KeyError> {
         check_collection("collection", &self.collection)?;
         at_least_one("load_batch", self.load_batch as u64)?;

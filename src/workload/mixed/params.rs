@@ -60,6 +60,10 @@ impl Kind for MixedConfig {
         self.insert > 0.0
     }
 
+    fn writes(&self) -> bool {
+        self.insert + self.update + self.delete + self.update_by_k > 0.0
+    }
+
     fn validate(&self) -> Result<(), KeyError> {
         for (k, w) in self.weights() {
             check_weight(k, w)?;

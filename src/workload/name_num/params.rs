@@ -88,6 +88,10 @@ impl Kind for NameNumConfig {
         }
     }
 
+    fn writes(&self) -> bool {
+        self.inserts() || self.mode == NameNumMode::Update
+    }
+
     fn validate(&self) -> Result<(), KeyError> {
         check_collection("collection", &self.collection)?;
         at_least_one("num_max", self.num_max)?;

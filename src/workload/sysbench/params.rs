@@ -99,6 +99,10 @@ impl Kind for SysbenchConfig {
         !self.read_only && self.delete_inserts > 0
     }
 
+    fn writes(&self) -> bool {
+        !self.read_only
+    }
+
     fn validate(&self) -> Result<(), KeyError> {
         at_least_one("collections", u64::from(self.collections))?;
         at_least_one("docs_per_collection", self.docs_per_collection)?;

@@ -179,6 +179,13 @@ impl Kind for YcsbConfig {
             .any(|(op, p)| *op == YcsbOp::Insert && *p > 0.0)
     }
 
+    fn writes(&self) -> bool {
+        self.workload
+            .proportions()
+            .iter()
+            .any(|(op, p)| !matches!(op, YcsbOp::Read | YcsbOp::Scan) && *p > 0.0)
+    }
+
     fn validate(&self) -> Result<(), KeyError> {
         check_collection("collection", &self.collection)?;
         at_least_one("record_count", self.record_count)?;
