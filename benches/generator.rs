@@ -500,18 +500,7 @@ struct SimRef {
 /// Returns (operations completed in the measured window, CPU seconds, the
 /// sorted lateness of the measured sends in µs: the tokio timer alone).
 async fn floor(sim: &SimRef, db: &str, rate: f64, secs: Duration) -> (u64, f64, Vec<u64>) {
-    let client = mongoload::mongo::connect(
-        &sim.uri,
-        "floor",
-        sim.pool,
-        mongoload::mongo::Timeouts {
-            connect: Duration::from_secs(5),
-            server_selection: Duration::from_secs(5),
-        },
-        mongoload::mongo::Handlers::default(),
-    )
-    .await
-    .expect("client");
+    let client = floor_client(&sim.uri, sim.pool).await;
     let coll = client.database(db).collection::<Document>("gen");
     let done = Arc::new(AtomicU64::new(0));
     let start = Instant::now() + Duration::from_millis(100);
@@ -552,6 +541,23 @@ async fn floor(sim: &SimRef, db: &str, rate: f64, secs: Duration) -> (u64, f64, 
     late.sort_unstable();
     client.shutdown().await;
     (done.load(Ordering::Relaxed), cpu1 - cpu0, late)
+}
+
+/// The floor's client: made by the daemon's own `mongo::connect`, with
+/// no event handlers.
+async fn floor_client(uri: &str, pool: u32) -> mongodb::Client {
+    mongoload::mongo::connect(
+        uri,
+        "floor",
+        pool,
+        mongoload::mongo::Timeouts {
+            connect: Duration::from_secs(5),
+            server_selection: Duration::from_secs(5),
+        },
+        mongoload::mongo::Handlers::default(),
+    )
+    .await
+    .expect("client")
 }
 
 /// The closed-loop floor: `tasks` tasks each call `find_one({_id})` back
@@ -809,18 +815,7 @@ async fn closed_loop_one(bin: &Path, process: bool) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     control("pause gen").await;
-    let client = mongoload::mongo::connect(
-        &uri,
-        "floor",
-        POOL,
-        mongoload::mongo::Timeouts {
-            connect: Duration::from_secs(5),
-            server_selection: Duration::from_secs(5),
-        },
-        mongoload::mongo::Handlers::default(),
-    )
-    .await
-    .expect("client");
+    let client = floor_client(&uri, POOL).await;
     let coll = client.database("closed").collection::<Document>("gen");
     println!(
         "\n== closed loop ({}): {WORKERS} workers find-by-_id, {rounds} rounds of {}s daemon + {}s floor, max_inflight 256, pool {POOL}; load average {}",

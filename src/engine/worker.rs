@@ -209,8 +209,7 @@ impl Worker {
         };
         let outcome = match body {
             Body::One(action) => {
-                let s = session.get(&self.run.deployment).await;
-                self.request(&mut at, 0, action, Within::Plain(s), batch)
+                self.request(&mut at, 0, action, Within::Plain(session), batch)
                     .await
             }
             Body::Steps(requests) => self.steps(&mut at, requests, batch, session).await,
@@ -222,9 +221,6 @@ impl Worker {
                     .await
             }
         };
-        if let Err(f) = &outcome {
-            session.after_error(f.kind);
-        }
         let done = Instant::now();
         let latency = done.saturating_duration_since(from);
         self.run.metrics.inflight.dec();
@@ -272,14 +268,22 @@ impl Worker {
         let pending = audit.and_then(|a| a.before_send(&action));
         let sent = Instant::now();
         let deployment = &self.run.deployment;
-        let (outcome, acks) = match within {
-            Within::Plain(session) => (at.bounded(deployment.execute(action, session)).await, None),
-            Within::Transaction(session, acks) => (
-                at.bounded(deployment.execute_in(action, session)).await,
-                Some(acks),
-            ),
+        let (result, acks) = match within {
+            Within::Plain(session) => {
+                let call = deployment.execute(action, session.get(deployment).await);
+                let outcome = at.bounded(call).await;
+                let result = self.finish_request(at, step, sent, outcome, write, batch);
+                if let Err(f) = &result {
+                    session.after_error(f.kind);
+                }
+                (result, None)
+            }
+            Within::Transaction(session, acks) => {
+                let outcome = at.bounded(deployment.execute_in(action, session)).await;
+                let result = self.finish_request(at, step, sent, outcome, write, batch);
+                (result, Some(acks))
+            }
         };
-        let result = self.finish_request(at, step, sent, outcome, write, batch);
         if let (Some(p), Some(a)) = (pending, audit) {
             match (&result, acks) {
                 (Ok(_), Some(acks)) => acks.push(p),
@@ -346,9 +350,8 @@ impl Worker {
     ) -> Result<u64, Failed> {
         let mut docs = 0;
         for r in requests {
-            let s = session.get(&self.run.deployment).await;
             docs += self
-                .request(at, r.step, r.action, Within::Plain(s), batch)
+                .request(at, r.step, r.action, Within::Plain(&mut *session), batch)
                 .await?;
         }
         Ok(docs)
@@ -465,11 +468,10 @@ impl OpAt<'_> {
     }
 }
 
-/// Where a request runs: outside a transaction (in the worker's session,
-/// if it has one), or in a transaction with the audited inserts it waits
-/// to commit.
+/// Where a request runs: outside a transaction (in the worker's session),
+/// or in a transaction with the audited inserts it waits to commit.
 enum Within<'s> {
-    Plain(Option<&'s mut mongodb::ClientSession>),
+    Plain(&'s mut WorkerSession),
     Transaction(&'s mut mongodb::ClientSession, &'s mut Vec<Pending>),
 }
 

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use mongodb::bson::{doc, Document};
-use mongoload::sim::{ErrorFault, LatencyDist};
+use mongoload::daemon::Running;
+use mongoload::sim::{ErrorFault, LatencyDist, SimHandle};
 
 const OPS: [&str; 4] = ["insert", "update", "delete", "find"];
 /// The weights of `config_toml`, in the order of `OPS`.
@@ -93,6 +94,14 @@ fn cpu_seconds() -> f64 {
 
 fn target_up(page: &str) -> Option<f64> {
     sample(page, "mongoload_target_up", &[])
+}
+
+/// The daemon on `sim` with the default workload and `stages`, once
+/// `/readyz` answers 200.
+async fn ready_daemon(sim: &SimHandle, stages: &str) -> (ConfigFile, Running) {
+    let (file, running) = start_daemon(&config_toml(&sim.uri(), stages)).await;
+    wait_status(running.http_addr, "/readyz", 200, READY).await;
+    (file, running)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -221,13 +230,12 @@ async fn closed_loop_stage_keeps_concurrency_workers_busy() {
     let sim = sim().await;
     sim.faults()
         .set_latency(Some(LatencyDist::Fixed(Duration::from_millis(5))));
-    let (_file, running) = start_daemon(&config_toml(
-        &sim.uri(),
+    let (_file, running) = ready_daemon(
+        &sim,
         "[[workloads.stages]]\nname = \"closed\"\nconcurrency = 4\nduration = \"60s\"\n",
-    ))
+    )
     .await;
     let addr = running.http_addr;
-    wait_status(addr, "/readyz", 200, READY).await;
 
     let mut max_inflight = 0.0f64;
     let mut last = 0.0;
@@ -337,13 +345,12 @@ async fn injected_error_codes_land_under_their_kind() {
 async fn readyz_and_target_up_follow_the_deployment() {
     let _serial = serial().await;
     let sim = sim().await;
-    let (_file, running) = start_daemon(&config_toml(
-        &sim.uri(),
+    let (_file, running) = ready_daemon(
+        &sim,
         "[[workloads.stages]]\nrate = 100\nduration = \"120s\"\n",
-    ))
+    )
     .await;
     let addr = running.http_addr;
-    wait_status(addr, "/readyz", 200, READY).await;
     assert_eq!(target_up(&scrape(addr).await), Some(1.0));
     let before = scrape(addr).await;
     let net_before = sum(&before, "mongoload_errors_total", &[("workload", "w")]);
@@ -460,13 +467,12 @@ async fn stop_drains_and_returns_the_summary() {
     let _serial = serial().await;
     let sim = sim().await;
     // Every command takes 200 ms: stopping finds operations in flight.
-    let (_file, running) = start_daemon(&config_toml(
-        &sim.uri(),
+    let (_file, running) = ready_daemon(
+        &sim,
         "[[workloads.stages]]\nrate = 100\nduration = \"120s\"\n",
-    ))
+    )
     .await;
     let addr = running.http_addr;
-    wait_status(addr, "/readyz", 200, READY).await;
     sim.faults()
         .set_latency(Some(LatencyDist::Fixed(Duration::from_millis(200))));
     wait_metric(addr, "operations in flight", Duration::from_secs(5), |p| {
@@ -533,13 +539,12 @@ async fn sigterm_stops_the_binary_with_exit_0_and_a_summary() {
 async fn promtool_accepts_the_page_under_load() {
     let _serial = serial().await;
     let sim = sim().await;
-    let (_file, running) = start_daemon(&config_toml(
-        &sim.uri(),
+    let (_file, running) = ready_daemon(
+        &sim,
         "[[workloads.stages]]\nrate = 200\nduration = \"120s\"\n",
-    ))
+    )
     .await;
     let addr = running.http_addr;
-    wait_status(addr, "/readyz", 200, READY).await;
     // An error kind and a window summary on the page too.
     sim.faults().set_error(Some(ErrorFault {
         rate: 0.5,

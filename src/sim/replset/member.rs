@@ -138,6 +138,14 @@ impl WriteConcern {
         Ok(wc)
     }
 
+    /// The command's write concern and how many of `members` must have
+    /// applied the write (a write and a commit alike).
+    pub fn parse_for(body: &Document, members: usize) -> Result<(WriteConcern, usize), CmdError> {
+        let wc = WriteConcern::parse(body)?;
+        let needed = wc.needed(members)?;
+        Ok((wc, needed))
+    }
+
     /// How many members must have applied the write, in a set of `members`.
     pub fn needed(&self, members: usize) -> Result<usize, CmdError> {
         match self.w {
@@ -422,12 +430,8 @@ pub(super) async fn write(
     connection_id: i64,
     body: Document,
 ) -> Document {
-    let wc = match WriteConcern::parse(&body) {
-        Ok(wc) => wc,
-        Err(e) => return e.to_doc(),
-    };
-    let needed = match wc.needed(set.members.len()) {
-        Ok(n) => n,
+    let (wc, needed) = match WriteConcern::parse_for(&body, set.members.len()) {
+        Ok(parsed) => parsed,
         Err(e) => return e.to_doc(),
     };
     let retry = retry_key(&body);

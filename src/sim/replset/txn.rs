@@ -174,12 +174,8 @@ pub(super) async fn transaction(
         if !commit {
             return doc! { "ok": 1.0 };
         }
-        let wc = match WriteConcern::parse(&body) {
-            Ok(wc) => wc,
-            Err(e) => return e.to_doc(),
-        };
-        let needed = match wc.needed(set.members.len()) {
-            Ok(n) => n,
+        let (wc, needed) = match WriteConcern::parse_for(&body, set.members.len()) {
+            Ok(parsed) => parsed,
             Err(e) => return e.to_doc(),
         };
         let seq = set.core.oplog().last().seq;
