@@ -801,3 +801,12 @@ fn command_events_default_to_on_when_a_workload_writes() {
         .0
     );
 }
+
+#[test]
+fn a_huge_ycsb_field_length_is_rejected_not_an_overflow() {
+    let text = "[target]\nuri = \"mongodb://db1\"\n[[workloads]]\nname = \"y\"\nkind = \"ycsb\"\n\
+                [workloads.ycsb]\nfield_count = 10\nfield_length = 9223372036854775807\n\
+                [[workloads.stages]]\nrate = 10\nduration = \"1m\"\n";
+    let msg = err_at(text, "workloads[0].ycsb.field_length");
+    assert!(msg.contains("8MiB"), "{msg}");
+}

@@ -192,7 +192,8 @@ impl Kind for YcsbConfig {
         at_least_one("field_count", u64::from(self.field_count))?;
         at_least_one("load_batch", self.load_batch as u64)?;
         at_least_one("max_scan_length", self.max_scan_length.max(0) as u64)?;
-        if self.field_count as u64 * self.field_length as u64 > MAX_DOC_SIZE / 2 {
+        // Saturating: a huge field_length is an error here, not an overflow.
+        if u64::from(self.field_count).saturating_mul(self.field_length as u64) > MAX_DOC_SIZE / 2 {
             return Err(KeyError::new(
                 "field_length",
                 "field_count × field_length must stay below 8MiB",
