@@ -39,7 +39,7 @@ target_dir=${CARGO_TARGET_DIR:-target}
 step "man pages from the CLI definition"
 rm -rf target/man
 cargo run --locked --quiet -- man --dir target/man >/dev/null
-gzip -9nf target/man/*.1
+gzip -9nf target/man/*.1 target/man/*.5
 ls target/man
 
 step "cargo deb"
@@ -104,6 +104,8 @@ for page in mongoload mongoload-run mongoload-check-config mongoload-check-targe
     expect 644 "/usr/share/man/man1/$page.1.gz"
     zcat "$root/usr/share/man/man1/$page.1.gz" | grep -q '^\.TH ' || fail "$page.1.gz is not a man page"
 done
+expect 644 /usr/share/man/man5/mongoload.toml.5.gz
+zcat "$root/usr/share/man/man5/mongoload.toml.5.gz" | grep -q '^\.TH mongoload.toml 5' || fail "mongoload.toml.5.gz is not a man page"
 expect 644 /usr/share/doc/mongoload/README.md
 expect 644 /usr/share/doc/mongoload/BENCHMARKS.md
 # The manual: every page of docs/, where README.md's links lead.

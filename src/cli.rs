@@ -11,12 +11,13 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config::{self, Config, ConfigError, SecretUri};
 use crate::daemon;
+use crate::exit::Exit;
 use crate::service::{self, Signal};
 
 /// Exit status for a configuration error (sysexits' EX_CONFIG), including
 /// a path the daemon must write and cannot; the systemd units list it in
 /// RestartPreventExitStatus so a bad config does not loop.
-pub const EX_CONFIG: u8 = 78;
+pub const EX_CONFIG: u8 = Exit::Config.code();
 
 /// The config `mongoload demo` runs, bundled into the binary.
 pub const DEMO_CONFIG: &str = include_str!("../etc/examples/demo.toml");
@@ -64,9 +65,9 @@ pub struct ManArgs {
 
 /// Exit status of `mongoload report --compare` when a stage's throughput
 /// dropped by more than `--max-drop`.
-pub const EXIT_REGRESSION: u8 = 1;
+pub const EXIT_REGRESSION: u8 = Exit::Failure.code();
 /// Exit status of `mongoload report` when a run log cannot be read.
-pub const EXIT_BAD_INPUT: u8 = 2;
+pub const EXIT_BAD_INPUT: u8 = Exit::Usage.code();
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -143,7 +144,7 @@ impl CtlCommand {
 
 /// Exit status of `mongoload ctl` when the daemon cannot be reached
 /// (sysexits' EX_UNAVAILABLE); a refused request exits 1.
-pub const EX_UNAVAILABLE: u8 = 69;
+pub const EX_UNAVAILABLE: u8 = Exit::Unavailable.code();
 
 #[derive(Debug, Args)]
 pub struct ConfigArg {
@@ -300,7 +301,7 @@ async fn ctl(args: CtlArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("mongoload ctl: {e}");
-            return ExitCode::from(2);
+            return Exit::Usage.into();
         }
     };
     let reply = match client::request(&socket, &request).await {

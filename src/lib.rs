@@ -13,6 +13,7 @@ pub mod daemon;
 pub mod engine;
 pub mod error_kind;
 pub mod error_log;
+pub mod exit;
 pub mod http;
 pub mod limits;
 pub mod logging;

@@ -9,94 +9,140 @@ use std::path::{Path, PathBuf};
 use clap::CommandFactory;
 
 use crate::cli::Cli;
+use crate::exit::Exit;
 
-/// What `--help` says after the options and the man page has as its own
-/// sections: (heading, [(term, meaning)]).
-const SECTIONS: &[(&str, &[(&str, &str)])] = &[
+/// The variables the binary reads, as (names, meaning): `--help`, the
+/// man page's ENVIRONMENT and the table in docs/commands.md list these; a
+/// test checks that every variable the code reads is here.
+pub const ENVIRONMENT: &[(&str, &str)] = &[
     (
-        "FILES",
-        &[
-            (
-                "/etc/mongoload/mongoload.toml",
-                "The default config, every key commented; `mongoload check-config` validates it.",
-            ),
-            (
-                "/etc/mongoload/NAME.toml",
-                "The config of the instance unit mongoload@NAME.service.",
-            ),
-            (
-                "/var/lib/mongoload/",
-                "State directory of the systemd unit (run logs); /var/lib/mongoload/NAME for mongoload@NAME.",
-            ),
-            (
-                "/run/mongoload/control.sock",
-                "Control socket of the shipped config (mongoload ctl's default); \
-                 /run/mongoload/NAME/control.sock for mongoload@NAME.",
-            ),
-            (
-                "/usr/share/mongoload/",
-                "Grafana dashboards and Prometheus recording and alert rules.",
-            ),
-        ],
+        "MONGOLOAD_CONFIG",
+        "run, check-config, check-target: the config file when --config is not given \
+         (default /etc/mongoload/mongoload.toml).",
     ),
     (
-        "ENVIRONMENT",
-        &[
-            ("MONGOLOAD_CONFIG", "Config file when --config is not given."),
-            (
-                "MONGOLOAD_<SECTION>__<KEY>",
-                "Overrides a config key, e.g. MONGOLOAD_TARGET__URI or MONGOLOAD_HTTP__LISTEN.",
-            ),
-            ("RUST_LOG", "Log filter (default info)."),
-            (
-                "NOTIFY_SOCKET, WATCHDOG_USEC",
-                "Set by systemd: READY=1 once /metrics listens and the plan runs, STATUS= with each workload's \
-                 stage, level and runtime control, WATCHDOG=1 while every load loop ticks, RELOADING=1/READY=1 \
-                 around SIGHUP, STOPPING=1 once.",
-            ),
-            (
-                "JOURNAL_STREAM",
-                "Set by systemd: logs go to the journal with fields WORKLOAD, STAGE, OP, ERROR_KIND.",
-            ),
-        ],
+        "MONGOLOAD_<SECTION>__<KEY>",
+        "Overrides a config key, e.g. MONGOLOAD_TARGET__URI, MONGOLOAD_HTTP__LISTEN, \
+         MONGOLOAD_CLUSTER__INDEX or MONGOLOAD_CONTROL__SOCKET (which mongoload@NAME sets).",
     ),
     (
-        "SIGNALS",
-        &[
-            (
-                "SIGTERM, SIGINT",
-                "run: stop dispatch, let in-flight operations finish for run.shutdown_grace, exit 0.",
-            ),
-            (
-                "SIGHUP",
-                "run: validate the config file again (systemctl reload mongoload).",
-            ),
-        ],
+        "MONGOLOAD_CONTROL_SOCKET",
+        "ctl: the control socket when --socket is not given (default /run/mongoload/control.sock).",
     ),
     (
-        "EXIT STATUS",
-        &[
-            ("0", "Success."),
-            ("1", "Runtime failure (cannot listen, cannot start)."),
-            (
-                "78",
-                "Invalid config, or a run.log or control.socket path the daemon cannot write (EX_CONFIG); \
-                 the systemd units do not restart on it.",
-            ),
-        ],
+        "MONGOLOAD_SIM_AUTH",
+        "sim: USER:PASSWORD when --auth is not given, keeping the password off the command line.",
+    ),
+    (
+        "HOSTNAME",
+        "cluster.index when neither the key nor its variable sets it: the hostname's trailing -N \
+         (else /proc/sys/kernel/hostname's); a member's heartbeat records it.",
+    ),
+    (
+        "RUST_LOG",
+        "Log filter (default info; warn while live progress is shown).",
+    ),
+    (
+        "TERM",
+        "Live progress is off when it is dumb (and when stderr is not a terminal).",
+    ),
+    (
+        "NOTIFY_SOCKET, WATCHDOG_USEC, WATCHDOG_PID",
+        "Set by systemd: READY=1 once /metrics listens and the plan runs, STATUS= with each workload's \
+         stage, level and runtime control, WATCHDOG=1 while every load loop ticks, RELOADING=1/READY=1 \
+         around SIGHUP, STOPPING=1 once.",
+    ),
+    (
+        "JOURNAL_STREAM",
+        "Set by systemd: logs go to the journal with fields WORKLOAD, STAGE, OP, ERROR_KIND, \
+         and live progress is off.",
     ),
 ];
 
-/// The `--help` text after the options: [`SECTIONS`] as plain text.
+/// The names an [`ENVIRONMENT`] entry lists (`A, B` lists two).
+pub fn environment_names() -> Vec<&'static str> {
+    ENVIRONMENT
+        .iter()
+        .flat_map(|(names, _)| names.split(", "))
+        .collect()
+}
+
+const FILES: &[(&str, &str)] = &[
+    (
+        "/etc/mongoload/mongoload.toml",
+        "The default config, every key commented (mongoload.toml(5)); `mongoload check-config` validates it.",
+    ),
+    (
+        "/etc/mongoload/NAME.toml",
+        "The config of the instance unit mongoload@NAME.service.",
+    ),
+    (
+        "/var/lib/mongoload/",
+        "State directory of the systemd unit (run logs); /var/lib/mongoload/NAME for mongoload@NAME.",
+    ),
+    (
+        "/run/mongoload/control.sock",
+        "Control socket of the shipped config (mongoload ctl's default); \
+         /run/mongoload/NAME/control.sock for mongoload@NAME.",
+    ),
+    (
+        "/usr/share/mongoload/",
+        "Grafana dashboards and Prometheus recording and alert rules.",
+    ),
+    (
+        "/usr/share/doc/mongoload/",
+        "The manual (README.md and docs/) and example configs.",
+    ),
+];
+
+const SIGNALS: &[(&str, &str)] = &[
+    (
+        "SIGTERM, SIGINT",
+        "run: stop dispatch, let in-flight operations finish for run.shutdown_grace, exit 0.",
+    ),
+    (
+        "SIGHUP",
+        "run: reload the config file (systemctl reload mongoload): the plan is applied live, \
+         workloads matched by name, without a restart or a counter reset; an invalid file, or a \
+         change to a key bound at start (target.*, lag_probe, http.listen, control.socket, run.log), \
+         is refused and the running plan goes on.",
+    ),
+];
+
+/// What `--help` says after the options and the man page has as its own
+/// sections: (heading, [(term, meaning)]).
+fn sections() -> Vec<(&'static str, Vec<(String, String)>)> {
+    let own = |items: &[(&str, &str)]| -> Vec<(String, String)> {
+        items
+            .iter()
+            .map(|(t, m)| ((*t).to_owned(), (*m).to_owned()))
+            .collect()
+    };
+    vec![
+        ("FILES", own(FILES)),
+        ("ENVIRONMENT", own(ENVIRONMENT)),
+        ("SIGNALS", own(SIGNALS)),
+        (
+            "EXIT STATUS",
+            Exit::ALL
+                .iter()
+                .map(|e| (e.code().to_string(), e.meaning().to_owned()))
+                .collect(),
+        ),
+    ]
+}
+
+/// The `--help` text after the options: FILES, ENVIRONMENT, SIGNALS and
+/// EXIT STATUS as plain text.
 pub fn after_help() -> String {
     let mut out = String::new();
-    for (heading, items) in SECTIONS {
+    for (heading, items) in sections() {
         if !out.is_empty() {
             out.push('\n');
         }
         out.push_str(heading);
         out.push_str(":\n");
-        for (term, meaning) in *items {
+        for (term, meaning) in items {
             out.push_str(&format!("  {term}\n      {meaning}\n"));
         }
     }
@@ -114,19 +160,22 @@ pub fn render(w: &mut dyn Write) -> io::Result<()> {
     man.render_description_section(w)?;
     man.render_options_section(w)?;
     man.render_subcommands_section(w)?;
-    for (heading, items) in SECTIONS {
+    for (heading, items) in sections() {
         writeln!(w, ".SH {}", roff_escape(heading))?;
-        for (term, meaning) in *items {
+        for (term, meaning) in items {
             writeln!(
                 w,
                 ".TP\n\\fB{}\\fR\n{}",
-                roff_escape(term),
-                roff_escape(meaning)
+                roff_escape(&term),
+                roff_escape(&meaning)
             )?;
         }
     }
     writeln!(w, ".SH SEE ALSO")?;
-    writeln!(w, "systemctl(1), journalctl(1), systemd.service(5)")?;
+    writeln!(
+        w,
+        "mongoload.toml(5), systemctl(1), journalctl(1), systemd.service(5)"
+    )?;
     man.render_version_section(w)
 }
 
@@ -145,8 +194,137 @@ pub fn generate_to(dir: &Path) -> io::Result<Vec<PathBuf>> {
     render(&mut file)?;
     file.flush()?;
     pages.push(top);
+    let config = dir.join("mongoload.toml.5");
+    let mut file = std::fs::File::create(&config)?;
+    render_config_page(&mut file)?;
+    file.flush()?;
+    pages.push(config);
     pages.sort();
     Ok(pages)
+}
+
+/// docs/configuration.md, whose first table is the config reference:
+/// mongoload.toml(5) shows it, and a test checks its keys against the
+/// schema the loader enforces, so the page, the docs and the binary agree.
+const CONFIGURATION_MD: &str = include_str!("../docs/configuration.md");
+
+/// The rows of the configuration table (key, default, meaning), in
+/// markdown as docs/configuration.md has them.
+pub fn config_table() -> Vec<[String; 3]> {
+    let mut lines = CONFIGURATION_MD
+        .lines()
+        .skip_while(|l| !l.starts_with("| key |"))
+        .skip(2);
+    let mut rows = Vec::new();
+    for line in lines.by_ref() {
+        let Some(inner) = line.strip_prefix('|').and_then(|l| l.strip_suffix('|')) else {
+            break;
+        };
+        let cells = split_cells(inner);
+        if let [key, default, meaning] = cells.as_slice() {
+            rows.push([key.clone(), default.clone(), meaning.clone()]);
+        }
+    }
+    rows
+}
+
+/// A table row's cells: split on `|`, except an escaped `\|`.
+fn split_cells(row: &str) -> Vec<String> {
+    let mut cells = vec![String::new()];
+    let mut chars = row.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&'|') => {
+                chars.next();
+                cells.last_mut().unwrap().push('|');
+            }
+            '|' => cells.push(String::new()),
+            c => cells.last_mut().unwrap().push(c),
+        }
+    }
+    cells.iter().map(|c| c.trim().to_owned()).collect()
+}
+
+/// Markdown of a table cell as roff: links become their text, `code`
+/// bold, `**` dropped, everything else literal.
+fn md_to_roff(md: &str) -> String {
+    let mut plain = String::new();
+    let mut rest = md;
+    // [text](target) → text
+    while let Some(open) = rest.find('[') {
+        let Some(mid) = rest[open..].find("](").map(|i| open + i) else {
+            break;
+        };
+        let Some(close) = rest[mid..].find(')').map(|i| mid + i) else {
+            break;
+        };
+        plain.push_str(&rest[..open]);
+        plain.push_str(&rest[open + 1..mid]);
+        rest = &rest[close + 1..];
+    }
+    plain.push_str(rest);
+    let plain = plain.replace("**", "");
+    let mut out = String::new();
+    for (i, part) in plain.split('`').enumerate() {
+        if i % 2 == 1 {
+            out.push_str(&format!("\\fB{}\\fR", roff_escape(part)));
+        } else {
+            out.push_str(&roff_escape(part));
+        }
+    }
+    out
+}
+
+/// Writes mongoload.toml(5): the keys of the config file, from the table
+/// of docs/configuration.md.
+pub fn render_config_page(w: &mut dyn Write) -> io::Result<()> {
+    let version = env!("CARGO_PKG_VERSION");
+    writeln!(w, ".TH mongoload.toml 5 \"\" \"mongoload {version}\"")?;
+    writeln!(
+        w,
+        ".SH NAME\nmongoload.toml \\- configuration file of mongoload(1)"
+    )?;
+    writeln!(
+        w,
+        ".SH SYNOPSIS\n/etc/mongoload/mongoload.toml, /etc/mongoload/NAME.toml (for mongoload@NAME)"
+    )?;
+    writeln!(
+        w,
+        ".SH DESCRIPTION\nA TOML file: the deployment ([target]), the endpoints ([http], [control]), \
+         the run ([run]), several load hosts ([cluster]), the replication-lag probe ([lag_probe]) \
+         and one [[workloads]] table per workload, each with its stages or time-of-day windows. \
+         Every key has a default but the target's URI and each workload's name, kind and schedule. \
+         The shipped /etc/mongoload/mongoload.toml has every key, commented, with its default; \
+         \\fBmongoload check-config\\fR validates a file and prints the resolved plan (exit 78 \
+         naming file, key and reason)."
+    )?;
+    writeln!(w, ".SH KEYS")?;
+    for [key, default, meaning] in config_table() {
+        writeln!(
+            w,
+            ".TP\n{} (default: {})\n{}",
+            md_to_roff(&key),
+            md_to_roff(&default),
+            md_to_roff(&meaning)
+        )?;
+    }
+    writeln!(
+        w,
+        ".SH WORKLOAD KINDS\nEach workload's parameters are in a table named after its kind \
+         ([workloads.mixed], [workloads.sysbench], ...); every parameter has a default. The kinds \
+         and their keys: /usr/share/doc/mongoload/docs/workloads.md; one example per kind in \
+         /usr/share/doc/mongoload/examples/."
+    )?;
+    writeln!(
+        w,
+        ".SH ENVIRONMENT\nAny key can be overridden as \\fBMONGOLOAD_<SECTION>__<KEY>\\fR, \
+         e.g. MONGOLOAD_TARGET__URI or MONGOLOAD_CLUSTER__INDEX."
+    )?;
+    writeln!(
+        w,
+        ".SH SEE ALSO\nmongoload(1), mongoload\\-check\\-config(1), \
+         /usr/share/doc/mongoload/docs/configuration.md"
+    )
 }
 
 /// The command definition as the pages show it (no `help` subcommand: the
@@ -198,6 +376,29 @@ mod tests {
         ] {
             assert!(help.contains(needle), "--help mentions {needle}");
         }
+    }
+
+    /// mongoload.toml(5) has a row per key of docs/configuration.md's
+    /// table, markdown made roff (links their text, code bold).
+    #[test]
+    fn the_config_page_shows_the_configuration_table() {
+        let rows = config_table();
+        assert!(rows.len() > 20, "{} rows", rows.len());
+        assert!(rows
+            .iter()
+            .any(|[k, d, _]| k == "`http.listen`" && d == "`127.0.0.1:9480`"));
+        let mut page = Vec::new();
+        render_config_page(&mut page).unwrap();
+        let page = String::from_utf8(page).unwrap();
+        assert!(page.starts_with(".TH mongoload.toml 5 "), "{page}");
+        assert_eq!(page.matches("\n.TP\n").count(), rows.len());
+        assert!(page.contains("\\fBhttp.listen\\fR (default: \\fB127.0.0.1:9480\\fR)"));
+        assert!(!page.contains("](#"), "no markdown link left");
+        assert_eq!(
+            md_to_roff("the [audit](#the-audit), `a-b` and **c**"),
+            "the audit, \\fBa\\-b\\fR and c"
+        );
+        assert_eq!(split_cells(" a \\| b | c "), ["a | b", "c"]);
     }
 
     #[test]

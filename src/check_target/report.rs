@@ -7,14 +7,15 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::plan::{human_bytes, WorkloadPlan};
+use crate::exit::Exit;
 
 /// Exit statuses (sysexits): ready, unreachable, refused, config.
-pub const EXIT_READY: u8 = 0;
-pub const EXIT_UNREACHABLE: u8 = 69;
-pub const EXIT_REFUSED: u8 = 77;
-pub const EXIT_CONFIG: u8 = 78;
+pub const EXIT_READY: u8 = Exit::Ok.code();
+pub const EXIT_UNREACHABLE: u8 = Exit::Unavailable.code();
+pub const EXIT_REFUSED: u8 = Exit::Refused.code();
+pub const EXIT_CONFIG: u8 = Exit::Config.code();
 /// Anything else that failed (an unexpected server error).
-pub const EXIT_FAILED: u8 = 1;
+pub const EXIT_FAILED: u8 = Exit::Failure.code();
 
 /// The state of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
