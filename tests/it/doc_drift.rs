@@ -530,3 +530,81 @@ fn the_configuration_table_and_mongoload_toml_5_have_every_key_of_the_schema() {
         }
     }
 }
+
+/// The keys of kind `kind`'s parameter table, as the loader's refusal of
+/// an unknown one names them.
+fn kind_keys(kind: &str) -> BTreeSet<String> {
+    let table = kind.replace('-', "_");
+    let text = format!(
+        "[target]\nuri = \"mongodb://127.0.0.1:27017\"\n[[workloads]]\nname = \"w\"\n\
+         kind = \"{kind}\"\n[workloads.{table}]\nzzz_not_a_key = 1\n\
+         [[workloads.stages]]\nrate = 1\nduration = \"1s\"\n"
+    );
+    let err = mongoload::config::parse_with_env(&text, Path::new("probe.toml"), Vec::new())
+        .expect_err("an unknown key is refused")
+        .to_string();
+    assert!(
+        err.contains(&format!("workloads[0].{table}.zzz_not_a_key")),
+        "{kind}: {err}"
+    );
+    let expected = err
+        .split("expected one of ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{kind}: no key list in {err:?}"));
+    code_spans(expected).into_iter().collect()
+}
+
+#[test]
+fn every_workload_kind_and_its_keys_are_in_docs_workloads() {
+    let docs = read("docs/workloads.md");
+    // "## `mixed` — weighted CRUD" → its section's text
+    let mut sections: BTreeMap<String, String> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in docs.lines() {
+        if let Some(h) = line.strip_prefix("## ") {
+            current = code_spans(h).first().cloned();
+        } else if line.starts_with("# ") {
+            current = None;
+        } else if let Some(kind) = &current {
+            let text = sections.entry(kind.clone()).or_default();
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    let kinds: BTreeSet<String> = mongoload::config::KindConfig::NAMES
+        .iter()
+        .map(|k| k.to_string())
+        .collect();
+    let documented_kinds: BTreeSet<String> = sections.keys().cloned().collect();
+    assert_eq!(documented_kinds, kinds, "docs/workloads.md's kinds");
+
+    let mut problems = Vec::new();
+    for (kind, text) in &sections {
+        let schema = kind_keys(kind);
+        let has_table = text.lines().any(|l| l.starts_with("| key |"));
+        // The first column of the section's `| key | default | meaning |` table.
+        let documented: BTreeSet<String> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("| key |"))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .flat_map(|l| code_spans(l.split(" | ").next().unwrap_or("")))
+            .collect();
+        for key in &schema {
+            let named = documented.contains(key) || (!has_table && mentions(text, key));
+            if !named {
+                problems.push(format!(
+                    "[workloads.{kind}] {key} is not in docs/workloads.md"
+                ));
+            }
+        }
+        for key in &documented {
+            if !schema.contains(key) {
+                problems.push(format!(
+                    "[workloads.{kind}] {key} (docs/workloads.md) is not a key of the schema"
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
