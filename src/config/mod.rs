@@ -81,6 +81,7 @@ mod load;
 mod types;
 mod uri;
 mod validate;
+mod workers;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -103,7 +104,8 @@ pub use failover::{
 };
 pub use load::{default_path, load, load_with_env, parse_with_env};
 pub use types::{ByteSize, LevelSpec};
-pub use uri::{redact_uri, uri_hosts, uri_user, SecretUri, UriUser};
+pub use uri::{redact_uri, scrub, uri_hosts, uri_user, SecretUri, UriUser};
+pub use workers::{check_workers, MAX_WORKERS};
 
 /// Where the daemon looks for its config when `--config` is not given.
 pub const DEFAULT_PATH: &str = "/etc/mongoload/mongoload.toml";

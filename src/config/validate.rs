@@ -237,7 +237,7 @@ impl WorkloadConfig {
         if self.max_lag.is_zero() {
             return Err(KeyError::new("max_lag", "must be greater than zero"));
         }
-        crate::limits::check_workers(self)?;
+        super::check_workers(self)?;
         if let Some(table) = self.stray_tables.first() {
             return Err(KeyError::new(
                 *table,

@@ -80,7 +80,7 @@ pub struct Metrics {
     driver: Arc<DriverMetrics>,
     failover: Arc<FailoverMetrics>,
     audit: crate::audit::AuditFamilies,
-    probe: crate::probe::ProbeMetrics,
+    probe: crate::daemon::probe::ProbeMetrics,
     windows: Arc<WindowCollector>,
     /// The current stage of each workload name, shared by every
     /// `WorkloadMetrics` of that name, so after a reload the new handle
@@ -153,7 +153,7 @@ impl Metrics {
         failover.register(&registry)?;
         let audit = crate::audit::AuditFamilies::new()?;
         audit.register(&registry)?;
-        let probe = crate::probe::ProbeMetrics::new()?;
+        let probe = crate::daemon::probe::ProbeMetrics::new()?;
         probe.register(&registry)?;
 
         let windows = Arc::new(WindowCollector::new(window)?);
@@ -245,7 +245,7 @@ impl Metrics {
     }
 
     /// The replication-lag probe's families.
-    pub fn probe(&self) -> &crate::probe::ProbeMetrics {
+    pub fn probe(&self) -> &crate::daemon::probe::ProbeMetrics {
         &self.probe
     }
 

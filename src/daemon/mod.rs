@@ -4,6 +4,16 @@
 //! returns when every schedule has ended or [`Running::stop`] was called
 //! and in-flight operations have drained.
 
+pub mod http;
+pub mod limits;
+pub mod logging;
+pub mod probe;
+pub mod service;
+pub mod side_runtime;
+pub mod status;
+pub mod supervisor;
+pub mod writable;
+
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -12,20 +22,19 @@ use std::time::{Duration, Instant};
 use mongodb::bson::doc;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{uri_hosts, uri_user, Config, ConfigError, UriUser};
+use crate::config::{scrub, uri_hosts, uri_user, Config, ConfigError, UriUser};
 use crate::control::server::ControlSocket;
 use crate::control::ControlMetrics;
+use crate::daemon::http::HttpState;
+use crate::daemon::side_runtime::SideRuntime;
+use crate::daemon::status::{ClusterStatus, Snapshot, TargetStatus, WorkloadSummary};
+use crate::daemon::supervisor::{Env, ReloadError, Reloader, Supervisor};
 use crate::error_kind::ErrorKind;
-use crate::http::{self, HttpState};
 use crate::metrics::{Metrics, MetricsError};
 use crate::mongo::{self, Handlers, Timeouts};
 use crate::report::writer::ReportWriter;
-use crate::service;
-use crate::side_runtime::SideRuntime;
-use crate::status::{ClusterStatus, Snapshot, TargetStatus, WorkloadSummary};
-use crate::supervisor::{self, Env, ReloadError, Reloader, Supervisor};
 
-pub use crate::status::Summary;
+pub use crate::daemon::status::Summary;
 
 /// How often systemd's STATUS= line is brought up to date (it is sent only
 /// when its text changes).
@@ -215,7 +224,7 @@ impl Running {
     }
 
     /// Applies a new, validated config without restarting: see
-    /// [`crate::supervisor`] for what changes how.
+    /// [`crate::daemon::supervisor`] for what changes how.
     pub async fn reload(&self, config: Config) -> Result<supervisor::ReloadSummary, ReloadError> {
         self.reloader.reload(config).await
     }
@@ -352,7 +361,7 @@ pub async fn start_with(
             metrics.clone(),
         );
         tasks.spawn(Task::Probe, |stop| {
-            crate::probe::run(probe, uri, db, run_id, metrics, stop)
+            crate::daemon::probe::run(probe, uri, db, run_id, metrics, stop)
         });
     }
     let env = Env {
@@ -382,7 +391,7 @@ pub async fn start_with(
                 crate::cluster::control_all(cluster.as_ref(), *inner, &load)
             }
             cmd => {
-                let mut answer = supervisor::control(&slots, &m, cmd)?;
+                let mut answer = crate::control::answer::answer(&slots, &m, cmd)?;
                 // In a cluster, say that the command acted on this member only.
                 if let (Some(c), Some(text)) = (&cluster, answer["message"].as_str()) {
                     answer["message"] = format!(
@@ -572,7 +581,7 @@ fn next_reach(prev: Option<Reach>, failure: Option<ErrorKind>) -> Reach {
 /// [`STATUS_INTERVAL`] and sent when its text changes; once the run is
 /// cancelled, says STOPPING=1 (once) with the draining status.
 async fn status_loop(
-    slots: Arc<crate::supervisor::Slots>,
+    slots: Arc<crate::daemon::supervisor::Slots>,
     (load, stop): (CancellationToken, CancellationToken),
     stopping_sent: Arc<AtomicBool>,
 ) {
@@ -597,7 +606,7 @@ async fn status_loop(
 }
 
 /// The STATUS= line: every workload's phrase ([`service::status_phrase`]).
-fn status_line(slots: &[Arc<crate::supervisor::Slot>]) -> String {
+fn status_line(slots: &[Arc<crate::daemon::supervisor::Slot>]) -> String {
     slots
         .iter()
         .map(|s| {
@@ -675,7 +684,7 @@ async fn ping_loop(
 /// run is stopping, draining has its own deadline and pings go on.
 async fn watchdog_loop(
     interval: Duration,
-    slots: Arc<crate::supervisor::Slots>,
+    slots: Arc<crate::daemon::supervisor::Slots>,
     stopping: CancellationToken,
     stop: CancellationToken,
 ) {
@@ -711,25 +720,6 @@ async fn watchdog_loop(
             }
         }
     }
-}
-
-/// Removes the URI's password from a message, in case an error echoes
-/// part of the URI back.
-pub(crate) fn scrub(message: &str, uri: &str) -> String {
-    let redacted = crate::config::redact_uri(uri);
-    let mut out = message.replace(uri, &redacted);
-    if let Some(password) = password_of(uri) {
-        if !password.is_empty() {
-            out = out.replace(password, "***");
-        }
-    }
-    out
-}
-
-fn password_of(uri: &str) -> Option<&str> {
-    let rest = uri.split_once("://")?.1;
-    let userinfo = &rest[..rest.rfind('@')?];
-    Some(userinfo.split_once(':')?.1)
 }
 
 #[cfg(test)]
@@ -790,14 +780,5 @@ mod tests {
             ]
         );
         assert!(root.is_cancelled() && load.is_cancelled());
-    }
-
-    #[test]
-    fn scrub_removes_password_and_uri() {
-        let uri = "mongodb://app:s3cr%3Et@db1:27017,db2/?replicaSet=rs0";
-        let msg = format!("bad thing with {uri} and s3cr%3Et");
-        let out = scrub(&msg, uri);
-        assert!(!out.contains("s3cr%3Et"), "{out}");
-        assert!(out.contains("db1:27017"), "{out}");
     }
 }

@@ -175,7 +175,7 @@ pub async fn run(
         Err(e) => {
             tracing::error!(
                 "lag probe: cannot read the connection string: {}",
-                crate::daemon::scrub(&e.to_string(), &uri)
+                crate::config::scrub(&e.to_string(), &uri)
             );
             return;
         }

@@ -22,20 +22,19 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde_json::json;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::audit::Audit;
 use crate::config::{self, Config, ConfigError, WorkloadConfig};
-use crate::control::{Command, ControlMetrics, ControlState};
+use crate::control::{ControlMetrics, ControlState};
+use crate::daemon::service;
+use crate::daemon::status::{ControlSnapshot, WorkloadSnapshot};
 use crate::engine::{self, AuditSetup, WorkloadRun, WorkloadStatus};
 use crate::metrics::{Metrics, WorkloadMetrics};
 use crate::mongo::Deployment;
 use crate::schedule::Schedule;
-use crate::service;
-use crate::status::{ControlSnapshot, WorkloadSnapshot, WorkloadsReply};
 use crate::workload::Workload;
 
 /// One workload as `/status`, the control socket and the final summary
@@ -575,7 +574,7 @@ impl Supervisor {
 }
 
 /// Applies the cluster-wide control (as this member's share) to `slot`,
-/// as [`control`] applies a command: logged, `mongoload_paused` kept.
+/// as [`crate::control::answer`] applies a command: logged, `mongoload_paused` kept.
 fn cluster_control(
     slot: Arc<Slot>,
     metrics: ControlMetrics,
@@ -589,64 +588,6 @@ fn cluster_control(
         metrics.set_paused(&slot.name, state.paused);
         tracing::info!(workload = %slot.name, "control (cluster-wide): {before} → {state}");
     })
-}
-
-/// Answers a control command against the current workloads; every change
-/// is logged and reflected in `mongoload_paused` (the engine re-publishes
-/// the stage and the target gauges follow).
-pub fn control(
-    slots: &Slots,
-    metrics: &ControlMetrics,
-    command: Command,
-) -> Result<serde_json::Value, String> {
-    let list = slots.list();
-    let Some(name) = command.workload() else {
-        let reply = WorkloadsReply {
-            workloads: list.iter().map(|s| s.snapshot()).collect(),
-        };
-        return serde_json::to_value(reply).map_err(|e| e.to_string());
-    };
-    let Some(slot) = list.iter().find(|s| s.name == name) else {
-        let names: Vec<&str> = list.iter().map(|s| s.name.as_str()).collect();
-        return Err(format!(
-            "no workload {name:?} (workloads: {})",
-            names.join(", ")
-        ));
-    };
-    if let Command::Audit(_) = command {
-        let Some(audit) = slot.audit() else {
-            return Err(format!(
-                "workload {name:?} has no audit (set audit = true in its [[workloads]] table)"
-            ));
-        };
-        let summary = audit.request_pass();
-        tracing::info!(workload = %slot.name, "control: audit: a full pass is queued");
-        return Ok(json!({
-            "workload": slot.name,
-            "audit": summary,
-            "message": format!(
-                "workload {}: audit pass queued; so far {} acknowledged ids in the ledger, {} missing{}",
-                slot.name,
-                summary.acknowledged,
-                summary.missing,
-                if summary.missing_ids.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (first: {})", summary.missing_ids.join(", "))
-                }
-            ),
-        }));
-    }
-    let before = slot.control.borrow().clone();
-    slot.control.send_modify(|s| command.apply(s));
-    let after = slot.control.borrow().clone();
-    metrics.set_paused(&slot.name, after.paused);
-    tracing::info!(workload = %slot.name, "control: {command}: {before} → {after}");
-    Ok(json!({
-        "workload": slot.name,
-        "control": ControlSnapshot::from(&after),
-        "message": format!("workload {}: {after}", slot.name),
-    }))
 }
 
 #[cfg(test)]
