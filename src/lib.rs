@@ -13,6 +13,7 @@ pub mod daemon;
 pub mod engine;
 pub mod error_kind;
 pub mod error_log;
+pub mod failover;
 pub mod manpage;
 pub mod metrics;
 pub mod mongo;

@@ -82,7 +82,8 @@ impl Config {
         for (i, w) in self.workloads.iter().enumerate() {
             let uri = self.target.uri.as_ref().map(SecretUri::expose);
             w.validate()
-                .and_then(|()| w.validate_failover(&self.target, uri))
+                .and_then(|()| w.validate_concerns())
+                .and_then(|()| w.validate_audit(&self.target, uri))
                 .map_err(|e| KeyError {
                     key: format!("workloads[{i}].{}", e.key),
                     reason: e.reason,

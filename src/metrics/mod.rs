@@ -24,9 +24,9 @@ pub use driver::{server_type_label, TopologyView, CHECKOUT_FAILURE_REASONS, SERV
 pub use window::{LatencySummary, WindowConfig, WINDOW_QUANTILES};
 pub use workload::{OpMetrics, PrepareMetrics, RequestMetrics, WorkloadMetrics};
 
+use crate::failover::Failover;
 use crate::workload::OpSpec;
 use driver::DriverMetrics;
-use failover::FailoverMetrics;
 use window::WindowCollector;
 
 /// Content type of [`Metrics::encode`]'s output (Prometheus text format 0.0.4).
@@ -78,7 +78,7 @@ pub struct Metrics {
     target_up: IntGauge,
     vecs: Vecs,
     driver: Arc<DriverMetrics>,
-    failover: Arc<FailoverMetrics>,
+    failover: Arc<Failover>,
     audit: crate::audit::AuditFamilies,
     probe: crate::daemon::probe::ProbeMetrics,
     windows: Arc<WindowCollector>,
@@ -149,7 +149,7 @@ impl Metrics {
         let driver = Arc::new(DriverMetrics::new()?);
         driver.register(&registry)?;
 
-        let failover = Arc::new(FailoverMetrics::new()?);
+        let failover = Arc::new(Failover::new()?);
         failover.register(&registry)?;
         let audit = crate::audit::AuditFamilies::new()?;
         audit.register(&registry)?;
@@ -250,7 +250,7 @@ impl Metrics {
     }
 
     /// Failover: the primary, write outages, the failovers seen.
-    pub fn failover(&self) -> &Arc<FailoverMetrics> {
+    pub fn failover(&self) -> &Arc<Failover> {
         &self.failover
     }
 

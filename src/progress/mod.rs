@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use crate::daemon::supervisor::Slots;
 use crate::daemon::Running;
 use crate::error_kind::ErrorKind;
-use crate::metrics::failover::{FailoverMetrics, UNCONFIRMED_GRACE};
+use crate::failover::{Failover, UNCONFIRMED_GRACE};
 use crate::report::StageReport;
 use render::WorkloadSample;
 pub use terminal::Terminal;
@@ -170,7 +170,7 @@ impl Live {
 async fn show(
     terminal: Terminal,
     slots: Arc<Slots>,
-    failover: Arc<FailoverMetrics>,
+    failover: Arc<Failover>,
     every: Duration,
     stop: CancellationToken,
 ) {

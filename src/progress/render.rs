@@ -8,7 +8,7 @@ use crate::control::{fmt_rate, ControlState};
 use crate::daemon::service::status_phrase;
 use crate::engine::{PrepareProgress, StageLabel, StageState};
 use crate::error_kind::ErrorKind;
-use crate::metrics::failover::FailoverRecord;
+use crate::failover::FailoverRecord;
 use crate::report::table::{ms, stage_table};
 use crate::report::StageReport;
 

@@ -1,7 +1,7 @@
-//! The keys of failover drills: write and read concerns (`target.` and per
-//! workload), the acknowledged-write audit (`workloads[].audit`,
-//! `audit_rate`) and the replication-lag probe (`[lag_probe]`): their
-//! types, validation, and the lines `check-config` prints.
+//! The write and read concerns (`target.` and per workload): their
+//! types, where the effective one comes from, validation, and the lines
+//! `check-config` prints. Whether command monitoring is on follows from
+//! whether the plan writes.
 
 use std::fmt;
 use std::time::Duration;
@@ -11,10 +11,6 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
 use super::{Config, KeyError, TargetConfig, WorkloadConfig};
-
-/// Default `workloads[].audit_rate`: acknowledged ids checked per second in
-/// the background (a `find` of up to [`crate::audit::BATCH`] ids at a time).
-pub const DEFAULT_AUDIT_RATE: f64 = 1000.0;
 
 /// `w` of a write concern: a number of members, `"majority"`, or a tag set
 /// name.
@@ -239,56 +235,6 @@ impl ReadConcernSpec {
     }
 }
 
-/// `[lag_probe]`: the replication-lag probe. Present: on.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct LagProbeConfig {
-    /// How often a heartbeat is written on the primary.
-    #[serde(with = "humantime_serde")]
-    pub interval: Duration,
-    /// The heartbeat collection (in `target.database`).
-    pub collection: String,
-}
-
-impl Default for LagProbeConfig {
-    fn default() -> Self {
-        LagProbeConfig {
-            interval: Duration::from_secs(1),
-            collection: "mongoload_lag_probe".into(),
-        }
-    }
-}
-
-impl LagProbeConfig {
-    /// How often each secondary is read: a twentieth of the interval, from
-    /// 10 ms to 250 ms. A heartbeat's lag is measured to this resolution.
-    pub fn poll(&self) -> Duration {
-        (self.interval / 20).clamp(Duration::from_millis(10), Duration::from_millis(250))
-    }
-
-    pub(super) fn validate(&self) -> Result<(), KeyError> {
-        if self.interval < Duration::from_millis(100) {
-            return Err(KeyError::new(
-                "lag_probe.interval",
-                format!(
-                    "must be at least 100ms, got {}",
-                    humantime::format_duration(self.interval)
-                ),
-            ));
-        }
-        if self.collection.is_empty()
-            || self.collection.contains(['$', '\0'])
-            || self.collection.starts_with("system.")
-        {
-            return Err(KeyError::new(
-                "lag_probe.collection",
-                format!("not a valid collection name: {:?}", self.collection),
-            ));
-        }
-        Ok(())
-    }
-}
-
 /// Where an effective concern comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConcernSource {
@@ -412,59 +358,16 @@ impl Config {
 }
 
 impl WorkloadConfig {
-    /// Whether the workload as configured inserts documents (the audit has
-    /// something to check).
-    pub fn inserts(&self) -> bool {
-        self.kind.params().inserts()
-    }
-
-    /// The audit and concern keys of this workload; `uri` is the target's
-    /// connection string when known (its `w=0` makes an audit pointless).
-    /// Keys are relative to the workload.
-    pub(super) fn validate_failover(
-        &self,
-        target: &TargetConfig,
-        uri: Option<&str>,
-    ) -> Result<(), KeyError> {
+    /// The workload's own concern keys (relative to the workload).
+    pub(super) fn validate_concerns(&self) -> Result<(), KeyError> {
         if let Some(wc) = &self.write_concern {
             wc.validate("write_concern")?;
         }
-        if !(self.audit_rate.is_finite() && self.audit_rate >= 0.0) {
-            return Err(KeyError::new(
-                "audit_rate",
-                format!(
-                    "must be a number of ids per second ≥ 0, got {}",
-                    self.audit_rate
-                ),
-            ));
-        }
-        if !self.audit {
-            return Ok(());
-        }
-        if !self.inserts() {
-            return Err(KeyError::new(
-                "audit",
-                format!(
-                    "this {} workload inserts nothing as configured: there is nothing to audit",
-                    self.kind.name()
-                ),
-            ));
-        }
-        let unacknowledged = match target.write_concern_for(self) {
-            Some((wc, _)) => !wc.acknowledged(),
-            None => uri.and_then(uri_w).as_deref() == Some("0"),
-        };
-        if unacknowledged {
-            return Err(KeyError::new(
-                "audit",
-                "needs acknowledged writes, but the write concern is w=0",
-            ));
-        }
-        self.kind.check_audit()
+        Ok(())
     }
 
-    /// check-config's lines for this workload's concerns and audit.
-    pub(super) fn describe_failover(&self) -> String {
+    /// check-config's lines for this workload's own concerns.
+    pub(super) fn describe_concerns(&self) -> String {
         let mut s = String::new();
         if let Some(wc) = &self.write_concern {
             s.push_str(&format!("  write concern: {wc} (workload)\n"));
@@ -472,23 +375,16 @@ impl WorkloadConfig {
         if let Some(rc) = self.read_concern {
             s.push_str(&format!("  read concern: {} (workload)\n", rc.as_str()));
         }
-        if self.audit {
-            let background = if self.audit_rate > 0.0 {
-                format!("{} ids/s in the background", self.audit_rate)
-            } else {
-                "no background checks".into()
-            };
-            s.push_str(&format!(
-                "  audit: on ({background}; a full pass after each failover, at each stage end and on ctl audit)\n"
-            ));
-        }
         s
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::config::tests::load_one as load;
 
     fn wc(toml: &str) -> Result<WriteConcernSpec, String> {
         #[derive(Deserialize)]
@@ -555,64 +451,6 @@ mod tests {
         assert_eq!(uri_w("mongodb://h1/"), None);
     }
 
-    fn load(target: &str, workload: &str) -> Result<super::super::Config, String> {
-        let text = format!(
-            "[target]\nuri = \"mongodb://h/\"\n{target}\n[[workloads]]\nname = \"a\"\n{workload}\n\
-             [[workloads.stages]]\nrate = 1\nduration = \"1s\"\n"
-        );
-        super::super::parse_with_env(&text, std::path::Path::new("t.toml"), std::iter::empty())
-            .map_err(|e| e.to_string())
-    }
-
-    #[test]
-    fn audits_are_validated() {
-        let ok = load("", "kind = \"mixed\"\naudit = true").unwrap();
-        assert!(ok.workloads[0].audit);
-        assert_eq!(ok.workloads[0].audit_rate, DEFAULT_AUDIT_RATE);
-        assert!(ok
-            .describe()
-            .contains("audit: on (1000 ids/s in the background"));
-        for (target, workload, why) in [
-            (
-                "",
-                "kind = \"ycsb\"\naudit = true",
-                "workloads[0].audit: this ycsb workload inserts nothing",
-            ),
-            (
-                "write_concern = 0",
-                "kind = \"mixed\"\naudit = true",
-                "workloads[0].audit: needs acknowledged writes",
-            ),
-            (
-                "",
-                "kind = \"mixed\"\naudit = true\naudit_rate = -1",
-                "workloads[0].audit_rate: must be",
-            ),
-            (
-                "",
-                "kind = \"custom\"\naudit = true\n[[workloads.custom.operations]]\nop = \"insert\"\n\
-                 [[workloads.custom.operations]]\nop = \"delete\"\nfilter = { k = 1 }",
-                "workloads[0].custom.operations[1].filter: with audit = true",
-            ),
-            (
-                "read_concern = \"eventual\"",
-                "kind = \"mixed\"",
-                "target.read_concern",
-            ),
-        ] {
-            let e = load(target, workload).unwrap_err();
-            assert!(e.contains(why), "{workload}: {e}");
-        }
-        // A w=0 connection string without a configured concern, too.
-        let text = "[target]\nuri = \"mongodb://h/?w=0\"\n[[workloads]]\nname = \"a\"\nkind = \"mixed\"\naudit = true\n\
-                    [[workloads.stages]]\nrate = 1\nduration = \"1s\"\n";
-        let e =
-            super::super::parse_with_env(text, std::path::Path::new("t.toml"), std::iter::empty())
-                .unwrap_err()
-                .to_string();
-        assert!(e.contains("w=0"), "{e}");
-    }
-
     #[test]
     fn concerns_resolve_and_are_described() {
         let c = load(
@@ -648,18 +486,5 @@ mod tests {
             plain.contains("write concern: the deployment's default"),
             "{plain}"
         );
-    }
-
-    #[test]
-    fn the_probe_polls_a_twentieth_of_its_interval() {
-        let mut p = LagProbeConfig::default();
-        assert_eq!(p.poll(), Duration::from_millis(50));
-        p.interval = Duration::from_secs(60);
-        assert_eq!(p.poll(), Duration::from_millis(250));
-        p.interval = Duration::from_millis(100);
-        assert_eq!(p.poll(), Duration::from_millis(10));
-        assert!(p.validate().is_ok());
-        p.interval = Duration::from_millis(50);
-        assert!(p.validate().is_err());
     }
 }
