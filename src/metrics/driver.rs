@@ -22,7 +22,7 @@ use prometheus::{
 };
 use serde::Serialize;
 
-use super::LATENCY_BUCKETS;
+use super::COARSE_BUCKETS;
 
 /// `type` label values of `mongoload_topology_servers`, in SDAM spec order.
 pub const SERVER_TYPES: [&str; 9] = [
@@ -168,7 +168,7 @@ impl DriverMetrics {
         )?;
         // Checkout waits are usually microseconds: three buckets below 100 µs.
         let mut buckets = vec![0.00001, 0.00002, 0.00005];
-        buckets.extend_from_slice(&LATENCY_BUCKETS);
+        buckets.extend_from_slice(&COARSE_BUCKETS);
         let checkout_failures = IntCounterVec::new(
             Opts::new(
                 "mongoload_pool_checkout_failures_total",
