@@ -56,7 +56,8 @@ impl Member {
             Limit::Total(n) => Limit::Total(self.split(n)),
             per_worker => per_worker,
         });
-        stage.reshaped(shape, limit)
+        // Poisson arrivals: each member its own draw of its share.
+        stage.reshaped(shape, limit).reseeded(u64::from(self.index))
     }
 
     /// A cluster-wide control state (levels as totals) as this member
