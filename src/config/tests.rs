@@ -854,3 +854,14 @@ fn arrival_parses_per_open_loop_stage_and_check_config_prints_it() {
         .to_string();
     assert!(msg.contains("arrival") && msg.contains("bursty"), "{msg}");
 }
+
+/// A config of `target` keys and one workload of `workload` keys, with one
+/// stage: for the tests of one concern.
+pub(super) fn load_one(target: &str, workload: &str) -> Result<Config, String> {
+    let text = format!(
+        "[target]\nuri = \"mongodb://h/\"\n{target}\n[[workloads]]\nname = \"a\"\n{workload}\n\
+         [[workloads.stages]]\nrate = 1\nduration = \"1s\"\n"
+    );
+    parse_with_env(&text, std::path::Path::new("t.toml"), std::iter::empty())
+        .map_err(|e| e.to_string())
+}
