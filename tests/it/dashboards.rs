@@ -397,6 +397,20 @@ fn the_issue_panels_are_there() {
             "{title}: {e}"
         );
     }
+    // A quantile of one load host's window cannot be merged across hosts:
+    // no panel aggregates them (only the maximum, quantile 1, merges).
+    for e in exprs
+        .iter()
+        .filter(|e| e.contains("mongoload_latency_window_seconds{"))
+    {
+        let aggregated = ["max", "min", "avg", "sum", "quantile("]
+            .iter()
+            .any(|f| e.contains(&format!("{f} by")) || e.contains(&format!("{f}(")));
+        assert!(
+            !aggregated || e.contains("quantile=\"1\""),
+            "per-host quantiles aggregated across hosts: {e}"
+        );
+    }
     // Achieved = successful operations; failed ones beside them, apart.
     for title in [
         "Achieved ops/s",
