@@ -56,7 +56,8 @@ impl Member {
             Limit::Total(n) => Limit::Total(self.split(n)),
             per_worker => per_worker,
         });
-        stage.reshaped(shape, limit)
+        // Poisson arrivals: each member its own draw of its share.
+        stage.reshaped(shape, limit).reseeded(u64::from(self.index))
     }
 
     /// A cluster-wide control state (levels as totals) as this member
@@ -84,6 +85,29 @@ mod tests {
 
     fn secs(s: u64) -> Duration {
         Duration::from_secs(s)
+    }
+
+    #[test]
+    fn members_draw_their_own_poisson_arrivals_of_their_share() {
+        use crate::schedule::Arrival;
+        let stage = Stage::rate("p", 900.0, secs(20))
+            .unwrap()
+            .with_arrival(Arrival::Poisson { seed: 4 })
+            .unwrap();
+        let shares: Vec<Stage> = members(3).map(|m| m.share(&stage)).collect();
+        for s in &shares {
+            // Each a Poisson draw of 300/s × 20 s = 6,000 (σ ≈ 77).
+            let n = s.total_ops() as f64;
+            assert!((n - 6000.0).abs() < 4.0 * 6000f64.sqrt(), "{n}");
+            assert!(matches!(s.arrival(), Arrival::Poisson { .. }));
+        }
+        // Not in step: the members' first arrivals differ.
+        let first = |s: &Stage| (0..20).map(|i| s.intended_offset(i)).collect::<Vec<_>>();
+        assert_ne!(first(&shares[0]), first(&shares[1]));
+        assert_ne!(first(&shares[1]), first(&shares[2]));
+        // A lone daemon runs the stage's own draw.
+        let alone = Member { index: 0, size: 1 }.share(&stage);
+        assert_eq!(alone, stage);
     }
 
     #[test]

@@ -509,6 +509,19 @@ pub struct StageConfig {
     /// With `operations`: that many per worker (closed loop) instead of in all.
     #[serde(default)]
     pub per_worker: bool,
+    /// Open loop: how operations are spaced, `uniform` (default) or
+    /// `poisson` (exponential gaps with the same mean, drawn from the
+    /// workload's `seed` and the stage's index).
+    #[serde(default)]
+    pub arrival: Option<ArrivalConfig>,
+}
+
+/// `arrival` of a stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ArrivalConfig {
+    Uniform,
+    Poisson,
 }
 
 #[cfg(test)]

@@ -811,6 +811,50 @@ fn a_huge_ycsb_field_length_is_rejected_not_an_overflow() {
     assert!(msg.contains("8MiB"), "{msg}");
 }
 
+#[test]
+fn arrival_parses_per_open_loop_stage_and_check_config_prints_it() {
+    use crate::schedule::Arrival;
+    let text = BASE.replace(
+        "rate = 500\nduration = \"30s\"",
+        "rate = 500\nduration = \"30s\"\narrival = \"poisson\"",
+    );
+    let seeded = text.replace("kind = \"mixed\"", "kind = \"mixed\"\nseed = 9");
+    let c = parse(&seeded).unwrap();
+    let s = c.workloads[0].schedule().unwrap();
+    assert!(matches!(s.stages()[0].arrival(), Arrival::Poisson { .. }));
+    assert_eq!(s.stages()[1].arrival(), Arrival::Uniform);
+    // Reproducible: the same config draws the same arrivals; another seed
+    // others.
+    assert_eq!(s, parse(&seeded).unwrap().workloads[0].schedule().unwrap());
+    let other = parse(&text).unwrap().workloads[0].schedule().unwrap();
+    assert_ne!(s.stages()[0], other.stages()[0]);
+    let d = c.describe();
+    assert!(
+        d.contains("warm: rate 500/s for 30s, poisson arrivals ("),
+        "{d}"
+    );
+
+    let uniform = BASE.replace(
+        "rate = 500\nduration = \"30s\"",
+        "rate = 500\nduration = \"30s\"\narrival = \"uniform\"",
+    );
+    let u = parse(&uniform).unwrap().workloads[0].schedule().unwrap();
+    assert_eq!(u.stages()[0].arrival(), Arrival::Uniform);
+
+    let msg = err_at(
+        &BASE.replace(
+            "concurrency = 16\nduration = \"1m\"",
+            "concurrency = 16\nduration = \"1m\"\narrival = \"poisson\"",
+        ),
+        "workloads[0].stages[1].arrival",
+    );
+    assert!(msg.contains("need rate (open loop)"), "{msg}");
+    let msg = parse(&text.replace("\"poisson\"", "\"bursty\""))
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("arrival") && msg.contains("bursty"), "{msg}");
+}
+
 /// A config of `target` keys and one workload of `workload` keys, with one
 /// stage: for the tests of one concern.
 pub(super) fn load_one(target: &str, workload: &str) -> Result<Config, String> {

@@ -144,7 +144,7 @@ impl WorkloadConfig {
             .stages
             .iter()
             .enumerate()
-            .map(|(i, s)| s.build(i))
+            .map(|(i, s)| s.build(i, self.seed.unwrap_or(0)))
             .collect::<Result<Vec<_>, _>>()?;
         Schedule::new(stages, self.repeat).map_err(|e| KeyError::new("stages", e.to_string()))
     }
@@ -300,7 +300,22 @@ impl StageConfig {
             .unwrap_or_else(|| format!("stage-{}", index + 1))
     }
 
-    fn build(&self, index: usize) -> Result<Stage, KeyError> {
+    fn build(&self, index: usize, seed: u64) -> Result<Stage, KeyError> {
+        let at = |k: &str| format!("stages[{index}].{k}");
+        let stage = self.build_level(index)?;
+        match self.arrival {
+            Some(super::ArrivalConfig::Poisson) => {
+                // Each stage its own draw: the workload's seed and the index.
+                let seed = seed ^ (index as u64 + 1).wrapping_mul(0xa076_1d64_78bd_642f);
+                stage
+                    .with_arrival(crate::schedule::Arrival::Poisson { seed })
+                    .map_err(|e| KeyError::new(at("arrival"), e.to_string()))
+            }
+            Some(super::ArrivalConfig::Uniform) | None => Ok(stage),
+        }
+    }
+
+    fn build_level(&self, index: usize) -> Result<Stage, KeyError> {
         let at = |k: &str| format!("stages[{index}].{k}");
         let (mode, field, spec) = match (&self.rate, &self.concurrency) {
             (Some(r), None) => (Mode::Rate, "rate", r),

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::error_kind::ErrorKind;
 use crate::workload::OpSpec;
 
-pub use stats::{merged_latency, rate_reached, LatencyNs, OpStats, StageStats};
+pub use stats::{decode_histogram, merged_latency, rate_reached, LatencyNs, OpStats, StageStats};
 
 /// Identifies one run of the daemon in its run log lines.
 #[derive(Debug, Clone)]

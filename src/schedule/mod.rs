@@ -20,11 +20,14 @@
 //! closed loop. Its duration is then a cap (default [`COUNT_STAGE_CAP`]),
 //! and the engine moves the rest of the schedule up when it ends sooner.
 
+pub mod arrival;
 mod offsets;
 mod position;
 pub mod window;
 
 use offsets::step_bases;
+
+pub use arrival::{Arrival, PoissonPoints};
 
 use std::fmt;
 use std::time::Duration;
@@ -100,6 +103,9 @@ pub enum StageError {
     /// per-worker count in open loop.
     #[error("{0}")]
     BadLimit(&'static str),
+    /// Poisson arrivals on a closed-loop stage.
+    #[error("poisson arrivals need rate (open loop): closed-loop workers start when the last operation returns")]
+    ArrivalNeedsRate,
     /// A warm-up as long as the stage or longer.
     #[error("warm-up {} must be shorter than the stage ({})", humantime::format_duration(*.warmup), humantime::format_duration(*.duration))]
     WarmupTooLong {
@@ -122,6 +128,10 @@ pub struct Stage {
     warmup: Duration,
     /// Count-based: the stage ends after this many operations.
     limit: Option<Limit>,
+    /// How operations are spaced (open loop).
+    arrival: Arrival,
+    /// The stage's draw of a Poisson process, for `Arrival::Poisson`.
+    poisson: Option<PoissonPoints>,
 }
 
 impl Stage {
@@ -191,7 +201,43 @@ impl Stage {
             duration,
             warmup: Duration::ZERO,
             limit: None,
+            arrival: Arrival::Uniform,
+            poisson: None,
         })
+    }
+
+    /// Spaces the stage's operations by `arrival`: Poisson arrivals draw
+    /// the stage's operations from the seed, at the same mean rate. Only
+    /// open loop.
+    pub fn with_arrival(mut self, arrival: Arrival) -> Result<Stage, StageError> {
+        if matches!(arrival, Arrival::Poisson { .. }) && self.mode != Mode::Rate {
+            return Err(StageError::ArrivalNeedsRate);
+        }
+        self.arrival = arrival;
+        self.poisson = match arrival {
+            Arrival::Uniform => None,
+            Arrival::Poisson { seed } => Some(PoissonPoints::new(seed, self.mass())),
+        };
+        Ok(self)
+    }
+
+    /// How the stage spaces its operations.
+    pub fn arrival(&self) -> Arrival {
+        self.arrival
+    }
+
+    /// The same stage with its Poisson arrivals drawn again from the seed
+    /// mixed with `salt` (a cluster member's index: members do not send
+    /// their bursts in step). Uniform stages are unchanged.
+    pub fn reseeded(self, salt: u64) -> Stage {
+        match self.arrival {
+            Arrival::Poisson { seed } => {
+                let seed = seed ^ salt.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                let mode_ok = self.with_arrival(Arrival::Poisson { seed });
+                mode_ok.expect("a Poisson stage is open loop")
+            }
+            Arrival::Uniform => self,
+        }
     }
 
     /// Shorthand for a hold at a rate.
@@ -285,12 +331,15 @@ impl Stage {
     /// may be 0 (closed loop: fewer workers than members), which a
     /// configured stage may not be. Rate levels must stay positive.
     pub fn reshaped(&self, shape: Shape, limit: Option<Limit>) -> Stage {
-        Stage {
+        let stage = Stage {
             step_bases: step_bases(self.mode, &shape),
             shape,
             limit,
             ..self.clone()
-        }
+        };
+        // The arrivals are drawn again for the new rate.
+        let arrival = stage.arrival;
+        stage.clone().with_arrival(arrival).unwrap_or(stage)
     }
 
     /// The operation count that ends the stage, if count-based.
@@ -425,6 +474,7 @@ impl Stage {
         };
         let stage = Stage::new(self.name.clone(), self.mode, shape, self.duration)
             .and_then(|s| s.with_warmup(self.warmup))
+            .and_then(|s| s.with_arrival(self.arrival))
             .ok()?;
         Some(stage.limited_like(self))
     }
@@ -486,6 +536,12 @@ impl fmt::Display for Stage {
         }
         if !self.warmup.is_zero() {
             write!(f, " (warm-up {})", humantime::format_duration(self.warmup))?;
+        }
+        if let Some(p) = &self.poisson {
+            write!(f, ", poisson arrivals")?;
+            if !f.alternate() {
+                write!(f, " ({} operations drawn)", p.count())?;
+            }
         }
         Ok(())
     }

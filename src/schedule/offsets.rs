@@ -25,6 +25,10 @@ impl Stage {
     /// Unbounded offset of op `i` in ns, `None` when the rate never reaches
     /// it (a ramp down that integrates to less than `i`).
     fn offset_nanos(&self, i: u64) -> Option<u128> {
+        if let Some(p) = &self.poisson {
+            let t = self.time_of_mass(p.position(i)?)?;
+            return Some((t * NANOS_PER_SEC).round() as u128);
+        }
         match &self.shape {
             Shape::Hold(r) => Some(hold_offset_nanos(i, *r)),
             Shape::Ramp { from, to } => {
@@ -107,17 +111,11 @@ impl Stage {
     /// always agree.
     fn count_upto(&self, t: u128) -> u64 {
         let secs = t as f64 / NANOS_PER_SEC;
-        let estimate = match &self.shape {
-            Shape::Hold(r) => secs * r,
-            Shape::Ramp { from, to } => {
-                let d = self.duration.as_secs_f64();
-                from * secs + (to - from) * secs * secs / (2.0 * d)
-            }
-            Shape::Steps { levels, each } => {
-                let j = ((t / each.as_nanos()) as usize).min(levels.len() - 1);
-                let within = t as f64 / NANOS_PER_SEC - each.as_secs_f64() * j as f64;
-                self.step_bases[j] as f64 + within * levels[j]
-            }
+        let estimate = match (&self.poisson, &self.shape) {
+            // The count is exact up to the rounding to whole nanoseconds,
+            // which the loops below settle.
+            (Some(p), _) => p.count_upto(self.mass_at(secs)) as f64 - 1.0,
+            (None, shape) => self.uniform_estimate(shape, t, secs),
         };
         let mut n = if estimate.is_finite() && estimate > 0.0 {
             estimate.floor() as u64 + 1
@@ -132,6 +130,85 @@ impl Stage {
             n += 1;
         }
         n
+    }
+
+    /// The rate's integral from the stage's start to `secs` (clamped to
+    /// the stage): the expected number of operations by then.
+    pub(super) fn mass_at(&self, secs: f64) -> f64 {
+        let d = self.duration.as_secs_f64();
+        let secs = secs.clamp(0.0, d);
+        match &self.shape {
+            Shape::Hold(r) => secs * r,
+            Shape::Ramp { from, to } => from * secs + (to - from) * secs * secs / (2.0 * d),
+            Shape::Steps { levels, each } => {
+                let e = each.as_secs_f64();
+                let j = ((secs / e) as usize).min(levels.len() - 1);
+                levels[..j].iter().sum::<f64>() * e + (secs - e * j as f64) * levels[j]
+            }
+        }
+    }
+
+    /// The expected operations of the whole stage (the Poisson mean).
+    pub(super) fn mass(&self) -> f64 {
+        if self.mode != Mode::Rate {
+            return 0.0;
+        }
+        self.mass_at(self.duration.as_secs_f64())
+    }
+
+    /// The time (seconds into the stage) at which the rate's integral
+    /// reaches `x`: the inverse of [`Stage::mass_at`].
+    fn time_of_mass(&self, x: f64) -> Option<f64> {
+        let t = match &self.shape {
+            Shape::Hold(r) => x / r,
+            Shape::Ramp { from, to } => {
+                let (a, b) = (*from, *to);
+                let d = self.duration.as_secs_f64();
+                if a == b {
+                    x / a
+                } else {
+                    let k = (b - a) / (2.0 * d);
+                    let disc = a * a + 4.0 * k * x;
+                    let denom = a + disc.max(0.0).sqrt();
+                    if denom <= 0.0 {
+                        0.0
+                    } else {
+                        2.0 * x / denom
+                    }
+                }
+            }
+            Shape::Steps { levels, each } => {
+                let e = each.as_secs_f64();
+                let mut before = 0.0;
+                let mut found = None;
+                for (j, l) in levels.iter().enumerate() {
+                    let m = l * e;
+                    if x < before + m || j == levels.len() - 1 {
+                        found = Some(e * j as f64 + (x - before) / l);
+                        break;
+                    }
+                    before += m;
+                }
+                found?
+            }
+        };
+        t.is_finite().then_some(t)
+    }
+
+    /// The uniform clock's first guess of how many offsets are ≤ `t`.
+    fn uniform_estimate(&self, shape: &Shape, t: u128, secs: f64) -> f64 {
+        match shape {
+            Shape::Hold(r) => secs * r,
+            Shape::Ramp { from, to } => {
+                let d = self.duration.as_secs_f64();
+                from * secs + (to - from) * secs * secs / (2.0 * d)
+            }
+            Shape::Steps { levels, each } => {
+                let j = ((t / each.as_nanos()) as usize).min(levels.len() - 1);
+                let within = t as f64 / NANOS_PER_SEC - each.as_secs_f64() * j as f64;
+                self.step_bases[j] as f64 + within * levels[j]
+            }
+        }
     }
 }
 

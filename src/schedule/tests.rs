@@ -474,3 +474,162 @@ fn an_idle_worker_knows_when_the_level_reaches_it() {
     let open = Stage::rate("o", 100.0, secs(10)).unwrap();
     assert_eq!(open.worker_needed_at(0, secs(1)), None);
 }
+
+fn poisson(stage: Stage, seed: u64) -> Stage {
+    stage.with_arrival(Arrival::Poisson { seed }).unwrap()
+}
+
+/// The gaps between consecutive intended starts, in seconds.
+fn gaps(s: &Stage) -> Vec<f64> {
+    let offsets: Vec<f64> = (0..s.total_ops())
+        .map(|i| s.intended_offset(i).unwrap().as_secs_f64())
+        .collect();
+    offsets.windows(2).map(|w| w[1] - w[0]).collect()
+}
+
+fn mean_and_cv(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0);
+    (mean, var.sqrt() / mean)
+}
+
+#[test]
+fn poisson_arrivals_count_within_the_poisson_band_with_exponential_gaps() {
+    // 1000/s for 60 s: 60,000 expected, standard deviation √60,000 ≈ 245.
+    for seed in [1, 2, 3] {
+        let s = poisson(Stage::rate("p", 1000.0, secs(60.0)).unwrap(), seed);
+        let n = s.total_ops() as f64;
+        assert!((n - 60_000.0).abs() < 4.0 * 60_000f64.sqrt(), "{n}");
+        let (mean, cv) = mean_and_cv(&gaps(&s));
+        assert!((mean - 0.001).abs() < 0.00002, "mean gap {mean}");
+        assert!((cv - 1.0).abs() < 0.03, "coefficient of variation {cv}");
+        // Exponential: P(gap > mean) = 1/e.
+        let g = gaps(&s);
+        let over = g.iter().filter(|&&x| x > mean).count() as f64 / g.len() as f64;
+        assert!((over - (-1f64).exp()).abs() < 0.01, "{over}");
+    }
+    // Uniform arrivals (the default) are evenly spaced: CV 0, count exact.
+    let u = Stage::rate("u", 1000.0, secs(60.0)).unwrap();
+    assert_eq!(u.arrival(), Arrival::Uniform);
+    assert_eq!(u.total_ops(), 60_000);
+    assert!(mean_and_cv(&gaps(&u)).1 < 1e-6);
+}
+
+#[test]
+fn poisson_counts_vary_as_poisson_over_seeds() {
+    // The count itself is drawn: its variance over seeds ≈ its mean
+    // (a fixed count, as uniform arrivals have, would have none).
+    let counts: Vec<f64> = (0..400)
+        .map(|seed| poisson(Stage::rate("p", 50.0, secs(10.0)).unwrap(), seed).total_ops() as f64)
+        .collect();
+    let (mean, cv) = mean_and_cv(&counts);
+    let var = (cv * mean).powi(2);
+    assert!((mean - 500.0).abs() < 4.0, "{mean}");
+    assert!((var / 500.0 - 1.0).abs() < 0.2, "variance {var}");
+}
+
+#[test]
+fn poisson_arrivals_are_seeded_and_reproducible() {
+    let a = poisson(Stage::rate("p", 200.0, secs(30.0)).unwrap(), 42);
+    let b = poisson(Stage::rate("p", 200.0, secs(30.0)).unwrap(), 42);
+    let c = poisson(Stage::rate("p", 200.0, secs(30.0)).unwrap(), 43);
+    let offsets = |s: &Stage| (0..1000).map(|i| s.intended_offset(i)).collect::<Vec<_>>();
+    assert_eq!(a, b);
+    assert_eq!(offsets(&a), offsets(&b));
+    assert_ne!(offsets(&a), offsets(&c));
+    // Asked in any order, the same answers.
+    let backwards: Vec<_> = (0..1000).rev().map(|i| a.intended_offset(i)).collect();
+    assert_eq!(backwards.into_iter().rev().collect::<Vec<_>>(), offsets(&a));
+}
+
+#[test]
+fn poisson_ops_due_agrees_with_intended_offset() {
+    let ramp = Stage::new(
+        "r",
+        Mode::Rate,
+        Shape::Ramp {
+            from: 100.0,
+            to: 3000.0,
+        },
+        secs(5.0),
+    )
+    .unwrap();
+    let steps = Stage::new(
+        "s",
+        Mode::Rate,
+        Shape::Steps {
+            levels: vec![500.0, 50.0, 2000.0],
+            each: secs(1.0),
+        },
+        Duration::ZERO,
+    )
+    .unwrap();
+    for s in [
+        poisson(Stage::rate("h", 777.7, secs(3.0)).unwrap(), 5),
+        poisson(ramp, 6),
+        poisson(steps, 7),
+    ] {
+        let n = s.total_ops();
+        for i in 0..n {
+            let at = s.intended_offset(i).unwrap();
+            assert!(at < s.duration());
+            assert!(s.ops_due(at) > i, "{s} op {i}");
+            if let Some(before) = at.checked_sub(Duration::from_nanos(1)) {
+                assert!(s.ops_due(before) <= i, "{s} op {i}");
+            }
+            // The first ticket at an op's start is that op or an earlier
+            // one at the same nanosecond.
+            assert!(s.first_ticket_at(at) <= i);
+        }
+        assert_eq!(s.intended_offset(n), None);
+        assert_eq!(s.ops_due(s.duration()), n);
+    }
+}
+
+#[test]
+fn poisson_arrivals_follow_a_ramp_and_steps() {
+    // A ramp 0 → 2000/s over 10 s: 5,000 ops in the first half expected,
+    // 15,000 in the second (each ± 4σ).
+    let s = poisson(
+        Stage::new(
+            "r",
+            Mode::Rate,
+            Shape::Ramp {
+                from: 0.0,
+                to: 2000.0,
+            },
+            secs(10.0),
+        )
+        .unwrap(),
+        11,
+    );
+    let first = s.ops_due(secs(5.0) - Duration::from_nanos(1)) as f64;
+    let second = s.total_ops() as f64 - first;
+    assert!((first - 2500.0).abs() < 4.0 * 2500f64.sqrt(), "{first}");
+    assert!((second - 7500.0).abs() < 4.0 * 7500f64.sqrt(), "{second}");
+    // Scaled by 2 (runtime control): twice the operations, still Poisson.
+    let doubled = poisson(Stage::rate("h", 500.0, secs(20.0)).unwrap(), 3)
+        .scaled(2.0)
+        .unwrap();
+    assert_eq!(doubled.arrival(), Arrival::Poisson { seed: 3 });
+    let n = doubled.total_ops() as f64;
+    assert!((n - 20_000.0).abs() < 4.0 * 20_000f64.sqrt(), "{n}");
+    assert!((mean_and_cv(&gaps(&doubled)).1 - 1.0).abs() < 0.05);
+}
+
+#[test]
+fn poisson_arrivals_need_open_loop_and_show_in_the_description() {
+    let closed = Stage::concurrency("c", 4, secs(10.0)).unwrap();
+    assert_eq!(
+        closed.with_arrival(Arrival::Poisson { seed: 1 }),
+        Err(StageError::ArrivalNeedsRate)
+    );
+    let s = poisson(Stage::rate("p", 100.0, secs(10.0)).unwrap(), 1);
+    let text = s.to_string();
+    assert!(
+        text.starts_with("p: rate 100/s for 10s, poisson arrivals ("),
+        "{text}"
+    );
+    assert_eq!(format!("{s:#}"), "p: rate 100/s, poisson arrivals");
+}

@@ -397,6 +397,51 @@ fn the_issue_panels_are_there() {
             "{title}: {e}"
         );
     }
+    // A quantile of one load host's window cannot be merged across hosts:
+    // no panel aggregates them (only the maximum, quantile 1, merges).
+    for e in exprs
+        .iter()
+        .filter(|e| e.contains("mongoload_latency_window_seconds{"))
+    {
+        let aggregated = ["max", "min", "avg", "sum", "quantile("]
+            .iter()
+            .any(|f| e.contains(&format!("{f} by")) || e.contains(&format!("{f}(")));
+        assert!(
+            !aggregated || e.contains("quantile=\"1\""),
+            "per-host quantiles aggregated across hosts: {e}"
+        );
+    }
+    // Achieved = successful operations; failed ones beside them, apart.
+    for title in [
+        "Achieved ops/s",
+        "Achieved vs target rate",
+        "Achieved ops/s by member",
+    ] {
+        let p = panels
+            .iter()
+            .find(|p| p["title"] == title)
+            .unwrap_or_else(|| panic!("no panel {title:?}"));
+        let exprs: Vec<&str> = p["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["expr"].as_str())
+            .collect();
+        for e in exprs
+            .iter()
+            .filter(|e| e.contains("mongoload_operations_total"))
+        {
+            assert!(
+                e.contains("outcome=\"ok\"") ^ e.contains("outcome=\"error\""),
+                "{title}: ok and errors must be separate series: {e}"
+            );
+        }
+        assert!(exprs[0].contains("outcome=\"ok\""), "{title}: {}", exprs[0]);
+        assert!(
+            exprs.iter().any(|e| e.contains("outcome=\"error\"")),
+            "{title}: no errors/s beside the achieved rate"
+        );
+    }
     let heatmap = panels
         .iter()
         .find(|p| p["type"] == "heatmap")

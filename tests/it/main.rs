@@ -23,6 +23,7 @@ mod http_metrics;
 mod isolation;
 mod kubernetes;
 mod lag_probe;
+mod percentiles;
 mod progress;
 mod prometheus_e2e;
 mod prometheus_rules;
