@@ -13,7 +13,7 @@ pub struct ClusterMetrics {
     pub size: IntGauge,
     /// `mongoload_cluster_member_index`: this member's index.
     pub index: IntGauge,
-    /// `mongoload_cluster_epoch_seconds{workload}`: the shared run epoch
+    /// `mongoload_cluster_epoch_timestamp_seconds{workload}`: the shared run epoch
     /// (Unix seconds) this member places its stages on.
     pub epoch: GaugeVec,
     /// `mongoload_cluster_stage_index{workload}`: the stage this member runs
@@ -42,7 +42,7 @@ impl ClusterMetrics {
         )?;
         let epoch = GaugeVec::new(
             Opts::new(
-                "mongoload_cluster_epoch_seconds",
+                "mongoload_cluster_epoch_timestamp_seconds",
                 "The shared run epoch (Unix time) the member places the workload's stages on",
             ),
             &["workload"],

@@ -2,7 +2,8 @@
 //! events, so client-side queueing and failovers show on the dashboard
 //! without wrapping driver calls.
 //!
-//! Metrics: `mongoload_pool_connections{state="open"|"in_use"}`,
+//! Metrics: `mongoload_pool_connections{state="idle"|"in_use"}` (disjoint:
+//! their sum is the open connections),
 //! `mongoload_pool_checkout_wait_seconds` (histogram),
 //! `mongoload_pool_checkout_failures_total{reason}`,
 //! `mongoload_pool_clears_total`, `mongoload_topology_servers{type}`,
@@ -145,7 +146,10 @@ struct TopologyState {
 }
 
 pub(crate) struct DriverMetrics {
+    /// Open connections (established or being established): not exported,
+    /// `idle` is this minus `in_use`.
     open: IntGauge,
+    idle: IntGauge,
     in_use: IntGauge,
     connections: IntGaugeVec,
     checkout_wait: Histogram,
@@ -162,7 +166,7 @@ impl DriverMetrics {
         let connections = IntGaugeVec::new(
             Opts::new(
                 "mongoload_pool_connections",
-                "Driver pool connections: open (established or being established) and in_use (checked out).",
+                "Driver pool connections by state, disjoint (their sum is the open connections): in_use (checked out) and idle (established or being established, not checked out).",
             ),
             &["state"],
         )?;
@@ -190,7 +194,8 @@ impl DriverMetrics {
             servers.with_label_values(&[t]).set(0);
         }
         Ok(DriverMetrics {
-            open: connections.with_label_values(&["open"]),
+            open: IntGauge::new("mongoload_pool_connections_open", "not exported")?,
+            idle: connections.with_label_values(&["idle"]),
             in_use: connections.with_label_values(&["in_use"]),
             connections,
             checkout_wait: Histogram::with_opts(
@@ -229,6 +234,11 @@ impl DriverMetrics {
     }
 
     pub(crate) fn on_cmap(&self, event: &CmapEvent) {
+        self.on_cmap_counts(event);
+        self.idle.set(self.open.get() - self.in_use.get());
+    }
+
+    fn on_cmap_counts(&self, event: &CmapEvent) {
         match event {
             CmapEvent::ConnectionCreated(_) => self.open.inc(),
             CmapEvent::ConnectionClosed(ev) => {

@@ -5,8 +5,10 @@
 //!
 //! Documents are `{ _id: i64, k: i64, pad: string }` with an index on `k`.
 //! The prepare step loads `_id` 0..initial_docs; inserts take new `_id`s
-//! from a counter shared by all workers; updates, deletes and finds pick an
-//! `_id` uniformly in `[0, counter)` (a deleted key simply matches nothing).
+//! from a counter shared by all workers and, past the bound (`max_docs`,
+//! by default ten times `initial_docs`), delete the oldest; updates,
+//! deletes and finds pick an `_id` uniformly among the live keys (a
+//! deleted key simply matches nothing).
 //! `k` is uniform in `[0, max(initial_docs, 1))`, so lookups by `k` mostly
 //! hit.
 
@@ -88,18 +90,24 @@ pub fn build(cfg: &MixedConfig, seed: u64) -> Built<Mixed> {
             .map(|((_, w), what)| (what, w)),
     )
     .expect("validated: a weight is positive");
+    // With a bound, an insert past it evicts the oldest document as its
+    // second step (`evict`), under the insert's own label.
+    let inserts = BoundedInserts::new(COLL, cfg.initial_docs, cfg.bound());
     let ops = cfg
         .weights()
         .iter()
         .filter(|(_, w)| *w > 0.0)
-        .map(|(name, _)| OpSpec::single(name))
+        .map(|(name, _)| match *name {
+            "insert" => inserts.spec(name),
+            _ => OpSpec::single(name),
+        })
         .collect();
     let overhead = bson_len(&doc! { "_id": 0i64, "k": 0i64, "pad": "" });
     let mixed = Arc::new(Mixed {
         pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
         pad_len: (cfg.doc_size.bytes() as usize).saturating_sub(overhead),
         k_range: cfg.initial_docs.max(1),
-        inserts: BoundedInserts::new(COLL, cfg.initial_docs, 0),
+        inserts,
         mix,
     });
     let mut prepare = vec![PrepareStep::index(COLL, doc! { "k": 1 }, Some("k_1"))];
