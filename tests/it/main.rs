@@ -15,6 +15,7 @@ mod control;
 mod coordinated_omission;
 mod daemon;
 mod dashboards;
+mod doc_links;
 mod etc_files;
 mod failover;
 mod faults;
