@@ -165,7 +165,14 @@ fn probe_file(path: &Path) -> io::Result<()> {
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_dir() => Err(io::Error::other("it is a directory")),
         Ok(_) => OpenOptions::new().append(true).open(path).map(drop),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => probe_dir(parent(path)),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            probe_dir(parent(path))
+        }
         Err(e) => Err(e),
     }
 }

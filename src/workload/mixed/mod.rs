@@ -200,8 +200,67 @@ mod tests {
     }
 
     #[test]
+    fn by_default_inserts_past_ten_times_initial_docs_evict_the_oldest() {
+        let c = MixedConfig {
+            insert: 1.0,
+            update: 0.0,
+            delete: 0.0,
+            find: 0.0,
+            ..params()
+        };
+        assert_eq!(c.bound(), 10_000, "10 × initial_docs 1000");
+        let c = MixedConfig {
+            initial_docs: 100,
+            max_docs: Some(150),
+            ..c
+        };
+        let w = build(&c, 1);
+        assert_eq!(w.op_names(), ["insert"]);
+        assert_eq!(w.ops()[0].steps.len(), 2, "insert, evict");
+        let mut src = w.worker(0, 1);
+        for id in 100..400i64 {
+            let op = src.next_op();
+            assert_eq!(op.op, 0, "the label stays insert");
+            if id < 150 {
+                assert!(matches!(op.action(), Some(Action::InsertOne { .. })));
+                continue;
+            }
+            match &op.requests()[1].action {
+                Action::DeleteOne { filter, .. } => {
+                    assert_eq!(filter.get_i64("_id"), Ok(id - 150))
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        // Finds, updates and deletes pick among the live documents.
+        let live = MixedConfig {
+            insert: 0.0,
+            find: 1.0,
+            ..c
+        };
+        let w = build(&live, 1);
+        w.keys()[0].raise_past(999);
+        let mut src = w.worker(0, 2);
+        for _ in 0..1000 {
+            let op = src.next_op();
+            let Some(Action::FindOne { filter, .. }) = op.action() else {
+                panic!("{:?}", op.body)
+            };
+            let id = filter.get_i64("_id").unwrap();
+            assert!((850..1000).contains(&id), "{id} is not live");
+        }
+    }
+
+    #[test]
     fn op_mix_matches_the_weights() {
-        let w = build(&params(), 1);
+        // Unbounded, so every insert is one request.
+        let w = build(
+            &MixedConfig {
+                max_docs: Some(0),
+                ..params()
+            },
+            1,
+        );
         assert_eq!(w.op_names(), ["insert", "update", "delete", "find"]);
         let mut src = w.worker(0, 42);
         let draws = 200_000;
