@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config::{self, Config, ConfigError, SecretUri};
 use crate::daemon;
-use crate::service::{self, Signal};
+use crate::daemon::service::{self, Signal};
 
 /// Exit status for a configuration error (sysexits' EX_CONFIG), including
 /// a path the daemon must write and cannot; the systemd units list it in
@@ -198,7 +198,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::CheckTarget(args) => block_on(crate::check_target::run_cli(args)),
         Command::Run(args) => {
             let progress = args.progress.progress();
-            crate::logging::init_with(
+            crate::daemon::logging::init_with(
                 log_level(&progress),
                 progress.as_ref().map(|p| p.terminal()),
             );
@@ -210,14 +210,14 @@ pub fn run(cli: Cli) -> ExitCode {
             for w in config.warnings.iter().chain(&config.growth_warnings()) {
                 tracing::warn!("{}: {w}", path.display());
             }
-            crate::writable::create_dirs(&config);
-            if let Some(u) = crate::writable::check(&config).first() {
+            crate::daemon::writable::create_dirs(&config);
+            if let Some(u) = crate::daemon::writable::check(&config).first() {
                 return config_error(&u.to_config_error(&path));
             }
-            if let Some(w) = crate::limits::pool_warning(&config) {
+            if let Some(w) = crate::daemon::limits::pool_warning(&config) {
                 tracing::warn!("{w}");
             }
-            match crate::limits::ensure_fds(&config, &path) {
+            match crate::daemon::limits::ensure_fds(&config, &path) {
                 Ok(Some(n)) => tracing::info!(
                     "raised the soft RLIMIT_NOFILE to {n} for the plan's connections"
                 ),
@@ -243,7 +243,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 Some(_) => DEMO_PROGRESS_LOG,
                 None => log_level(&progress),
             };
-            crate::logging::init_with(level, progress.as_ref().map(|p| p.terminal()));
+            crate::daemon::logging::init_with(level, progress.as_ref().map(|p| p.terminal()));
             block_on(demo(args, progress))
         }
         Command::Report(args) => report(&args),
@@ -406,11 +406,11 @@ fn config_error(e: &ConfigError) -> ExitCode {
 fn check_config(path: &Path) -> ExitCode {
     match config::load(path) {
         Ok(config) => {
-            use crate::limits::{self, Verdict};
+            use crate::daemon::limits::{self, Verdict};
             for w in &config.warnings {
                 eprintln!("mongoload: warning: {}: {w}", path.display());
             }
-            if let Some(u) = crate::writable::check(&config).first() {
+            if let Some(u) = crate::daemon::writable::check(&config).first() {
                 return config_error(&u.to_config_error(path));
             }
             let budget = limits::fd_budget(&config);
@@ -447,7 +447,7 @@ fn check_config(path: &Path) -> ExitCode {
 
 /// Runs the daemon until its schedules end or SIGTERM/SIGINT; SIGHUP
 /// reloads the config file (`path`): a valid one replaces the plan live
-/// (see [`crate::supervisor`]), an invalid one is logged and ignored. With
+/// (see [`crate::daemon::supervisor`]), an invalid one is logged and ignored. With
 /// `progress`, the terminal shows the run live and its stage table at exit.
 async fn run_daemon(
     config: Config,
@@ -572,7 +572,7 @@ async fn demo(args: DemoArgs, progress: Option<crate::progress::Progress>) -> Ex
 
 /// The demo's log filter under the live view: warnings, except those of
 /// the failovers the demo schedules itself (RUST_LOG overrides it).
-pub const DEMO_PROGRESS_LOG: &str = "warn,mongoload::metrics::failover=error";
+pub const DEMO_PROGRESS_LOG: &str = "warn,mongoload::failover=error";
 
 /// How often the demo's replica set fails over.
 pub const DEMO_FAILOVER_EVERY: Duration = Duration::from_secs(20);

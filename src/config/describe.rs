@@ -172,7 +172,8 @@ impl Config {
             if let Some((growth, _)) = w.data_growth(now) {
                 let _ = writeln!(out, "  data: {growth}");
             }
-            out.push_str(&w.describe_failover());
+            out.push_str(&w.describe_concerns());
+            out.push_str(&w.describe_audit());
             let Ok(schedule) = w.schedule() else {
                 let _ = writeln!(out, "  (invalid schedule)");
                 continue;

@@ -145,18 +145,10 @@ pub fn driver_reason(e: &mongodb::error::Error, uri: &str) -> String {
         mongodb::error::ErrorKind::DnsResolve { message, .. } => format!("DNS: {message}"),
         other => other.to_string(),
     };
-    let mut out = message.replace(uri, &redact_uri(uri));
-    if let Some(password) = password_of(uri).filter(|p| !p.is_empty()) {
-        out = out.replace(password, "***");
-    }
-    out.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// The raw password of a connection string, if it has one.
-fn password_of(uri: &str) -> Option<&str> {
-    let (_, authority, _) = split(uri)?;
-    let userinfo = &authority[..authority.rfind('@')?];
-    Some(userinfo.split_once(':')?.1)
+    scrub(&message, uri)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The hosts of a connection string (`host:port` as written, or the SRV
@@ -213,6 +205,25 @@ pub fn uri_user(uri: &str) -> Option<UriUser> {
         source,
         mechanism: param("authMechanism"),
     })
+}
+
+/// Removes the URI's password from a message, in case an error echoes
+/// part of the URI back.
+pub fn scrub(message: &str, uri: &str) -> String {
+    let redacted = redact_uri(uri);
+    let mut out = message.replace(uri, &redacted);
+    if let Some(password) = password_of(uri) {
+        if !password.is_empty() {
+            out = out.replace(password, "***");
+        }
+    }
+    out
+}
+
+fn password_of(uri: &str) -> Option<&str> {
+    let rest = uri.split_once("://")?.1;
+    let userinfo = &rest[..rest.rfind('@')?];
+    Some(userinfo.split_once(':')?.1)
 }
 
 /// Decodes `%XX` escapes; anything malformed is kept as written.
@@ -353,5 +364,14 @@ mod tests {
         assert!(!format!("{s:?}").contains("topsecret"));
         assert!(!format!("{s}").contains("topsecret"));
         assert_eq!(s.expose(), "mongodb://u:topsecret@h/");
+    }
+
+    #[test]
+    fn scrub_removes_password_and_uri() {
+        let uri = "mongodb://app:s3cr%3Et@db1:27017,db2/?replicaSet=rs0";
+        let msg = format!("bad thing with {uri} and s3cr%3Et");
+        let out = scrub(&msg, uri);
+        assert!(!out.contains("s3cr%3Et"), "{out}");
+        assert!(out.contains("db1:27017"), "{out}");
     }
 }
