@@ -413,6 +413,24 @@ fn check_config(path: &Path) -> ExitCode {
             if let Some(u) = crate::daemon::writable::check(&config).first() {
                 return config_error(&u.to_config_error(path));
             }
+            // A readable uri_file is checked as `run` checks it; one this
+            // user cannot read (a systemd credential, a Kubernetes Secret
+            // outside its pod) only `run` can.
+            if let (None, Some(file)) = (&config.target.uri, &config.target.uri_file) {
+                match std::fs::read_to_string(file) {
+                    Ok(_) => {
+                        if let Err(e) = config.target.resolve_uri() {
+                            return config_error(&e);
+                        }
+                    }
+                    Err(e) => eprintln!(
+                        "mongoload: warning: {}: target.uri_file: {} cannot be read by this user \
+                         ({e}); mongoload run reads it at start and exits {EX_CONFIG} if it cannot",
+                        path.display(),
+                        file.display()
+                    ),
+                }
+            }
             let budget = limits::fd_budget(&config);
             let limit = limits::nofile();
             let mut text = format!(

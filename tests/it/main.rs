@@ -11,6 +11,7 @@ mod bad_input;
 mod check_target;
 mod cli;
 mod cluster;
+mod compression;
 mod control;
 mod coordinated_omission;
 mod daemon;
