@@ -483,7 +483,7 @@ async fn run_daemon(
     let running = match daemon::start_with(config, tap).await {
         Ok(r) => r,
         Err(daemon::StartError::Config(e)) => return config_error(&e),
-        Err(e @ daemon::StartError::Uri { .. }) => {
+        Err(e @ (daemon::StartError::Uri { .. } | daemon::StartError::Workload { .. })) => {
             tracing::error!("invalid config: {e}");
             return ExitCode::from(EX_CONFIG);
         }

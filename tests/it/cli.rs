@@ -479,3 +479,27 @@ fn the_control_socket_has_one_variable_and_the_old_one_warns() {
     );
     assert!(text(&out.stdout).contains(&format!("socket: {sock}")));
 }
+
+/// A `mongodb+srv` name that does not resolve is a deployment that cannot
+/// be found (69, which systemd restarts), in `run` and `check-target`
+/// alike, not a config error (78); `check-config` accepts the string.
+#[test]
+fn an_srv_name_that_does_not_resolve_is_unreachable_not_a_config_error() {
+    let file = write_config(&edit(
+        "mongodb://app:hunter2@127.0.0.1:27017/",
+        "mongodb+srv://app:hunter2@no-such-cluster.invalid/",
+    ));
+    let path = file.path.to_str().unwrap();
+    let check = check_config(&file.path, &[]);
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check.stderr));
+    for args in [
+        &["run", "--config", path][..],
+        &["check-target", "--config", path],
+    ] {
+        let out = run(args, &[]);
+        let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(69), "{args:?}: {all}");
+        assert!(!all.contains("hunter2"), "{all}");
+        assert!(!all.contains("labels"), "no driver dump: {all}");
+    }
+}
