@@ -208,6 +208,10 @@ pub fn run(cli: Cli) -> ExitCode {
                 Ok(c) => c,
                 Err(e) => return config_error(&e),
             };
+            for w in config.warnings.iter().chain(&config.growth_warnings()) {
+                tracing::warn!("{}: {w}", path.display());
+            }
+            crate::daemon::writable::create_dirs(&config);
             if let Some(u) = crate::daemon::writable::check(&config).first() {
                 return config_error(&u.to_config_error(&path));
             }
@@ -234,10 +238,13 @@ pub fn run(cli: Cli) -> ExitCode {
         }),
         Command::Demo(args) => {
             let progress = args.progress.progress();
-            crate::daemon::logging::init_with(
-                log_level(&progress),
-                progress.as_ref().map(|p| p.terminal()),
-            );
+            // The demo's failovers are scheduled: under the live view their
+            // WARN lines would bury it (the view shows the outages).
+            let level = match &progress {
+                Some(_) => DEMO_PROGRESS_LOG,
+                None => log_level(&progress),
+            };
+            crate::daemon::logging::init_with(level, progress.as_ref().map(|p| p.terminal()));
             block_on(demo(args, progress))
         }
         Command::Report(args) => report(&args),
@@ -394,16 +401,35 @@ fn config_error(e: &ConfigError) -> ExitCode {
 }
 
 /// `mongoload check-config`. Paths the daemon must write are tried as
-/// whoever runs the check, outside the unit's sandbox, so a problem there
-/// is a warning; `mongoload run` fails on it with 78. Directories the
-/// packaged units create at start are not warned about.
+/// whoever runs the check, as `mongoload run` by the same user would (a
+/// missing directory this user can create is fine: `run` creates it):
+/// what `run` refuses with 78, the check refuses with the same line.
 fn check_config(path: &Path) -> ExitCode {
     match config::load(path) {
         Ok(config) => {
             use crate::daemon::limits::{self, Verdict};
-            for u in crate::daemon::writable::check(&config) {
-                if !u.unit_creates_it {
-                    eprintln!("mongoload: warning: {}: {}: {u}", path.display(), u.key);
+            for w in &config.warnings {
+                eprintln!("mongoload: warning: {}: {w}", path.display());
+            }
+            if let Some(u) = crate::daemon::writable::check(&config).first() {
+                return config_error(&u.to_config_error(path));
+            }
+            // A readable uri_file is checked as `run` checks it; one this
+            // user cannot read (a systemd credential, a Kubernetes Secret
+            // outside its pod) only `run` can.
+            if let (None, Some(file)) = (&config.target.uri, &config.target.uri_file) {
+                match std::fs::read_to_string(file) {
+                    Ok(_) => {
+                        if let Err(e) = config.target.resolve_uri() {
+                            return config_error(&e);
+                        }
+                    }
+                    Err(e) => eprintln!(
+                        "mongoload: warning: {}: target.uri_file: {} cannot be read by this user \
+                         ({e}); mongoload run reads it at start and exits {EX_CONFIG} if it cannot",
+                        path.display(),
+                        file.display()
+                    ),
                 }
             }
             let budget = limits::fd_budget(&config);
@@ -416,6 +442,9 @@ fn check_config(path: &Path) -> ExitCode {
             );
             if let Some(w) = limits::pool_warning(&config) {
                 eprintln!("mongoload: warning: {w}");
+            }
+            for w in config.growth_warnings() {
+                eprintln!("mongoload: warning: {}: {w}", path.display());
             }
             match limits::verdict(budget.needed, limit) {
                 Verdict::Fits => {}
@@ -455,6 +484,15 @@ async fn run_daemon(
     let running = match daemon::start_with(config, tap).await {
         Ok(r) => r,
         Err(daemon::StartError::Config(e)) => return config_error(&e),
+        Err(e @ (daemon::StartError::Uri { .. } | daemon::StartError::Workload { .. })) => {
+            tracing::error!("invalid config: {e}");
+            return ExitCode::from(EX_CONFIG);
+        }
+        // systemd restarts it: the deployment may be found later.
+        Err(e @ daemon::StartError::Client { .. }) => {
+            tracing::error!("cannot start: {e}");
+            return ExitCode::from(EX_UNAVAILABLE);
+        }
         // Logged once: to the journal under systemd, else to stderr.
         Err(e) => {
             tracing::error!("cannot start: {e}");
@@ -550,6 +588,10 @@ async fn demo(args: DemoArgs, progress: Option<crate::progress::Progress>) -> Ex
     sim.shutdown().await;
     code
 }
+
+/// The demo's log filter under the live view: warnings, except those of
+/// the failovers the demo schedules itself (RUST_LOG overrides it).
+pub const DEMO_PROGRESS_LOG: &str = "warn,mongoload::failover=error";
 
 /// How often the demo's replica set fails over.
 pub const DEMO_FAILOVER_EVERY: Duration = Duration::from_secs(20);

@@ -85,9 +85,24 @@ pub async fn check(config: &Config, path: &Path) -> Result<Report, String> {
     let uri = config.target.resolve_uri().map_err(|e| e.to_string())?;
     let prepare = plan::prepare_plan(config).map_err(|e| e.to_string())?;
     let user = uri_user(uri.expose());
-    let mut options = ClientOptions::parse(uri.expose())
-        .await
-        .map_err(|e| format!("target.uri: {}", scrub(&explain(&e), uri.expose())))?;
+    // A `mongodb+srv` name that does not resolve is a target that cannot
+    // be reached (69), as `run` says too, not a config error.
+    let (mut options, unresolved) = match ClientOptions::parse(uri.expose()).await {
+        Ok(options) => (options, None),
+        Err(e)
+            if matches!(
+                e.kind.as_ref(),
+                DriverKind::DnsResolve { .. } | DriverKind::Io(_)
+            ) =>
+        {
+            let mut options = ClientOptions::default();
+            if uri.expose().starts_with("mongodb+srv://") {
+                options.tls = Some(Tls::Enabled(Default::default()));
+            }
+            (options, Some(scrub(&explain(&e), uri.expose())))
+        }
+        Err(e) => return Err(format!("target.uri: {}", scrub(&explain(&e), uri.expose()))),
+    };
     let last_server_error = Arc::new(Mutex::new(None::<Error>));
     options.app_name = Some(config.target.app_name.clone());
     options.max_pool_size = Some(2);
@@ -133,6 +148,12 @@ pub async fn check(config: &Config, path: &Path) -> Result<Report, String> {
         privileges: None,
         prepare,
     };
+    if let Some(reason) = unresolved {
+        report.reachable.status = Status::Unreachable;
+        report.reachable.error = Some(reason);
+        report.conclude();
+        return Ok(report);
+    }
     let client = Client::with_options(options).map_err(|e| scrub(&explain(&e), uri.expose()))?;
     let probe = Probe {
         client: &client,
@@ -434,8 +455,9 @@ fn describe_write_concern(wc: Option<&WriteConcern>) -> WriteConcernInfo {
     if parts.is_empty() {
         WriteConcernInfo {
             source: "server_default".into(),
-            effective:
-                "unknown: the deployment's default (getDefaultRWConcern is an admin command)".into(),
+            effective: "not set: the deployment's default applies (w=majority on MongoDB 5.0 \
+                 and later unless setDefaultRWConcern changed it)"
+                .into(),
         }
     } else {
         WriteConcernInfo {
@@ -557,7 +579,8 @@ mod tests {
         );
         let d = describe_write_concern(None);
         assert_eq!(d.source, "server_default");
-        assert!(d.effective.starts_with("unknown"), "{}", d.effective);
+        assert!(d.effective.starts_with("not set"), "{}", d.effective);
+        assert!(!d.effective.contains("unknown"), "{}", d.effective);
     }
 
     #[test]

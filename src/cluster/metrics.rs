@@ -18,7 +18,7 @@ families! {
         pub index: IntGauge = "mongoload_cluster_member_index",
             "This member's index in the cluster (0-based)";
         /// The shared run epoch (Unix seconds) this member places its stages on.
-        pub epoch: GaugeVec = "mongoload_cluster_epoch_seconds",
+        pub epoch: GaugeVec = "mongoload_cluster_epoch_timestamp_seconds",
             "The shared run epoch (Unix time) the member places the workload's stages on",
             labels ["workload"];
         /// The stage this member runs (-1 idle or not started): members

@@ -8,7 +8,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::{uri_hosts, Config, SecretUri, TargetConfig};
-use crate::schedule::WindowPlan;
+use crate::schedule::{Mode, Stage, WindowPlan};
+use crate::workload::footprint::{self, Growth};
 
 /// How far ahead `check-config` prints the timeline.
 pub const TIMELINE_HORIZON: Duration = Duration::from_secs(24 * 3600);
@@ -28,7 +29,63 @@ impl TargetConfig {
     }
 }
 
+impl super::WorkloadConfig {
+    /// The data the workload keeps, at the plan's mean rate (a week of
+    /// windows from `now`), and whether the plan repeats (then unbounded
+    /// growth fills any disk); `None` when the kind gives no estimate or
+    /// the schedule is invalid.
+    pub fn data_growth(&self, now: DateTime<Utc>) -> Option<(Growth, bool)> {
+        let fp = self.kind.params().footprint()?;
+        let schedule = self.schedule().ok()?;
+        let level = |s: &Stage, at: Duration| match s.mode() {
+            Mode::Rate => Some(s.rate_at(at)),
+            Mode::Concurrency => None,
+        };
+        let (rate, repeats) = match schedule.windows() {
+            Some(plan) => {
+                let stages = plan.stages();
+                const STEP: Duration = Duration::from_secs(300);
+                const SAMPLES: u32 = 7 * 24 * 12;
+                let mut sum = Some(0.0);
+                for i in 0..SAMPLES {
+                    let t = now + chrono::Duration::from_std(STEP * i).unwrap_or_default();
+                    let r = match plan.at(t).index {
+                        Some(idx) => level(&stages[idx], Duration::ZERO),
+                        None => Some(0.0),
+                    };
+                    sum = sum.zip(r).map(|(a, b)| a + b);
+                }
+                (sum.map(|s| s / f64::from(SAMPLES)), true)
+            }
+            None => (
+                footprint::mean_rate(schedule.stages(), Stage::duration, level),
+                schedule.repeats(),
+            ),
+        };
+        Some((footprint::growth(&fp, rate), repeats))
+    }
+}
+
 impl Config {
+    /// One warning per workload whose data grows without bound in a plan
+    /// that repeats: such a plan fills any disk in time.
+    pub fn growth_warnings(&self) -> Vec<String> {
+        let now = Utc::now();
+        self.workloads
+            .iter()
+            .filter_map(|w| {
+                let (growth, repeats) = w.data_growth(now)?;
+                (repeats && growth.unbounded()).then(|| {
+                    format!(
+                        "workload {:?} repeats and its data {growth}: workloads[].{}.max_docs bounds it",
+                        w.name,
+                        w.kind.table()
+                    )
+                })
+            })
+            .collect()
+    }
+
     /// The resolved plan, as `check-config` prints it: target (redacted),
     /// http, each workload with kind, parameters and stages, and the
     /// timeline of the next 24 hours.
@@ -112,6 +169,9 @@ impl Config {
                 }
             );
             out.push_str(&w.kind.params().describe());
+            if let Some((growth, _)) = w.data_growth(now) {
+                let _ = writeln!(out, "  data: {growth}");
+            }
             out.push_str(&w.describe_concerns());
             out.push_str(&w.describe_audit());
             let Ok(schedule) = w.schedule() else {

@@ -5,6 +5,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use crate::control::DEPRECATED_SOCKET_ENV;
+
 use super::{Config, ConfigError, KeyError, CONFIG_ENV, DEFAULT_PATH};
 
 /// Prefix of environment overrides.
@@ -49,17 +51,42 @@ pub fn parse_with_env(
     // Only MONGOLOAD_<SECTION>__<KEY> are keys: MONGOLOAD_CONFIG,
     // MONGOLOAD_TEST_URI and friends must not reach deny_unknown_fields.
     let mut hostname = None;
-    let overrides: HashMap<String, String> = env
+    let mut socket = None;
+    let mut overrides: HashMap<String, String> = env
         .into_iter()
         .filter(|(k, v)| {
             if k == "HOSTNAME" {
                 hostname = Some(v.clone());
+            }
+            if k == crate::control::SOCKET_ENV {
+                socket = Some(v.clone());
             }
             k.get(..ENV_PREFIX.len())
                 .is_some_and(|p| p.eq_ignore_ascii_case(ENV_PREFIX))
                 && k[ENV_PREFIX.len()..].contains("__")
         })
         .collect();
+    // One name for the control socket, the one `mongoload ctl` reads too:
+    // MONGOLOAD_CONTROL_SOCKET. The generic override's spelling
+    // (MONGOLOAD_CONTROL__SOCKET) still works, with a warning; the single
+    // underscore wins when both are set.
+    let mut warnings = Vec::new();
+    let deprecated = overrides
+        .keys()
+        .find(|k| k.eq_ignore_ascii_case(DEPRECATED_SOCKET_ENV))
+        .cloned();
+    if let Some(old) = deprecated {
+        warnings.push(format!(
+            "{old} is deprecated: set {} instead (mongoload ctl reads that one too)",
+            crate::control::SOCKET_ENV
+        ));
+        if socket.is_some() {
+            overrides.remove(&old);
+        }
+    }
+    if let Some(s) = socket.filter(|s| !s.is_empty()) {
+        overrides.insert(DEPRECATED_SOCKET_ENV.to_owned(), s);
+    }
     let built = config::Config::builder()
         .add_source(config::File::from_str(text, config::FileFormat::Toml))
         .add_source(
@@ -110,6 +137,7 @@ pub fn parse_with_env(
         }
     })?;
     let mut cfg = cfg;
+    cfg.warnings = warnings;
     cfg.validate()
         .and_then(|()| {
             let host = crate::cluster::hostname(hostname);

@@ -105,7 +105,7 @@ pub use describe::TIMELINE_HORIZON;
 pub use load::{default_path, load, load_with_env, parse_with_env};
 pub use probe::LagProbeConfig;
 pub use types::{ByteSize, LevelSpec};
-pub use uri::{redact_uri, scrub, uri_hosts, uri_user, SecretUri, UriUser};
+pub use uri::{driver_reason, redact_uri, scrub, uri_hosts, uri_user, SecretUri, UriUser};
 pub use workers::{check_workers, MAX_WORKERS};
 
 /// Where the daemon looks for its config when `--config` is not given.
@@ -214,6 +214,10 @@ pub struct Config {
     /// The replication-lag probe; absent: off.
     #[serde(default)]
     pub lag_probe: Option<LagProbeConfig>,
+    /// What loading noticed and accepted (a deprecated variable): `run`
+    /// logs each, `check-config` prints each; not a key.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 /// `[target]`: where and how to connect.
@@ -295,9 +299,11 @@ impl TargetConfig {
     }
 }
 
+/// The scheme, then the driver's own parser ([`uri::check_with_driver`]):
+/// `check-config` refuses exactly the connection strings `run` would.
 fn check_uri_scheme(uri: &str) -> Result<(), String> {
     if uri.starts_with("mongodb://") || uri.starts_with("mongodb+srv://") {
-        Ok(())
+        uri::check_with_driver(uri)
     } else {
         Err(format!(
             "must start with mongodb:// or mongodb+srv://, got {:?}",

@@ -865,3 +865,46 @@ pub(super) fn load_one(target: &str, workload: &str) -> Result<Config, String> {
     parse_with_env(&text, std::path::Path::new("t.toml"), std::iter::empty())
         .map_err(|e| e.to_string())
 }
+
+/// `check-config`'s data line and warning: the shipped soak without a
+/// bound grows about 22 GiB a day at 100 ops/s and is warned about when it
+/// repeats; with the default bound it settles; a plan that ends is not
+/// warned about.
+#[test]
+fn unbounded_growth_in_a_repeating_plan_is_warned_about() {
+    let plan = |max_docs: &str, repeat: bool| {
+        parse(&format!(
+            "[target]\nuri = \"mongodb://h\"\n[[workloads]]\nname = \"soak\"\nkind = \"mixed\"\n\
+             repeat = {repeat}\n[workloads.mixed]\ninitial_docs = 10000\n{max_docs}\n\
+             [[workloads.stages]]\nrate = 100\nduration = \"1h\"\n"
+        ))
+        .unwrap()
+    };
+    let unbounded = plan("max_docs = 0", true);
+    let warnings = unbounded.growth_warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("grows about 21.9 GiB a day") && warnings[0].contains("max_docs"),
+        "{warnings:?}"
+    );
+    assert!(unbounded
+        .describe()
+        .contains("  data: grows about 21.9 GiB a day"));
+    let bounded = plan("", true);
+    assert!(bounded.growth_warnings().is_empty());
+    assert!(
+        bounded
+            .describe()
+            .contains("  data: about 7.25 GiB at steady state, bounded by max_docs"),
+        "{}",
+        bounded.describe()
+    );
+    assert!(plan("max_docs = 0", false).growth_warnings().is_empty());
+    // Below initial_docs a bound makes no sense.
+    assert!(parse(
+        "[target]\nuri = \"mongodb://h\"\n[[workloads]]\nname = \"w\"\nkind = \"mixed\"\n\
+         [workloads.mixed]\ninitial_docs = 100\nmax_docs = 10\n\
+         [[workloads.stages]]\nrate = 1\nduration = \"1s\"\n"
+    )
+    .is_err());
+}

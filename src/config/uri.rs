@@ -118,6 +118,39 @@ pub fn redact_uri(uri: &str) -> String {
     out
 }
 
+/// Parses a connection string with the driver's own parser, as `run`
+/// does when it builds the client: an unknown or misspelt option, a bad
+/// value, a compressor the build lacks, `socketTimeoutMS` and the option
+/// combinations the driver refuses all fail here, with the driver's reason
+/// (never the password). A `mongodb+srv://` string is parsed without its
+/// DNS lookup: what the SRV and TXT records add is checked at run time.
+pub fn check_with_driver(uri: &str) -> Result<(), String> {
+    use mongodb::options::{ClientOptions, ConnectionString};
+    use std::future::IntoFuture;
+    let parsed = if uri.starts_with("mongodb+srv://") {
+        ConnectionString::parse(uri).map(drop)
+    } else {
+        // No DNS and no I/O for a host list: the future completes at once,
+        // outside any runtime.
+        futures::executor::block_on(ClientOptions::parse(uri).into_future()).map(drop)
+    };
+    parsed.map_err(|e| driver_reason(&e, uri))
+}
+
+/// The driver's reason for refusing a connection string, on one line and
+/// without the password (not its `Kind: …, labels: {}` dump).
+pub fn driver_reason(e: &mongodb::error::Error, uri: &str) -> String {
+    let message = match e.kind.as_ref() {
+        mongodb::error::ErrorKind::InvalidArgument { message, .. } => message.clone(),
+        mongodb::error::ErrorKind::DnsResolve { message, .. } => format!("DNS: {message}"),
+        other => other.to_string(),
+    };
+    scrub(&message, uri)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The hosts of a connection string (`host:port` as written, or the SRV
 /// name), for log lines; empty when the string does not parse.
 pub fn uri_hosts(uri: &str) -> Vec<String> {
@@ -298,6 +331,31 @@ mod tests {
         assert_eq!(uri_user("mongodb://h/db"), None);
         assert_eq!(uri_user("nonsense"), None);
         assert_eq!(percent_decode("a%2"), "a%2");
+    }
+
+    #[test]
+    fn the_driver_parser_accepts_compression_and_refuses_what_run_refuses() {
+        for ok in [
+            "mongodb://h1:27017/?compressors=zstd",
+            "mongodb://h1/?compressors=snappy,zlib&zlibCompressionLevel=6",
+            "mongodb://u:p@h1,h2/db?replicaSet=rs0&compressors=zstd,snappy,zlib",
+            "mongodb+srv://u:p@cluster0.example.net/?compressors=zstd",
+        ] {
+            assert_eq!(check_with_driver(ok), Ok(()), "{ok}");
+        }
+        for (bad, says) in [
+            ("mongodb://h1/?compresors=zstd", "compresors"),
+            ("mongodb://h1/?compressors=lz4", "lz4"),
+            ("mongodb://h1/?socketTimeoutMS=5", "socketTimeoutMS"),
+            ("mongodb://h1/?maxPoolSize=0", "maxPoolSize"),
+            ("mongodb://u:hunter2@h1:notaport/", "port"),
+        ] {
+            let reason = check_with_driver(bad).expect_err(bad);
+            assert!(reason.contains(says), "{bad}: {reason}");
+            assert!(!reason.contains("hunter2"), "{reason}");
+            assert!(!reason.contains("labels"), "{reason}");
+            assert!(!reason.contains('\n'), "{reason}");
+        }
     }
 
     #[test]

@@ -22,8 +22,14 @@ use crate::schedule::{Load, Mode, Shape, Stage};
 /// The socket `mongoload ctl` talks to when `--socket` is not given.
 pub const DEFAULT_SOCKET: &str = "/run/mongoload/control.sock";
 
-/// The environment variable naming the control socket for `mongoload ctl`.
+/// The environment variable naming the control socket, for the daemon (it
+/// overrides `[control] socket`) and for `mongoload ctl` alike. The generic
+/// override's spelling, `MONGOLOAD_CONTROL__SOCKET`, is still accepted by
+/// both, with a deprecation warning.
 pub const SOCKET_ENV: &str = "MONGOLOAD_CONTROL_SOCKET";
+
+/// The deprecated spelling of [`SOCKET_ENV`].
+pub const DEPRECATED_SOCKET_ENV: &str = "MONGOLOAD_CONTROL__SOCKET";
 
 /// Largest accepted `scale` factor: beyond it a typo (`scale w 100`
 /// meant as percent) would be a load spike nobody asked for.
@@ -32,10 +38,17 @@ pub const MAX_SCALE: f64 = 100.0;
 /// Where `mongoload ctl` connects: `$MONGOLOAD_CONTROL_SOCKET`, else
 /// [`DEFAULT_SOCKET`].
 pub fn default_socket() -> PathBuf {
-    std::env::var_os(SOCKET_ENV)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET))
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(path) = var(SOCKET_ENV) {
+        return PathBuf::from(path);
+    }
+    if let Some(path) = var(DEPRECATED_SOCKET_ENV) {
+        eprintln!(
+            "mongoload: warning: {DEPRECATED_SOCKET_ENV} is deprecated: set {SOCKET_ENV} instead"
+        );
+        return PathBuf::from(path);
+    }
+    PathBuf::from(DEFAULT_SOCKET)
 }
 
 /// A rate for people to read: three significant digits at most, no

@@ -96,6 +96,10 @@ pub struct HttpState {
     pub page: Arc<MetricsPage>,
     /// `/readyz` answers 200 while this returns true, else 503.
     pub ready: Arc<dyn Fn() -> bool + Send + Sync>,
+    /// `/readyz?preparing=ready`: as `ready`, a workload that prepares its
+    /// data counting as ready. For an orchestrator whose readiness gates a
+    /// rollout (Kubernetes): a first prepare of hours must not stall it.
+    pub ready_while_preparing: Arc<dyn Fn() -> bool + Send + Sync>,
     /// The body of `/status`. Must not contain secrets.
     pub status: Arc<dyn Fn() -> serde_json::Value + Send + Sync>,
 }
@@ -108,6 +112,7 @@ impl HttpState {
             page: Arc::new(MetricsPage::new(metrics.clone(), RENDER_INTERVAL)),
             metrics,
             ready: Arc::new(|| false),
+            ready_while_preparing: Arc::new(|| false),
             status: Arc::new(|| serde_json::json!({})),
         }
     }
@@ -115,6 +120,15 @@ impl HttpState {
     /// Sets the readiness check.
     pub fn with_ready(mut self, ready: impl Fn() -> bool + Send + Sync + 'static) -> Self {
         self.ready = Arc::new(ready);
+        self
+    }
+
+    /// Sets the readiness check of `/readyz?preparing=ready`.
+    pub fn with_ready_while_preparing(
+        mut self,
+        ready: impl Fn() -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.ready_while_preparing = Arc::new(ready);
         self
     }
 
@@ -210,7 +224,8 @@ async fn serve_connection(
         let (state, throttle) = (Arc::clone(&state), Arc::clone(&throttle));
         async move {
             throttle.admit().await;
-            Ok::<_, Infallible>(respond(&state, req.method(), req.uri().path()))
+            let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
+            Ok::<_, Infallible>(respond(&state, req.method(), target))
         }
     });
     let mut conn = pin!(http1::Builder::new()
@@ -236,7 +251,8 @@ async fn serve_connection(
 
 /// The response to `method path`: the whole routing table, a plain function
 /// of the state.
-pub fn respond(state: &HttpState, method: &Method, path: &str) -> Response<Full<Bytes>> {
+pub fn respond(state: &HttpState, method: &Method, target: &str) -> Response<Full<Bytes>> {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
     if method != Method::GET && method != Method::HEAD {
         let mut response = text(StatusCode::METHOD_NOT_ALLOWED, "only GET\n");
         response
@@ -254,7 +270,12 @@ pub fn respond(state: &HttpState, method: &Method, path: &str) -> Response<Full<
         },
         "/healthz" => text(StatusCode::OK, "ok\n"),
         "/readyz" => {
-            if (state.ready)() {
+            let preparing_ok = query.split('&').any(|p| p == "preparing=ready");
+            let ready = match preparing_ok {
+                true => (state.ready_while_preparing)(),
+                false => (state.ready)(),
+            };
+            if ready {
                 text(StatusCode::OK, "ready\n")
             } else {
                 text(StatusCode::SERVICE_UNAVAILABLE, "not ready\n")
@@ -266,9 +287,24 @@ pub fn respond(state: &HttpState, method: &Method, path: &str) -> Response<Full<
             body.push('\n');
             with_type(StatusCode::OK, "application/json", body)
         }
+        "/" => with_type(StatusCode::OK, "text/html; charset=utf-8", INDEX_PAGE),
         _ => text(StatusCode::NOT_FOUND, "not found\n"),
     }
 }
+
+/// `/`: a page linking the endpoints, as node_exporter and most exporters
+/// serve, so a browser pointed at the port finds its way.
+const INDEX_PAGE: &str = concat!(
+    "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>mongoload</title></head>\n",
+    "<body><h1>mongoload ",
+    env!("CARGO_PKG_VERSION"),
+    "</h1>\n<p>Constant or scheduled synthetic load for MongoDB.</p>\n<ul>\n",
+    "<li><a href=\"metrics\">/metrics</a>: Prometheus metrics</li>\n",
+    "<li><a href=\"status\">/status</a>: the plan, each workload's stage and levels (JSON)</li>\n",
+    "<li><a href=\"healthz\">/healthz</a>: liveness</li>\n",
+    "<li><a href=\"readyz\">/readyz</a>: readiness (the plan runs)</li>\n",
+    "</ul>\n</body></html>\n"
+);
 
 fn text(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
     with_type(status, "text/plain; charset=utf-8", body)
@@ -321,8 +357,34 @@ mod tests {
         );
         let r = respond(&s, &Method::GET, "/status");
         assert_eq!(content_type(&r), "application/json");
+        let preparing = HttpState::new(Arc::new(Metrics::new().unwrap()))
+            .with_ready(|| false)
+            .with_ready_while_preparing(|| true);
         assert_eq!(
-            respond(&s, &Method::GET, "/").status(),
+            respond(&preparing, &Method::GET, "/readyz").status(),
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(
+            respond(&preparing, &Method::GET, "/readyz?preparing=ready").status(),
+            StatusCode::OK
+        );
+        assert_eq!(
+            respond(&s, &Method::GET, "/metrics?x=1").status(),
+            StatusCode::OK
+        );
+        let r = respond(&s, &Method::GET, "/");
+        assert_eq!(r.status(), StatusCode::OK);
+        assert_eq!(content_type(&r), "text/html; charset=utf-8");
+        for link in [
+            "href=\"metrics\"",
+            "href=\"status\"",
+            "href=\"healthz\"",
+            "href=\"readyz\"",
+        ] {
+            assert!(INDEX_PAGE.contains(link), "{link}");
+        }
+        assert_eq!(
+            respond(&s, &Method::GET, "/index.html").status(),
             StatusCode::NOT_FOUND
         );
         assert_eq!(

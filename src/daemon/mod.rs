@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use mongodb::bson::doc;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{scrub, uri_hosts, uri_user, Config, ConfigError, UriUser};
+use crate::config::{uri_hosts, uri_user, Config, ConfigError, UriUser};
 use crate::control::server::ControlSocket;
 use crate::control::ControlMetrics;
 use crate::daemon::http::HttpState;
@@ -178,6 +178,12 @@ pub enum StartError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    /// The driver refused the connection string (exit 78, as a config
+    /// error): one line naming the key.
+    #[error("{key}: {reason}")]
+    Uri { key: &'static str, reason: String },
+    /// The deployment cannot be found (an SRV lookup failed): `run` exits
+    /// 69 (EX_UNAVAILABLE), which systemd restarts, not 78.
     #[error("cannot set up the MongoDB client for {hosts}: {reason}")]
     Client { hosts: String, reason: String },
     #[error(transparent)]
@@ -292,9 +298,21 @@ pub async fn start_with(
         handlers,
     )
     .await
-    .map_err(|e| StartError::Client {
-        hosts: hosts.clone(),
-        reason: scrub(&e.to_string(), uri.expose()),
+    .map_err(|e| match e.kind.as_ref() {
+        // What the parser refuses is the config's (check-config refuses it
+        // too); anything else, an SRV lookup that failed, is the target's.
+        mongodb::error::ErrorKind::InvalidArgument { .. } => StartError::Uri {
+            key: if config.target.uri.is_some() {
+                "target.uri"
+            } else {
+                "target.uri_file"
+            },
+            reason: crate::config::driver_reason(&e, uri.expose()),
+        },
+        _ => StartError::Client {
+            hosts: hosts.clone(),
+            reason: crate::config::driver_reason(&e, uri.expose()),
+        },
     })?;
     let db = client.database(&config.target.database);
     let member = config.cluster.member();
@@ -418,6 +436,16 @@ pub async fn start_with(
                         .list()
                         .iter()
                         .all(|s| s.status.stage().state.on_plan())
+            }
+        })
+        .with_ready_while_preparing({
+            let (up, statuses) = (target_up.clone(), statuses.clone());
+            move || {
+                up.load(Ordering::Relaxed)
+                    && statuses.list().iter().all(|s| {
+                        let state = s.status.stage().state;
+                        state.on_plan() || state == crate::engine::StageState::Preparing
+                    })
             }
         })
         .with_status({
@@ -597,7 +625,10 @@ async fn status_loop(
             }
             _ = stop.cancelled() => return,
         }
-        let text = status_line(&slots.list());
+        let mut text = status_line(&slots.list());
+        if let Some(refused) = slots.reload_refused() {
+            text.push_str(&format!("; last reload refused: {refused}"));
+        }
         if text != last {
             let _ = service::notify_status(&text);
             last = text;

@@ -81,11 +81,25 @@ impl Slot {
     }
 }
 
-/// The workloads in config order, shared with HTTP and the control socket.
+/// The workloads in config order, shared with HTTP and the control socket;
+/// and the last reload's refusal, until a reload succeeds.
 #[derive(Default)]
-pub struct Slots(Mutex<Vec<Arc<Slot>>>);
+pub struct Slots(Mutex<Vec<Arc<Slot>>>, Mutex<Option<String>>);
 
 impl Slots {
+    /// `<file>: <key>` of the last refused reload, until one succeeds:
+    /// systemd's STATUS= line keeps saying it.
+    pub fn reload_refused(&self) -> Option<String> {
+        self.1
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set_reload_refused(&self, refusal: Option<String>) {
+        *self.1.lock().unwrap_or_else(PoisonError::into_inner) = refusal;
+    }
+
     /// Every workload's snapshot, in config order.
     pub fn snapshots(&self) -> Vec<WorkloadSnapshot> {
         self.list().iter().map(|s| s.snapshot()).collect()
@@ -305,6 +319,7 @@ type ReloadRequest = (Config, oneshot::Sender<Result<ReloadSummary, ReloadError>
 pub struct Reloader {
     tx: mpsc::Sender<ReloadRequest>,
     control_metrics: ControlMetrics,
+    slots: Arc<Slots>,
 }
 
 impl Reloader {
@@ -330,14 +345,38 @@ impl Reloader {
             Ok(c) => self.reload(c).await,
             Err(e) => Err(ReloadError::Config(e)),
         };
-        // STATUS= stays the daemon's line of workload stages.
+        // STATUS= stays the daemon's line of workload stages, with the
+        // refusal kept at its end until a reload succeeds.
         match &result {
-            Ok(summary) => tracing::info!("reloaded {}: {summary}", path.display()),
-            Err(e) => tracing::error!("reload refused: {e}; the running plan goes on"),
+            Ok(summary) => {
+                tracing::info!("reloaded {}: {summary}", path.display());
+                self.slots.set_reload_refused(None);
+            }
+            Err(e) => {
+                tracing::error!("reload refused: {e}; the running plan goes on");
+                self.slots.set_reload_refused(Some(refusal(path, e)));
+            }
         }
         self.control_metrics.count_reload(result.is_ok());
         let _ = service::notify_ready();
         result
+    }
+}
+
+/// What STATUS= says of a refused reload: the file and the key at fault
+/// (the reason is in the journal).
+fn refusal(path: &Path, e: &ReloadError) -> String {
+    let file = path.display();
+    match e {
+        ReloadError::Config(ConfigError::Invalid { path, key, .. }) => {
+            format!("{}: {key}", path.display())
+        }
+        ReloadError::Config(ConfigError::Syntax { .. }) => format!("{file}: not valid TOML"),
+        ReloadError::Config(ConfigError::Read { .. }) => format!("{file}: cannot be read"),
+        ReloadError::Config(ConfigError::UriFile { .. }) => format!("{file}: target.uri_file"),
+        ReloadError::NeedsRestart { key } => format!("{file}: {key} (needs a restart)"),
+        ReloadError::Workload { name, .. } => format!("{file}: workload '{name}'"),
+        ReloadError::Stopping => format!("{file}: the daemon is stopping"),
     }
 }
 
@@ -360,14 +399,16 @@ impl Supervisor {
         built: Vec<Built>,
     ) -> (Arc<Slots>, Reloader, tokio::task::JoinHandle<()>) {
         let (tx, rx) = mpsc::channel(4);
+        let slots = Arc::new(Slots::default());
         let reloader = Reloader {
             tx,
             control_metrics: env.control_metrics.clone(),
+            slots: slots.clone(),
         };
         let mut sup = Supervisor {
             env,
             config,
-            slots: Arc::new(Slots::default()),
+            slots,
             engines: HashMap::new(),
             tasks: JoinSet::new(),
         };

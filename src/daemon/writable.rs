@@ -46,33 +46,91 @@ impl std::fmt::Display for Unwritable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} cannot be written by this process: {}. The packaged units let the service \
-             write only under {} and {}: use a path there, or open the directory up in a \
-             drop-in (`systemctl edit mongoload`, or mongoload@NAME): [Service] \
-             ReadWritePaths={} (and make it writable by the mongoload user)",
+            "{} cannot be written by this process: {}. ",
             self.path.display(),
             self.reason,
-            UNIT_DIRS[0],
-            UNIT_DIRS[1],
-            self.dir.display()
-        )
+        )?;
+        if under_systemd() {
+            write!(
+                f,
+                "The packaged units let the service write only under {} and {}: use a path \
+                 there, or open the directory up in a drop-in (`systemctl edit mongoload`, or \
+                 mongoload@NAME): [Service] ReadWritePaths={} (and make it writable by the \
+                 mongoload user)",
+                UNIT_DIRS[0],
+                UNIT_DIRS[1],
+                self.dir.display()
+            )
+        } else if self.unit_creates_it {
+            write!(
+                f,
+                "The packaged units create {} at start; run by hand, use a user that may \
+                 create it (root), or set the key to a path this user can write",
+                self.dir.display()
+            )
+        } else {
+            write!(
+                f,
+                "Make {} writable by this user, or set the key to a path it can write",
+                self.dir.display()
+            )
+        }
+    }
+}
+
+/// Whether this process is a systemd service (systemd sets
+/// `INVOCATION_ID` for every unit it starts): then a path outside the
+/// unit's writable directories needs `ReadWritePaths=`.
+fn under_systemd() -> bool {
+    std::env::var_os("INVOCATION_ID").is_some_and(|v| !v.is_empty())
+}
+
+/// The paths of `config` the daemon writes, with their keys.
+fn paths(config: &Config) -> Vec<(&'static str, &Path)> {
+    let mut out = Vec::new();
+    if let Some(log) = &config.run.log {
+        out.push(("run.log", log.as_path()));
+    }
+    if let Some(socket) = &config.control.socket {
+        out.push(("control.socket", socket.as_path()));
+    }
+    out
+}
+
+/// Creates the missing directory of each path the daemon writes, as
+/// `mongoload run` does before [`check`]: a run by hand of the shipped
+/// config gets its `/run/mongoload` when this user may create it. What
+/// cannot be created is left for [`check`] to report.
+pub fn create_dirs(config: &Config) {
+    use std::os::unix::fs::DirBuilderExt;
+    for (_, path) in paths(config) {
+        let dir = parent(path);
+        if !dir.exists() {
+            let _ = std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o755)
+                .create(dir);
+        }
     }
 }
 
 /// Every path of `config` the daemon would write and cannot, found by
 /// trying: the run log is opened for appending (never truncated) or, when
 /// it does not exist yet, a probe file is created and removed beside it;
-/// the control socket's directory gets the same probe.
+/// the control socket's directory gets the same probe. A missing directory
+/// is no problem when this process can create it (`mongoload run` does,
+/// [`create_dirs`]): then its nearest existing ancestor gets the probe. So
+/// `check-config` and `run` give the same verdict, with the same words.
 pub fn check(config: &Config) -> Vec<Unwritable> {
     let mut out = Vec::new();
-    if let Some(log) = &config.run.log {
-        if let Err(e) = probe_file(log) {
-            out.push(problem("run.log", log, e));
-        }
-    }
-    if let Some(socket) = &config.control.socket {
-        if let Err(e) = probe_dir(parent(socket)) {
-            out.push(problem("control.socket", socket, e));
+    for (key, path) in paths(config) {
+        let probed = if key == "run.log" {
+            probe_file(path)
+        } else {
+            probe_dir(parent(path))
+        };
+        if let Err(e) = probed {
+            out.push(problem(key, path, e));
         }
     }
     out
@@ -80,8 +138,7 @@ pub fn check(config: &Config) -> Vec<Unwritable> {
 
 fn problem(key: &'static str, path: &Path, e: io::Error) -> Unwritable {
     let dir = parent(path).to_path_buf();
-    let unit_creates_it =
-        e.kind() == io::ErrorKind::NotFound && UNIT_DIRS.iter().any(|d| dir.starts_with(d));
+    let unit_creates_it = !dir.exists() && UNIT_DIRS.iter().any(|d| dir.starts_with(d));
     Unwritable {
         key,
         path: path.to_path_buf(),
@@ -108,7 +165,14 @@ fn probe_file(path: &Path) -> io::Result<()> {
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_dir() => Err(io::Error::other("it is a directory")),
         Ok(_) => OpenOptions::new().append(true).open(path).map(drop),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => probe_dir(parent(path)),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            probe_dir(parent(path))
+        }
         Err(e) => Err(e),
     }
 }
@@ -117,10 +181,42 @@ fn probe_file(path: &Path) -> io::Result<()> {
 /// removes it.
 fn probe_dir(dir: &Path) -> io::Result<()> {
     if !dir.is_dir() {
-        return Err(match dir.exists() {
-            true => io::Error::other(format!("{} is not a directory", dir.display())),
-            false => io::Error::from(io::ErrorKind::NotFound),
-        });
+        if dir.exists() {
+            return Err(io::Error::other(format!(
+                "{} is not a directory",
+                dir.display()
+            )));
+        }
+        // Missing: creatable when its nearest existing ancestor is a
+        // directory this process can create entries in.
+        let ancestor = dir
+            .ancestors()
+            .skip(1)
+            .find(|a| !a.as_os_str().is_empty() && a.exists())
+            .unwrap_or(Path::new("."));
+        return match probe_dir(ancestor) {
+            Ok(()) => Ok(()),
+            Err(e)
+                if e.kind() == io::ErrorKind::PermissionDenied
+                    || e.kind() == io::ErrorKind::ReadOnlyFilesystem =>
+            {
+                Err(io::Error::new(
+                    e.kind(),
+                    format!(
+                    "the directory {} does not exist and this user cannot create it in {} ({e})",
+                    dir.display(),
+                    ancestor.display()
+                ),
+                ))
+            }
+            Err(e) => Err(io::Error::new(
+                e.kind(),
+                format!(
+                    "the directory {} does not exist and cannot be created: {e}",
+                    dir.display()
+                ),
+            )),
+        };
     }
     let probe = dir.join(format!(".mongoload-write-check.{}", std::process::id()));
     OpenOptions::new()
@@ -161,15 +257,38 @@ mod tests {
     }
 
     #[test]
-    fn missing_directories_and_directories_in_the_way_name_the_key() {
+    fn missing_directories_are_fine_when_they_can_be_created_and_run_creates_them() {
         let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("nope/runs.jsonl");
-        let sock = dir.path().join("gone/c.sock");
-        let found = check(&config(Some(&log), Some(&sock)));
+        let log = dir.path().join("a/b/runs.jsonl");
+        let sock = dir.path().join("run/mongoload/c.sock");
+        let c = config(Some(&log), Some(&sock));
+        assert_eq!(check(&c), vec![]);
+        assert!(!log.parent().unwrap().exists(), "check creates nothing");
+        create_dirs(&c);
+        assert!(log.parent().unwrap().is_dir());
+        assert!(sock.parent().unwrap().is_dir());
+        assert_eq!(check(&c), vec![]);
+    }
+
+    #[test]
+    fn directories_that_cannot_be_created_name_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocker = dir.path().join("blocker");
+        std::fs::write(&blocker, "").unwrap();
+        let log = blocker.join("nope/runs.jsonl");
+        let sock = blocker.join("gone/c.sock");
+        let c = config(Some(&log), Some(&sock));
+        create_dirs(&c);
+        let found = check(&c);
         assert_eq!(found.len(), 2, "{found:?}");
         assert_eq!(found[0].key, "run.log");
-        assert_eq!(found[0].dir, dir.path().join("nope"));
-        assert!(found[0].reason.contains("does not exist"), "{found:?}");
+        assert_eq!(found[0].dir, blocker.join("nope"));
+        assert!(
+            found[0]
+                .reason
+                .contains("does not exist and cannot be created"),
+            "{found:?}"
+        );
         assert!(!found[0].unit_creates_it);
         assert_eq!(found[1].key, "control.socket");
         let e = found[1].to_config_error(Path::new("/etc/mongoload/x.toml"));
@@ -178,7 +297,6 @@ mod tests {
             text.starts_with("/etc/mongoload/x.toml: control.socket: "),
             "{text}"
         );
-        assert!(text.contains("ReadWritePaths="), "{text}");
         assert_eq!(e.key(), Some("control.socket"));
 
         let found = check(&config(Some(dir.path()), None));
@@ -186,16 +304,24 @@ mod tests {
     }
 
     #[test]
-    fn directories_the_units_create_are_marked() {
-        let found = check(&config(
-            Some(Path::new(
-                "/var/lib/mongoload/no-such-instance-dir/runs.jsonl",
-            )),
-            Some(Path::new(
-                "/run/mongoload/no-such-instance-dir/control.sock",
-            )),
-        ));
-        assert_eq!(found.len(), 2);
-        assert!(found.iter().all(|u| u.unit_creates_it), "{found:?}");
+    fn the_advice_fits_where_the_daemon_runs() {
+        let u = Unwritable {
+            key: "control.socket",
+            path: PathBuf::from("/run/mongoload/control.sock"),
+            dir: PathBuf::from("/run/mongoload"),
+            reason: "the directory /run/mongoload does not exist and this user cannot create it"
+                .into(),
+            unit_creates_it: true,
+        };
+        let text = u.to_string();
+        if under_systemd() {
+            assert!(text.contains("ReadWritePaths=/run/mongoload"), "{text}");
+        } else {
+            assert!(!text.contains("ReadWritePaths"), "{text}");
+            assert!(
+                text.contains("The packaged units create /run/mongoload"),
+                "{text}"
+            );
+        }
     }
 }

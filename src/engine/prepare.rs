@@ -9,6 +9,11 @@ use super::{PrepareProgress, WorkloadRun};
 use crate::mongo::classify;
 use crate::workload::PrepareStep;
 
+/// The longest wait between two attempts of a failed prepare step (from
+/// 0.5 s, doubling): a deployment back after an outage is prepared within
+/// seconds, not half a minute later.
+pub const PREPARE_RETRY_MAX: Duration = Duration::from_secs(5);
+
 /// Runs the prepare steps: all of them alone, in a cluster under the
 /// prepare lease ([`crate::cluster::prepare`]). Returns false when
 /// cancelled first.
@@ -112,12 +117,21 @@ pub(crate) async fn prepare_steps(
                 Err(e) => {
                     let kind = classify(&e);
                     prepare_metrics.record_error(kind);
-                    tracing::warn!(workload = %run.name, step = n, error_kind = %kind, "prepare failed, retrying in {backoff:?}: {e}");
+                    // The driver's reason in a sentence, not its
+                    // `Kind: …, labels: {}, source: None` dump.
+                    let reason = crate::check_target::explain(&e);
+                    tracing::warn!(
+                        workload = %run.name,
+                        step = n,
+                        error_kind = %kind,
+                        "prepare failed ({kind}): {reason}; retrying in {}",
+                        humantime::format_duration(backoff)
+                    );
                     tokio::select! {
                         _ = tokio::time::sleep(backoff) => {}
                         _ = cancel.cancelled() => return false,
                     }
-                    backoff = (backoff * 2).min(Duration::from_secs(30));
+                    backoff = (backoff * 2).min(PREPARE_RETRY_MAX);
                 }
             }
         }

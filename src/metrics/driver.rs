@@ -2,7 +2,8 @@
 //! events, so client-side queueing and failovers show on the dashboard
 //! without wrapping driver calls.
 //!
-//! Metrics: `mongoload_pool_connections{state="open"|"in_use"}`,
+//! Metrics: `mongoload_pool_connections{state="idle"|"in_use"}` (disjoint:
+//! their sum is the open connections),
 //! `mongoload_pool_checkout_wait_seconds` (histogram),
 //! `mongoload_pool_checkout_failures_total{reason}`,
 //! `mongoload_pool_clears_total`, `mongoload_topology_servers{type}`,
@@ -147,7 +148,7 @@ families! {
     /// The driver's families (CMAP and SDAM events).
     pub(super) struct DriverFamilies {
         connections: IntGaugeVec = "mongoload_pool_connections",
-            "Driver pool connections: open (established or being established) and in_use (checked out).",
+            "Driver pool connections by state, disjoint (their sum is the open connections): in_use (checked out) and idle (established or being established, not checked out).",
             labels ["state"];
         checkout_wait: Histogram = "mongoload_pool_checkout_wait_seconds",
             "Time operations waited to check a connection out of the driver pool.",
@@ -175,7 +176,10 @@ fn checkout_buckets() -> Vec<f64> {
 }
 
 pub(crate) struct DriverMetrics {
+    /// Open connections (established or being established): not exported,
+    /// `idle` is this minus `in_use`.
     open: IntGauge,
+    idle: IntGauge,
     in_use: IntGauge,
     f: DriverFamilies,
     pool: Mutex<PoolBook<ServerAddress>>,
@@ -192,7 +196,8 @@ impl DriverMetrics {
             f.servers.with_label_values(&[t]).set(0);
         }
         Ok(DriverMetrics {
-            open: f.connections.with_label_values(&["open"]),
+            open: IntGauge::new("mongoload_pool_connections_open", "not exported")?,
+            idle: f.connections.with_label_values(&["idle"]),
             in_use: f.connections.with_label_values(&["in_use"]),
             f,
             pool: Mutex::new(PoolBook::new()),
@@ -208,6 +213,11 @@ impl DriverMetrics {
     }
 
     pub(crate) fn on_cmap(&self, event: &CmapEvent) {
+        self.on_cmap_counts(event);
+        self.idle.set(self.open.get() - self.in_use.get());
+    }
+
+    fn on_cmap_counts(&self, event: &CmapEvent) {
         match event {
             CmapEvent::ConnectionCreated(_) => self.open.inc(),
             CmapEvent::ConnectionClosed(ev) => {

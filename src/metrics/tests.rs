@@ -201,7 +201,7 @@ fn gauges_and_build_info() {
         r#"mongoload_schedule_lag_seconds{workload="w"} 0.25"#,
         r#"mongoload_missed_operations_total{workload="w"} 5"#,
         r#"mongoload_target_up 1"#,
-        r#"mongoload_pool_connections{state="open"} 0"#,
+        r#"mongoload_pool_connections{state="idle"} 0"#,
         r#"mongoload_pool_connections{state="in_use"} 0"#,
         r#"mongoload_topology_servers{type="rs_primary"} 0"#,
         r#"mongoload_primary_changes_total 0"#,

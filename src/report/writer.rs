@@ -153,8 +153,14 @@ async fn write(run: &RunInfo, r: StageReport) {
 /// The journal lines of a report: the stage, its count-based batches if
 /// any, and one line per scheduled operation with its steps.
 fn journal(r: &StageReport) {
+    use crate::daemon::logging::round;
     let l = &r.latency_ns;
     let ms = |ns: u64| ns as f64 / 1e6;
+    // Log fields rounded (ms to the microsecond, seconds to the
+    // millisecond, rates to 0.1); the run log keeps full precision.
+    let f_ms = |ns: u64| round(ms(ns), 3);
+    let f_s = |s: f64| round(s, 3);
+    let f_rate = |r: f64| round(r, 1);
     tracing::info!(
         run_id = %r.run_id,
         workload = %r.workload,
@@ -162,18 +168,18 @@ fn journal(r: &StageReport) {
         stage_index = r.stage_index,
         cycle = r.cycle,
         partial = r.partial,
-        duration_s = r.duration_seconds,
+        duration_s = f_s(r.duration_seconds),
         ops_ok = r.operations.ok,
         ops_error = r.operations.error,
-        ops_per_sec = r.ops_per_sec,
+        ops_per_sec = f_rate(r.ops_per_sec),
         ips_75 = r.ips_75,
         ips_95 = r.ips_95,
         ips_99 = r.ips_99,
-        p50_ms = ms(l.p50),
-        p95_ms = ms(l.p95),
-        p99_ms = ms(l.p99),
-        p999_ms = ms(l.p999),
-        max_ms = ms(l.max),
+        p50_ms = f_ms(l.p50),
+        p95_ms = f_ms(l.p95),
+        p99_ms = f_ms(l.p99),
+        p999_ms = f_ms(l.p999),
+        max_ms = f_ms(l.max),
         missed = r.missed,
         "stage report: {} {}: {} ok, {} errors in {:.1}s, {:.1} ops/s (ips.75/95/99 {}/{}/{}), latency p50 {:.3} ms p99 {:.3} ms p99.9 {:.3} ms max {:.3} ms, {} missed",
         r.workload, r.stage, r.operations.ok, r.operations.error, r.duration_seconds, r.ops_per_sec,
@@ -191,7 +197,7 @@ fn journal(r: &StageReport) {
             stage = %r.stage,
             count = c.operations,
             per_worker = c.per_worker,
-            elapsed_s = r.duration_seconds,
+            elapsed_s = f_s(r.duration_seconds),
             workers = %secs.join(" "),
             "stage report: {} {}: {} operations{} in {:.3}s; worker:operations/time {}",
             r.workload, r.stage, c.operations, if c.per_worker { " per worker" } else { "" },
@@ -221,10 +227,10 @@ fn journal(r: &StageReport) {
             op = %o.op,
             ops_ok = o.operations.ok,
             ops_error = o.operations.error,
-            ops_per_sec = o.ops_per_sec,
-            p50_ms = ms(l.p50),
-            p99_ms = ms(l.p99),
-            max_ms = ms(l.max),
+            ops_per_sec = f_rate(o.ops_per_sec),
+            p50_ms = f_ms(l.p50),
+            p99_ms = f_ms(l.p99),
+            max_ms = f_ms(l.max),
             steps = %steps.join("; "),
             "stage report: {} {} op {}: {} ok, {} errors, {:.1} ops/s, latency p50 {:.3} ms p99 {:.3} ms; steps: {}",
             r.workload, r.stage, o.op, o.operations.ok, o.operations.error, o.ops_per_sec,
@@ -239,8 +245,8 @@ fn journal(r: &StageReport) {
             stage = %r.stage,
             failover_at = %f.at,
             to = %f.to,
-            no_primary_s = f.no_primary_seconds,
-            write_outage_s = f.write_outage_seconds,
+            no_primary_s = f.no_primary_seconds.map(f_s),
+            write_outage_s = f.write_outage_seconds.map(f_s),
             "stage report: {} {}: failover at {} to {} (from {}): {} without a primary, write outage {}",
             r.workload, r.stage, f.at, f.to, f.from.as_deref().unwrap_or("unknown"),
             secs(f.no_primary_seconds), secs(f.write_outage_seconds),

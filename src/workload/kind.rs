@@ -42,6 +42,12 @@ pub trait Kind {
     /// updates, deletes, or an aggregation that may write): command
     /// monitoring is on by default only then.
     fn writes(&self) -> bool;
+    /// What the parameters say about the data the workload keeps (its
+    /// steady-state size and growth, [`super::footprint`]); `None` when
+    /// they say nothing useful.
+    fn footprint(&self) -> Option<super::footprint::Footprint> {
+        None
+    }
     /// What `audit = true` asks of the parameters beyond inserting (a
     /// custom workload's deletes must name their `_id`s).
     fn check_audit(&self) -> Result<(), KeyError> {

@@ -23,6 +23,7 @@
 
 pub mod bounded;
 pub mod custom;
+pub mod footprint;
 pub mod gen;
 pub mod insert_benchmark;
 pub mod kind;

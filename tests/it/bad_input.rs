@@ -409,10 +409,25 @@ async fn the_password_never_leaks_from_uri_or_uri_file() {
     .unwrap();
     let e = c.target.resolve_uri().unwrap_err();
     assert_secret_free("a uri_file error", &format!("{e} {e:?} {code:?}"));
-    // A start error about the URI (an option the driver refuses).
+    // An option the driver refuses: a config error naming target.uri as
+    // the file is loaded (check-config refuses it alike) and, from a
+    // uri_file, a start error; neither shows the password.
+    let e = config::parse_with_env(
+        &base.replace("?appName=x", "?appName=x&maxPoolSize=nope"),
+        Path::new("c.toml"),
+        Vec::new(),
+    )
+    .expect_err("the driver's parser refuses the option");
+    assert_eq!(e.key(), Some("target.uri"), "{e}");
+    assert_secret_free("a refused option", &format!("{e} {e:?}"));
+    let refused_file = dir.path().join("uri-refused");
+    std::fs::write(&refused_file, format!("{uri}&maxPoolSize=nope\n")).unwrap();
     let start_err = mongoload::daemon::start(
         config::parse_with_env(
-            &base.replace("?appName=x", "?appName=x&maxPoolSize=nope"),
+            &with_file.replace(
+                &uri_file.display().to_string(),
+                &refused_file.display().to_string(),
+            ),
             Path::new("c.toml"),
             Vec::new(),
         )
@@ -421,6 +436,7 @@ async fn the_password_never_leaks_from_uri_or_uri_file() {
     .await
     .err()
     .expect("the driver refuses the option");
+    assert!(start_err.to_string().contains("maxpoolsize"), "{start_err}");
     assert_secret_free("a start error", &format!("{start_err} {start_err:?}"));
 
     // A live daemon reading the password from uri_file.

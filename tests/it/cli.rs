@@ -340,9 +340,13 @@ async fn a_closed_stdout_ends_the_output_quietly() {
 }
 
 #[test]
-fn paths_the_daemon_cannot_write_exit_78_at_start_and_warn_in_check_config() {
+fn paths_the_daemon_cannot_write_exit_78_in_run_and_check_config_alike() {
     let dir = tempfile::tempdir().unwrap();
-    let missing = dir.path().join("missing");
+    // A regular file where a directory would have to be: nobody can
+    // create the directory, run or check.
+    let blocker = dir.path().join("blocker");
+    std::fs::write(&blocker, "").unwrap();
+    let missing = blocker.join("missing");
     for (key, table) in [
         (
             "run.log",
@@ -362,18 +366,31 @@ fn paths_the_daemon_cannot_write_exit_78_at_start_and_warn_in_check_config() {
             stderr.contains(&format!("{path}: {key}: {}", missing.display())),
             "{key}: {stderr}"
         );
-        assert!(stderr.contains("does not exist"), "{stderr}");
-        assert!(stderr.contains("ReadWritePaths="), "{stderr}");
+        assert!(stderr.contains("cannot be created"), "{stderr}");
+        // Outside systemd, no advice about its units' sandbox.
+        assert!(!stderr.contains("ReadWritePaths="), "{stderr}");
         assert_eq!(stderr.lines().count(), 1, "said once: {stderr}");
 
-        let out = check_config(&file.path, &[]);
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(0), "{stderr}");
-        assert!(
-            stderr.starts_with(&format!("mongoload: warning: {path}: {key}: ")),
-            "{stderr}"
-        );
+        let check = check_config(&file.path, &[]);
+        assert_eq!(check.status.code(), Some(78), "{}", text(&check.stderr));
+        assert_eq!(text(&check.stderr), stderr, "the same line");
     }
+
+    // A missing directory this user can create: check-config is content,
+    // run creates it.
+    let sock = dir.path().join("run/mongoload/c.sock");
+    let file = write_config(&format!(
+        "{VALID}\n[control]\nsocket = {:?}\n",
+        sock.display().to_string()
+    ));
+    let check = check_config(&file.path, &[]);
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check.stderr));
+    assert!(
+        !text(&check.stderr).contains("control.socket"),
+        "{}",
+        text(&check.stderr)
+    );
+    assert!(!sock.parent().unwrap().exists());
 }
 
 #[test]
@@ -392,4 +409,97 @@ fn a_start_failure_is_logged_once() {
         1,
         "{stderr}"
     );
+}
+
+/// A connection string the driver refuses: `check-config` (through the
+/// driver's own parser) and `run` refuse it alike, exit 78 with one line
+/// naming the key; compression is accepted by both.
+#[test]
+fn check_config_and_run_refuse_the_same_connection_strings() {
+    for (query, says) in [
+        ("compresors=zstd", "compresors"),
+        ("compressors=lz4", "lz4"),
+        ("socketTimeoutMS=1000", "socketTimeoutMS"),
+    ] {
+        let file = write_config(&edit(
+            "127.0.0.1:27017/\"",
+            &format!("127.0.0.1:27017/?{query}\""),
+        ));
+        let path = file.path.to_str().unwrap();
+        let check = check_config(&file.path, &[]);
+        let run_out = run(&["run", "--config", path], &[]);
+        for (what, out) in [("check-config", &check), ("run", &run_out)] {
+            let stderr = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(78), "{what} {query}: {stderr}");
+            assert!(
+                stderr.contains(&format!("{path}: target.uri: ")) && stderr.contains(says),
+                "{what} {query}: {stderr}"
+            );
+            assert_eq!(
+                stderr.lines().count(),
+                1,
+                "{what} {query}: one line: {stderr}"
+            );
+            assert!(!stderr.contains("hunter2"), "{stderr}");
+            assert!(!stderr.contains("labels"), "no driver dump: {stderr}");
+        }
+        assert_eq!(text(&check.stderr), text(&run_out.stderr), "{query}");
+    }
+    for c in ["zstd", "snappy", "zlib", "zstd,snappy,zlib"] {
+        let file = write_config(&edit(
+            "127.0.0.1:27017/\"",
+            &format!("127.0.0.1:27017/?compressors={c}\""),
+        ));
+        let out = check_config(&file.path, &[]);
+        assert_eq!(out.status.code(), Some(0), "{c}: {}", text(&out.stderr));
+    }
+}
+
+/// The deprecated spelling of the control socket's variable still works,
+/// with a warning naming the one to use; the one name needs none.
+#[test]
+fn the_control_socket_has_one_variable_and_the_old_one_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("c.sock").display().to_string();
+    let file = write_config(VALID);
+    let out = check_config(&file.path, &[("MONGOLOAD_CONTROL__SOCKET", &sock)]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("MONGOLOAD_CONTROL__SOCKET is deprecated: set MONGOLOAD_CONTROL_SOCKET"),
+        "{stderr}"
+    );
+    assert!(text(&out.stdout).contains(&format!("socket: {sock}")));
+    let out = check_config(&file.path, &[("MONGOLOAD_CONTROL_SOCKET", &sock)]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        !text(&out.stderr).contains("deprecated"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(text(&out.stdout).contains(&format!("socket: {sock}")));
+}
+
+/// A `mongodb+srv` name that does not resolve is a deployment that cannot
+/// be found (69, which systemd restarts), in `run` and `check-target`
+/// alike, not a config error (78); `check-config` accepts the string.
+#[test]
+fn an_srv_name_that_does_not_resolve_is_unreachable_not_a_config_error() {
+    let file = write_config(&edit(
+        "mongodb://app:hunter2@127.0.0.1:27017/",
+        "mongodb+srv://app:hunter2@no-such-cluster.invalid/",
+    ));
+    let path = file.path.to_str().unwrap();
+    let check = check_config(&file.path, &[]);
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check.stderr));
+    for args in [
+        &["run", "--config", path][..],
+        &["check-target", "--config", path],
+    ] {
+        let out = run(args, &[]);
+        let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(69), "{args:?}: {all}");
+        assert!(!all.contains("hunter2"), "{all}");
+        assert!(!all.contains("labels"), "no driver dump: {all}");
+    }
 }

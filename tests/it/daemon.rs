@@ -666,3 +666,40 @@ async fn every_operation_of_a_stage_is_done_or_missed() {
     assert_eq!((w.ok + w.errors) as f64, done);
     assert_eq!(w.missed as f64, missed);
 }
+
+/// A long prepare: `/readyz` is 503 (the plan does not run yet), while
+/// `/readyz?preparing=ready`, the Kubernetes readiness probe, is 200 so a
+/// first prepare does not stall a rolling update; both 200 once it runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_can_count_a_preparing_workload_as_ready() {
+    let _serial = serial().await;
+    let sim = sim().await;
+    // 100 load batches, each held 300 ms: half a minute of prepare.
+    sim.faults()
+        .set_latency(Some(mongoload::sim::LatencyDist::Fixed(
+            Duration::from_millis(300),
+        )));
+    let toml = config_toml(
+        &sim.uri(),
+        "[[workloads.stages]]\nrate = 50\nduration = \"120s\"\n",
+    )
+    .replace("load_batch = 100", "load_batch = 2");
+    let (_file, running) = start_daemon(&toml).await;
+    let http = running.http_addr;
+    wait_status(
+        http,
+        "/readyz?preparing=ready",
+        200,
+        Duration::from_secs(20),
+    )
+    .await;
+    let status = must_get(http, "/status").await.body;
+    assert!(status.contains("\"preparing\""), "{status}");
+    assert_eq!(must_get(http, "/readyz").await.status, 503);
+    sim.faults().set_latency(None);
+    wait_status(http, "/readyz", 200, Duration::from_secs(40)).await;
+    assert_eq!(must_get(http, "/readyz?preparing=ready").await.status, 200);
+    running.stop();
+    let _ = tokio::time::timeout(Duration::from_secs(10), running.wait()).await;
+    sim.shutdown().await;
+}

@@ -208,6 +208,7 @@ fn kustomization_renders_every_manifest_and_passes_the_api_schemas() {
     let want: BTreeSet<&str> = [
         "ConfigMap",
         "Namespace",
+        "PodDisruptionBudget",
         "PodMonitor",
         "Service",
         "StatefulSet",
@@ -513,6 +514,17 @@ fn configmap_toml_passes_check_config() {
         text(&out.stderr)
     );
     assert!(text(&out.stdout).contains("(from uri_file /run/secrets/mongoload/uri)"));
+    // A repeating plan at 30,000 ops/s: its data keeps to a bound.
+    assert!(
+        text(&out.stdout).contains("bounded by max_docs"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        !text(&out.stderr).contains("no bound"),
+        "{}",
+        text(&out.stderr)
+    );
 
     // With the Secret example's connection string in place of the file:
     // a valid URI, its password never printed.
@@ -645,10 +657,47 @@ fn manifests_agree_with_each_other_the_config_and_the_image() {
         c["livenessProbe"]["httpGet"],
         json!({"path": "/healthz", "port": "http"})
     );
+    // Ready while preparing: a first long prepare neither stalls a rolling
+    // update nor blocks a drain; nothing probes while data loads but
+    // liveness, which a preparing daemon answers.
     assert_eq!(
         c["readinessProbe"]["httpGet"],
-        json!({"path": "/readyz", "port": "http"})
+        json!({"path": "/readyz?preparing=ready", "port": "http"})
     );
+
+    // The recommended labels on every object of the application and on
+    // its pods, the version the crate's.
+    let pdb = object("PodDisruptionBudget");
+    for (what, l) in [
+        ("the StatefulSet", &sts["metadata"]["labels"]),
+        ("the pods", &pod["metadata"]["labels"]),
+        ("the Service", &svc["metadata"]["labels"]),
+        ("the ConfigMap", &cm["metadata"]["labels"]),
+        ("the PodMonitor", &monitor["metadata"]["labels"]),
+        ("the PodDisruptionBudget", &pdb["metadata"]["labels"]),
+    ] {
+        for key in [
+            "app.kubernetes.io/name",
+            "app.kubernetes.io/instance",
+            "app.kubernetes.io/version",
+            "app.kubernetes.io/component",
+            "app.kubernetes.io/part-of",
+            "app.kubernetes.io/managed-by",
+        ] {
+            assert!(l[key].is_string(), "{what} lacks the label {key}: {l}");
+        }
+        assert_eq!(
+            l["app.kubernetes.io/version"],
+            env!("CARGO_PKG_VERSION"),
+            "{what}'s version label"
+        );
+    }
+    // The disruption budget covers the members and lets one go at a time.
+    selects(
+        &pdb["spec"]["selector"]["matchLabels"],
+        "the PodDisruptionBudget",
+    );
+    assert_eq!(pdb["spec"]["maxUnavailable"], 1);
     assert_eq!(svc["spec"]["ports"][0]["targetPort"], "http");
     let endpoint = &monitor["spec"]["podMetricsEndpoints"][0];
     assert_eq!(endpoint["port"], "http");

@@ -153,12 +153,19 @@ duration = "2s"
         "{out}"
     );
 
-    // Every op of the mixed workload is single-call: one step named like
-    // it, with as many requests as operations.
+    // Every op of the mixed workload makes one call, a step named like it
+    // with as many requests as operations; the insert (bounded by default)
+    // also has its `evict` step, which runs only past the bound.
     for o in &open.ops {
-        assert_eq!(o.steps.len(), 1, "{o:?}");
         assert_eq!(o.steps[0].step, o.op);
         assert_eq!(o.steps[0].requests, o.operations);
+        if o.op == "insert" {
+            assert_eq!(o.steps.len(), 2, "{o:?}");
+            assert_eq!(o.steps[1].step, "evict");
+            assert!(o.steps[1].requests.ok <= o.operations.ok, "{o:?}");
+        } else {
+            assert_eq!(o.steps.len(), 1, "{o:?}");
+        }
     }
 
     // --steps: a row per op (step "-") and per step under the stage table.

@@ -146,3 +146,66 @@ async fn notify_protocol_of_the_real_binary() {
     assert_eq!(stopping, 1, "{:?}", socket.seen);
     sim.shutdown().await;
 }
+
+/// A plain SIGHUP with a broken file (configuration management's `kill
+/// -HUP`): STATUS= says "last reload refused: <file>: <key>" and keeps
+/// saying it through later status changes, until a reload succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_reload_stays_in_status_until_one_succeeds() {
+    let sim = common::sim().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("mongoload.toml");
+    let good = config_toml(&sim.uri());
+    std::fs::write(&config, &good).unwrap();
+    let log = dir.path().join("stderr.log");
+    let mut socket = NotifySocket::bind();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(["run", "--config"])
+        .arg(&config)
+        .env("NOTIFY_SOCKET", &socket.path)
+        .env_remove("WATCHDOG_USEC")
+        .env_remove("JOURNAL_STREAM")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    socket.wait_for("READY=1", Duration::from_secs(15));
+    socket.wait_until("STATUS for stage 0", Duration::from_secs(15), |m| {
+        m.text.starts_with("STATUS=") && m.text.contains("stage 0")
+    });
+
+    // Broken during the first stage: the change to the second stage (a
+    // new STATUS=) comes after the refusal and must keep it.
+    std::fs::write(&config, good.replacen("rate = 40", "rate = -40", 1)).unwrap();
+    kill("-HUP", pid);
+    let want = format!(
+        "last reload refused: {}: workloads[0].stages[1].rate",
+        config.display()
+    );
+    socket.wait_until("STATUS with the refusal", Duration::from_secs(10), |m| {
+        m.text.starts_with("STATUS=") && m.text.contains(&want)
+    });
+    let later = socket.wait_until("STATUS for stage 1", Duration::from_secs(10), |m| {
+        m.text.starts_with("STATUS=") && m.text.contains("stage 1")
+    });
+    assert!(later.text.contains(&want), "{:?}", later.text);
+    socket.collect_for(Duration::from_millis(1500));
+    let last = socket
+        .seen
+        .iter()
+        .rev()
+        .find(|m| m.text.starts_with("STATUS="))
+        .unwrap();
+    assert!(last.text.contains(&want), "{:?}", last.text);
+
+    // Fixed: the next STATUS= drops it.
+    std::fs::write(&config, &good).unwrap();
+    kill("-HUP", pid);
+    socket.wait_until("STATUS without the refusal", Duration::from_secs(10), |m| {
+        m.text.starts_with("STATUS=") && !m.text.contains("refused")
+    });
+    kill("-TERM", pid);
+    let _ = child.wait();
+    sim.shutdown().await;
+}

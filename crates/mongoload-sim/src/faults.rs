@@ -169,6 +169,45 @@ pub struct FaultConfig {
     pub refuse: bool,
 }
 
+/// The faults as the command line gives them (`latency 5ms; errors 10107
+/// at 5 % on insert`), for the start-up log line; `none` without any.
+impl std::fmt::Display for FaultConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let d = |d: Duration| humantime::format_duration(d).to_string();
+        let mut parts = Vec::new();
+        if let Some(l) = &self.latency {
+            parts.push(match *l {
+                LatencyDist::Fixed(x) => format!("latency {}", d(x)),
+                LatencyDist::Uniform { min, max } => {
+                    format!("latency uniform {}..{}", d(min), d(max))
+                }
+                LatencyDist::Exponential { mean } => format!("latency exp mean {}", d(mean)),
+            });
+        }
+        if let Some(s) = &self.stall {
+            parts.push(format!("stall {} every {}", d(s.duration), d(s.period)));
+        }
+        if let Some(e) = &self.error {
+            let on = match e.commands.is_empty() {
+                true => "every command".to_owned(),
+                false => e.commands.join(","),
+            };
+            parts.push(format!("error {} at {}% on {on}", e.code, e.rate * 100.0));
+        }
+        if self.drop_rate > 0.0 {
+            parts.push(format!("drop {}%", self.drop_rate * 100.0));
+        }
+        if self.refuse {
+            parts.push("refuse connections".to_owned());
+        }
+        if parts.is_empty() {
+            f.write_str("none")
+        } else {
+            f.write_str(&parts.join("; "))
+        }
+    }
+}
+
 /// What the server does with one command.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Decision {
@@ -422,6 +461,31 @@ mod tests {
         );
         assert!("2s/1s".parse::<Stall>().is_err());
         assert!("1s".parse::<Stall>().is_err());
+    }
+
+    #[test]
+    fn the_start_up_line_reads_like_the_flags_not_a_struct() {
+        assert_eq!(FaultConfig::default().to_string(), "none");
+        let f = FaultConfig {
+            latency: Some(LatencyDist::Fixed(Duration::from_millis(5))),
+            stall: Some(Stall {
+                duration: Duration::from_secs(1),
+                period: Duration::from_secs(10),
+            }),
+            error: Some(ErrorFault {
+                rate: 0.05,
+                code: 10107,
+                commands: vec!["insert".into()],
+            }),
+            drop_rate: 0.01,
+            refuse: false,
+        };
+        let text = f.to_string();
+        assert_eq!(
+            text,
+            "latency 5ms; stall 1s every 10s; error 10107 at 5% on insert; drop 1%"
+        );
+        assert!(!text.contains("FaultConfig") && !text.contains('{'));
     }
 
     #[test]

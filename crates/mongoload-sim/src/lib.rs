@@ -15,6 +15,7 @@
 pub mod aggregate;
 pub mod auth;
 pub mod commands;
+pub mod compress;
 pub mod cursor;
 pub mod faults;
 pub mod query;
@@ -157,6 +158,14 @@ impl SimHandle {
             .stats
             .conns_current
             .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Requests that arrived compressed with `compressor` (`snappy`,
+    /// `zlib`, `zstd`, `noop`) since start.
+    pub fn compressed_requests(&self, compressor: &str) -> u64 {
+        compress::id_of(compressor).map_or(0, |id| {
+            self.shared.stats.compressed[usize::from(id)].load(std::sync::atomic::Ordering::Relaxed)
+        })
     }
 
     /// Server-side cursors open now.
@@ -395,17 +404,19 @@ pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
         tracing::info!(
             replset = set.name(),
             members = ?set.hosts(),
-            election = ?args.election,
-            failover_every = ?args.failover_every,
+            election = %args.election,
+            failover_every = %args
+                .failover_every
+                .map_or("never".to_owned(), |d| humantime::format_duration(d).to_string()),
             rollback_writes = args.rollback_writes,
-            replication_lag = ?args.replication_lag,
+            replication_lag = %humantime::format_duration(args.replication_lag),
             "replica set: member 0 is primary"
         );
     }
     tracing::info!(
         addr = %handle.addr(),
         uri = %handle.uri(),
-        faults = ?faults,
+        faults = %faults,
         auth = args.auth.as_ref().map_or("off", |u| u.user.as_str()),
         tls = args.tls_files().is_some(),
         "mongoload sim listening (an in-memory test double, not a database)"

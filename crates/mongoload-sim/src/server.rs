@@ -50,6 +50,9 @@ pub struct Stats {
     pub command: AtomicU64,
     pub conns_current: AtomicU64,
     pub conns_total: AtomicU64,
+    /// Requests that came in OP_COMPRESSED, by compressor id (noop,
+    /// snappy, zlib, zstd); each is answered compressed the same way.
+    pub compressed: [AtomicU64; 4],
 }
 
 /// Everything the connections of one simulator share.
@@ -257,6 +260,15 @@ async fn serve(
         if !got {
             return Ok(());
         }
+        // A compressed request is unwrapped here and answered compressed
+        // with the same compressor, as mongod does.
+        let mut compressor = None;
+        if frame.get(12..16) == Some(&wire::OP_COMPRESSED.to_le_bytes()[..]) {
+            let (plain, id) = crate::compress::decompress(&frame).map_err(WireError::from)?;
+            shared.stats.compressed[usize::from(id)].fetch_add(1, Ordering::Relaxed);
+            frame = plain;
+            compressor = Some(id);
+        }
         let (request_id, body, reply_legacy, no_reply) = match wire::parse_message(&frame)? {
             Request::Msg {
                 request_id,
@@ -296,6 +308,9 @@ async fn serve(
             wire::encode_reply(&mut out, id, request_id, &reply);
         } else {
             wire::encode_msg(&mut out, id, request_id, &reply);
+        }
+        if let Some(c) = compressor {
+            out = crate::compress::compress(&out, c);
         }
         wr.write_all(&out).await?;
         if out.capacity() > 1024 * 1024 {

@@ -9,7 +9,8 @@ use bson::{Bson, Document};
 pub const OP_REPLY: i32 = 1;
 /// OP_QUERY, only used by drivers for the first `hello`/`isMaster`.
 pub const OP_QUERY: i32 = 2004;
-/// OP_COMPRESSED: never advertised, so a frame with it is a protocol error.
+/// OP_COMPRESSED: another message compressed ([`crate::compress`]); the
+/// simulator offers snappy, zlib and zstd in its `hello` reply.
 pub const OP_COMPRESSED: i32 = 2012;
 /// OP_MSG, the modern request and reply.
 pub const OP_MSG: i32 = 2013;
@@ -50,6 +51,8 @@ pub enum WireError {
     DuplicateSequence(String),
     #[error("string is not NUL-terminated UTF-8")]
     BadCString,
+    #[error(transparent)]
+    Compressed(#[from] crate::compress::CompressError),
 }
 
 /// The standard header every message starts with.
@@ -68,7 +71,7 @@ pub fn parse_header(bytes: &[u8; HEADER_LEN]) -> Result<Header, WireError> {
         return Err(WireError::BadLength(length as i64));
     }
     let op_code = i32_at(bytes, 12);
-    if op_code != OP_MSG && op_code != OP_QUERY {
+    if op_code != OP_MSG && op_code != OP_QUERY && op_code != OP_COMPRESSED {
         return Err(WireError::UnknownOpcode(op_code));
     }
     Ok(Header {
@@ -111,7 +114,9 @@ pub fn parse_message(frame: &[u8]) -> Result<Request, WireError> {
     }
     match header.op_code {
         OP_MSG => parse_msg(&header, frame),
-        _ => parse_query(&header, &frame[HEADER_LEN..]),
+        OP_QUERY => parse_query(&header, &frame[HEADER_LEN..]),
+        // OP_COMPRESSED is unwrapped before (crate::compress::decompress).
+        other => Err(WireError::UnknownOpcode(other)),
     }
 }
 
@@ -440,13 +445,26 @@ mod tests {
     }
 
     #[test]
-    fn unknown_and_compressed_opcodes_are_rejected() {
+    fn unknown_opcodes_are_rejected_and_compressed_ones_unwrapped_first() {
         let mut h = [0u8; 16];
         h[0..4].copy_from_slice(&16i32.to_le_bytes());
-        for op in [OP_COMPRESSED, 2005, 0] {
+        for op in [2005i32, 0] {
             h[12..16].copy_from_slice(&op.to_le_bytes());
             assert_eq!(parse_header(&h), Err(WireError::UnknownOpcode(op)));
         }
+        // OP_COMPRESSED passes the header check; as a message it must be
+        // unwrapped first.
+        h[12..16].copy_from_slice(&OP_COMPRESSED.to_le_bytes());
+        assert!(parse_header(&h).is_ok());
+        let mut msg = Vec::new();
+        encode_msg(&mut msg, 1, 0, &doc! { "ping": 1 });
+        let packed = crate::compress::compress(&msg, 3);
+        assert_eq!(
+            parse_message(&packed),
+            Err(WireError::UnknownOpcode(OP_COMPRESSED))
+        );
+        let (plain, _) = crate::compress::decompress(&packed).unwrap();
+        assert!(parse_message(&plain).is_ok());
     }
 
     #[test]

@@ -241,6 +241,33 @@ impl Kind for CustomConfig {
         s
     }
 
+    /// Inserts add a document each (`many`: an estimate of one), deletes
+    /// take one each; the document's size is `doc_size`, else its JSON's.
+    fn footprint(&self) -> Option<crate::workload::footprint::Footprint> {
+        let total: f64 = self.operations.iter().map(|o| o.weight).sum();
+        if total <= 0.0 {
+            return None;
+        }
+        let share = |kind: CustomOpKind| {
+            self.operations
+                .iter()
+                .filter(|o| o.op == kind)
+                .map(|o| o.weight)
+                .sum::<f64>()
+                / total
+        };
+        let doc_bytes = match self.doc_size {
+            Some(size) => size.bytes() as f64,
+            None => self.document.to_string().len() as f64,
+        };
+        Some(crate::workload::footprint::Footprint {
+            doc_bytes,
+            initial_docs: self.initial_docs,
+            net_docs_per_op: share(CustomOpKind::Insert) - share(CustomOpKind::Delete),
+            bound: (self.max_docs > 0).then_some(self.max_docs),
+        })
+    }
+
     fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
         self.validate()?;
         Ok(Arc::new(super::build(self, seed)?))

@@ -66,6 +66,10 @@ impl Default for InsertBenchmarkConfig {
     }
 }
 
+/// The bytes of a document besides `data` (`_id`, the date, three ids and
+/// the price, with their names): an estimate for `check-config`.
+const DOC_OVERHEAD_ESTIMATE: f64 = 120.0;
+
 impl Kind for InsertBenchmarkConfig {
     fn inserts(&self) -> bool {
         true
@@ -136,6 +140,17 @@ impl Kind for InsertBenchmarkConfig {
             self.query_limit
         );
         s
+    }
+
+    /// Each operation inserts a batch (an over-budget query worker too):
+    /// an upper bound of `batch_size` documents per operation.
+    fn footprint(&self) -> Option<crate::workload::footprint::Footprint> {
+        Some(crate::workload::footprint::Footprint {
+            doc_bytes: self.data_length as f64 + DOC_OVERHEAD_ESTIMATE,
+            initial_docs: self.initial_docs,
+            net_docs_per_op: self.batch_size as f64,
+            bound: (self.max_docs > 0).then_some(self.max_docs),
+        })
     }
 
     fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {

@@ -84,6 +84,18 @@ impl Kind for LargeDocConfig {
         )
     }
 
+    /// Insert workers insert one document per operation: their share of
+    /// the workers is the share of the operations that insert.
+    fn footprint(&self) -> Option<crate::workload::footprint::Footprint> {
+        let workers = f64::from(self.insert_workers + self.query_workers).max(1.0);
+        Some(crate::workload::footprint::Footprint {
+            doc_bytes: self.doc_size.bytes() as f64,
+            initial_docs: self.initial_docs,
+            net_docs_per_op: f64::from(self.insert_workers) / workers,
+            bound: (self.max_docs > 0).then_some(self.max_docs),
+        })
+    }
+
     fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
         self.validate()?;
         Ok(Arc::new(super::build(self, seed)))

@@ -5,8 +5,10 @@
 //!
 //! Documents are `{ _id: i64, k: i64, pad: string }` with an index on `k`.
 //! The prepare step loads `_id` 0..initial_docs; inserts take new `_id`s
-//! from a counter shared by all workers; updates, deletes and finds pick an
-//! `_id` uniformly in `[0, counter)` (a deleted key simply matches nothing).
+//! from a counter shared by all workers and, past the bound (`max_docs`,
+//! by default ten times `initial_docs`), delete the oldest; updates,
+//! deletes and finds pick an `_id` uniformly among the live keys (a
+//! deleted key simply matches nothing).
 //! `k` is uniform in `[0, max(initial_docs, 1))`, so lookups by `k` mostly
 //! hit.
 
@@ -88,18 +90,24 @@ pub fn build(cfg: &MixedConfig, seed: u64) -> Built<Mixed> {
             .map(|((_, w), what)| (what, w)),
     )
     .expect("validated: a weight is positive");
+    // With a bound, an insert past it evicts the oldest document as its
+    // second step (`evict`), under the insert's own label.
+    let inserts = BoundedInserts::new(COLL, cfg.initial_docs, cfg.bound());
     let ops = cfg
         .weights()
         .iter()
         .filter(|(_, w)| *w > 0.0)
-        .map(|(name, _)| OpSpec::single(name))
+        .map(|(name, _)| match *name {
+            "insert" => inserts.spec(name),
+            _ => OpSpec::single(name),
+        })
         .collect();
     let overhead = bson_len(&doc! { "_id": 0i64, "k": 0i64, "pad": "" });
     let mixed = Arc::new(Mixed {
         pad: PadPool::new(seed, PadPool::DEFAULT_SIZE),
         pad_len: (cfg.doc_size.bytes() as usize).saturating_sub(overhead),
         k_range: cfg.initial_docs.max(1),
-        inserts: BoundedInserts::new(COLL, cfg.initial_docs, 0),
+        inserts,
         mix,
     });
     let mut prepare = vec![PrepareStep::index(COLL, doc! { "k": 1 }, Some("k_1"))];
@@ -192,8 +200,67 @@ mod tests {
     }
 
     #[test]
+    fn by_default_inserts_past_ten_times_initial_docs_evict_the_oldest() {
+        let c = MixedConfig {
+            insert: 1.0,
+            update: 0.0,
+            delete: 0.0,
+            find: 0.0,
+            ..params()
+        };
+        assert_eq!(c.bound(), 10_000, "10 × initial_docs 1000");
+        let c = MixedConfig {
+            initial_docs: 100,
+            max_docs: Some(150),
+            ..c
+        };
+        let w = build(&c, 1);
+        assert_eq!(w.op_names(), ["insert"]);
+        assert_eq!(w.ops()[0].steps.len(), 2, "insert, evict");
+        let mut src = w.worker(0, 1);
+        for id in 100..400i64 {
+            let op = src.next_op();
+            assert_eq!(op.op, 0, "the label stays insert");
+            if id < 150 {
+                assert!(matches!(op.action(), Some(Action::InsertOne { .. })));
+                continue;
+            }
+            match &op.requests()[1].action {
+                Action::DeleteOne { filter, .. } => {
+                    assert_eq!(filter.get_i64("_id"), Ok(id - 150))
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        // Finds, updates and deletes pick among the live documents.
+        let live = MixedConfig {
+            insert: 0.0,
+            find: 1.0,
+            ..c
+        };
+        let w = build(&live, 1);
+        w.keys()[0].raise_past(999);
+        let mut src = w.worker(0, 2);
+        for _ in 0..1000 {
+            let op = src.next_op();
+            let Some(Action::FindOne { filter, .. }) = op.action() else {
+                panic!("{:?}", op.body)
+            };
+            let id = filter.get_i64("_id").unwrap();
+            assert!((850..1000).contains(&id), "{id} is not live");
+        }
+    }
+
+    #[test]
     fn op_mix_matches_the_weights() {
-        let w = build(&params(), 1);
+        // Unbounded, so every insert is one request.
+        let w = build(
+            &MixedConfig {
+                max_docs: Some(0),
+                ..params()
+            },
+            1,
+        );
         assert_eq!(w.op_names(), ["insert", "update", "delete", "find"]);
         let mut src = w.worker(0, 42);
         let draws = 200_000;

@@ -34,9 +34,19 @@ pub struct MixedConfig {
     pub initial_docs: u64,
     /// Documents per insert call during the prepare step.
     pub load_batch: usize,
+    /// The most documents the collection keeps: each insert past it
+    /// deletes the oldest (step `evict` of the insert), and updates,
+    /// deletes and finds pick among the live ones. Absent: ten times
+    /// `initial_docs` (at least [`DEFAULT_MAX_DOCS_FLOOR`]), so a soak never
+    /// fills the disk; 0: unbounded, which `check-config` warns about in
+    /// a repeating plan.
+    pub max_docs: Option<u64>,
     /// The collection's name.
     pub collection: String,
 }
+
+/// The smallest default bound of `mixed` (`max_docs` absent).
+pub const DEFAULT_MAX_DOCS_FLOOR: u64 = 10_000;
 
 impl Default for MixedConfig {
     fn default() -> Self {
@@ -50,6 +60,7 @@ impl Default for MixedConfig {
             doc_size: ByteSize(76 * 1024),
             initial_docs: 10_000,
             load_batch: 100,
+            max_docs: None,
             collection: "mixed".into(),
         }
     }
@@ -77,6 +88,9 @@ impl Kind for MixedConfig {
         }
         check_doc_size("doc_size", self.doc_size)?;
         at_least_one("load_batch", self.load_batch as u64)?;
+        if let Some(max) = self.max_docs.filter(|m| *m > 0) {
+            crate::workload::validate::check_bound(max, self.initial_docs)?;
+        }
         check_collection("collection", &self.collection)
     }
 
@@ -88,14 +102,29 @@ impl Kind for MixedConfig {
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
         format!(
-            "  weights: {}\n  collection: {}, doc_size: {} ({} bytes), initial_docs: {}, load_batch: {}\n",
+            "  weights: {}\n  collection: {}, doc_size: {} ({} bytes), initial_docs: {}, load_batch: {}, max_docs: {}\n",
             weights.join(", "),
             self.collection,
             self.doc_size,
             self.doc_size.bytes(),
             self.initial_docs,
-            self.load_batch
+            self.load_batch,
+            match (self.max_docs, self.bound()) {
+                (_, 0) => "unbounded".to_owned(),
+                (None, b) => format!("{b} (the default: 10 × initial_docs)"),
+                (Some(_), b) => b.to_string(),
+            }
         )
+    }
+
+    fn footprint(&self) -> Option<crate::workload::footprint::Footprint> {
+        let total: f64 = self.weights().iter().map(|(_, w)| w).sum();
+        Some(crate::workload::footprint::Footprint {
+            doc_bytes: self.doc_size.bytes() as f64,
+            initial_docs: self.initial_docs,
+            net_docs_per_op: (self.insert - self.delete) / total,
+            bound: (self.bound() > 0).then(|| self.bound()),
+        })
     }
 
     fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
@@ -105,6 +134,16 @@ impl Kind for MixedConfig {
 }
 
 impl MixedConfig {
+    /// The bound inserts keep to: `max_docs`, else ten times
+    /// `initial_docs` (at least [`DEFAULT_MAX_DOCS_FLOOR`]); 0: unbounded.
+    pub fn bound(&self) -> u64 {
+        self.max_docs.unwrap_or_else(|| {
+            self.initial_docs
+                .saturating_mul(10)
+                .max(DEFAULT_MAX_DOCS_FLOOR)
+        })
+    }
+
     /// The weights in the order of the mixed workload's op names.
     pub fn weights(&self) -> [(&'static str, f64); 6] {
         [

@@ -127,6 +127,28 @@ impl Kind for NameNumConfig {
         )
     }
 
+    /// `{_id, Name, Num}`: about 60 bytes with a short name.
+    fn footprint(&self) -> Option<crate::workload::footprint::Footprint> {
+        let per_op = match self.mode {
+            NameNumMode::Insert => 1.0,
+            NameNumMode::InsertQuery => {
+                let total = self.insert_weight + self.query_weight;
+                if total > 0.0 {
+                    self.insert_weight / total
+                } else {
+                    0.0
+                }
+            }
+            NameNumMode::Update | NameNumMode::Query => 0.0,
+        };
+        Some(crate::workload::footprint::Footprint {
+            doc_bytes: 50.0 + self.name.len() as f64,
+            initial_docs: self.initial_docs,
+            net_docs_per_op: per_op,
+            bound: (self.max_docs > 0).then_some(self.max_docs),
+        })
+    }
+
     fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
         self.validate()?;
         Ok(Arc::new(super::build(self, seed)))

@@ -142,6 +142,20 @@ impl Kind for SysbenchConfig {
         )
     }
 
+    /// Each delete-insert deletes a row and inserts it again: the count
+    /// stays; a row (`_id`, `k`, `c` of 120 and `pad` of 60 characters)
+    /// is about 230 bytes.
+    fn footprint(&self) -> Option<crate::workload::footprint::Footprint> {
+        Some(crate::workload::footprint::Footprint {
+            doc_bytes: 230.0,
+            initial_docs: self
+                .docs_per_collection
+                .saturating_mul(u64::from(self.collections)),
+            net_docs_per_op: 0.0,
+            bound: None,
+        })
+    }
+
     fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
         self.validate()?;
         Ok(Arc::new(super::build(self, seed)))

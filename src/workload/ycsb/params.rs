@@ -220,6 +220,24 @@ impl Kind for YcsbConfig {
         )
     }
 
+    /// Workloads D and E insert (5 % of their operations), never delete,
+    /// and have no bound.
+    fn footprint(&self) -> Option<crate::workload::footprint::Footprint> {
+        let inserts: f64 = self
+            .workload
+            .proportions()
+            .iter()
+            .filter(|(op, _)| *op == YcsbOp::Insert)
+            .map(|(_, p)| *p)
+            .sum();
+        Some(crate::workload::footprint::Footprint {
+            doc_bytes: f64::from(self.field_count) * (self.field_length as f64 + 10.0) + 30.0,
+            initial_docs: self.record_count,
+            net_docs_per_op: inserts,
+            bound: None,
+        })
+    }
+
     fn build(&self, seed: u64) -> Result<Arc<dyn Workload>, KeyError> {
         self.validate()?;
         Ok(Arc::new(super::build(self, seed)))

@@ -180,8 +180,14 @@ pub fn execute(shared: &Shared, connection_id: i64, cmd: Document) -> Document {
         .to_doc();
     }
     let result = match name.as_str() {
-        "hello" => Ok(hello(connection_id, false, shared.sessions)),
-        "isMaster" | "ismaster" => Ok(hello(connection_id, true, shared.sessions)),
+        "hello" | "isMaster" | "ismaster" => {
+            let mut reply = hello(connection_id, name != "hello", shared.sessions);
+            // The compressors the client offers that this server speaks.
+            if let Ok(offered) = cmd.get_array("compression") {
+                reply.insert("compression", crate::compress::negotiate(offered));
+            }
+            Ok(reply)
+        }
         "ping" | "endSessions" | "killAllSessions" | "killSessions" => Ok(doc! { "ok": 1.0 }),
         "buildInfo" | "buildinfo" => Ok(build_info()),
         "serverStatus" => Ok(server_status(shared)),

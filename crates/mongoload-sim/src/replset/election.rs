@@ -10,6 +10,18 @@ pub struct ElectionTime {
     pub max: Duration,
 }
 
+/// `2s`, or `1s..3s` for a range: for log lines.
+impl std::fmt::Display for ElectionTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let d = humantime::format_duration;
+        if self.min == self.max {
+            write!(f, "{}", d(self.min))
+        } else {
+            write!(f, "{}..{}", d(self.min), d(self.max))
+        }
+    }
+}
+
 impl Default for ElectionTime {
     fn default() -> Self {
         ElectionTime::fixed(Duration::from_secs(2))
