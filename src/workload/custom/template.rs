@@ -10,6 +10,7 @@
 //! | `date` | `from`, `to` (RFC 3339) | uniform between them; without them the current time |
 //! | `array` | `of`, `min` (0), `max` | an array of `min..=max` values of template `of` |
 //! | `choice` | `values` | one of the values, uniformly |
+//! | `objectid` | | a random ObjectId |
 //!
 //! In a document template `sequential` is `min +` the document's sequence
 //! number, so loaded and inserted documents count on from each other;
@@ -70,6 +71,8 @@ pub enum Gen {
     },
     /// One of these values.
     Choice(Vec<Bson>),
+    /// A random ObjectId.
+    ObjectId,
 }
 
 /// What a template draws from besides the worker's RNG.
@@ -241,10 +244,11 @@ impl Gen {
             "date" => &["from", "to"],
             "array" => &["of", "min", "max"],
             "choice" => &["values"],
+            "objectid" => &[],
             _ => {
                 return err(
                     &format!("{at}.$gen"),
-                    format!("unknown generator {kind:?}; known: uniform, zipfian, latest, sequential, double, string, date, array, choice"),
+                    format!("unknown generator {kind:?}; known: uniform, zipfian, latest, sequential, double, string, date, array, choice, objectid"),
                 )
             }
         };
@@ -354,6 +358,7 @@ impl Gen {
                     max: max as usize,
                 }
             }
+            "objectid" => Gen::ObjectId,
             _ => match g.get("values") {
                 Some(Value::Array(a)) if !a.is_empty() => {
                     Gen::Choice(a.iter().map(json_to_bson).collect())
@@ -387,6 +392,9 @@ impl Gen {
             }
             Gen::Double { min, max } => Bson::Double(ctx.rng.random_range(*min..*max)),
             Gen::Str { len } => Bson::String(ctx.pad.pad(ctx.rng, *len)),
+            Gen::ObjectId => {
+                Bson::ObjectId(mongodb::bson::oid::ObjectId::from_bytes(ctx.rng.random()))
+            }
             Gen::Date { range } => Bson::DateTime(match range {
                 Some((f, t)) => DateTime::from_millis(ctx.rng.random_range(*f..*t)),
                 None => DateTime::now(),

@@ -1,0 +1,1 @@
+//! Unit tests of `capture`'s pure parts.
