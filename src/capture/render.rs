@@ -49,11 +49,13 @@ pub fn render(c: &Capture, o: &Options) -> Result<Rendered, String> {
             .max_by_key(|(d, n)| (**n, std::cmp::Reverse(**d)))
         {
             Some((d, _)) => d.to_string(),
-            None => return Err(format!(
+            None => {
+                return Err(format!(
                 "no operation to capture: {} \"Slow query\" entries, none of a supported shape{}",
                 c.entries,
                 skipped_list(c, "; skipped: ")
-            )),
+            ))
+            }
         },
     };
     let groups: Vec<&Group> = c.groups.iter().filter(|g| g.stmt.db == db).collect();
