@@ -75,9 +75,10 @@ pub enum SlotStats {
         seen_true: bool,
         seen_false: bool,
     },
+    /// Ages (ms before the entry's time; negative: after it).
     Date {
-        min: i64,
-        max: i64,
+        min_age: i64,
+        max_age: i64,
     },
     ObjectId,
     Array {
@@ -91,7 +92,8 @@ pub enum SlotStats {
 const KEEP_MAX: usize = 1000;
 
 impl SlotStats {
-    fn new(o: &Obs) -> SlotStats {
+    /// The stats of one value seen in an entry logged at `t` (ms).
+    fn new(o: &Obs, t: i64) -> SlotStats {
         match o {
             Obs::Int(i) => SlotStats::Int { min: *i, max: *i },
             Obs::Double(d) => SlotStats::Double { min: *d, max: *d },
@@ -108,14 +110,17 @@ impl SlotStats {
                 seen_true: *b,
                 seen_false: !*b,
             },
-            Obs::Date(ms) => SlotStats::Date { min: *ms, max: *ms },
+            Obs::Date(ms) => SlotStats::Date {
+                min_age: t - ms,
+                max_age: t - ms,
+            },
             Obs::ObjectId => SlotStats::ObjectId,
             Obs::Array(a) => {
                 let mut of: Option<Box<SlotStats>> = None;
                 for e in a {
                     match &mut of {
-                        Some(s) => s.add(e),
-                        None => of = Some(Box::new(SlotStats::new(e))),
+                        Some(s) => s.add(e, t),
+                        None => of = Some(Box::new(SlotStats::new(e, t))),
                     }
                 }
                 SlotStats::Array {
@@ -127,7 +132,7 @@ impl SlotStats {
         }
     }
 
-    fn add(&mut self, o: &Obs) {
+    fn add(&mut self, o: &Obs, t: i64) {
         match (self, o) {
             (SlotStats::Int { min, max }, Obs::Int(i)) => {
                 *min = (*min).min(*i);
@@ -162,9 +167,9 @@ impl SlotStats {
                 *seen_true |= *b;
                 *seen_false |= !*b;
             }
-            (SlotStats::Date { min, max }, Obs::Date(ms)) => {
-                *min = (*min).min(*ms);
-                *max = (*max).max(*ms);
+            (SlotStats::Date { min_age, max_age }, Obs::Date(ms)) => {
+                *min_age = (*min_age).min(t - ms);
+                *max_age = (*max_age).max(t - ms);
             }
             (
                 SlotStats::Array {
@@ -178,8 +183,8 @@ impl SlotStats {
                 *max_len = (*max_len).max(a.len());
                 for e in a {
                     match of {
-                        Some(s) => s.add(e),
-                        None => *of = Some(Box::new(SlotStats::new(e))),
+                        Some(s) => s.add(e, t),
+                        None => *of = Some(Box::new(SlotStats::new(e, t))),
                     }
                 }
             }
@@ -269,6 +274,8 @@ impl Capture {
                 return;
             }
         };
+        // Dates are kept as ages: without the entry's time, as of the epoch.
+        let t = e.t_ms.unwrap_or(0);
         for s in stmts {
             self.statements += 1;
             let key = s.key();
@@ -276,7 +283,7 @@ impl Capture {
                 Some(&i) => i,
                 None => {
                     self.groups.push(Group {
-                        slots: s.obs.iter().map(SlotStats::new).collect(),
+                        slots: s.obs.iter().map(|o| SlotStats::new(o, t)).collect(),
                         literals: vec![Vec::new(); s.obs.len()],
                         stmt: s.clone(),
                         count: 0,
@@ -293,7 +300,7 @@ impl Capture {
             let g = &mut self.groups[i];
             if g.count > 0 {
                 for (st, o) in g.slots.iter_mut().zip(&s.obs) {
-                    st.add(o);
+                    st.add(o, t);
                 }
             }
             for (lits, o) in g.literals.iter_mut().zip(&s.obs) {

@@ -408,8 +408,13 @@ pub fn generator(s: &SlotStats) -> Value {
             }
             json!({ "$gen": "choice", "values": v })
         }
-        // The observed dates are of the capture's time, not the run's:
-        // the run draws the current time.
+        // Relative to now: as far back as the oldest seen was before its
+        // entry; dates after their entry (expiries) draw the current time.
+        SlotStats::Date { max_age, .. } if *max_age >= 1000 => {
+            let secs = (*max_age as u64).div_ceil(1000);
+            let within = humantime::format_duration(std::time::Duration::from_secs(secs));
+            json!({ "$gen": "date", "within": within.to_string() })
+        }
         SlotStats::Date { .. } => json!({ "$gen": "date" }),
         SlotStats::ObjectId => json!({ "$gen": "objectid" }),
         SlotStats::Array {

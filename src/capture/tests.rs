@@ -315,3 +315,25 @@ fn a_log_without_operations_or_time_is_an_error_naming_why() {
     .unwrap_err();
     assert!(e.contains("--scale"), "{e}");
 }
+
+#[test]
+fn dates_draw_relative_to_now_as_far_back_as_seen() {
+    let line = |d: &str| {
+        format!(
+            r#"{{"t":{{"$date":"2024-01-02T00:00:00Z"}},"id":51803,"attr":{{"type":"command","ns":"shop.orders","command":{{"find":"orders","filter":{{"at":{{"$gte":{{"$date":"{d}"}}}},"owner":{{"$oid":"650f3c2b9d1e8a0012345678"}}}},"$db":"shop"}},"durationMillis":3}}}}"#
+        )
+    };
+    let mut c = Capture::new("mongoload");
+    c.add(&slow(&line("2024-01-01T12:00:00Z")));
+    c.add(&slow(&line("2024-01-01T00:00:00Z")));
+    let g = &c.groups[0];
+    assert_eq!(g.count, 2);
+    assert_eq!(
+        render::generator(&g.slots[0]),
+        json!({ "$gen": "date", "within": "1day" })
+    );
+    assert_eq!(
+        render::generator(&g.slots[1]),
+        json!({ "$gen": "objectid" })
+    );
+}
