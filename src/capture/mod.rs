@@ -248,6 +248,16 @@ impl Capture {
         c
     }
 
+    /// Reads a log line by line (a mongod log may be larger than memory);
+    /// a line that is not UTF-8 is read lossily.
+    pub fn read_from(r: impl std::io::BufRead, own_app: &str) -> std::io::Result<Capture> {
+        let mut c = Capture::new(own_app);
+        for (i, line) in r.split(b'\n').enumerate() {
+            c.add_line(i + 1, &String::from_utf8_lossy(&line?));
+        }
+        Ok(c)
+    }
+
     pub fn add_line(&mut self, lineno: usize, line: &str) {
         match log::parse_line(line) {
             Line::Slow(e) => self.add(&e),
@@ -367,14 +377,15 @@ fn bson_size(d: &Value) -> Option<usize> {
 
 /// Runs `mongoload capture`.
 pub fn run_cli(args: &CaptureArgs) -> ExitCode {
-    let text = match std::fs::read_to_string(&args.log) {
-        Ok(t) => t,
+    let read = std::fs::File::open(&args.log)
+        .and_then(|f| Capture::read_from(std::io::BufReader::new(f), &args.own_app_name));
+    let capture = match read {
+        Ok(c) => c,
         Err(e) => {
             eprintln!("mongoload capture: {}: {e}", args.log.display());
             return ExitCode::from(crate::exit::Exit::Usage.code());
         }
     };
-    let capture = Capture::read(&text, &args.own_app_name);
     let opts = render::Options {
         source: args.log.display().to_string(),
         scale: args.scale,

@@ -153,7 +153,14 @@ pub fn render(c: &Capture, o: &Options) -> Result<Rendered, String> {
                 sizes.len()
             );
         }
-        let _ = writeln!(t, "# {doc_note}");
+        if sizes.is_empty() {
+            let _ = writeln!(t, "# {doc_note}");
+        } else {
+            let _ = writeln!(
+                t,
+                "# Inserts that logged their documents insert their shape (the op's document); this one is for loading."
+            );
+        }
         let _ = writeln!(t, "document = {}", toml_value(&document));
         for keys in indexes(&gs) {
             let _ = writeln!(
@@ -315,7 +322,7 @@ fn op_comment(g: &Group, total: u64, in_coll: u64) -> Vec<String> {
 
 fn op_body(t: &mut String, g: &Group, o: &Options) {
     let s = &g.stmt;
-    for key in ["filter", "update"] {
+    for key in ["filter", "update", "document"] {
         if let Some(v) = s.skeleton.get(key) {
             let _ = writeln!(t, "{key} = {}", toml_value(&fill(v, g, o)));
         }

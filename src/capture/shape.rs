@@ -208,6 +208,14 @@ pub fn statements(e: &SlowQuery, own_app: &str) -> Result<Vec<Stmt>, Skip> {
             let mut s = Stmt::new(CustomOpKind::Insert, db, &coll);
             if let Some(Value::Array(docs)) = cmd.get("documents") {
                 s.documents = docs.clone();
+                // The first document's shape is the template (mongoload
+                // sets `_id`; TOML has no null: null fields are left out).
+                if let Some(Value::Object(d)) = docs.first() {
+                    let mut d = d.clone();
+                    d.remove("_id");
+                    let d = without_nulls(Value::Object(d));
+                    s.template("document", Some(&d), Mode::Filter)?;
+                }
             }
             Ok(vec![s])
         }
@@ -582,6 +590,20 @@ impl Stmt {
                 Value::Object(out)
             }
         })
+    }
+}
+
+/// `v` without its null fields (at any depth).
+fn without_nulls(v: Value) -> Value {
+    match v {
+        Value::Object(o) => Value::Object(
+            o.into_iter()
+                .filter(|(_, x)| !x.is_null())
+                .map(|(k, x)| (k, without_nulls(x)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.into_iter().map(without_nulls).collect()),
+        other => other,
     }
 }
 

@@ -337,3 +337,64 @@ fn dates_draw_relative_to_now_as_far_back_as_seen() {
         json!({ "$gen": "objectid" })
     );
 }
+
+#[test]
+fn databases_other_than_the_captured_one_are_named() {
+    let c = Capture::read(SLOWOPS, "mongoload");
+    let out = render::render(&c, &opts()).unwrap();
+    assert!(out.config.contains("database = \"demo\""), "{}", out.config);
+    assert!(
+        out.summary
+            .contains("other databases (not captured): edu (1)"),
+        "{}",
+        out.summary
+    );
+    let edu = render::render(
+        &c,
+        &Options {
+            database: Some("edu".into()),
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert!(edu.config.contains("database = \"edu\""), "{}", edu.config);
+    load(&edu.config).unwrap_or_else(|e| panic!("{e}\n{}", edu.config));
+    let e = render::render(
+        &c,
+        &Options {
+            database: Some("nope".into()),
+            ..opts()
+        },
+    )
+    .unwrap_err();
+    assert!(e.contains("nope"), "{e}");
+}
+
+#[test]
+fn documents_an_insert_carries_give_the_size_and_reading_streams() {
+    let l = |t: &str| {
+        format!(
+            r#"{{"t":{{"$date":"{t}"}},"id":51803,"attr":{{"type":"command","ns":"shop.orders","command":{{"insert":"orders","documents":[{{"_id":1,"name":"abcdefghij"}}],"$db":"shop"}},"ninserted":1,"durationMillis":1}}}}"#
+        )
+    };
+    let text = format!(
+        "{}\n{}\n",
+        l("2024-01-01T00:00:00Z"),
+        l("2024-01-01T00:00:10Z")
+    );
+    let c = Capture::read_from(std::io::Cursor::new(text.as_bytes()), "mongoload").unwrap();
+    // {_id: int32 1, name: "abcdefghij"}: 4 + (1+4+4) + (1+5+4+11) + 1.
+    assert_eq!(c.groups[0].doc_sizes, [35, 35]);
+    let out = render::render(&c, &opts()).unwrap();
+    assert!(out.config.contains("doc_size = 35"), "{}", out.config);
+    // The insert's own template: the document's shape, its value drawn.
+    assert!(
+        out.config
+            .contains("document = { name = { \"$gen\" = \"string\", length = 10 } }"),
+        "{}",
+        out.config
+    );
+    assert!(!out.config.contains("abcdefghij"), "{}", out.config);
+    assert!(out.config.contains("rate = 0.2000"), "{}", out.config);
+    load(&out.config).unwrap_or_else(|e| panic!("{e}\n{}", out.config));
+}
