@@ -226,6 +226,8 @@ pub struct Capture {
     pub entries: u64,
     /// Statements counted into shapes.
     pub statements: u64,
+    /// `update`/`delete` command envelopes by (database, collection, op).
+    pub envelopes: BTreeMap<(String, String, String), u64>,
     pub first_ms: Option<i64>,
     pub last_ms: Option<i64>,
     own_app: String,
@@ -280,6 +282,13 @@ impl Capture {
         let stmts = match shape::statements(e, &self.own_app) {
             Ok(s) => s,
             Err(skip) => {
+                if skip == Skip::WriteEnvelope {
+                    if let Some((op, coll)) = e.command.as_object().and_then(|c| c.iter().next()) {
+                        let db = e.ns.split('.').next().unwrap_or_default().to_owned();
+                        let coll = coll.as_str().unwrap_or_default().to_owned();
+                        *self.envelopes.entry((db, coll, op.clone())).or_default() += 1;
+                    }
+                }
                 *self.skipped.entry(skip).or_default() += 1;
                 return;
             }

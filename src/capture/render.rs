@@ -223,6 +223,10 @@ pub fn render(c: &Capture, o: &Options) -> Result<Rendered, String> {
     for (why, n) in &c.skipped {
         let _ = writeln!(s, "  skipped {n:>7}  {why}");
     }
+    for line in envelopes_without_statements(c, &db) {
+        let _ = writeln!(s, "  warning: {line}");
+        let _ = writeln!(t, "# Warning: {line}");
+    }
     if c.bad_total > 0 {
         let _ = writeln!(
             s,
@@ -237,6 +241,29 @@ pub fn render(c: &Capture, o: &Options) -> Result<Rendered, String> {
         config: t,
         summary: s,
     })
+}
+
+/// Write commands logged without any statement of theirs captured: a
+/// server that logs only the command (or statements all unsupported).
+fn envelopes_without_statements(c: &Capture, db: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for ((d, coll, op), n) in &c.envelopes {
+        let kind = if op == "update" {
+            CustomOpKind::Update
+        } else {
+            CustomOpKind::Delete
+        };
+        let seen = c
+            .groups
+            .iter()
+            .any(|g| g.stmt.db == *d && g.stmt.coll == *coll && g.stmt.op == kind);
+        if d == db && !seen {
+            out.push(format!(
+                "{n} {op} commands on {d}.{coll} were logged without a statement of theirs (or only unsupported ones): their shapes are unknown and not in the config"
+            ));
+        }
+    }
+    out
 }
 
 fn skipped_list(c: &Capture, prefix: &str) -> String {

@@ -532,6 +532,8 @@ impl Stmt {
     /// The skeleton of `v`; `field` is the field the value belongs to.
     fn walk(&mut self, v: &Value, mode: Mode, field: Option<&str>) -> Result<Value, Skip> {
         Ok(match v {
+            // `{ $group: { _id: null } }`: one group; any constant does.
+            Value::Null if mode == Mode::Expr && field == Some("_id") => Value::from(0),
             Value::Null => return unsupported("null values (TOML has no null)"),
             Value::Bool(b) if mode == Mode::Expr => Value::Bool(*b),
             Value::Bool(b) => self.slot(Obs::Bool(*b), field),

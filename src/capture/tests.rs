@@ -398,3 +398,36 @@ fn documents_an_insert_carries_give_the_size_and_reading_streams() {
     assert!(out.config.contains("rate = 0.2000"), "{}", out.config);
     load(&out.config).unwrap_or_else(|e| panic!("{e}\n{}", out.config));
 }
+
+#[test]
+fn write_commands_logged_without_statements_are_warned_about() {
+    // The slice's update/delete envelopes have their statements: no warning.
+    let c = Capture::read(SLICE, "mongoload");
+    let out = render::render(&c, &opts()).unwrap();
+    assert!(!out.summary.contains("warning"), "{}", out.summary);
+    // Without the statement entries, the envelopes alone are named.
+    let only_envelopes: String = SLICE
+        .lines()
+        .filter(|l| !l.contains(r#""type":"update""#) && !l.contains(r#""type":"remove""#))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let c = Capture::read(&only_envelopes, "mongoload");
+    let out = render::render(&c, &opts()).unwrap();
+    assert!(
+        out.summary
+            .contains("update commands on testdb.__examples were logged without a statement"),
+        "{}",
+        out.summary
+    );
+    assert!(out.config.contains("# Warning: "), "{}", out.config);
+}
+
+#[test]
+fn a_group_on_null_is_a_group_on_a_constant() {
+    let l = r#"{"t":{"$date":"2024-01-01T00:00:00Z"},"id":51803,"attr":{"type":"command","ns":"shop.orders","command":{"aggregate":"orders","pipeline":[{"$group":{"_id":null,"n":{"$sum":"$total"}}}],"cursor":{},"$db":"shop"},"durationMillis":3}}"#;
+    let s = statements(&slow(l), "mongoload").unwrap().remove(0);
+    assert_eq!(
+        s.skeleton["pipeline"][0],
+        json!({ "$group": { "_id": 0, "n": { "$sum": "$total" } } })
+    );
+}
