@@ -125,7 +125,7 @@ pub fn render(c: &Capture, o: &Options) -> Result<Rendered, String> {
         let rate = n as f64 / span * o.scale;
         let _ = writeln!(
             t,
-            "# {db}.{coll}: {n} operations ({:.1} % of the capture), {:.3}/s observed.",
+            "# {db}.{coll}: {n} operations ({} % of the capture), {:.3}/s observed.",
             pct(n, total),
             n as f64 / span
         );
@@ -274,11 +274,24 @@ fn skipped_list(c: &Capture, prefix: &str) -> String {
     format!("{prefix}{}", items.join(", "))
 }
 
-fn pct(n: u64, of: u64) -> f64 {
-    if of == 0 {
+/// `n` as a percentage of `of`, for comments: one decimal, or "< 0.1".
+fn pct(n: u64, of: u64) -> Pct {
+    Pct(if of == 0 {
         0.0
     } else {
         n as f64 * 100.0 / of as f64
+    })
+}
+
+struct Pct(f64);
+
+impl std::fmt::Display for Pct {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0 > 0.0 && self.0 < 0.1 {
+            f.write_str("< 0.1")
+        } else {
+            write!(f, "{:.1}", self.0)
+        }
     }
 }
 
@@ -307,7 +320,7 @@ fn percentile(v: &mut [f64], p: f64) -> f64 {
 fn op_comment(g: &Group, total: u64, in_coll: u64) -> Vec<String> {
     let mut d = g.durations_ms.clone();
     let mut lines = vec![format!(
-        "{} seen {} times: {:.1} % of the capture, {:.1} % of this collection's; latency seen p50 {} ms, p99 {} ms, max {} ms",
+        "{} seen {} times: {} % of the capture, {} % of this collection's; latency seen p50 {} ms, p99 {} ms, max {} ms",
         g.stmt.op.as_str(),
         g.count,
         pct(g.count, total),

@@ -377,7 +377,21 @@ fn update_stmt(db: &str, coll: &str, st: &Map<String, Value>) -> Result<Stmt, Sk
             let sk = s.walk(&u, Mode::Update, None)?;
             s.skeleton.insert("update".into(), sk);
         }
-        Some(Value::Object(_)) => return unsupported("update replacing the whole document"),
+        // A replacement runs as a `$set` of its fields (custom updates
+        // with operators): the same fields written, the others kept.
+        Some(Value::Object(u)) if u.keys().all(|k| !k.starts_with('$')) => {
+            let mut fields = u.clone();
+            fields.remove("_id");
+            if fields.is_empty() {
+                return unsupported("update replacing a document with an empty one");
+            }
+            let set = serde_json::json!({ "$set": without_nulls(Value::Object(fields)) });
+            let sk = s.walk(&set, Mode::Update, None)?;
+            s.skeleton.insert("update".into(), sk);
+            s.dropped
+                .push("replacement (run as a $set of its fields)".into());
+        }
+        Some(Value::Object(_)) => return unsupported("update mixing operators and fields"),
         Some(Value::Array(_)) => return unsupported("update with an aggregation pipeline"),
         _ => return unsupported("update without u"),
     }

@@ -431,3 +431,17 @@ fn a_group_on_null_is_a_group_on_a_constant() {
         json!({ "$group": { "_id": 0, "n": { "$sum": "$total" } } })
     );
 }
+
+#[test]
+fn a_replacement_runs_as_a_set_of_its_fields() {
+    let l = r#"{"t":{"$date":"2024-01-01T00:00:00Z"},"id":51803,"attr":{"type":"update","ns":"hr.employees","command":{"q":{"_id":7},"u":{"_id":7,"name":"Ann","grade":3},"multi":false,"upsert":false},"durationMillis":1}}"#;
+    let s = statements(&slow(l), "mongoload").unwrap().remove(0);
+    assert_eq!(s.op, CustomOpKind::Update);
+    assert_eq!(s.skeleton["update"]["$set"].as_object().unwrap().len(), 2);
+    assert!(s.dropped[0].starts_with("replacement"), "{:?}", s.dropped);
+    assert!(!s
+        .skeleton
+        .to_owned()
+        .values()
+        .any(|v| v.to_string().contains("Ann")));
+}
