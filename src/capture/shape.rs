@@ -129,7 +129,7 @@ fn split_ns(ns: &str) -> (&str, &str) {
 }
 
 fn is_system(db: &str, coll: &str) -> bool {
-    matches!(db, "admin" | "config" | "local") || coll.starts_with("system.") || coll.is_empty()
+    matches!(db, "admin" | "config" | "local") || coll.starts_with("system.")
 }
 
 /// The statements `e` ran, or why it yields none. `own_app` is the
