@@ -593,8 +593,15 @@ impl Stmt {
                             continue;
                         }
                         (Mode::Filter, "$expr") => (Mode::Expr, None),
+                        // `$unset` ignores its values: only the field names stay.
                         (Mode::Update, "$unset") => {
-                            out.insert(k.clone(), x.clone());
+                            let fields = match x {
+                                Value::Object(f) => {
+                                    f.keys().map(|k| (k.clone(), Value::from(""))).collect()
+                                }
+                                _ => Map::new(),
+                            };
+                            out.insert(k.clone(), Value::Object(fields));
                             continue;
                         }
                         (Mode::Update, op) if op.starts_with('$') => (Mode::Filter, None),
