@@ -46,6 +46,10 @@ pub enum Command {
     Demo(DemoArgs),
     /// Control a running daemon through its control socket ([control] socket).
     Ctl(CtlArgs),
+    /// Write a `custom` workload config from mongod's JSON log ("Slow
+    /// query" entries): the deployment's own query shapes, proportions and
+    /// rate (x --scale), values synthesized.
+    Capture(crate::capture::CaptureArgs),
     /// Print one row per stage from run logs, or compare two runs
     /// (exit 1 when throughput dropped beyond --max-drop, 2 on unreadable input).
     Report(ReportArgs),
@@ -248,6 +252,7 @@ pub fn run(cli: Cli) -> ExitCode {
             block_on(demo(args, progress))
         }
         Command::Report(args) => report(&args),
+        Command::Capture(args) => crate::capture::run_cli(&args),
         Command::Ctl(args) => block_on(ctl(args)),
         Command::Man(args) => man(args),
     }

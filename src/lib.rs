@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod audit;
+pub mod capture;
 pub mod check_target;
 pub mod cli;
 pub mod cluster;

@@ -8,6 +8,7 @@ mod common;
 mod audit;
 mod auth_tls;
 mod bad_input;
+mod capture;
 mod check_target;
 mod cli;
 mod cluster;

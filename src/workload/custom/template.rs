@@ -7,9 +7,10 @@
 //! | `uniform`, `zipfian`, `latest`, `sequential` | `min` (0), `max` | an integer in `[min, max)`; without `max` an existing document's sequence number (`_id`) |
 //! | `double` | `min` (0), `max` (1) | a float in `[min, max)` |
 //! | `string` | `length` | random ASCII of that length |
-//! | `date` | `from`, `to` (RFC 3339) | uniform between them; without them the current time |
+//! | `date` | `from`, `to` (RFC 3339), or `within` (a duration) | uniform between them, or in the last `within` before now; without them the current time |
 //! | `array` | `of`, `min` (0), `max` | an array of `min..=max` values of template `of` |
 //! | `choice` | `values` | one of the values, uniformly |
+//! | `objectid` | | a random ObjectId |
 //!
 //! In a document template `sequential` is `min +` the document's sequence
 //! number, so loaded and inserted documents count on from each other;
@@ -60,8 +61,12 @@ pub enum Gen {
     Double { min: f64, max: f64 },
     /// Random ASCII.
     Str { len: usize },
-    /// A date uniform in `[from, to)` (ms), or now.
-    Date { range: Option<(i64, i64)> },
+    /// A date uniform in `[from, to)` (ms), or in the last `within` ms
+    /// before now, or now.
+    Date {
+        range: Option<(i64, i64)>,
+        within: Option<i64>,
+    },
     /// An array of `min..=max` values.
     Array {
         of: Template,
@@ -70,6 +75,8 @@ pub enum Gen {
     },
     /// One of these values.
     Choice(Vec<Bson>),
+    /// A random ObjectId.
+    ObjectId,
 }
 
 /// What a template draws from besides the worker's RNG.
@@ -238,13 +245,14 @@ impl Gen {
         let allowed: &[&str] = match kind {
             "uniform" | "zipfian" | "latest" | "sequential" | "double" => &["min", "max"],
             "string" => &["length"],
-            "date" => &["from", "to"],
+            "date" => &["from", "to", "within"],
             "array" => &["of", "min", "max"],
             "choice" => &["values"],
+            "objectid" => &[],
             _ => {
                 return err(
                     &format!("{at}.$gen"),
-                    format!("unknown generator {kind:?}; known: uniform, zipfian, latest, sequential, double, string, date, array, choice"),
+                    format!("unknown generator {kind:?}; known: uniform, zipfian, latest, sequential, double, string, date, array, choice, objectid"),
                 )
             }
         };
@@ -319,6 +327,35 @@ impl Gen {
             "date" => {
                 let from = date_of(g, "from", at)?;
                 let to = date_of(g, "to", at)?;
+                let within = match g.get("within") {
+                    None => None,
+                    Some(Value::String(s)) => match humantime::parse_duration(s) {
+                        Ok(d) if !d.is_zero() && from.is_none() && to.is_none() => {
+                            Some(d.as_millis().min(i64::MAX as u128) as i64)
+                        }
+                        Ok(d) if d.is_zero() => {
+                            return err(&format!("{at}.within"), "must be above 0")
+                        }
+                        Ok(_) => {
+                            return err(
+                                &format!("{at}.within"),
+                                "give within (before now) or from and to, not both",
+                            )
+                        }
+                        Err(e) => {
+                            return err(
+                                &format!("{at}.within"),
+                                format!("not a duration such as \"24h\": {e}"),
+                            )
+                        }
+                    },
+                    Some(v) => {
+                        return err(
+                            &format!("{at}.within"),
+                            format!("expected a duration string such as \"24h\", got {v}"),
+                        )
+                    }
+                };
                 let range = match (from, to) {
                     (None, None) => None,
                     (Some(f), Some(t)) if t > f => Some((f, t)),
@@ -330,7 +367,7 @@ impl Gen {
                         )
                     }
                 };
-                Gen::Date { range }
+                Gen::Date { range, within }
             }
             "array" => {
                 let of = g.get("of").ok_or_else(|| KeyError {
@@ -354,6 +391,7 @@ impl Gen {
                     max: max as usize,
                 }
             }
+            "objectid" => Gen::ObjectId,
             _ => match g.get("values") {
                 Some(Value::Array(a)) if !a.is_empty() => {
                     Gen::Choice(a.iter().map(json_to_bson).collect())
@@ -387,9 +425,15 @@ impl Gen {
             }
             Gen::Double { min, max } => Bson::Double(ctx.rng.random_range(*min..*max)),
             Gen::Str { len } => Bson::String(ctx.pad.pad(ctx.rng, *len)),
-            Gen::Date { range } => Bson::DateTime(match range {
-                Some((f, t)) => DateTime::from_millis(ctx.rng.random_range(*f..*t)),
-                None => DateTime::now(),
+            Gen::ObjectId => {
+                Bson::ObjectId(mongodb::bson::oid::ObjectId::from_bytes(ctx.rng.random()))
+            }
+            Gen::Date { range, within } => Bson::DateTime(match (range, within) {
+                (Some((f, t)), _) => DateTime::from_millis(ctx.rng.random_range(*f..*t)),
+                (None, Some(w)) => DateTime::from_millis(
+                    DateTime::now().timestamp_millis() - ctx.rng.random_range(0..*w),
+                ),
+                (None, None) => DateTime::now(),
             }),
             Gen::Array { of, min, max } => {
                 let n = ctx.rng.random_range(*min..=*max);
@@ -450,6 +494,40 @@ mod tests {
             let f = d.get_f64("f").unwrap();
             assert!((1.5..2.5).contains(&f));
             assert_eq!(d.get_i64("g"), Ok(42));
+        }
+    }
+
+    #[test]
+    fn objectids_are_random_and_dates_within_go_back_from_now() {
+        let mut rng = worker_rng(1, 0);
+        let v = json!({
+            "o": { "$gen": "objectid" },
+            "w": { "$gen": "date", "within": "1h" },
+        });
+        let mut t = Template::compile_doc(&v, "document").unwrap();
+        let mut ids = std::collections::HashSet::new();
+        for _ in 0..200 {
+            let before = DateTime::now().timestamp_millis();
+            let Bson::Document(d) = ctx_eval(&mut t, 5, None, &mut rng) else {
+                panic!()
+            };
+            let after = DateTime::now().timestamp_millis();
+            ids.insert(d.get_object_id("o").unwrap());
+            let w = d.get_datetime("w").unwrap().timestamp_millis();
+            assert!(w <= after && w > before - 3_600_000, "{w} {before}");
+        }
+        assert_eq!(ids.len(), 200);
+        for (bad, key) in [
+            (json!({ "$gen": "date", "within": "soon" }), "x.within"),
+            (json!({ "$gen": "date", "within": "0s" }), "x.within"),
+            (
+                json!({ "$gen": "date", "within": "1h", "from": "2024-01-01T00:00:00Z", "to": "2024-01-02T00:00:00Z" }),
+                "x.within",
+            ),
+            (json!({ "$gen": "objectid", "max": 3 }), "x.max"),
+        ] {
+            let e = Template::compile(&bad, "x").unwrap_err();
+            assert_eq!(e.key, key, "{e:?}");
         }
     }
 

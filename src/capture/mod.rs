@@ -1,0 +1,430 @@
+//! `mongoload capture`: a `custom` workload config drawn from what a
+//! deployment recorded about its own traffic. This slice reads mongod's
+//! structured JSON log offline ([`log`]); each logged statement is
+//! normalized into a shape ([`shape`]), shapes are counted with the
+//! values seen in each slot ([`Capture`]), and [`render`] writes one
+//! `custom` workload per collection: weights from the counts, a rate from
+//! the observed throughput times `--scale`, generators drawn from the
+//! observed values' type and range (never the values themselves unless
+//! `--keep-literals`), a comment per operation.
+
+pub mod log;
+pub mod render;
+pub mod shape;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::Value;
+
+use log::{Line, SlowQuery};
+use shape::{Obs, Skip, Stmt};
+
+/// `mongoload capture`'s command line.
+#[derive(Debug, Args)]
+pub struct CaptureArgs {
+    /// mongod's structured JSON log (4.4+); "Slow query" entries are read
+    /// (set slowms = 0 for a window to log every operation).
+    #[arg(long, value_name = "FILE")]
+    pub log: PathBuf,
+    /// Write the config here instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Multiply the observed throughput by this for each workload's rate.
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// The database to capture (default: the one with the most operations).
+    #[arg(long)]
+    pub database: Option<String>,
+    /// Use the observed values (choice of them) instead of synthesized ones.
+    #[arg(long)]
+    pub keep_literals: bool,
+    /// Skip entries whose appName starts with this (mongoload's own traffic).
+    #[arg(long, default_value = "mongoload")]
+    pub own_app_name: String,
+    /// How long the generated stage runs.
+    #[arg(long, default_value = "1h")]
+    pub duration: String,
+    /// Documents each generated workload loads before running.
+    #[arg(long, default_value_t = 1000)]
+    pub initial_docs: u64,
+}
+
+/// The values seen in one slot of a shape.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SlotStats {
+    Int {
+        min: i64,
+        max: i64,
+    },
+    Double {
+        min: f64,
+        max: f64,
+    },
+    Str {
+        min_len: usize,
+        max_len: usize,
+        sum_len: usize,
+        n: u64,
+    },
+    Bool {
+        seen_true: bool,
+        seen_false: bool,
+    },
+    /// Ages (ms before the entry's time; negative: after it).
+    Date {
+        min_age: i64,
+        max_age: i64,
+    },
+    ObjectId,
+    Array {
+        min_len: usize,
+        max_len: usize,
+        of: Option<Box<SlotStats>>,
+    },
+}
+
+/// Distinct values kept per slot for `--keep-literals`.
+const KEEP_MAX: usize = 1000;
+
+impl SlotStats {
+    /// The stats of one value seen in an entry logged at `t` (ms).
+    fn new(o: &Obs, t: i64) -> SlotStats {
+        match o {
+            Obs::Int(i) => SlotStats::Int { min: *i, max: *i },
+            Obs::Double(d) => SlotStats::Double { min: *d, max: *d },
+            Obs::Str(s) => {
+                let l = s.chars().count();
+                SlotStats::Str {
+                    min_len: l,
+                    max_len: l,
+                    sum_len: l,
+                    n: 1,
+                }
+            }
+            Obs::Bool(b) => SlotStats::Bool {
+                seen_true: *b,
+                seen_false: !*b,
+            },
+            Obs::Date(ms) => SlotStats::Date {
+                min_age: t - ms,
+                max_age: t - ms,
+            },
+            Obs::ObjectId => SlotStats::ObjectId,
+            Obs::Array(a) => {
+                let mut of: Option<Box<SlotStats>> = None;
+                for e in a {
+                    match &mut of {
+                        Some(s) => s.add(e, t),
+                        None => of = Some(Box::new(SlotStats::new(e, t))),
+                    }
+                }
+                SlotStats::Array {
+                    min_len: a.len(),
+                    max_len: a.len(),
+                    of,
+                }
+            }
+        }
+    }
+
+    fn add(&mut self, o: &Obs, t: i64) {
+        match (self, o) {
+            (SlotStats::Int { min, max }, Obs::Int(i)) => {
+                *min = (*min).min(*i);
+                *max = (*max).max(*i);
+            }
+            (SlotStats::Double { min, max }, Obs::Double(d)) => {
+                *min = min.min(*d);
+                *max = max.max(*d);
+            }
+            (
+                SlotStats::Str {
+                    min_len,
+                    max_len,
+                    sum_len,
+                    n,
+                },
+                Obs::Str(s),
+            ) => {
+                let l = s.chars().count();
+                *min_len = (*min_len).min(l);
+                *max_len = (*max_len).max(l);
+                *sum_len += l;
+                *n += 1;
+            }
+            (
+                SlotStats::Bool {
+                    seen_true,
+                    seen_false,
+                },
+                Obs::Bool(b),
+            ) => {
+                *seen_true |= *b;
+                *seen_false |= !*b;
+            }
+            (SlotStats::Date { min_age, max_age }, Obs::Date(ms)) => {
+                *min_age = (*min_age).min(t - ms);
+                *max_age = (*max_age).max(t - ms);
+            }
+            (
+                SlotStats::Array {
+                    min_len,
+                    max_len,
+                    of,
+                },
+                Obs::Array(a),
+            ) => {
+                *min_len = (*min_len).min(a.len());
+                *max_len = (*max_len).max(a.len());
+                for e in a {
+                    match of {
+                        Some(s) => s.add(e, t),
+                        None => *of = Some(Box::new(SlotStats::new(e, t))),
+                    }
+                }
+            }
+            // A shape's key holds its slots' types: no other pair occurs.
+            _ => {}
+        }
+    }
+}
+
+/// One query shape and what was seen of it.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// The first statement of the shape (its skeleton and fixed parts).
+    pub stmt: Stmt,
+    pub count: u64,
+    pub durations_ms: Vec<f64>,
+    pub nreturned: (u64, u64),
+    pub plans: BTreeMap<String, u64>,
+    pub slots: Vec<SlotStats>,
+    /// Observed values per slot (distinct, at most [`KEEP_MAX`]), for
+    /// `--keep-literals`.
+    pub literals: Vec<Vec<Value>>,
+    pub limits: BTreeMap<i64, u64>,
+    /// BSON sizes of documents inserts carried in the log.
+    pub doc_sizes: Vec<usize>,
+}
+
+/// What a log yielded: the shapes, what was skipped, the time span.
+#[derive(Debug, Default)]
+pub struct Capture {
+    pub groups: Vec<Group>,
+    index: HashMap<String, usize>,
+    /// Entries (or statements) skipped, by reason.
+    pub skipped: BTreeMap<Skip, u64>,
+    /// Lines that are not logv2 entries: (line number, reason), the first few.
+    pub bad: Vec<(usize, String)>,
+    pub bad_total: u64,
+    /// "Slow query" entries read.
+    pub entries: u64,
+    /// Statements counted into shapes.
+    pub statements: u64,
+    /// `update`/`delete` command envelopes by (database, collection, op).
+    pub envelopes: BTreeMap<(String, String, String), u64>,
+    pub first_ms: Option<i64>,
+    pub last_ms: Option<i64>,
+    own_app: String,
+}
+
+impl Capture {
+    pub fn new(own_app: &str) -> Capture {
+        Capture {
+            own_app: own_app.to_owned(),
+            ..Capture::default()
+        }
+    }
+
+    /// Reads a whole log.
+    pub fn read(text: &str, own_app: &str) -> Capture {
+        let mut c = Capture::new(own_app);
+        for (i, line) in text.lines().enumerate() {
+            c.add_line(i + 1, line);
+        }
+        c
+    }
+
+    /// Reads a log line by line (a mongod log may be larger than memory);
+    /// a line that is not UTF-8 is read lossily.
+    pub fn read_from(r: impl std::io::BufRead, own_app: &str) -> std::io::Result<Capture> {
+        let mut c = Capture::new(own_app);
+        for (i, line) in r.split(b'\n').enumerate() {
+            c.add_line(i + 1, &String::from_utf8_lossy(&line?));
+        }
+        Ok(c)
+    }
+
+    pub fn add_line(&mut self, lineno: usize, line: &str) {
+        match log::parse_line(line) {
+            Line::Slow(e) => self.add(&e),
+            Line::Other => {}
+            Line::Bad(why) => {
+                self.bad_total += 1;
+                if self.bad.len() < 5 {
+                    self.bad.push((lineno, why));
+                }
+            }
+        }
+    }
+
+    pub fn add(&mut self, e: &SlowQuery) {
+        self.entries += 1;
+        if let Some(t) = e.t_ms {
+            self.first_ms = Some(self.first_ms.map_or(t, |f| f.min(t)));
+            self.last_ms = Some(self.last_ms.map_or(t, |l| l.max(t)));
+        }
+        let stmts = match shape::statements(e, &self.own_app) {
+            Ok(s) => s,
+            Err(skip) => {
+                if skip == Skip::WriteEnvelope {
+                    if let Some((op, coll)) = e.command.as_object().and_then(|c| c.iter().next()) {
+                        let db = e.ns.split('.').next().unwrap_or_default().to_owned();
+                        let coll = coll.as_str().unwrap_or_default().to_owned();
+                        *self.envelopes.entry((db, coll, op.clone())).or_default() += 1;
+                    }
+                }
+                *self.skipped.entry(skip).or_default() += 1;
+                return;
+            }
+        };
+        // Dates are kept as ages: without the entry's time, as of the epoch.
+        let t = e.t_ms.unwrap_or(0);
+        for s in stmts {
+            self.statements += 1;
+            let key = s.key();
+            let i = match self.index.get(&key) {
+                Some(&i) => i,
+                None => {
+                    self.groups.push(Group {
+                        slots: s.obs.iter().map(|o| SlotStats::new(o, t)).collect(),
+                        literals: vec![Vec::new(); s.obs.len()],
+                        stmt: s.clone(),
+                        count: 0,
+                        durations_ms: Vec::new(),
+                        nreturned: (0, 0),
+                        plans: BTreeMap::new(),
+                        limits: BTreeMap::new(),
+                        doc_sizes: Vec::new(),
+                    });
+                    self.index.insert(key, self.groups.len() - 1);
+                    self.groups.len() - 1
+                }
+            };
+            let g = &mut self.groups[i];
+            if g.count > 0 {
+                for (st, o) in g.slots.iter_mut().zip(&s.obs) {
+                    st.add(o, t);
+                }
+            }
+            for (lits, o) in g.literals.iter_mut().zip(&s.obs) {
+                if let Some(v) = literal(o) {
+                    if lits.len() < KEEP_MAX && !lits.contains(&v) {
+                        lits.push(v);
+                    }
+                }
+            }
+            g.count += 1;
+            g.durations_ms.push(e.duration_ms);
+            if let Some(n) = e.nreturned {
+                g.nreturned.0 += n;
+                g.nreturned.1 += 1;
+            }
+            if let Some(p) = &e.plan_summary {
+                *g.plans.entry(p.clone()).or_default() += 1;
+            }
+            if let Some(l) = s.limit {
+                *g.limits.entry(l).or_default() += 1;
+            }
+            for d in &s.documents {
+                if let Some(n) = bson_size(d) {
+                    g.doc_sizes.push(n);
+                }
+            }
+        }
+    }
+
+    /// The observed span in seconds.
+    pub fn span_secs(&self) -> Option<f64> {
+        match (self.first_ms, self.last_ms) {
+            (Some(f), Some(l)) if l > f => Some((l - f) as f64 / 1000.0),
+            _ => None,
+        }
+    }
+}
+
+/// A literal `--keep-literals` can write back (TOML has no ObjectId or
+/// date literal: those always draw).
+fn literal(o: &Obs) -> Option<Value> {
+    match o {
+        Obs::Int(i) => Some(Value::from(*i)),
+        Obs::Double(d) => serde_json::Number::from_f64(*d).map(Value::Number),
+        Obs::Str(s) => Some(Value::String(s.clone())),
+        Obs::Bool(b) => Some(Value::Bool(*b)),
+        Obs::Array(a) => a
+            .iter()
+            .map(literal)
+            .collect::<Option<Vec<_>>>()
+            .map(Value::Array),
+        Obs::Date(_) | Obs::ObjectId => None,
+    }
+}
+
+/// The BSON size of an extended-JSON document.
+fn bson_size(d: &Value) -> Option<usize> {
+    let b = mongodb::bson::Bson::try_from(d.clone()).ok()?;
+    let doc = b.as_document()?;
+    let mut buf = Vec::new();
+    doc.to_writer(&mut buf).ok()?;
+    Some(buf.len())
+}
+
+/// Runs `mongoload capture`.
+pub fn run_cli(args: &CaptureArgs) -> ExitCode {
+    let read = std::fs::File::open(&args.log)
+        .and_then(|f| Capture::read_from(std::io::BufReader::new(f), &args.own_app_name));
+    let capture = match read {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("mongoload capture: {}: {e}", args.log.display());
+            return ExitCode::from(crate::exit::Exit::Usage.code());
+        }
+    };
+    let opts = render::Options {
+        source: args.log.display().to_string(),
+        scale: args.scale,
+        keep_literals: args.keep_literals,
+        database: args.database.clone(),
+        duration: args.duration.clone(),
+        initial_docs: args.initial_docs,
+    };
+    let out = match render::render(&capture, &opts) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("mongoload capture: {}: {e}", args.log.display());
+            return ExitCode::from(crate::exit::Exit::Failure.code());
+        }
+    };
+    eprint!("{}", out.summary);
+    let written = match &args.out {
+        Some(p) => std::fs::write(p, &out.config).map_err(|e| format!("{}: {e}", p.display())),
+        None => {
+            use std::io::Write;
+            std::io::stdout()
+                .write_all(out.config.as_bytes())
+                .map_err(|e| format!("stdout: {e}"))
+        }
+    };
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mongoload capture: cannot write {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

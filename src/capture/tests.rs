@@ -1,0 +1,449 @@
+//! Unit tests of `capture`'s pure parts, on real mongod logs.
+//!
+//! Fixtures (tests/fixtures/mongod-log/, see PROVENANCE.md there): lines of
+//! mongod's own structured log taken unmodified from
+//! https://github.com/simagix/hatchet (Apache License 2.0, Copyright
+//! 2022-present Kuei-chun Chen) at commit
+//! c109eedfbb6b466be2ea23850796cfc9c80d2234:
+//! - `hatchet-sample-slice.log`: `logs/sample-mongod.log.gz` lines
+//!   12001–12250 (mongod 7.0, slowms = 0, a Keyhole-driven load);
+//! - `hatchet-sample-rare.log`: `logs/sample-mongod.log.gz`, its first
+//!   `distinct`, `find` on testdb.vehicles and `aggregate` entries;
+//! - `hatchet-slowops-test.log`: the log lines `slowops_test.go` parses.
+
+use serde_json::{json, Value};
+
+use super::log::{parse_line, Line};
+use super::render::{self, plan_keys, Options};
+use super::shape::{statements, Skip};
+use super::*;
+use crate::workload::custom::CustomOpKind;
+
+const SLICE: &str = include_str!("../../tests/fixtures/mongod-log/hatchet-sample-slice.log");
+const RARE: &str = include_str!("../../tests/fixtures/mongod-log/hatchet-sample-rare.log");
+const SLOWOPS: &str = include_str!("../../tests/fixtures/mongod-log/hatchet-slowops-test.log");
+
+fn opts() -> Options {
+    Options {
+        source: "test.log".into(),
+        scale: 1.0,
+        keep_literals: false,
+        database: None,
+        duration: "1h".into(),
+        initial_docs: 100,
+    }
+}
+
+fn slow(line: &str) -> log::SlowQuery {
+    match parse_line(line) {
+        Line::Slow(e) => *e,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Loads a rendered config as `mongoload run` would.
+fn load(config: &str) -> Result<crate::config::Config, crate::config::ConfigError> {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("captured.toml");
+    std::fs::write(&p, config).unwrap();
+    crate::config::load(&p)
+}
+
+#[test]
+fn real_logs_parse_without_error() {
+    for (name, text) in [("slice", SLICE), ("rare", RARE), ("slowops", SLOWOPS)] {
+        let c = Capture::read(text, "mongoload");
+        assert_eq!(c.bad_total, 0, "{name}: {:?}", c.bad);
+        assert_eq!(c.entries as usize, text.lines().count(), "{name}");
+        assert!(c.span_secs().is_some(), "{name}");
+    }
+    let e = slow(SLICE.lines().next().unwrap());
+    assert_eq!(e.t_ms, Some(1_695_500_792_349));
+    assert!(matches!(parse_line("not json"), Line::Bad(_)));
+    assert!(matches!(parse_line(r#"{"t":1}"#), Line::Bad(_)));
+    assert_eq!(
+        parse_line(
+            r#"{"t":{"$date":"2023-09-23T16:24:35.756-04:00"},"s":"I","c":"CONTROL","id":23285,"ctx":"-","msg":"x"}"#
+        ),
+        Line::Other
+    );
+}
+
+#[test]
+fn write_statements_count_once_and_unsupported_entries_are_named() {
+    let c = Capture::read(SLICE, "mongoload");
+    // Per statement: the update/remove entries; their command envelopes
+    // are skipped, not counted twice.
+    let by_op = |op: CustomOpKind| -> u64 {
+        c.groups
+            .iter()
+            .filter(|g| g.stmt.op == op)
+            .map(|g| g.count)
+            .sum()
+    };
+    assert_eq!(by_op(CustomOpKind::Update), 33);
+    assert_eq!(by_op(CustomOpKind::Delete), 32);
+    assert_eq!(by_op(CustomOpKind::Insert), 32);
+    assert_eq!(by_op(CustomOpKind::Find), 32);
+    assert_eq!(c.skipped[&Skip::WriteEnvelope], 63);
+    assert_eq!(
+        c.skipped[&Skip::Unsupported("command listIndexes".into())],
+        18
+    );
+    assert_eq!(c.skipped[&Skip::SystemNamespace], 20);
+    // A database command (ns without a collection) is named, not "system".
+    assert_eq!(c.skipped[&Skip::Unsupported("command dbStats".into())], 2);
+    let counted: u64 =
+        c.groups.iter().map(|g| g.count).sum::<u64>() + c.skipped.values().sum::<u64>();
+    assert_eq!(counted, c.entries, "every entry is counted or skipped");
+
+    let c = Capture::read(SLOWOPS, "mongoload");
+    assert_eq!(c.skipped[&Skip::CursorContinuation], 2);
+    assert_eq!(
+        c.skipped[&Skip::Unsupported("aggregate with $collStats".into())],
+        1
+    );
+    assert!(c.skipped[&Skip::SystemNamespace] >= 3);
+    // Its aggregate ($match, $group, $sort, $project) is captured.
+    let agg = c
+        .groups
+        .iter()
+        .find(|g| g.stmt.op == CustomOpKind::Aggregate)
+        .unwrap();
+    assert_eq!(agg.stmt.coll, "hatchet");
+}
+
+#[test]
+fn own_traffic_is_skipped_by_app_name() {
+    let c = Capture::read(RARE, "mongosh");
+    assert_eq!(c.skipped[&Skip::OwnTraffic], 3);
+    let c = Capture::read(RARE, "mongoload");
+    assert!(!c.skipped.contains_key(&Skip::OwnTraffic));
+}
+
+#[test]
+fn one_shape_per_structure_literals_become_typed_slots() {
+    let line = |filter: &str| {
+        format!(
+            r#"{{"t":{{"$date":"2024-01-01T00:00:00Z"}},"id":51803,"attr":{{"type":"command","ns":"shop.orders","command":{{"find":"orders","filter":{filter},"sort":{{"at":-1}},"limit":10,"$db":"shop"}},"durationMillis":3}}}}"#
+        )
+    };
+    let shape = |filter: &str| {
+        let s = statements(&slow(&line(filter)), "mongoload").unwrap();
+        assert_eq!(s.len(), 1);
+        s.into_iter().next().unwrap()
+    };
+    let a = shape(r#"{"customer":17,"status":{"$in":["new","paid"]}}"#);
+    let b = shape(r#"{"customer":99,"status":{"$in":["shipped"]}}"#);
+    assert_eq!(a.key(), b.key());
+    assert_eq!(a.obs.len(), 2);
+    assert_eq!(a.limit, Some(10));
+    // Another type, another shape.
+    assert_ne!(
+        shape(r#"{"customer":"x","status":{"$in":["a"]}}"#).key(),
+        a.key()
+    );
+    // _id draws an existing document's.
+    assert_eq!(
+        shape(r#"{"_id":{"$oid":"650f3c2b9d1e8a0012345678"}}"#).id_slots,
+        [0]
+    );
+    // Values TOML cannot hold make the shape unsupported, named.
+    let e = statements(&slow(&line(r#"{"deletedAt":null}"#)), "mongoload").unwrap_err();
+    assert_eq!(
+        e,
+        Skip::Unsupported("null values (TOML has no null)".into())
+    );
+
+    let mut c = Capture::new("mongoload");
+    c.add(&slow(&line(
+        r#"{"customer":17,"status":{"$in":["new","paid"]}}"#,
+    )));
+    c.add(&slow(&line(
+        r#"{"customer":99,"status":{"$in":["shipped"]}}"#,
+    )));
+    let g = &c.groups[0];
+    assert_eq!(g.count, 2);
+    assert_eq!(g.slots[0], SlotStats::Int { min: 17, max: 99 });
+    assert_eq!(
+        render::generator(&g.slots[0]),
+        json!({ "$gen": "uniform", "min": 17, "max": 100 })
+    );
+    assert_eq!(
+        render::generator(&g.slots[1]),
+        json!({ "$gen": "array", "of": { "$gen": "string", "length": 5 }, "min": 1, "max": 2 })
+    );
+}
+
+#[test]
+fn pipelines_keep_structure_and_draw_match_values() {
+    let l = r#"{"t":{"$date":"2024-01-01T00:00:00Z"},"id":51803,"attr":{"type":"command","ns":"shop.orders","command":{"aggregate":"orders","pipeline":[{"$match":{"status":"paid","total":{"$gte":10}}},{"$group":{"_id":"$customer","n":{"$sum":1}}},{"$sort":{"n":-1}},{"$limit":5},{"$project":{"tag":"secret-label"}}],"cursor":{},"$db":"shop"},"durationMillis":3}}"#;
+    let s = statements(&slow(l), "mongoload").unwrap().remove(0);
+    let p = &s.skeleton["pipeline"];
+    assert_eq!(
+        p[1],
+        json!({ "$group": { "_id": "$customer", "n": { "$sum": 1 } } })
+    );
+    assert_eq!(p[3], json!({ "$limit": 5 }));
+    // $match values and literal strings outside it draw.
+    assert_eq!(s.obs.len(), 3);
+    assert!(!Value::Array(vec![p.clone()])
+        .to_string()
+        .contains("secret-label"));
+}
+
+#[test]
+fn plan_summaries_give_index_keys() {
+    assert_eq!(
+        plan_keys("IXSCAN { color: 1, brand: -1 }"),
+        [json!({ "color": 1, "brand": -1 })
+            .as_object()
+            .unwrap()
+            .clone()]
+    );
+    assert_eq!(plan_keys("IXSCAN { a: 1 }, IXSCAN { b: 1 }").len(), 2);
+    assert!(plan_keys("COLLSCAN").is_empty());
+    assert!(plan_keys("IDHACK").is_empty());
+}
+
+#[test]
+fn the_config_loads_with_weights_and_rate_from_the_log() {
+    let c = Capture::read(SLICE, "mongoload");
+    let out = render::render(
+        &c,
+        &Options {
+            scale: 2.0,
+            ..opts()
+        },
+    )
+    .unwrap();
+    let cfg = load(&out.config).unwrap_or_else(|e| panic!("{e}\n{}", out.config));
+    assert_eq!(cfg.target.database, "testdb");
+    assert_eq!(cfg.workloads.len(), 1);
+    let w = &cfg.workloads[0];
+    let span = c.span_secs().unwrap();
+    let Some(crate::config::LevelSpec::Hold(rate)) = w.stages[0].rate else {
+        panic!("{:?}", w.stages[0].rate)
+    };
+    let want = 129.0 / span * 2.0;
+    assert!((rate - want).abs() / want < 0.001, "{rate} vs {want}");
+    let text = &out.config;
+    assert!(text.contains("weight = 33"), "{text}");
+    assert!(text.contains("keys = { email = 1 }"), "{text}");
+    assert!(out.summary.contains("unsupported: command listIndexes"));
+    assert!(text.contains("#        18  unsupported: command listIndexes"));
+}
+
+/// Every string literal of the capture's operations.
+fn literals(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) if s.len() > 3 && !s.starts_with('$') => out.push(s.clone()),
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            Value::Object(o) => o.values().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    for l in text.lines() {
+        if let Line::Slow(e) = parse_line(l) {
+            let c = &e.command;
+            for k in ["filter", "q", "u", "query", "pipeline"] {
+                if let Some(v) = c.get(k) {
+                    walk(v, &mut out);
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn no_observed_value_reaches_the_config_unless_asked() {
+    for text in [SLICE, RARE] {
+        let lits = literals(text);
+        assert!(!lits.is_empty());
+        let c = Capture::read(text, "mongoload");
+        let out = render::render(&c, &opts()).unwrap();
+        for l in &lits {
+            assert!(
+                !out.config.contains(&format!("\"{l}\"")),
+                "{l} leaked into\n{}",
+                out.config
+            );
+        }
+        let kept = render::render(
+            &c,
+            &Options {
+                keep_literals: true,
+                ..opts()
+            },
+        )
+        .unwrap();
+        assert!(
+            lits.iter()
+                .any(|l| kept.config.contains(&format!("\"{l}\""))),
+            "--keep-literals keeps them"
+        );
+        load(&kept.config).unwrap_or_else(|e| panic!("{e}\n{}", kept.config));
+    }
+}
+
+#[test]
+fn a_log_without_operations_or_time_is_an_error_naming_why() {
+    let one = SLICE.lines().next().unwrap();
+    let c = Capture::read(one, "mongoload");
+    let e = render::render(&c, &opts()).unwrap_err();
+    assert!(e.contains("span no time"), "{e}");
+    let collstats = RARE.lines().find(|l| l.contains("$collStats")).unwrap();
+    let c = Capture::read(collstats, "mongoload");
+    let e = render::render(&c, &opts()).unwrap_err();
+    assert!(
+        e.contains("skipped: 1 unsupported: aggregate with $collStats"),
+        "{e}"
+    );
+    let c = Capture::read("", "mongoload");
+    assert!(render::render(&c, &opts()).is_err());
+    let c = Capture::read(SLICE, "mongoload");
+    let e = render::render(
+        &c,
+        &Options {
+            scale: 0.0,
+            ..opts()
+        },
+    )
+    .unwrap_err();
+    assert!(e.contains("--scale"), "{e}");
+}
+
+#[test]
+fn dates_draw_relative_to_now_as_far_back_as_seen() {
+    let line = |d: &str| {
+        format!(
+            r#"{{"t":{{"$date":"2024-01-02T00:00:00Z"}},"id":51803,"attr":{{"type":"command","ns":"shop.orders","command":{{"find":"orders","filter":{{"at":{{"$gte":{{"$date":"{d}"}}}},"owner":{{"$oid":"650f3c2b9d1e8a0012345678"}}}},"$db":"shop"}},"durationMillis":3}}}}"#
+        )
+    };
+    let mut c = Capture::new("mongoload");
+    c.add(&slow(&line("2024-01-01T12:00:00Z")));
+    c.add(&slow(&line("2024-01-01T00:00:00Z")));
+    let g = &c.groups[0];
+    assert_eq!(g.count, 2);
+    assert_eq!(
+        render::generator(&g.slots[0]),
+        json!({ "$gen": "date", "within": "1day" })
+    );
+    assert_eq!(
+        render::generator(&g.slots[1]),
+        json!({ "$gen": "objectid" })
+    );
+}
+
+#[test]
+fn databases_other_than_the_captured_one_are_named() {
+    let c = Capture::read(SLOWOPS, "mongoload");
+    let out = render::render(&c, &opts()).unwrap();
+    assert!(out.config.contains("database = \"demo\""), "{}", out.config);
+    assert!(
+        out.summary
+            .contains("other databases (not captured): edu (1)"),
+        "{}",
+        out.summary
+    );
+    let edu = render::render(
+        &c,
+        &Options {
+            database: Some("edu".into()),
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert!(edu.config.contains("database = \"edu\""), "{}", edu.config);
+    load(&edu.config).unwrap_or_else(|e| panic!("{e}\n{}", edu.config));
+    let e = render::render(
+        &c,
+        &Options {
+            database: Some("nope".into()),
+            ..opts()
+        },
+    )
+    .unwrap_err();
+    assert!(e.contains("nope"), "{e}");
+}
+
+#[test]
+fn documents_an_insert_carries_give_the_size_and_reading_streams() {
+    let l = |t: &str| {
+        format!(
+            r#"{{"t":{{"$date":"{t}"}},"id":51803,"attr":{{"type":"command","ns":"shop.orders","command":{{"insert":"orders","documents":[{{"_id":1,"name":"abcdefghij"}}],"$db":"shop"}},"ninserted":1,"durationMillis":1}}}}"#
+        )
+    };
+    let text = format!(
+        "{}\n{}\n",
+        l("2024-01-01T00:00:00Z"),
+        l("2024-01-01T00:00:10Z")
+    );
+    let c = Capture::read_from(std::io::Cursor::new(text.as_bytes()), "mongoload").unwrap();
+    // {_id: int32 1, name: "abcdefghij"}: 4 + (1+4+4) + (1+5+4+11) + 1.
+    assert_eq!(c.groups[0].doc_sizes, [35, 35]);
+    let out = render::render(&c, &opts()).unwrap();
+    assert!(out.config.contains("doc_size = 35"), "{}", out.config);
+    // The insert's own template: the document's shape, its value drawn.
+    assert!(
+        out.config
+            .contains("document = { name = { \"$gen\" = \"string\", length = 10 } }"),
+        "{}",
+        out.config
+    );
+    assert!(!out.config.contains("abcdefghij"), "{}", out.config);
+    assert!(out.config.contains("rate = 0.2000"), "{}", out.config);
+    load(&out.config).unwrap_or_else(|e| panic!("{e}\n{}", out.config));
+}
+
+#[test]
+fn write_commands_logged_without_statements_are_warned_about() {
+    // The slice's update/delete envelopes have their statements: no warning.
+    let c = Capture::read(SLICE, "mongoload");
+    let out = render::render(&c, &opts()).unwrap();
+    assert!(!out.summary.contains("warning"), "{}", out.summary);
+    // Without the statement entries, the envelopes alone are named.
+    let only_envelopes: String = SLICE
+        .lines()
+        .filter(|l| !l.contains(r#""type":"update""#) && !l.contains(r#""type":"remove""#))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let c = Capture::read(&only_envelopes, "mongoload");
+    let out = render::render(&c, &opts()).unwrap();
+    assert!(
+        out.summary
+            .contains("update commands on testdb.__examples were logged without a statement"),
+        "{}",
+        out.summary
+    );
+    assert!(out.config.contains("# Warning: "), "{}", out.config);
+}
+
+#[test]
+fn a_group_on_null_is_a_group_on_a_constant() {
+    let l = r#"{"t":{"$date":"2024-01-01T00:00:00Z"},"id":51803,"attr":{"type":"command","ns":"shop.orders","command":{"aggregate":"orders","pipeline":[{"$group":{"_id":null,"n":{"$sum":"$total"}}}],"cursor":{},"$db":"shop"},"durationMillis":3}}"#;
+    let s = statements(&slow(l), "mongoload").unwrap().remove(0);
+    assert_eq!(
+        s.skeleton["pipeline"][0],
+        json!({ "$group": { "_id": 0, "n": { "$sum": "$total" } } })
+    );
+}
+
+#[test]
+fn a_replacement_runs_as_a_set_of_its_fields() {
+    let l = r#"{"t":{"$date":"2024-01-01T00:00:00Z"},"id":51803,"attr":{"type":"update","ns":"hr.employees","command":{"q":{"_id":7},"u":{"_id":7,"name":"Ann","grade":3},"multi":false,"upsert":false},"durationMillis":1}}"#;
+    let s = statements(&slow(l), "mongoload").unwrap().remove(0);
+    assert_eq!(s.op, CustomOpKind::Update);
+    assert_eq!(s.skeleton["update"]["$set"].as_object().unwrap().len(), 2);
+    assert!(s.dropped[0].starts_with("replacement"), "{:?}", s.dropped);
+    assert!(!s
+        .skeleton
+        .to_owned()
+        .values()
+        .any(|v| v.to_string().contains("Ann")));
+}

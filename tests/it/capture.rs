@@ -1,0 +1,149 @@
+//! `mongoload capture --log` as a user runs it: on a real mongod log
+//! (tests/fixtures/mongod-log/hatchet-sample-slice.log: lines 12001–12250
+//! of `logs/sample-mongod.log.gz` in https://github.com/simagix/hatchet,
+//! Apache License 2.0, commit c109eedfbb6b466be2ea23850796cfc9c80d2234;
+//! see PROVENANCE.md there), then `mongoload check-config` on its output;
+//! and the captured configs run against the simulator through the real
+//! driver, every captured shape accepted, in the captured proportions.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use mongoload::config::{self, SecretUri, StageConfig};
+use mongoload::daemon;
+
+use crate::common::{self, sum};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/mongod-log")
+        .join(name)
+}
+
+#[test]
+fn capture_writes_a_config_check_config_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("captured.toml");
+    let cap = Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(["capture", "--scale", "2", "--log"])
+        .arg(fixture("hatchet-sample-slice.log"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&cap.stderr);
+    assert!(cap.status.success(), "{stderr}");
+    // The summary names what was skipped, with counts.
+    assert!(
+        stderr.contains("unsupported: command listIndexes"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("129 operations on testdb"), "{stderr}");
+    let config = std::fs::read_to_string(&out).unwrap();
+    for op in ["\"find\"", "\"update\"", "\"delete\"", "\"insert\""] {
+        assert!(config.contains(&format!("op = {op}")), "{config}");
+    }
+    let check = Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(["check-config", "--config"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}\n{config}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let plan = String::from_utf8_lossy(&check.stdout);
+    assert!(plan.contains("__examples"), "{plan}");
+
+    // A file that is not a mongod log: an error naming it, exit 2.
+    let bad = Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(["capture", "--log"])
+        .arg(dir.path().join("missing.log"))
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("missing.log"));
+}
+
+/// `mongoload capture --log FIXTURE`'s config text.
+fn capture(fixture_name: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(["capture", "--log"])
+        .arg(fixture(fixture_name))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn captured_shapes_run_against_the_simulator_in_their_proportions() {
+    const OPS: u64 = 1600;
+    let sim = common::test_db().await;
+    for (i, name) in ["hatchet-sample-slice.log", "hatchet-sample-rare.log"]
+        .into_iter()
+        .enumerate()
+    {
+        let text = capture(name);
+        let mut cfg = config::parse_with_env(&text, Path::new("captured.toml"), std::iter::empty())
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        cfg.target.uri = Some(SecretUri::new(sim.uri()));
+        cfg.target.database = sim.database(&format!("captured{i}"));
+        cfg.http.listen = "127.0.0.1:0".parse().unwrap();
+        cfg.run.shutdown_grace = Duration::from_secs(20);
+        let mut weights = Vec::new();
+        for w in &mut cfg.workloads {
+            let config::KindConfig::Custom(c) = &mut w.kind else {
+                panic!("{text}")
+            };
+            c.initial_docs = 200;
+            weights = c
+                .operations
+                .iter()
+                .map(|o| (o.label().to_owned(), o.weight))
+                .collect::<Vec<_>>();
+            w.stages = vec![serde_json::from_value::<StageConfig>(serde_json::json!({
+                "name": "captured", "rate": 400.0, "operations": OPS
+            }))
+            .unwrap()];
+        }
+        assert_eq!(cfg.workloads.len(), 1, "{text}");
+        cfg.validate()
+            .expect("the captured config, pointed at the simulator");
+        let workload = cfg.workloads[0].name.clone();
+        let running = daemon::start(cfg).await.expect("daemon starts");
+        let metrics = running.metrics.clone();
+        let summary = tokio::time::timeout(Duration::from_secs(120), running.wait())
+            .await
+            .expect("the run ends");
+        let page = metrics.encode().unwrap();
+        let w = &summary.workloads[0];
+        assert_eq!(w.errors, 0, "{name}: {w:?}\n{page}");
+        assert_eq!(w.ok, OPS, "{name}: {w:?}");
+        let total_weight: f64 = weights.iter().map(|(_, w)| w).sum();
+        let mut counted = 0;
+        for (op, weight) in &weights {
+            let n = sum(
+                &page,
+                "mongoload_operations_total",
+                &[("workload", &workload), ("op", op), ("outcome", "ok")],
+            ) as u64;
+            counted += n;
+            let share = n as f64 / OPS as f64;
+            let want = weight / total_weight;
+            // 1600 draws: one standard deviation is at most 1.25 points.
+            assert!(
+                (share - want).abs() < 0.05,
+                "{name}: {op} ran {share:.3} of the operations, captured {want:.3}"
+            );
+        }
+        assert_eq!(counted, OPS, "the operations sum over op");
+    }
+    sim.shutdown().await;
+}
