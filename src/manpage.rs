@@ -23,11 +23,13 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     (
         "MONGOLOAD_<SECTION>__<KEY>",
         "Overrides a config key, e.g. MONGOLOAD_TARGET__URI, MONGOLOAD_HTTP__LISTEN, \
-         MONGOLOAD_CLUSTER__INDEX or MONGOLOAD_CONTROL__SOCKET (which mongoload@NAME sets).",
+         or MONGOLOAD_CLUSTER__INDEX.",
     ),
     (
-        "MONGOLOAD_CONTROL_SOCKET",
-        "ctl: the control socket when --socket is not given (default /run/mongoload/control.sock).",
+        "MONGOLOAD_CONTROL_SOCKET, MONGOLOAD_CONTROL__SOCKET",
+        "run: the control socket, over [control] socket (mongoload@NAME sets it); ctl: the socket \
+         when --socket is not given (default /run/mongoload/control.sock). The second spelling is \
+         deprecated and warned about.",
     ),
     (
         "MONGOLOAD_SIM_AUTH",
@@ -51,6 +53,11 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "Set by systemd: READY=1 once /metrics listens and the plan runs, STATUS= with each workload's \
          stage, level and runtime control, WATCHDOG=1 while every load loop ticks, RELOADING=1/READY=1 \
          around SIGHUP, STOPPING=1 once.",
+    ),
+    (
+        "INVOCATION_ID",
+        "Set by systemd: run's and check-config's advice for a path they cannot write names \
+         ReadWritePaths= only under systemd.",
     ),
     (
         "JOURNAL_STREAM",

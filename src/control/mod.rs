@@ -38,11 +38,11 @@ pub const MAX_SCALE: f64 = 100.0;
 /// Where `mongoload ctl` connects: `$MONGOLOAD_CONTROL_SOCKET`, else
 /// [`DEFAULT_SOCKET`].
 pub fn default_socket() -> PathBuf {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    if let Some(path) = var(SOCKET_ENV) {
+    let set = |value: Option<std::ffi::OsString>| value.filter(|v| !v.is_empty());
+    if let Some(path) = set(std::env::var_os(SOCKET_ENV)) {
         return PathBuf::from(path);
     }
-    if let Some(path) = var(DEPRECATED_SOCKET_ENV) {
+    if let Some(path) = set(std::env::var_os(DEPRECATED_SOCKET_ENV)) {
         eprintln!(
             "mongoload: warning: {DEPRECATED_SOCKET_ENV} is deprecated: set {SOCKET_ENV} instead"
         );
