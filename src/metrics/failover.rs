@@ -7,8 +7,10 @@
 //!
 //! A **write outage** runs from the first write that fails with an
 //! availability error (`not_primary`, `network`, `server_selection`,
-//! `timeout`), or from the moment the driver loses the primary if that is
-//! earlier, to the first write acknowledged after it. Only writes sent
+//! `timeout`; a write that waited unanswered, `timeout` or
+//! `server_selection`, from when it was sent), or from the moment the
+//! driver loses the primary if that is earlier, to the first write
+//! acknowledged after it. Only writes sent
 //! after the outage began can end it (a reply from the old primary to a
 //! write sent before does not), and only writes sent after the last outage
 //! ended can start one (stragglers of an outage do not start another). A
@@ -65,6 +67,19 @@ pub fn is_outage_error(kind: ErrorKind) -> bool {
     )
 }
 
+/// When an outage shown by a write sent at `sent` and failed at `failed`
+/// with an error of class `kind` began: a write that waited unanswered
+/// (`timeout`, `server_selection`) shows the server gone since it was sent,
+/// not since the client gave up on it, so a 3 s freeze with a 1 s
+/// `operation_timeout` reads 3 s, not 2 s; a refusal or a dropped
+/// connection shows it when it failed.
+pub fn outage_start(kind: ErrorKind, sent: u64, failed: u64) -> u64 {
+    match kind {
+        ErrorKind::Timeout | ErrorKind::ServerSelection => sent.min(failed),
+        _ => failed,
+    }
+}
+
 /// The write-outage state machine on nanoseconds since an origin (pure:
 /// tested with plain numbers). Lock-free: workers feed it on every write.
 /// An outage begun by the loss of the primary is *unconfirmed* until a
@@ -87,8 +102,9 @@ fn start_of(state: u64) -> u64 {
 }
 
 impl OutageClock {
-    /// A write sent at `sent` failed at `now` with an availability error.
-    /// Returns whether this started an outage.
+    /// A write sent at `sent` failed with an availability error that shows
+    /// the server gone since `now` (see [`outage_start`]). Returns whether
+    /// this started an outage.
     pub(crate) fn failed(&self, sent: u64, now: u64) -> bool {
         if sent < self.last_end.load(Ordering::Acquire) {
             return false;
@@ -339,7 +355,7 @@ impl FailoverMetrics {
                 }
             }
             Err(kind) if is_outage_error(kind) => {
-                if self.clock.failed(s, d) {
+                if self.clock.failed(s, outage_start(kind, s, d)) {
                     tracing::warn!(error_kind = %kind, "write outage: writes fail ({kind})");
                 }
             }
@@ -619,6 +635,22 @@ mod tests {
         assert!(!c.failed(4_050, 4_100), "confirms, does not restart");
         assert!(!c.discard_unconfirmed());
         assert_eq!(c.acknowledged(4_500, 6_000), Some((4_000, 2_000)));
+    }
+
+    #[test]
+    fn a_write_that_waited_unanswered_dates_the_outage_from_its_sending() {
+        // Frozen at 1_000 for 3_000 with a 1_000 timeout: the first write
+        // sent into the freeze fails at 2_010, the first sent after it is
+        // acknowledged at 4_005.
+        let c = OutageClock::default();
+        let start = outage_start(ErrorKind::Timeout, 1_010, 2_010);
+        assert_eq!(start, 1_010);
+        assert!(c.failed(1_010, start));
+        assert_eq!(c.acknowledged(1_020, 4_005), Some((1_010, 2_995)));
+        assert_eq!(outage_start(ErrorKind::ServerSelection, 10, 30), 10);
+        // A refusal or a dropped socket shows the fault when it happens.
+        assert_eq!(outage_start(ErrorKind::Network, 10, 30), 30);
+        assert_eq!(outage_start(ErrorKind::NotPrimary, 10, 30), 30);
     }
 
     #[test]

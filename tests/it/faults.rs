@@ -489,3 +489,132 @@ async fn the_simulator_logs_no_line_per_connection_at_shutdown() {
     assert!(stderr.contains("shutting down"), "{stderr}");
     assert!(!stderr.contains("connection closed"), "{stderr}");
 }
+
+/// The rate of the freeze drill: the drill runs 2,000/s on a
+/// release build; a debug build on a busy 2-core machine sustains about
+/// 1,000/s, so the drill runs 500/s (still hundreds of operations in
+/// flight when the freeze ends, as with 2,000/s).
+const FREEZE_RATE: f64 = 500.0;
+
+/// Sends `signal` (`STOP`, `CONT`) to process `pid`.
+fn signal(pid: u32, signal: &str) {
+    let st = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(st.success(), "kill -{signal} {pid} failed: {st}");
+}
+
+/// Freezes a `mongoload sim` process (SIGSTOP, SIGCONT) for 3 s, three
+/// times `operation_timeout`, under 512 workers with the pool set by
+/// `pool` (empty: sized to the plan), and returns what the drill read:
+/// (freeze, write outage, seconds after SIGCONT until the load was back).
+async fn freeze_drill(pool: &str) -> (f64, f64, f64) {
+    let port = free_ports(1);
+    let sim = spawn_sim(port, &[]);
+    let http = free_port();
+    let toml = config_toml(
+        &format!("mongodb://127.0.0.1:{port}/"),
+        &format!("[[workloads.stages]]\nrate = {FREEZE_RATE}\nduration = \"1h\"\n"),
+    )
+    .replace("listen = \"127.0.0.1:0\"", &format!("listen = \"{http}\""))
+    .replace("max_inflight = 32", "max_inflight = 512")
+    .replace(
+        "operation_timeout = \"2s\"",
+        &format!("operation_timeout = \"1s\"\n{pool}"),
+    );
+    let file = write_config(&toml);
+    let (mut child, stderr_path) = spawn_run(&file, "info");
+    wait_status(http, "/readyz", 200, Duration::from_secs(30)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let outages = |p: &str| sum(p, "mongoload_write_outage_seconds_count", &[]);
+    let errors = |p: &str| sum(p, "mongoload_errors_total", &[("workload", "w")]);
+    let before = scrape(http).await;
+
+    signal(sim.0.id(), "STOP");
+    let stopped = Instant::now();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    signal(sim.0.id(), "CONT");
+    let resumed = Instant::now();
+    let freeze = (resumed - stopped).as_secs_f64();
+
+    // Scrapes every 100 ms for 4 s: (seconds since SIGCONT, ok, errors).
+    let mut seen = Vec::new();
+    while resumed.elapsed() < Duration::from_secs(4) {
+        let page = scrape(http).await;
+        seen.push((
+            resumed.elapsed().as_secs_f64(),
+            ok_ops(&page),
+            errors(&page),
+        ));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let after = scrape(http).await;
+    sigterm(child.id());
+    let status = wait_exit(&mut child, Duration::from_secs(20)).await;
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    let context = format!("pool {pool:?}, freeze {freeze:.3}s, seen {seen:?}\n{stderr}");
+    assert_eq!(status.code(), Some(0), "{context}");
+    assert!(
+        !stderr.contains("did not shut down"),
+        "the client hung at exit: {context}"
+    );
+    assert!(
+        errors(&after) > errors(&before),
+        "the freeze was not felt: {context}"
+    );
+
+    // Back: the first scrape from which a 500 ms window holds the rate,
+    // and no error counted from one operation_timeout after SIGCONT on
+    // (only operations sent during the freeze may fail).
+    let back = seen
+        .iter()
+        .find(|&&(t, ok, _)| {
+            seen.iter()
+                .find(|&&(u, _, _)| u >= t + 0.5)
+                .is_some_and(|&(u, ok2, _)| (ok2 - ok) / (u - t) >= 0.85 * FREEZE_RATE)
+        })
+        .map(|&(t, _, _)| t)
+        .unwrap_or(f64::INFINITY);
+    let settled = seen
+        .iter()
+        .find(|&&(t, _, _)| t >= 1.0)
+        .expect("scrapes after SIGCONT");
+    let late_errors = seen.last().unwrap().2 - settled.2;
+    assert_eq!(late_errors, 0.0, "errors 1 s after SIGCONT: {context}");
+    assert!(
+        back <= 1.0,
+        "not back at rate within 1 s ({back:.2}s): {context}"
+    );
+
+    // The outage reads as long as the freeze.
+    assert_eq!(
+        outages(&after) - outages(&before),
+        1.0,
+        "one write outage: {context}"
+    );
+    let outage = sample(&after, "mongoload_write_outage_last_seconds", &[]).unwrap();
+    assert!(
+        outage >= freeze - 0.05 && outage <= freeze + 0.5,
+        "outage {outage:.3}s for a {freeze:.3}s freeze: {context}"
+    );
+    (freeze, outage, back)
+}
+
+/// A server frozen longer than `operation_timeout` (a VM pause, SIGSTOP):
+/// the load is back at its rate within 1 s of the server answering again,
+/// with the pool sized to the plan and with a pool smaller than the
+/// workers, the write outage reads as long as the freeze, and the daemon
+/// exits cleanly after. Before the pool fix (vendor/mongodb) the checkouts
+/// abandoned by the timeout held the head of the driver's wait queue and
+/// the load stayed down 10 s and more after the freeze.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_freeze_reads_as_long_as_it_was_and_the_load_is_back_within_a_second() {
+    let _serial = serial().await;
+    for pool in ["", "pool_size = 64"] {
+        let (freeze, outage, back) = freeze_drill(pool).await;
+        eprintln!(
+            "pool {pool:?}: freeze {freeze:.3}s, write outage {outage:.3}s, back at rate {back:.2}s after SIGCONT"
+        );
+    }
+}

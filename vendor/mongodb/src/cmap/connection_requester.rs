@@ -106,6 +106,11 @@ impl ConnectionRequest {
         self.sender.send(result)
     }
 
+    /// Whether the requester stopped waiting for the answer (e.g. its operation timed out).
+    pub(super) fn is_abandoned(&self) -> bool {
+        self.sender.is_closed()
+    }
+
     pub(super) fn is_warm_pool(&self) -> bool {
         self.warm_pool
     }

@@ -356,11 +356,7 @@ impl ConnectionPoolWorker {
                 }
             }
 
-            if self.can_service_connection_request() {
-                if let Some(request) = self.wait_queue.pop_front() {
-                    self.check_out(request);
-                }
-            }
+            self.service_wait_queue();
         }
 
         while let Some(connection) = self.available_connections.pop_front() {
@@ -373,6 +369,31 @@ impl ConnectionPoolWorker {
             }
             .into()
         });
+    }
+
+    /// Hands out connections to as many queued requests as the pool can serve now, skipping
+    /// the requests whose requester stopped waiting (its operation timed out or was dropped).
+    ///
+    /// Serving only the head of the queue once per event let abandoned requests hold the head:
+    /// after a stall longer than the callers' timeouts, the queue held hundreds of abandoned
+    /// requests, each new request (itself an event) removed just one of them, and every live
+    /// request behind them timed out in turn, so the pool stayed idle while every checkout
+    /// failed, long after the server answered again.
+    fn service_wait_queue(&mut self) {
+        while self.can_service_connection_request() {
+            let Some(request) = self.wait_queue.pop_front() else {
+                return;
+            };
+            if request.is_abandoned() {
+                continue;
+            }
+            let queued = self.wait_queue.len();
+            self.check_out(request);
+            if self.wait_queue.len() > queued {
+                // check_out put the request back: nothing more can be served now.
+                return;
+            }
+        }
     }
 
     fn below_max_connections(&self) -> bool {
