@@ -9,6 +9,7 @@
 //! daemon keeps the sender and applies commands with
 //! [`Command::apply`].
 
+pub mod answer;
 pub mod client;
 pub mod server;
 

@@ -24,9 +24,9 @@ pub use driver::{server_type_label, TopologyView, CHECKOUT_FAILURE_REASONS, SERV
 pub use window::{LatencySummary, WindowConfig, WINDOW_QUANTILES};
 pub use workload::{OpMetrics, PrepareMetrics, RequestMetrics, WorkloadMetrics};
 
+use crate::failover::Failover;
 use crate::workload::OpSpec;
 use driver::DriverMetrics;
-use failover::FailoverMetrics;
 use window::WindowCollector;
 
 /// Content type of [`Metrics::encode`]'s output (Prometheus text format 0.0.4).
@@ -78,9 +78,9 @@ pub struct Metrics {
     target_up: IntGauge,
     vecs: Vecs,
     driver: Arc<DriverMetrics>,
-    failover: Arc<FailoverMetrics>,
+    failover: Arc<Failover>,
     audit: crate::audit::AuditFamilies,
-    probe: crate::probe::ProbeMetrics,
+    probe: crate::daemon::probe::ProbeMetrics,
     windows: Arc<WindowCollector>,
     /// The current stage of each workload name, shared by every
     /// `WorkloadMetrics` of that name, so after a reload the new handle
@@ -149,11 +149,11 @@ impl Metrics {
         let driver = Arc::new(DriverMetrics::new()?);
         driver.register(&registry)?;
 
-        let failover = Arc::new(FailoverMetrics::new()?);
+        let failover = Arc::new(Failover::new()?);
         failover.register(&registry)?;
         let audit = crate::audit::AuditFamilies::new()?;
         audit.register(&registry)?;
-        let probe = crate::probe::ProbeMetrics::new()?;
+        let probe = crate::daemon::probe::ProbeMetrics::new()?;
         probe.register(&registry)?;
 
         let windows = Arc::new(WindowCollector::new(window)?);
@@ -245,12 +245,12 @@ impl Metrics {
     }
 
     /// The replication-lag probe's families.
-    pub fn probe(&self) -> &crate::probe::ProbeMetrics {
+    pub fn probe(&self) -> &crate::daemon::probe::ProbeMetrics {
         &self.probe
     }
 
     /// Failover: the primary, write outages, the failovers seen.
-    pub fn failover(&self) -> &Arc<FailoverMetrics> {
+    pub fn failover(&self) -> &Arc<Failover> {
         &self.failover
     }
 
