@@ -76,6 +76,67 @@ pub fn outage_start(kind: ErrorKind, sent: u64, failed: u64) -> u64 {
     }
 }
 
+/// How the primary the driver knew looks in the topology description that
+/// has none (or another): what the line saying it was lost names, and its
+/// class for the log limiter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrimaryLoss {
+    /// It answers as a secondary (or another non-primary state): it
+    /// stepped down, an election follows.
+    SteppedDown,
+    /// The driver timed out talking to it (a check or a connection): the
+    /// member is frozen or unreachable.
+    Unreachable,
+    /// A connection to it failed (dropped, reset, refused): the driver
+    /// cleared its pool and checks it again; often one lost socket, the
+    /// same primary back within its 0.5 s minimum heartbeat.
+    ConnectionLost,
+    /// Anything else (an error reply, or gone from the topology).
+    Other,
+}
+
+impl PrimaryLoss {
+    /// Every class, in limiter order.
+    pub const ALL: [PrimaryLoss; 4] = [
+        PrimaryLoss::SteppedDown,
+        PrimaryLoss::Unreachable,
+        PrimaryLoss::ConnectionLost,
+        PrimaryLoss::Other,
+    ];
+
+    fn class(self) -> usize {
+        self as usize
+    }
+
+    /// What the loss means, as the log says it.
+    pub fn explain(self) -> &'static str {
+        match self {
+            PrimaryLoss::SteppedDown => "it stepped down: an election",
+            PrimaryLoss::Unreachable => {
+                "no answer within the timeout: the member frozen or unreachable"
+            }
+            PrimaryLoss::ConnectionLost => {
+                "a connection to it failed (dropped, reset or refused): its pool cleared"
+            }
+            PrimaryLoss::Other => "the member is unknown to the driver now",
+        }
+    }
+}
+
+/// The tail of a rate-limited line: how many like it were not logged.
+fn suppressed(n: u64, what: &str) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!(" ({n} more {what} in the last 10s not logged)")
+    }
+}
+
+/// Log-limiter classes of the failover lines: one per [`PrimaryLoss`]
+/// for "lost the primary", one per [`PrimaryLoss`] for "the same primary
+/// back, no election".
+const LOSS_LINES: usize = PrimaryLoss::ALL.len();
+
 /// Failover as the load sees it, and its log; one per process, fed by the SDAM and
 /// command event handlers and by the workers.
 pub struct Failover {
@@ -88,6 +149,11 @@ pub struct Failover {
     retries: Mutex<RetryBook>,
     /// The number of failovers seen; audits wait on it.
     failovers: watch::Sender<u64>,
+    /// The lines about losing the primary and getting the same one back:
+    /// one per class per 10 s (a dropped connection clears the pool and
+    /// loses the primary for the 0.5 s minimum heartbeat, which would
+    /// otherwise log a line per dropped connection).
+    lines: crate::error_log::LogLimiter,
 }
 
 impl Failover {
@@ -100,6 +166,10 @@ impl Failover {
             state: Mutex::new(PrimaryState::default()),
             retries: Mutex::new(RetryBook::default()),
             failovers: watch::channel(0).0,
+            lines: crate::error_log::LogLimiter::new(
+                2 * LOSS_LINES,
+                crate::error_log::LOG_INTERVAL,
+            ),
         })
     }
 
@@ -161,7 +231,8 @@ impl Failover {
 
     /// The primary of a new topology description (`changed`: a different
     /// member or a new election than the last primary known).
-    pub(crate) fn on_topology(&self, primary: Option<&str>, changed: bool) {
+    /// `loss`: how the last primary looks in this description.
+    pub(crate) fn on_topology(&self, primary: Option<&str>, changed: bool, loss: PrimaryLoss) {
         let now = Instant::now();
         let mut state = self.state();
         match primary {
@@ -169,6 +240,7 @@ impl Failover {
                 if let Some(old) = state.current.take() {
                     let _ = self.families.primary_info.remove_label_values(&[&old]);
                     state.lost = Some((Some(old.clone()), now));
+                    state.loss = Some(loss);
                     drop(state);
                     // Writes cannot be acknowledged from here on, whether
                     // or not one fails: with streaming monitoring the
@@ -176,7 +248,19 @@ impl Failover {
                     // writes then wait in server selection instead.
                     self.primary_back.store(0, Ordering::Release);
                     self.clock.lost_primary(self.ns(now));
-                    tracing::warn!(primary = %old, "the driver knows no primary (was {old}): an election or a member down");
+                    if let Some(n) = self.lines.admit(loss.class(), now) {
+                        let tail = suppressed(n, "such losses");
+                        let why = loss.explain();
+                        if loss == PrimaryLoss::Other {
+                            // No error behind it: the driver reset its view
+                            // (the client closing at exit, a new seed list).
+                            tracing::info!(primary = %old, cause = ?loss, suppressed = n,
+                                "the driver lost the primary {old}: {why}{tail}");
+                        } else {
+                            tracing::warn!(primary = %old, cause = ?loss, suppressed = n,
+                                "the driver lost the primary {old}: {why}{tail}");
+                        }
+                    }
                 }
             }
             Some(p) => {
@@ -198,7 +282,23 @@ impl Failover {
                 }
                 let from = state.last.replace(p.to_owned());
                 state.current = Some(p.to_owned());
+                let loss = state.loss.take();
                 if !changed {
+                    drop(state);
+                    if let (Some(g), Some(loss)) = (gap, loss) {
+                        if let Some(n) = self.lines.admit(LOSS_LINES + loss.class(), now) {
+                            tracing::info!(
+                                primary = %p,
+                                cause = ?loss,
+                                no_primary_s = g.as_secs_f64(),
+                                suppressed = n,
+                                "the same primary {p} back after {:.3}s, no election ({:?}){}",
+                                g.as_secs_f64(),
+                                loss,
+                                suppressed(n, "such returns"),
+                            );
+                        }
+                    }
                     return;
                 }
                 let wall = SystemTime::now();
@@ -364,13 +464,13 @@ mod tests {
     fn failovers_are_recorded_with_their_gap_and_outage() {
         let m = Failover::new().unwrap();
         let mut seen = m.subscribe();
-        m.on_topology(Some("a:1"), false);
+        m.on_topology(Some("a:1"), false, PrimaryLoss::Other);
         assert!(m.recent(10).is_empty(), "the first primary is no failover");
         assert_eq!(m.families.primary_info.with_label_values(&["a:1"]).get(), 1);
         let t0 = Instant::now();
         m.write_result(t0, t0, Err(ErrorKind::NotPrimary));
-        m.on_topology(None, false);
-        m.on_topology(Some("b:1"), true);
+        m.on_topology(None, false, PrimaryLoss::ConnectionLost);
+        m.on_topology(Some("b:1"), true, PrimaryLoss::Other);
         assert!(seen.has_changed().unwrap());
         let _ = seen.borrow_and_update();
         let r = m.recent(10);
@@ -402,8 +502,8 @@ mod tests {
             "the primary is back"
         );
         // The same primary again after a gap: no failover.
-        m.on_topology(None, false);
-        m.on_topology(Some("b:1"), false);
+        m.on_topology(None, false, PrimaryLoss::ConnectionLost);
+        m.on_topology(Some("b:1"), false, PrimaryLoss::Other);
         assert_eq!(m.recent(10).len(), 1);
         assert!(!seen.has_changed().unwrap());
     }

@@ -5,7 +5,7 @@
 //! Metrics: `mongoload_pool_connections{state="open"|"in_use"}`,
 //! `mongoload_pool_checkout_wait_seconds` (histogram),
 //! `mongoload_pool_checkout_failures_total{reason}`,
-//! `mongoload_pool_clears_total`, `mongoload_topology_servers{type}`,
+//! `mongoload_pool_clears_total{cause}`, `mongoload_topology_servers{type}`,
 //! `mongoload_primary_changes_total`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -36,6 +36,9 @@ pub const SERVER_TYPES: [&str; 9] = [
     "load_balancer",
     "unknown",
 ];
+
+/// `cause` label values of `mongoload_pool_clears_total`.
+pub const POOL_CLEAR_CAUSES: [&str; 2] = ["timeout", "error"];
 
 /// `reason` label values of `mongoload_pool_checkout_failures_total`.
 pub const CHECKOUT_FAILURE_REASONS: [&str; 3] = ["timeout", "connection_error", "other"];
@@ -150,7 +153,7 @@ pub(crate) struct DriverMetrics {
     connections: IntGaugeVec,
     checkout_wait: Histogram,
     checkout_failures: IntCounterVec,
-    clears: IntCounter,
+    clears: IntCounterVec,
     servers: IntGaugeVec,
     primary_changes: IntCounter,
     pool: Mutex<PoolBook<ServerAddress>>,
@@ -179,6 +182,16 @@ impl DriverMetrics {
         for reason in CHECKOUT_FAILURE_REASONS {
             checkout_failures.with_label_values(&[reason]);
         }
+        let clears = IntCounterVec::new(
+            Opts::new(
+                "mongoload_pool_clears_total",
+                "Times the driver cleared a connection pool, by cause: timeout (a check or a connection timed out: the member frozen or unreachable; connections in use interrupted) or error (a connection failed: dropped, reset, refused, or the server shutting down).",
+            ),
+            &["cause"],
+        )?;
+        for cause in POOL_CLEAR_CAUSES {
+            clears.with_label_values(&[cause]);
+        }
         let servers = IntGaugeVec::new(
             Opts::new(
                 "mongoload_topology_servers",
@@ -201,10 +214,7 @@ impl DriverMetrics {
                 .buckets(buckets),
             )?,
             checkout_failures,
-            clears: IntCounter::new(
-                "mongoload_pool_clears_total",
-                "Times the driver cleared a connection pool (after network errors or a step-down).",
-            )?,
+            clears,
             servers,
             primary_changes: IntCounter::new(
                 "mongoload_primary_changes_total",
@@ -250,7 +260,16 @@ impl DriverMetrics {
                 };
                 self.checkout_failures.with_label_values(&[reason]).inc();
             }
-            CmapEvent::PoolCleared(_) => self.clears.inc(),
+            CmapEvent::PoolCleared(ev) => {
+                // The driver interrupts the connections in use exactly when
+                // a network timeout caused the clear.
+                let cause = if ev.interrupt_in_use_connections {
+                    "timeout"
+                } else {
+                    "error"
+                };
+                self.clears.with_label_values(&[cause]).inc();
+            }
             CmapEvent::PoolClosed(ev) => {
                 let out = self.book().close_pool(&ev.address);
                 self.in_use.sub(i64::try_from(out).unwrap_or(i64::MAX));
@@ -271,8 +290,12 @@ impl DriverMetrics {
     }
 
     /// Feeds an SDAM event; for a new topology description, returns its
-    /// primary and whether that is a change (see [`PrimaryTracker`]).
-    pub(crate) fn on_sdam(&self, event: &SdamEvent) -> Option<(Option<String>, bool)> {
+    /// primary, whether that is a change (see [`PrimaryTracker`]) and how
+    /// the last primary looks in it.
+    pub(crate) fn on_sdam(
+        &self,
+        event: &SdamEvent,
+    ) -> Option<(Option<String>, bool, crate::failover::PrimaryLoss)> {
         let SdamEvent::TopologyDescriptionChanged(ev) = event else {
             return None;
         };
@@ -298,6 +321,14 @@ impl DriverMetrics {
                 .set(i64::try_from(n).unwrap_or(i64::MAX));
         }
         let mut state = self.topology.lock().unwrap_or_else(PoisonError::into_inner);
+        let loss = state
+            .view
+            .primary
+            .as_deref()
+            .and_then(|old| servers.iter().find(|(a, _)| a.to_string() == old))
+            .map_or(crate::failover::PrimaryLoss::Other, |(_, info)| {
+                primary_loss(info.server_type(), info.error())
+            });
         let changed = state
             .tracker
             .observe(primary.as_deref(), desc.max_election_id());
@@ -312,7 +343,7 @@ impl DriverMetrics {
             primary_changes: self.primary_changes.get(),
             secondaries,
         };
-        Some((primary, changed))
+        Some((primary, changed, loss))
     }
 
     pub(crate) fn topology(&self) -> TopologyView {
@@ -324,9 +355,51 @@ impl DriverMetrics {
     }
 }
 
+/// How a member that was the primary looks now: its type and the error
+/// the driver marked it unknown with.
+fn primary_loss(
+    server_type: ServerType,
+    error: Option<&mongodb::error::Error>,
+) -> crate::failover::PrimaryLoss {
+    use crate::error_kind::ErrorKind;
+    use crate::failover::PrimaryLoss;
+    match server_type {
+        ServerType::RsPrimary => PrimaryLoss::Other,
+        ServerType::Unknown => match error.map(crate::mongo::classify) {
+            Some(ErrorKind::Timeout) => PrimaryLoss::Unreachable,
+            Some(ErrorKind::Network) => PrimaryLoss::ConnectionLost,
+            // A state-change error (NotWritablePrimary, …) it answered.
+            Some(ErrorKind::NotPrimary) => PrimaryLoss::SteppedDown,
+            _ => PrimaryLoss::Other,
+        },
+        _ => PrimaryLoss::SteppedDown,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lost_primary_is_told_apart_by_how_it_looks_now() {
+        use crate::failover::PrimaryLoss;
+        let io = |k: std::io::ErrorKind| mongodb::error::Error::from(std::io::Error::from(k));
+        let timed_out = io(std::io::ErrorKind::TimedOut);
+        let reset = io(std::io::ErrorKind::ConnectionReset);
+        assert_eq!(
+            primary_loss(ServerType::Unknown, Some(&timed_out)),
+            PrimaryLoss::Unreachable
+        );
+        assert_eq!(
+            primary_loss(ServerType::Unknown, Some(&reset)),
+            PrimaryLoss::ConnectionLost
+        );
+        assert_eq!(
+            primary_loss(ServerType::RsSecondary, None),
+            PrimaryLoss::SteppedDown
+        );
+        assert_eq!(primary_loss(ServerType::Unknown, None), PrimaryLoss::Other);
+    }
 
     #[test]
     fn pool_book_counts_each_connection_once() {
