@@ -263,9 +263,9 @@ pub async fn start_with(
     let hosts = uri_hosts(uri.expose()).join(",");
 
     let control_metrics =
-        ControlMetrics::register(metrics.registry()).map_err(MetricsError::from)?;
-    let cluster_metrics =
-        crate::cluster::ClusterMetrics::register(metrics.registry()).map_err(MetricsError::from)?;
+        ControlMetrics::register_in(metrics.registry()).map_err(MetricsError::from)?;
+    let cluster_metrics = crate::cluster::ClusterMetrics::register_in(metrics.registry())
+        .map_err(MetricsError::from)?;
     let built = supervisor::build(&config).map_err(|e| match e {
         ReloadError::Workload { name, reason } => StartError::Workload { name, reason },
         other => StartError::Workload {

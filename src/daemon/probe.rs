@@ -21,79 +21,18 @@ use std::time::{Duration, Instant};
 use mongodb::bson::{doc, DateTime, Document};
 use mongodb::options::{ClientOptions, CollectionOptions, ServerAddress, WriteConcern};
 use mongodb::{Client, Collection};
-use prometheus::{GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::LagProbeConfig;
 use crate::error_kind::ErrorKind;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, ProbeFamilies};
 use crate::mongo::classify;
-
-/// Buckets of the lag histogram, in seconds.
-pub const LAG_BUCKETS: [f64; 15] = [
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0,
-];
 
 /// Heartbeats remembered (their send times), the newest.
 const KEEP_BEATS: usize = 1024;
 
-/// The probe's families, registered once per process.
-#[derive(Clone)]
-pub struct ProbeMetrics {
-    lag: GaugeVec,
-    observed: HistogramVec,
-    heartbeats: IntCounterVec,
-    errors: IntCounterVec,
-}
-
-impl ProbeMetrics {
-    pub fn new() -> Result<Self, prometheus::Error> {
-        let heartbeats = IntCounterVec::new(
-            Opts::new(
-                "mongoload_lag_probe_heartbeats_total",
-                "Heartbeats the replication-lag probe wrote on the primary, by outcome.",
-            ),
-            &["outcome"],
-        )?;
-        for o in ["ok", "error"] {
-            heartbeats.with_label_values(&[o]);
-        }
-        Ok(ProbeMetrics {
-            lag: GaugeVec::new(
-                Opts::new(
-                    "mongoload_replication_lag_seconds",
-                    "Replication lag of each secondary as a client reading it sees it: the last heartbeat's, or the wait for one not yet seen if longer.",
-                ),
-                &["member"],
-            )?,
-            observed: HistogramVec::new(
-                HistogramOpts::new(
-                    "mongoload_replication_lag_probe_seconds",
-                    "Lag of each heartbeat on each secondary: from its write on the primary to the first read of the member that shows it.",
-                )
-                .buckets(LAG_BUCKETS.to_vec()),
-                &["member"],
-            )?,
-            heartbeats,
-            errors: IntCounterVec::new(
-                Opts::new(
-                    "mongoload_lag_probe_errors_total",
-                    "Failed reads of the lag probe on a member, by class.",
-                ),
-                &["member", "kind"],
-            )?,
-        })
-    }
-
-    pub fn register(&self, registry: &Registry) -> Result<(), prometheus::Error> {
-        registry.register(Box::new(self.lag.clone()))?;
-        registry.register(Box::new(self.observed.clone()))?;
-        registry.register(Box::new(self.heartbeats.clone()))?;
-        registry.register(Box::new(self.errors.clone()))?;
-        Ok(())
-    }
-
+impl ProbeFamilies {
     fn forget(&self, member: &str) {
         let _ = self.lag.remove_label_values(&[member]);
         let _ = self.observed.remove_label_values(&[member]);
@@ -293,7 +232,7 @@ struct Reader {
     id: String,
     poll: Duration,
     beats: Arc<Mutex<Beats>>,
-    metrics: ProbeMetrics,
+    metrics: ProbeFamilies,
 }
 
 impl Reader {

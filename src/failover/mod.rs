@@ -162,7 +162,7 @@ impl Failover {
             origin: Instant::now(),
             clock: OutageClock::default(),
             primary_back: AtomicU64::new(0),
-            families: FailoverFamilies::new()?,
+            families: FailoverFamilies::with_series()?,
             state: Mutex::new(PrimaryState::default()),
             retries: Mutex::new(RetryBook::default()),
             failovers: watch::channel(0).0,
@@ -173,13 +173,16 @@ impl Failover {
         })
     }
 
-    /// Registers the failover families; the ongoing-outage gauge is set
-    /// from this clock when the registry is gathered.
+    /// Registers the failover families; the ongoing-outage gauge reads
+    /// this clock when the registry is gathered.
     pub(crate) fn register(self: &Arc<Self>, registry: &Registry) -> Result<(), prometheus::Error> {
-        let me = Arc::clone(self);
-        self.families.register(registry, move || {
-            me.ongoing_outage().map_or(0.0, |d| d.as_secs_f64())
-        })
+        let me = Arc::downgrade(self);
+        self.families.ongoing.set_source(move || {
+            me.upgrade()
+                .and_then(|f| f.ongoing_outage())
+                .map_or(0.0, |d| d.as_secs_f64())
+        });
+        self.families.register(registry)
     }
 
     fn ns(&self, t: Instant) -> u64 {

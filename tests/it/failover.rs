@@ -495,6 +495,10 @@ duration = "1m"
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_connection_is_logged_as_one_not_as_an_election() {
     use crate::common::{free_port, scrape, spawn_run, terminate, wait_status, write_config};
+    // Alone: run beside the freeze drills (tests/it/faults.rs), the set
+    // stopped answering after the drop in 3 runs of 3, with the published
+    // driver as with the patched one (not understood yet).
+    let _serial = crate::common::serial().await;
     let set = replset(Duration::from_secs(2), Duration::ZERO).await;
     let http = free_port();
     let dir = tempfile::tempdir().unwrap();

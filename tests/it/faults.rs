@@ -604,7 +604,13 @@ async fn freeze_drill(freezer: Freezer, port: u16, pool: &str) -> (f64, f64, f64
     sigterm(child.id());
     let status = wait_exit(&mut child, Duration::from_secs(20)).await;
     let stderr = std::fs::read_to_string(&stderr_path).unwrap();
-    let context = format!("pool {pool:?}, freeze {freeze:.3}s, seen {seen:?}\n{stderr}");
+    let clears: Vec<(String, f64)> = samples(&after, "mongoload_pool_clears_total", &[])
+        .into_iter()
+        .map(|s| (s.label("cause").unwrap_or("?").to_owned(), s.value))
+        .collect();
+    let context = format!(
+        "pool {pool:?}, freeze {freeze:.3}s, pool clears {clears:?}, seen (s after the thaw, ok, errors) {seen:?}\n{stderr}"
+    );
     assert_eq!(status.code(), Some(0), "{context}");
     assert!(
         !stderr.contains("did not shut down"),
