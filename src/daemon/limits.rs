@@ -85,18 +85,17 @@ fn pool_key(config: &Config) -> String {
 }
 
 /// A warning when `target.pool_size` is set below the workers the plan
-/// runs: operations beyond the pool then wait in the driver's queue, and
-/// after a stall longer than `operation_timeout` that queue can hold
-/// abandoned requests as fast as it serves live ones, so the load does not
-/// recover (docs/reliability.md, "Known limit").
+/// runs: operations beyond the pool then wait in the driver's queue for a
+/// connection, and that wait counts in their latency (it is the client's,
+/// not the server's).
 pub fn pool_warning(config: &Config) -> Option<String> {
     let pool = config.target.pool_size;
     let planned = config.planned_connections();
     (pool > 0 && pool < planned).then(|| {
         format!(
             "target.pool_size {pool} is below the {planned} operations the plan can have in flight: \
-             the rest wait in the driver's queue, and after a stall longer than operation_timeout \
-             the load may not recover; leave pool_size at 0 (sized to the plan)"
+             the rest wait in the driver's queue for a connection and that wait counts in their \
+             latency; leave pool_size at 0 (sized to the plan)"
         )
     })
 }

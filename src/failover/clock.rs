@@ -26,8 +26,9 @@ fn start_of(state: u64) -> u64 {
 }
 
 impl OutageClock {
-    /// A write sent at `sent` failed at `now` with an availability error.
-    /// Returns whether this started an outage.
+    /// A write sent at `sent` failed with an availability error that shows
+    /// the server gone since `now` (see [`super::outage_start`]). Returns
+    /// whether this started an outage.
     pub fn failed(&self, sent: u64, now: u64) -> bool {
         if sent < self.last_end.load(Ordering::Acquire) {
             return false;
@@ -100,6 +101,24 @@ impl OutageClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_write_that_waited_unanswered_dates_the_outage_from_its_sending() {
+        use super::super::outage_start;
+        use crate::error_kind::ErrorKind;
+        // Frozen at 1_000 for 3_000 with a 1_000 timeout: the first write
+        // sent into the freeze fails at 2_010, the first sent after it is
+        // acknowledged at 4_005.
+        let c = OutageClock::default();
+        let start = outage_start(ErrorKind::Timeout, 1_010, 2_010);
+        assert_eq!(start, 1_010);
+        assert!(c.failed(1_010, start));
+        assert_eq!(c.acknowledged(1_020, 4_005), Some((1_010, 2_995)));
+        assert_eq!(outage_start(ErrorKind::ServerSelection, 10, 30), 10);
+        // A refusal or a dropped socket shows the fault when it happens.
+        assert_eq!(outage_start(ErrorKind::Network, 10, 30), 30);
+        assert_eq!(outage_start(ErrorKind::NotPrimary, 10, 30), 30);
+    }
 
     #[test]
     fn an_outage_runs_from_the_first_failure_to_the_first_later_ack() {

@@ -7,7 +7,8 @@
 //!
 //! A **write outage** runs from the first write that fails with an
 //! availability error (`not_primary`, `network`, `server_selection`,
-//! `timeout`), or from the moment the driver loses the primary if that is
+//! `timeout`; a write that waited unanswered, `timeout` or
+//! `server_selection`, from when it was sent), or from the moment the driver loses the primary if that is
 //! earlier, to the first write acknowledged after it. Only writes sent
 //! after the outage began can end it (a reply from the old primary to a
 //! write sent before does not), and only writes sent after the last outage
@@ -62,6 +63,80 @@ pub fn is_outage_error(kind: ErrorKind) -> bool {
     )
 }
 
+/// When an outage shown by a write sent at `sent` and failed at `failed`
+/// with an error of class `kind` began: a write that waited unanswered
+/// (`timeout`, `server_selection`) shows the server gone since it was sent,
+/// not since the client gave up on it, so a 3 s freeze with a 1 s
+/// `operation_timeout` reads 3 s, not 2 s; a refusal or a dropped
+/// connection shows it when it failed.
+pub fn outage_start(kind: ErrorKind, sent: u64, failed: u64) -> u64 {
+    match kind {
+        ErrorKind::Timeout | ErrorKind::ServerSelection => sent.min(failed),
+        _ => failed,
+    }
+}
+
+/// How the primary the driver knew looks in the topology description that
+/// has none (or another): what the line saying it was lost names, and its
+/// class for the log limiter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrimaryLoss {
+    /// It answers as a secondary (or another non-primary state): it
+    /// stepped down, an election follows.
+    SteppedDown,
+    /// The driver timed out talking to it (a check or a connection): the
+    /// member is frozen or unreachable.
+    Unreachable,
+    /// A connection to it failed (dropped, reset, refused): the driver
+    /// cleared its pool and checks it again; often one lost socket, the
+    /// same primary back within its 0.5 s minimum heartbeat.
+    ConnectionLost,
+    /// Anything else (an error reply, or gone from the topology).
+    Other,
+}
+
+impl PrimaryLoss {
+    /// Every class, in limiter order.
+    pub const ALL: [PrimaryLoss; 4] = [
+        PrimaryLoss::SteppedDown,
+        PrimaryLoss::Unreachable,
+        PrimaryLoss::ConnectionLost,
+        PrimaryLoss::Other,
+    ];
+
+    fn class(self) -> usize {
+        self as usize
+    }
+
+    /// What the loss means, as the log says it.
+    pub fn explain(self) -> &'static str {
+        match self {
+            PrimaryLoss::SteppedDown => "it stepped down: an election",
+            PrimaryLoss::Unreachable => {
+                "no answer within the timeout: the member frozen or unreachable"
+            }
+            PrimaryLoss::ConnectionLost => {
+                "a connection to it failed (dropped, reset or refused): its pool cleared"
+            }
+            PrimaryLoss::Other => "the member is unknown to the driver now",
+        }
+    }
+}
+
+/// The tail of a rate-limited line: how many like it were not logged.
+fn suppressed(n: u64, what: &str) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!(" ({n} more {what} in the last 10s not logged)")
+    }
+}
+
+/// Log-limiter classes of the failover lines: one per [`PrimaryLoss`]
+/// for "lost the primary", one per [`PrimaryLoss`] for "the same primary
+/// back, no election".
+const LOSS_LINES: usize = PrimaryLoss::ALL.len();
+
 /// Failover as the load sees it, and its log; one per process, fed by the SDAM and
 /// command event handlers and by the workers.
 pub struct Failover {
@@ -74,6 +149,11 @@ pub struct Failover {
     retries: Mutex<RetryBook>,
     /// The number of failovers seen; audits wait on it.
     failovers: watch::Sender<u64>,
+    /// The lines about losing the primary and getting the same one back:
+    /// one per class per 10 s (a dropped connection clears the pool and
+    /// loses the primary for the 0.5 s minimum heartbeat, which would
+    /// otherwise log a line per dropped connection).
+    lines: crate::error_log::LogLimiter,
 }
 
 impl Failover {
@@ -86,6 +166,10 @@ impl Failover {
             state: Mutex::new(PrimaryState::default()),
             retries: Mutex::new(RetryBook::default()),
             failovers: watch::channel(0).0,
+            lines: crate::error_log::LogLimiter::new(
+                2 * LOSS_LINES,
+                crate::error_log::LOG_INTERVAL,
+            ),
         })
     }
 
@@ -121,7 +205,7 @@ impl Failover {
                 }
             }
             Err(kind) if is_outage_error(kind) => {
-                if self.clock.failed(s, d) {
+                if self.clock.failed(s, outage_start(kind, s, d)) {
                     tracing::warn!(error_kind = %kind, "write outage: writes fail ({kind})");
                 }
             }
@@ -150,7 +234,8 @@ impl Failover {
 
     /// The primary of a new topology description (`changed`: a different
     /// member or a new election than the last primary known).
-    pub(crate) fn on_topology(&self, primary: Option<&str>, changed: bool) {
+    /// `loss`: how the last primary looks in this description.
+    pub(crate) fn on_topology(&self, primary: Option<&str>, changed: bool, loss: PrimaryLoss) {
         let now = Instant::now();
         let mut state = self.state();
         match primary {
@@ -158,6 +243,7 @@ impl Failover {
                 if let Some(old) = state.current.take() {
                     let _ = self.families.primary_info.remove_label_values(&[&old]);
                     state.lost = Some((Some(old.clone()), now));
+                    state.loss = Some(loss);
                     drop(state);
                     // Writes cannot be acknowledged from here on, whether
                     // or not one fails: with streaming monitoring the
@@ -165,7 +251,19 @@ impl Failover {
                     // writes then wait in server selection instead.
                     self.primary_back.store(0, Ordering::Release);
                     self.clock.lost_primary(self.ns(now));
-                    tracing::warn!(primary = %old, "the driver knows no primary (was {old}): an election or a member down");
+                    if let Some(n) = self.lines.admit(loss.class(), now) {
+                        let tail = suppressed(n, "such losses");
+                        let why = loss.explain();
+                        if loss == PrimaryLoss::Other {
+                            // No error behind it: the driver reset its view
+                            // (the client closing at exit, a new seed list).
+                            tracing::info!(primary = %old, cause = ?loss, suppressed = n,
+                                "the driver lost the primary {old}: {why}{tail}");
+                        } else {
+                            tracing::warn!(primary = %old, cause = ?loss, suppressed = n,
+                                "the driver lost the primary {old}: {why}{tail}");
+                        }
+                    }
                 }
             }
             Some(p) => {
@@ -187,7 +285,23 @@ impl Failover {
                 }
                 let from = state.last.replace(p.to_owned());
                 state.current = Some(p.to_owned());
+                let loss = state.loss.take();
                 if !changed {
+                    drop(state);
+                    if let (Some(g), Some(loss)) = (gap, loss) {
+                        if let Some(n) = self.lines.admit(LOSS_LINES + loss.class(), now) {
+                            tracing::info!(
+                                primary = %p,
+                                cause = ?loss,
+                                no_primary_s = g.as_secs_f64(),
+                                suppressed = n,
+                                "the same primary {p} back after {:.3}s, no election ({:?}){}",
+                                g.as_secs_f64(),
+                                loss,
+                                suppressed(n, "such returns"),
+                            );
+                        }
+                    }
                     return;
                 }
                 let wall = SystemTime::now();
@@ -353,13 +467,13 @@ mod tests {
     fn failovers_are_recorded_with_their_gap_and_outage() {
         let m = Failover::new().unwrap();
         let mut seen = m.subscribe();
-        m.on_topology(Some("a:1"), false);
+        m.on_topology(Some("a:1"), false, PrimaryLoss::Other);
         assert!(m.recent(10).is_empty(), "the first primary is no failover");
         assert_eq!(m.families.primary_info.with_label_values(&["a:1"]).get(), 1);
         let t0 = Instant::now();
         m.write_result(t0, t0, Err(ErrorKind::NotPrimary));
-        m.on_topology(None, false);
-        m.on_topology(Some("b:1"), true);
+        m.on_topology(None, false, PrimaryLoss::ConnectionLost);
+        m.on_topology(Some("b:1"), true, PrimaryLoss::Other);
         assert!(seen.has_changed().unwrap());
         let _ = seen.borrow_and_update();
         let r = m.recent(10);
@@ -391,8 +505,8 @@ mod tests {
             "the primary is back"
         );
         // The same primary again after a gap: no failover.
-        m.on_topology(None, false);
-        m.on_topology(Some("b:1"), false);
+        m.on_topology(None, false, PrimaryLoss::ConnectionLost);
+        m.on_topology(Some("b:1"), false, PrimaryLoss::Other);
         assert_eq!(m.recent(10).len(), 1);
         assert!(!seen.has_changed().unwrap());
     }

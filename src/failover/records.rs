@@ -32,6 +32,8 @@ pub(super) struct PrimaryState {
     pub(super) lost: Option<(Option<String>, Instant)>,
     /// The last primary known (what a failover is "from").
     pub(super) last: Option<String>,
+    /// How the primary of the current gap was lost.
+    pub(super) loss: Option<super::PrimaryLoss>,
     pub(super) records: VecDeque<FailoverRecord>,
 }
 

@@ -6,7 +6,7 @@
 //! their sum is the open connections),
 //! `mongoload_pool_checkout_wait_seconds` (histogram),
 //! `mongoload_pool_checkout_failures_total{reason}`,
-//! `mongoload_pool_clears_total`, `mongoload_topology_servers{type}`,
+//! `mongoload_pool_clears_total{cause}`, `mongoload_topology_servers{type}`,
 //! `mongoload_primary_changes_total`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -36,6 +36,9 @@ pub const SERVER_TYPES: [&str; 9] = [
     "load_balancer",
     "unknown",
 ];
+
+/// `cause` label values of `mongoload_pool_clears_total`.
+pub const POOL_CLEAR_CAUSES: [&str; 2] = ["timeout", "error"];
 
 /// `reason` label values of `mongoload_pool_checkout_failures_total`.
 pub const CHECKOUT_FAILURE_REASONS: [&str; 3] = ["timeout", "connection_error", "other"];
@@ -156,8 +159,9 @@ families! {
         checkout_failures: IntCounterVec = "mongoload_pool_checkout_failures_total",
             "Connection checkouts that failed, by reason.",
             labels ["reason"];
-        clears: IntCounter = "mongoload_pool_clears_total",
-            "Times the driver cleared a connection pool (after network errors or a step-down).";
+        clears: IntCounterVec = "mongoload_pool_clears_total",
+            "Times the driver cleared a connection pool, by cause: timeout (a check or a connection timed out: the member frozen or unreachable; connections in use interrupted) or error (a connection failed: dropped, reset, refused, or the server shutting down).",
+            labels ["cause"];
         servers: IntGaugeVec = "mongoload_topology_servers",
             "Servers of the deployment by type, as the driver sees them.",
             labels ["type"];
@@ -191,6 +195,9 @@ impl DriverMetrics {
         let f = DriverFamilies::new()?;
         for reason in CHECKOUT_FAILURE_REASONS {
             f.checkout_failures.with_label_values(&[reason]);
+        }
+        for cause in POOL_CLEAR_CAUSES {
+            f.clears.with_label_values(&[cause]);
         }
         for t in SERVER_TYPES {
             f.servers.with_label_values(&[t]).set(0);
@@ -239,7 +246,16 @@ impl DriverMetrics {
                 };
                 self.f.checkout_failures.with_label_values(&[reason]).inc();
             }
-            CmapEvent::PoolCleared(_) => self.f.clears.inc(),
+            CmapEvent::PoolCleared(ev) => {
+                // The driver interrupts the connections in use exactly when
+                // a network timeout caused the clear.
+                let cause = if ev.interrupt_in_use_connections {
+                    "timeout"
+                } else {
+                    "error"
+                };
+                self.f.clears.with_label_values(&[cause]).inc();
+            }
             CmapEvent::PoolClosed(ev) => {
                 let out = self.book().close_pool(&ev.address);
                 self.in_use.sub(i64::try_from(out).unwrap_or(i64::MAX));
@@ -260,8 +276,12 @@ impl DriverMetrics {
     }
 
     /// Feeds an SDAM event; for a new topology description, returns its
-    /// primary and whether that is a change (see [`PrimaryTracker`]).
-    pub(crate) fn on_sdam(&self, event: &SdamEvent) -> Option<(Option<String>, bool)> {
+    /// primary, whether that is a change (see [`PrimaryTracker`]) and how
+    /// the last primary looks in it.
+    pub(crate) fn on_sdam(
+        &self,
+        event: &SdamEvent,
+    ) -> Option<(Option<String>, bool, crate::failover::PrimaryLoss)> {
         let SdamEvent::TopologyDescriptionChanged(ev) = event else {
             return None;
         };
@@ -288,6 +308,14 @@ impl DriverMetrics {
                 .set(i64::try_from(n).unwrap_or(i64::MAX));
         }
         let mut state = self.topology.lock().unwrap_or_else(PoisonError::into_inner);
+        let loss = state
+            .view
+            .primary
+            .as_deref()
+            .and_then(|old| servers.iter().find(|(a, _)| a.to_string() == old))
+            .map_or(crate::failover::PrimaryLoss::Other, |(_, info)| {
+                primary_loss(info.server_type(), info.error())
+            });
         let changed = state
             .tracker
             .observe(primary.as_deref(), desc.max_election_id());
@@ -302,7 +330,7 @@ impl DriverMetrics {
             primary_changes: self.f.primary_changes.get(),
             secondaries,
         };
-        Some((primary, changed))
+        Some((primary, changed, loss))
     }
 
     pub(crate) fn topology(&self) -> TopologyView {
@@ -314,9 +342,51 @@ impl DriverMetrics {
     }
 }
 
+/// How a member that was the primary looks now: its type and the error
+/// the driver marked it unknown with.
+fn primary_loss(
+    server_type: ServerType,
+    error: Option<&mongodb::error::Error>,
+) -> crate::failover::PrimaryLoss {
+    use crate::error_kind::ErrorKind;
+    use crate::failover::PrimaryLoss;
+    match server_type {
+        ServerType::RsPrimary => PrimaryLoss::Other,
+        ServerType::Unknown => match error.map(crate::mongo::classify) {
+            Some(ErrorKind::Timeout) => PrimaryLoss::Unreachable,
+            Some(ErrorKind::Network) => PrimaryLoss::ConnectionLost,
+            // A state-change error (NotWritablePrimary, …) it answered.
+            Some(ErrorKind::NotPrimary) => PrimaryLoss::SteppedDown,
+            _ => PrimaryLoss::Other,
+        },
+        _ => PrimaryLoss::SteppedDown,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lost_primary_is_told_apart_by_how_it_looks_now() {
+        use crate::failover::PrimaryLoss;
+        let io = |k: std::io::ErrorKind| mongodb::error::Error::from(std::io::Error::from(k));
+        let timed_out = io(std::io::ErrorKind::TimedOut);
+        let reset = io(std::io::ErrorKind::ConnectionReset);
+        assert_eq!(
+            primary_loss(ServerType::Unknown, Some(&timed_out)),
+            PrimaryLoss::Unreachable
+        );
+        assert_eq!(
+            primary_loss(ServerType::Unknown, Some(&reset)),
+            PrimaryLoss::ConnectionLost
+        );
+        assert_eq!(
+            primary_loss(ServerType::RsSecondary, None),
+            PrimaryLoss::SteppedDown
+        );
+        assert_eq!(primary_loss(ServerType::Unknown, None), PrimaryLoss::Other);
+    }
 
     #[test]
     fn pool_book_counts_each_connection_once() {

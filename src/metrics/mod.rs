@@ -211,8 +211,8 @@ impl Metrics {
         let driver = Arc::clone(&self.driver);
         let failover = Arc::clone(&self.failover);
         mongodb::event::EventHandler::callback(move |event| {
-            if let Some((primary, changed)) = driver.on_sdam(&event) {
-                failover.on_topology(primary.as_deref(), changed);
+            if let Some((primary, changed, loss)) = driver.on_sdam(&event) {
+                failover.on_topology(primary.as_deref(), changed, loss);
             }
         })
     }

@@ -485,3 +485,64 @@ duration = "1m"
     assert_eq!(r[0].audit.as_ref().unwrap().missing, 0);
     drop(sim);
 }
+
+/// Connections dropped on a replica set: each drop makes the driver clear
+/// the member's pool and lose the primary until its next check, with no
+/// election. The log says a connection failed (not an election), once per
+/// 10 s with the rest counted, the same primary's return is logged as no
+/// election, and `mongoload_pool_clears_total{cause="error"}` counts the
+/// clears.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_connection_is_logged_as_one_not_as_an_election() {
+    use crate::common::{free_port, scrape, spawn_run, terminate, wait_status, write_config};
+    // Alone: run beside the freeze drills (tests/it/faults.rs), the set
+    // stopped answering after the drop in 3 runs of 3, with the published
+    // driver as with the patched one (not understood yet).
+    let _serial = crate::common::serial().await;
+    let set = replset(Duration::from_secs(2), Duration::ZERO).await;
+    let http = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let toml = config(&set.uri(), &dir.path().join("run.log"), "5s", 100, 3600)
+        .replace("listen = \"127.0.0.1:0\"", &format!("listen = \"{http}\""));
+    let file = write_config(&toml);
+    let (mut child, stderr_path) = spawn_run(&file, "info");
+    wait_status(http, "/readyz", 200, Duration::from_secs(30)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before = scrape(http).await;
+    for _ in 0..4 {
+        set.faults().drop_connections();
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+    }
+    let after = scrape(http).await;
+    let status = terminate(&mut child).await;
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let clears = |p: &str, cause| {
+        sample(p, "mongoload_pool_clears_total", &[("cause", cause)]).expect("the series")
+    };
+    assert!(
+        clears(&after, "error") - clears(&before, "error") >= 1.0,
+        "no pool clear counted as error (timeout: {} → {}):\n{stderr}",
+        clears(&before, "timeout"),
+        clears(&after, "timeout"),
+    );
+    assert_eq!(
+        sum(&after, "mongoload_primary_changes_total", &[]),
+        sum(&before, "mongoload_primary_changes_total", &[]),
+        "no election happened:\n{stderr}"
+    );
+    let lost: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("the driver lost the primary"))
+        .collect();
+    assert_eq!(lost.len(), 1, "one line per 10 s: {lost:#?}\n{stderr}");
+    assert!(lost[0].contains("a connection to it failed"), "{lost:#?}");
+    assert!(!stderr.contains("an election"), "{stderr}");
+    assert!(!stderr.contains("failover: new primary"), "{stderr}");
+    let back: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("back after") && l.contains("no election"))
+        .collect();
+    assert_eq!(back.len(), 1, "one line per 10 s: {back:#?}\n{stderr}");
+    set.shutdown().await;
+}

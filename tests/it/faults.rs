@@ -489,3 +489,210 @@ async fn the_simulator_logs_no_line_per_connection_at_shutdown() {
     assert!(stderr.contains("shutting down"), "{stderr}");
     assert!(!stderr.contains("connection closed"), "{stderr}");
 }
+
+/// The rate of the freeze drill: the drill runs 2,000/s on a
+/// release build; the suite runs a debug build on a shared 2-core machine
+/// (a load average of 30 seen while it ran), so the drill runs the rate
+/// the other fault tests hold there. A 1 s timeout still leaves hundreds
+/// of checkouts abandoned in the driver's queue with a pool of 64.
+const FREEZE_RATE: f64 = RATE;
+
+/// Slack for a loaded machine: an operation sent at the thaw may be late
+/// by this much on its own, and a scrape there takes up to 0.7 s.
+const SLACK: f64 = 0.5;
+
+/// Sends `signal` (`STOP`, `CONT`) to process `pid`.
+fn signal(pid: u32, signal: &str) {
+    let st = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(st.success(), "kill -{signal} {pid} failed: {st}");
+}
+
+/// How a drill freezes the server.
+enum Freezer {
+    /// SIGSTOP and SIGCONT of a `mongoload sim` process.
+    Signal(SimProcess),
+    /// The simulator's `freeze` fault, through its handle.
+    Fault(SimHandle),
+}
+
+impl Freezer {
+    fn uri(&self, port: u16) -> String {
+        match self {
+            Freezer::Signal(_) => format!("mongodb://127.0.0.1:{port}/"),
+            Freezer::Fault(sim) => sim.uri(),
+        }
+    }
+
+    fn freeze(&self) {
+        match self {
+            Freezer::Signal(p) => signal(p.0.id(), "STOP"),
+            Freezer::Fault(sim) => assert!(sim.faults().freeze()),
+        }
+    }
+
+    fn thaw(&self) {
+        match self {
+            Freezer::Signal(p) => signal(p.0.id(), "CONT"),
+            Freezer::Fault(sim) => assert!(sim.faults().thaw()),
+        }
+    }
+
+    /// The freeze's true length when the simulator recorded it.
+    fn recorded(&self) -> Option<f64> {
+        match self {
+            Freezer::Signal(_) => None,
+            Freezer::Fault(sim) => {
+                let records = sim.faults().records();
+                assert_eq!(records.len(), 1, "{records:?}");
+                assert!(records[0].end.is_some(), "{records:?}");
+                Some(records[0].length().as_secs_f64())
+            }
+        }
+    }
+}
+
+/// Freezes the server (`freezer`) for 3 s, three times
+/// `operation_timeout`, under 512 workers with the pool set by `pool`
+/// (empty: sized to the plan), and returns what the drill read: (freeze,
+/// write outage, seconds after the thaw until the load was back). The
+/// freeze is the simulator's record when it keeps one, else the time
+/// between the signals.
+async fn freeze_drill(freezer: Freezer, port: u16, pool: &str) -> (f64, f64, f64) {
+    let http = free_port();
+    let toml = config_toml(
+        &freezer.uri(port),
+        &format!("[[workloads.stages]]\nrate = {FREEZE_RATE}\nduration = \"1h\"\n"),
+    )
+    .replace("listen = \"127.0.0.1:0\"", &format!("listen = \"{http}\""))
+    .replace("max_inflight = 32", "max_inflight = 512")
+    .replace(
+        "operation_timeout = \"2s\"",
+        &format!("operation_timeout = \"1s\"\n{pool}"),
+    );
+    let file = write_config(&toml);
+    let (mut child, stderr_path) = spawn_run(&file, "info");
+    wait_status(http, "/readyz", 200, Duration::from_secs(30)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let outages = |p: &str| sum(p, "mongoload_write_outage_seconds_count", &[]);
+    let errors = |p: &str| sum(p, "mongoload_errors_total", &[("workload", "w")]);
+    let before = scrape(http).await;
+
+    freezer.freeze();
+    let stopped = Instant::now();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    freezer.thaw();
+    let resumed = Instant::now();
+    let freeze = freezer
+        .recorded()
+        .unwrap_or((resumed - stopped).as_secs_f64());
+
+    // Scrapes every 100 ms for 4 s: (seconds since SIGCONT, ok, errors).
+    let mut seen = Vec::new();
+    while resumed.elapsed() < Duration::from_secs(4) {
+        let page = scrape(http).await;
+        seen.push((
+            resumed.elapsed().as_secs_f64(),
+            ok_ops(&page),
+            errors(&page),
+        ));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let after = scrape(http).await;
+    sigterm(child.id());
+    let status = wait_exit(&mut child, Duration::from_secs(20)).await;
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    let clears: Vec<(String, f64)> = samples(&after, "mongoload_pool_clears_total", &[])
+        .into_iter()
+        .map(|s| (s.label("cause").unwrap_or("?").to_owned(), s.value))
+        .collect();
+    let context = format!(
+        "pool {pool:?}, freeze {freeze:.3}s, pool clears {clears:?}, seen (s after the thaw, ok, errors) {seen:?}\n{stderr}"
+    );
+    assert_eq!(status.code(), Some(0), "{context}");
+    assert!(
+        !stderr.contains("did not shut down"),
+        "the client hung at exit: {context}"
+    );
+    assert!(
+        errors(&after) > errors(&before),
+        "the freeze was not felt: {context}"
+    );
+
+    // Back: the first scrape from which a 500 ms window holds the rate,
+    // and no error counted from one operation_timeout after SIGCONT on
+    // (only operations sent during the freeze may fail).
+    let back = seen
+        .iter()
+        .find(|&&(t, ok, _)| {
+            seen.iter()
+                .find(|&&(u, _, _)| u >= t + 0.5)
+                .is_some_and(|&(u, ok2, _)| (ok2 - ok) / (u - t) >= 0.85 * FREEZE_RATE)
+        })
+        .map(|&(t, _, _)| t)
+        .unwrap_or(f64::INFINITY);
+    let settled = seen
+        .iter()
+        .find(|&&(t, _, _)| t >= 1.0 + SLACK)
+        .expect("scrapes after the thaw");
+    let late_errors = seen.last().unwrap().2 - settled.2;
+    assert_eq!(
+        late_errors, 0.0,
+        "errors one operation_timeout after the thaw: {context}"
+    );
+    assert!(
+        back <= 1.0 + SLACK,
+        "not back at rate within 1 s ({back:.2}s): {context}"
+    );
+
+    // The outage reads as long as the freeze: the write outages of the
+    // drill add up to it (one, or with a loaded machine a straggler of a
+    // few ms after it).
+    let count = outages(&after) - outages(&before);
+    let outage = sum(&after, "mongoload_write_outage_seconds_sum", &[])
+        - sum(&before, "mongoload_write_outage_seconds_sum", &[]);
+    assert!(count >= 1.0, "no write outage: {context}");
+    assert!(
+        // Within 0.5 s: the first write sent into the freeze (writes are
+        // an eighth of the operations) dates its start.
+        (outage - freeze).abs() <= 0.5,
+        "outage {outage:.3}s ({count} outages) for a {freeze:.3}s freeze: {context}"
+    );
+    (freeze, outage, back)
+}
+
+/// A server frozen longer than `operation_timeout` (a VM pause, SIGSTOP):
+/// the load is back at its rate within 1 s of the server answering again,
+/// with the pool sized to the plan and with a pool smaller than the
+/// workers, the write outage reads as long as the freeze, and the daemon
+/// exits cleanly after. Before the pool fix (vendor/mongodb) the checkouts
+/// abandoned by the timeout held the head of the driver's wait queue and
+/// the load stayed down 10 s and more after the freeze.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_freeze_reads_as_long_as_it_was_and_the_load_is_back_within_a_second() {
+    let _serial = serial().await;
+    for pool in ["", "pool_size = 64"] {
+        let port = free_ports(1);
+        let sim = spawn_sim(port, &[]);
+        let (freeze, outage, back) = freeze_drill(Freezer::Signal(sim), port, pool).await;
+        eprintln!(
+            "pool {pool:?}: freeze {freeze:.3}s, write outage {outage:.3}s, back at rate {back:.2}s after SIGCONT"
+        );
+    }
+}
+
+/// The simulator's `freeze` fault (connections stay open, nothing is read
+/// or answered, nothing accepted) reads as SIGSTOP does: the write outage
+/// within 0.5 s of the freeze the simulator recorded, the load back at
+/// rate within 1 s of the thaw.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_simulators_freeze_fault_reads_as_long_as_its_record() {
+    let _serial = serial().await;
+    let sim = sim().await;
+    let (freeze, outage, back) = freeze_drill(Freezer::Fault(sim), 0, "").await;
+    eprintln!(
+        "freeze fault: recorded {freeze:.3}s, write outage {outage:.3}s, back at rate {back:.2}s after the thaw"
+    );
+}

@@ -219,8 +219,34 @@ pub struct Decision {
     pub drop: bool,
 }
 
+/// One fault as it really happened: its kind, and when it began and ended
+/// (wall clock and monotonic), as the simulator logged it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FaultRecord {
+    /// `freeze`.
+    pub kind: &'static str,
+    pub started: std::time::SystemTime,
+    pub start: Instant,
+    /// `None` while the fault lasts.
+    pub end: Option<Instant>,
+}
+
+impl FaultRecord {
+    /// How long it lasted (so far, while it lasts).
+    pub fn length(&self) -> Duration {
+        self.end
+            .unwrap_or_else(Instant::now)
+            .saturating_duration_since(self.start)
+    }
+}
+
 struct Inner {
     config: RwLock<FaultConfig>,
+    /// Frozen: connections read and answer nothing, the listener accepts
+    /// nothing (a VM pause, a stuck disk, SIGSTOP); connections stay open.
+    frozen: tokio::sync::watch::Sender<bool>,
+    /// Every fault with a start and an end, in order.
+    records: Mutex<Vec<FaultRecord>>,
     /// Fast path: no lock taken while no fault is configured.
     active: AtomicBool,
     /// When the stall was set; stall windows are counted from here.
@@ -243,6 +269,10 @@ impl std::fmt::Debug for Faults {
     }
 }
 
+fn lock<T>(l: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    l.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn read<T: Clone>(l: &RwLock<T>) -> T {
     l.read().unwrap_or_else(|e| e.into_inner()).clone()
 }
@@ -255,6 +285,8 @@ impl Faults {
             config: RwLock::new(FaultConfig::default()),
             active: AtomicBool::new(false),
             stall_anchor: RwLock::new(Instant::now()),
+            frozen: tokio::sync::watch::channel(false).0,
+            records: Mutex::new(Vec::new()),
             kill: Mutex::new(root.child_token()),
             root,
         }));
@@ -322,6 +354,78 @@ impl Faults {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .refuse
+    }
+
+    /// Freezes the server: from now on no connection reads or answers a
+    /// message and no connection is accepted (they wait in the kernel's
+    /// backlog), until [`Faults::thaw`]; open connections stay open. The
+    /// true start is recorded and logged. Returns false if already frozen.
+    pub fn freeze(&self) -> bool {
+        let began = self
+            .0
+            .frozen
+            .send_if_modified(|f| !std::mem::replace(f, true));
+        if began {
+            lock(&self.0.records).push(FaultRecord {
+                kind: "freeze",
+                started: std::time::SystemTime::now(),
+                start: Instant::now(),
+                end: None,
+            });
+            tracing::info!(
+                fault = "freeze",
+                "fault freeze began: reading and answering nothing"
+            );
+        }
+        began
+    }
+
+    /// Ends a freeze: connections read and answer again (the messages that
+    /// arrived meanwhile first). The true end is recorded and logged.
+    /// Returns false if not frozen.
+    pub fn thaw(&self) -> bool {
+        let ended = self
+            .0
+            .frozen
+            .send_if_modified(|f| std::mem::replace(f, false));
+        if ended {
+            let now = Instant::now();
+            let mut records = lock(&self.0.records);
+            if let Some(r) = records
+                .iter_mut()
+                .rev()
+                .find(|r| r.kind == "freeze" && r.end.is_none())
+            {
+                r.end = Some(now);
+                let secs = r.length().as_secs_f64();
+                tracing::info!(
+                    fault = "freeze",
+                    length_s = secs,
+                    "fault freeze ended after {secs:.3}s"
+                );
+            }
+        }
+        ended
+    }
+
+    /// Whether the server is frozen now.
+    pub fn frozen(&self) -> bool {
+        *self.0.frozen.borrow()
+    }
+
+    /// Every fault with a start and an end so far (the simulator's own
+    /// record, to compare what a client measured with).
+    pub fn records(&self) -> Vec<FaultRecord> {
+        lock(&self.0.records).clone()
+    }
+
+    /// Returns once the server is not frozen (at once when it is not).
+    pub(crate) async fn while_frozen(&self) {
+        if !self.frozen() {
+            return;
+        }
+        let mut rx = self.0.frozen.subscribe();
+        let _ = rx.wait_for(|f| !*f).await;
     }
 
     /// Closes every connection open now (new ones are unaffected).
@@ -394,6 +498,36 @@ mod tests {
     use super::*;
     use rand::rngs::SmallRng;
     use rand::SeedableRng;
+
+    #[tokio::test]
+    async fn a_freeze_is_recorded_from_its_start_to_its_end() {
+        let f = Faults::new(FaultConfig::default());
+        assert!(!f.frozen());
+        f.while_frozen().await;
+        assert!(f.freeze());
+        assert!(!f.freeze(), "already frozen");
+        assert!(f.frozen());
+        let r = f.records();
+        assert_eq!(r.len(), 1);
+        assert_eq!((r[0].kind, r[0].end), ("freeze", None));
+        // A waiter is released by the thaw, not before.
+        let waiter = {
+            let f = f.clone();
+            tokio::spawn(async move { f.while_frozen().await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiter.is_finished());
+        assert!(f.thaw());
+        assert!(!f.thaw(), "not frozen");
+        tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .expect("released by the thaw")
+            .unwrap();
+        let r = f.records();
+        let end = r[0].end.expect("ended");
+        assert!(end - r[0].start >= Duration::from_millis(50));
+        assert_eq!(r[0].length(), end - r[0].start);
+    }
 
     #[test]
     fn latency_parses_every_form() {

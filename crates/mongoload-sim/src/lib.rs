@@ -34,7 +34,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use auth::AuthUser;
-pub use faults::{Decision, ErrorFault, FaultConfig, Faults, LatencyDist, Stall};
+pub use faults::{Decision, ErrorFault, FaultConfig, FaultRecord, Faults, LatencyDist, Stall};
 pub use replset::{
     ElectionTime, Failover, ReplSet, ReplSetConfig, RolledBack, StepDown, StepDownError, WriteKind,
 };
@@ -249,6 +249,9 @@ pub struct SimArgs {
     /// Hold every reply for D once every P, written D/P (e.g. 1s/10s).
     #[arg(long)]
     pub stall: Option<Stall>,
+    /// Freeze for D once every P, written D/P (e.g. 3s/60s): read and answer nothing, accept no connection, keep connections open (a VM pause); with --replset, the member that is primary when the freeze begins. Each freeze's true start and end is logged.
+    #[arg(long)]
+    pub freeze: Option<Stall>,
     /// Probability (0..=1) of answering a command with --error-code instead of running it.
     #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
     pub error_rate: f64,
@@ -421,6 +424,21 @@ pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
         tls = args.tls_files().is_some(),
         "mongoload sim listening (an in-memory test double, not a database)"
     );
+    if let Some(every) = args.freeze {
+        let (base, set) = (handle.faults().clone(), handle.replset().cloned());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every.period.saturating_sub(every.duration)).await;
+                let faults = match set.as_ref().and_then(|s| Some((s, s.primary()?))) {
+                    Some((s, m)) => s.faults(m).clone(),
+                    None => base.clone(),
+                };
+                faults.freeze();
+                tokio::time::sleep(every.duration).await;
+                faults.thaw();
+            }
+        });
+    }
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         r = tokio::signal::ctrl_c() => r?,
@@ -532,6 +550,12 @@ mod tests {
         assert!(parse(&["--error-rate", "1.5"]).is_err());
         assert!(parse(&["--drop-rate", "-0.1"]).is_err());
         assert!(parse(&["--stall", "10s/1s"]).is_err());
+        let freeze = parse(&["--freeze", "3s/60s"]).unwrap().freeze.unwrap();
+        assert_eq!(
+            (freeze.duration, freeze.period),
+            (Duration::from_secs(3), Duration::from_secs(60))
+        );
+        assert!(parse(&["--freeze", "60s/3s"]).is_err());
         assert!(parse(&["--latency-dist", "gauss:1ms"]).is_err());
         assert!(parse(&["--latency", "2ms", "--latency-dist", "exp:1ms"]).is_err());
     }

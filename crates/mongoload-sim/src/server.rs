@@ -100,6 +100,12 @@ pub async fn accept_loop(
     root: CancellationToken,
 ) {
     loop {
+        // A frozen server accepts nothing: new connections wait in the
+        // kernel's backlog, as with a stopped process.
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            () = shared.faults.while_frozen() => {}
+        }
         let accepted = tokio::select! {
             _ = stop.cancelled() => return,
             a = listener.accept() => a,
@@ -255,7 +261,12 @@ async fn serve(
             // one already waiting in the socket.
             biased;
             _ = &mut closed => return Err(reason()),
-            r = read_frame(&mut reader, &mut frame) => r?,
+            r = async {
+                // A frozen server reads nothing (the messages wait in the
+                // socket) and answers nothing.
+                shared.faults.while_frozen().await;
+                read_frame(&mut reader, &mut frame).await
+            } => r?,
         };
         if !got {
             return Ok(());
@@ -301,6 +312,12 @@ async fn serve(
         };
         if no_reply {
             continue;
+        }
+        // A reply computed as the freeze began goes out after it.
+        tokio::select! {
+            biased;
+            _ = &mut closed => return Err(reason()),
+            () = shared.faults.while_frozen() => {}
         }
         out.clear();
         let id = shared.next_request.fetch_add(1, Ordering::Relaxed) as i32;
