@@ -44,7 +44,8 @@ use mongodb::bson::Document;
 use rand::rngs::SmallRng;
 
 use crate::cluster::{Keys, Member};
-use crate::config::{KeyError, WorkloadConfig};
+use crate::config::types::KeyError;
+use crate::config::WorkloadConfig;
 
 /// An `op` or `step` label: shared, cheap to clone, never leaked.
 pub type Label = Arc<str>;
