@@ -102,7 +102,7 @@ pub use crate::workload::ycsb::{YcsbConfig, YcsbFieldType, YcsbLetter};
 pub use audit::DEFAULT_AUDIT_RATE;
 pub use concerns::{uri_w, ConcernSource, ReadConcernSpec, WriteAck, WriteConcernSpec};
 pub use describe::TIMELINE_HORIZON;
-pub use load::{default_path, load, load_with_env, parse_with_env};
+pub use load::{default_path, load, load_with_env, parse_with_env, ConfigArg};
 pub use probe::LagProbeConfig;
 pub use types::{ByteSize, KeyError, LevelSpec};
 pub use uri::{redact_uri, scrub, uri_hosts, uri_user, SecretUri, UriUser};
