@@ -150,19 +150,9 @@ impl CtlCommand {
 /// (sysexits' EX_UNAVAILABLE); a refused request exits 1.
 pub const EX_UNAVAILABLE: u8 = Exit::Unavailable.code();
 
-#[derive(Debug, Args)]
-pub struct ConfigArg {
-    /// Config file [default: $MONGOLOAD_CONFIG, else /etc/mongoload/mongoload.toml].
-    #[arg(long, short)]
-    pub config: Option<PathBuf>,
-}
-
-impl ConfigArg {
-    /// The config file: `--config`, else `$MONGOLOAD_CONFIG`, else the default.
-    pub(crate) fn path(&self) -> PathBuf {
-        self.config.clone().unwrap_or_else(config::default_path)
-    }
-}
+/// `--config PATH` (declared with the config's loading, where
+/// check-target's arguments take it too).
+pub use crate::config::ConfigArg;
 
 /// `mongoload run`: the config file and the live progress options.
 #[derive(Debug, Args)]

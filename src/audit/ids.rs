@@ -111,17 +111,25 @@ pub enum Effect {
     DeleteUnknown { collection: usize },
 }
 
-/// Whether a request writes (inserts, updates, replaces or deletes).
+/// Whether a request writes (inserts, updates, replaces or deletes, or an
+/// aggregation ending in `$out` or `$merge`, which `Kind::writes` counts
+/// too): its outcome feeds the write-outage clock.
 pub fn is_write(action: &Action) -> bool {
-    matches!(
-        action,
+    match action {
         Action::InsertOne { .. }
-            | Action::InsertMany { .. }
-            | Action::UpdateOne { .. }
-            | Action::UpdateMany { .. }
-            | Action::DeleteOne { .. }
-            | Action::DeleteMany { .. }
-    )
+        | Action::InsertMany { .. }
+        | Action::UpdateOne { .. }
+        | Action::UpdateMany { .. }
+        | Action::DeleteOne { .. }
+        | Action::DeleteMany { .. } => true,
+        Action::Aggregate { pipeline, .. } => pipeline
+            .iter()
+            .any(|stage| stage.contains_key("$out") || stage.contains_key("$merge")),
+        Action::FindOne { .. }
+        | Action::Find { .. }
+        | Action::Count { .. }
+        | Action::Distinct { .. } => false,
+    }
 }
 
 /// The effect of `action` on the ledger, with `keys` mapping `_id`s.
@@ -313,6 +321,16 @@ mod tests {
             collection: 0,
             filter: doc! {}
         }));
+        // An aggregation writes when it ends in $out or $merge.
+        let aggregate = |last: Document| Action::Aggregate {
+            collection: 0,
+            pipeline: vec![doc! {"$match": {}}, last],
+        };
+        assert!(is_write(&aggregate(doc! {"$out": "copy"})));
+        assert!(is_write(&aggregate(
+            doc! {"$merge": {"into": "copy", "whenMatched": "replace"}}
+        )));
+        assert!(!is_write(&aggregate(doc! {"$group": {"_id": "$k"}})));
         assert_eq!(
             effect(
                 &Action::UpdateOne {

@@ -35,7 +35,7 @@ use serde::Serialize;
 use tokio::sync::Notify;
 
 use crate::error_kind::ErrorKind;
-use crate::metrics::AuditFamilies;
+use crate::metrics::audit::AuditFamilies;
 use crate::workload::Action;
 
 pub use book::Book;

@@ -37,7 +37,7 @@ use report::{
 #[derive(Debug, clap::Args)]
 pub struct CheckTargetArgs {
     #[command(flatten)]
-    pub config: crate::cli::ConfigArg,
+    pub config: crate::config::ConfigArg,
     /// Print the report as one JSON object instead of text.
     #[arg(long)]
     pub json: bool,

@@ -6,9 +6,8 @@
 //! resumes. Steps that set this member's own state (where its insert keys
 //! go on) run on every member once the data is in place.
 
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
-
+use mongodb::bson::{doc, Bson, Document};
+use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use super::coord::{Lease, SharedProgress, POLL};
@@ -26,11 +25,62 @@ fn is_local(step: &PrepareStep) -> bool {
 
 /// A fingerprint of what the shared steps prepare: the kind, its
 /// collections and the steps (indexes, document counts), so a lease done
-/// for another plan (an edited `initial_docs`) is prepared again.
+/// for another plan (an edited `initial_docs`) is prepared again. Members
+/// store it in the coordination collection and compare it, so every build
+/// must compute the same one for the same plan (a rolling upgrade of the
+/// load hosts must not prepare again): SHA-256, in lower-case hex, of the
+/// BSON bytes of [`canonical`], whose fields and order are fixed here.
 pub fn plan(kind: &str, collections: &[String], steps: &[PrepareStep]) -> String {
-    let mut h = DefaultHasher::new();
-    (kind, collections, format!("{steps:?}")).hash(&mut h);
-    format!("{:016x}", h.finish())
+    let bytes = mongodb::bson::to_vec(&canonical(kind, collections, steps))
+        .expect("a document of strings, numbers and documents serialises");
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The canonical form of a prepare plan: `{kind, collections, steps}`,
+/// each step one of `{index: {collection, keys, unique, name}}` (`name`
+/// null when the server names it), `{load: {collection, count, batch}}`,
+/// `{seek_keys: {collection}}`, `{count_keys: {collection}}`; numbers as
+/// 64-bit integers. Changing it makes every cluster prepare once more.
+pub fn canonical(kind: &str, collections: &[String], steps: &[PrepareStep]) -> Document {
+    let int = |n: u64| Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX));
+    let steps: Vec<Bson> = steps
+        .iter()
+        .map(|step| {
+            Bson::Document(match step {
+                PrepareStep::CreateIndex {
+                    collection,
+                    keys,
+                    unique,
+                    name,
+                } => doc! {"index": {
+                    "collection": int(*collection as u64),
+                    "keys": keys.clone(),
+                    "unique": *unique,
+                    "name": name.as_deref().map_or(Bson::Null, |n| Bson::String(n.to_owned())),
+                }},
+                PrepareStep::Load {
+                    collection,
+                    count,
+                    batch,
+                    ..
+                } => doc! {"load": {
+                    "collection": int(*collection as u64),
+                    "count": int(*count),
+                    "batch": int(*batch as u64),
+                }},
+                PrepareStep::SeekKeys { collection, .. } => {
+                    doc! {"seek_keys": {"collection": int(*collection as u64)}}
+                }
+                PrepareStep::CountKeys { collection, .. } => {
+                    doc! {"count_keys": {"collection": int(*collection as u64)}}
+                }
+            })
+        })
+        .collect();
+    doc! {"kind": kind, "collections": collections, "steps": steps}
 }
 
 /// The progress a waiting member shows: the holder's.
@@ -169,6 +219,45 @@ mod tests {
             plan("ycsb", &colls, &steps(10))
         );
     }
+
+    /// A member of another build (older or newer, as in a rolling
+    /// upgrade) computes the same fingerprint for the same plan: it is
+    /// SHA-256 of the canonical document, built here by hand, and its value
+    /// is pinned (a change to it makes every cluster prepare again).
+    #[test]
+    fn the_fingerprint_is_the_same_in_every_build() {
+        let steps = vec![
+            PrepareStep::index(0, doc! {"k": 1}, Some("k_1")),
+            PrepareStep::Load {
+                collection: 0,
+                count: 1000,
+                batch: 100,
+                make: std::sync::Arc::new(|i| doc! { "_id": i as i64 }),
+            },
+        ];
+        let colls = vec!["mixed".to_string()];
+        let by_hand = doc! {
+            "kind": "mixed",
+            "collections": ["mixed"],
+            "steps": [
+                {"index": {"collection": 0i64, "keys": {"k": 1}, "unique": false, "name": "k_1"}},
+                {"load": {"collection": 0i64, "count": 1000i64, "batch": 100i64}},
+            ],
+        };
+        assert_eq!(canonical("mixed", &colls, &steps), by_hand);
+        let digest: String = Sha256::digest(mongodb::bson::to_vec(&by_hand).unwrap())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let got = plan("mixed", &colls, &steps);
+        assert_eq!(got, digest);
+        assert_eq!(got, PINNED, "the stored fingerprint of this plan changed");
+    }
+
+    /// `the_fingerprint_is_the_same_in_every_build`'s plan, as every build
+    /// since the canonical encoding stores it.
+    /// (pymongo's `bson.encode` of the same document hashes to it as well.)
+    const PINNED: &str = "8525ac079f2975141bfa63781fe32082786ba06cd9745e55d4ddfc462a075ad6";
 
     #[test]
     fn a_waiting_member_shows_the_holders_progress() {

@@ -12,6 +12,21 @@ use super::{Config, ConfigError, KeyError, CONFIG_ENV, DEFAULT_PATH};
 /// Prefix of environment overrides.
 const ENV_PREFIX: &str = "MONGOLOAD_";
 
+/// `--config PATH`, for every subcommand that reads the config.
+#[derive(Debug, clap::Args)]
+pub struct ConfigArg {
+    /// Config file [default: $MONGOLOAD_CONFIG, else /etc/mongoload/mongoload.toml].
+    #[arg(long, short)]
+    pub config: Option<PathBuf>,
+}
+
+impl ConfigArg {
+    /// The config file: `--config`, else `$MONGOLOAD_CONFIG`, else the default.
+    pub(crate) fn path(&self) -> PathBuf {
+        self.config.clone().unwrap_or_else(default_path)
+    }
+}
+
 /// The config file's path: `$MONGOLOAD_CONFIG`, else [`DEFAULT_PATH`].
 pub fn default_path() -> PathBuf {
     std::env::var_os(CONFIG_ENV)

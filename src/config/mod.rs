@@ -80,7 +80,7 @@ mod concerns;
 mod describe;
 mod load;
 mod probe;
-mod types;
+pub(crate) mod types;
 mod uri;
 mod validate;
 mod workers;
@@ -102,9 +102,9 @@ pub use crate::workload::ycsb::{YcsbConfig, YcsbFieldType, YcsbLetter};
 pub use audit::DEFAULT_AUDIT_RATE;
 pub use concerns::{uri_w, ConcernSource, ReadConcernSpec, WriteAck, WriteConcernSpec};
 pub use describe::TIMELINE_HORIZON;
-pub use load::{default_path, load, load_with_env, parse_with_env};
+pub use load::{default_path, load, load_with_env, parse_with_env, ConfigArg};
 pub use probe::LagProbeConfig;
-pub use types::{ByteSize, LevelSpec};
+pub use types::{ByteSize, KeyError, LevelSpec};
 pub use uri::{driver_reason, redact_uri, scrub, uri_hosts, uri_user, SecretUri, UriUser};
 pub use workers::{check_workers, MAX_WORKERS};
 
@@ -146,40 +146,7 @@ impl ConfigError {
     }
 }
 
-/// A key and reason before the file name is known.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KeyError {
-    /// Dotted path of the key.
-    pub key: String,
-    /// What is wrong with it.
-    pub reason: String,
-}
-
-impl std::fmt::Display for KeyError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.key, self.reason)
-    }
-}
-
-impl std::error::Error for KeyError {}
-
 impl KeyError {
-    pub(crate) fn new(key: impl Into<String>, reason: impl Into<String>) -> KeyError {
-        KeyError {
-            key: key.into(),
-            reason: reason.into(),
-        }
-    }
-
-    /// The same error with its key under `prefix` (`mixed` + `doc_size`
-    /// = `mixed.doc_size`).
-    pub(crate) fn under(self, prefix: &str) -> KeyError {
-        KeyError {
-            key: format!("{prefix}.{}", self.key),
-            reason: self.reason,
-        }
-    }
-
     fn in_file(self, path: &Path) -> ConfigError {
         ConfigError::Invalid {
             path: path.to_path_buf(),

@@ -1,4 +1,6 @@
-//! Typed config values parsed once at load: byte sizes and stage levels.
+//! Typed config values parsed once at load (byte sizes, stage levels) and
+//! the key error every layer reports: a leaf module, imported by the
+//! workload kinds without going through the whole config.
 
 use std::fmt;
 use std::str::FromStr;
@@ -6,6 +8,41 @@ use std::time::Duration;
 
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
+
+/// A key and reason before the file name is known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyError {
+    /// Dotted path of the key.
+    pub key: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl std::fmt::Display for KeyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.key, self.reason)
+    }
+}
+
+impl std::error::Error for KeyError {}
+
+impl KeyError {
+    pub(crate) fn new(key: impl Into<String>, reason: impl Into<String>) -> KeyError {
+        KeyError {
+            key: key.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The same error with its key under `prefix` (`mixed` + `doc_size`
+    /// = `mixed.doc_size`).
+    pub(crate) fn under(self, prefix: &str) -> KeyError {
+        KeyError {
+            key: format!("{prefix}.{}", self.key),
+            reason: self.reason,
+        }
+    }
+}
 
 /// A size in bytes, written as an integer or a string with a unit: `512`,
 /// `"76KB"`, `"1MiB"`, `"2 MB"`. KB/KiB/K mean 1024 bytes and MB/MiB/M

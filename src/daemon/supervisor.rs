@@ -256,6 +256,8 @@ pub fn later_stages_only(
 pub struct Built {
     config: WorkloadConfig,
     workload: Arc<dyn Workload>,
+    /// The seed of the documents and of the workers alike.
+    seed: u64,
     schedule: Schedule,
 }
 
@@ -270,13 +272,18 @@ pub fn build(config: &Config) -> Result<Vec<Built>, ReloadError> {
                 name: w.name.clone(),
                 reason,
             };
-            let workload = crate::workload::build(w)
+            let seed = crate::workload::run_seed(w);
+            if w.seed.is_none() {
+                tracing::info!(workload = %w.name, seed, "no seed configured: this start draws {seed}");
+            }
+            let workload = crate::workload::build_with_seed(w, seed)
                 .map_err(|e| err(format!("{}: {}", e.error.key, e.error.reason)))?;
             // A cluster member inserts keys of its own.
             crate::workload::join(workload.as_ref(), config.cluster.member());
             Ok(Built {
                 config: w.clone(),
                 workload,
+                seed,
                 schedule: w.schedule().map_err(|e| err(e.to_string()))?,
             })
         })
@@ -488,7 +495,7 @@ impl Supervisor {
             // well as the highest configured concurrency.
             workers: w.peak_concurrency().max(w.max_inflight) as usize,
             max_lag: w.max_lag,
-            seed: w.seed.unwrap_or_else(rand::random),
+            seed: built.seed,
             workload: built.workload,
             schedule: schedule_rx,
             status: slot.status.clone(),
@@ -655,6 +662,48 @@ duration = "1m"
 
     fn parse(text: &str) -> Config {
         config::parse_with_env(text, Path::new("t.toml"), Vec::new()).unwrap()
+    }
+
+    /// The first document a workload's prepare loads.
+    fn first_loaded(workload: &dyn Workload) -> mongodb::bson::Document {
+        workload
+            .prepare()
+            .into_iter()
+            .find_map(|step| match step {
+                crate::workload::PrepareStep::Load { make, .. } => Some(make(0)),
+                _ => None,
+            })
+            .expect("mixed loads documents")
+    }
+
+    /// One seed rule: without `seed`, each start draws one, and its
+    /// documents are made with the seed its workers get.
+    #[test]
+    fn a_workload_without_a_seed_draws_one_for_its_documents_and_workers() {
+        let config = parse(BASE);
+        let starts: Vec<Built> = (0..2).map(|_| build(&config).unwrap().remove(0)).collect();
+        assert_ne!(starts[0].seed, starts[1].seed);
+        assert_ne!(
+            first_loaded(starts[0].workload.as_ref()),
+            first_loaded(starts[1].workload.as_ref()),
+            "documents follow the drawn seed, as the workers do"
+        );
+        for b in &starts {
+            let again = crate::workload::build_with_seed(&b.config, b.seed).unwrap();
+            assert_eq!(
+                first_loaded(b.workload.as_ref()),
+                first_loaded(again.as_ref())
+            );
+        }
+        // A configured seed is the seed of both.
+        let seeded = parse(&BASE.replacen("kind = \"mixed\"", "kind = \"mixed\"\nseed = 7", 1));
+        let b = build(&seeded).unwrap().remove(0);
+        assert_eq!(b.seed, 7);
+        let again = crate::workload::build_with_seed(&b.config, 7).unwrap();
+        assert_eq!(
+            first_loaded(b.workload.as_ref()),
+            first_loaded(again.as_ref())
+        );
     }
 
     #[test]

@@ -18,8 +18,10 @@ use crate::schedule::{Mode, Stage};
 
 /// Test-only fault injection: stalls every controller in the process so a
 /// test can check that the systemd watchdog notices a wedged load loop
-/// (`tests/watchdog_stall.rs`). Not part of the API; never set in
-/// production, where the one cost is an atomic load per controller tick.
+/// (`tests/watchdog_stall.rs`). Compiled only for tests (`cfg(test)`, or the
+/// `test-hooks` feature that the package's own dev-dependency turns on for
+/// the integration tests): a release build has no such check on its ticks.
+#[cfg(any(test, feature = "test-hooks"))]
 #[doc(hidden)]
 pub mod fault {
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -200,6 +202,7 @@ pub(super) async fn drive(
                     return false;
                 }
             }
+            #[cfg(any(test, feature = "test-hooks"))]
             fault::hold_while_stalled(cancel).await;
             if Instant::now() >= end {
                 break;

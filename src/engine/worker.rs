@@ -425,7 +425,10 @@ impl Worker {
                     }
                 };
             } else {
-                self.run.deployment.abort(&mut session).await;
+                // Within the operation's deadline, like its requests; errors
+                // ignored (the server aborts an abandoned transaction by
+                // itself, and the driver aborts it when the session drops).
+                let _ = at.bounded(self.run.deployment.abort(&mut session)).await;
             }
             // Not committed: its inserts are not acknowledged.
             if let Some(a) = &self.run.audit {

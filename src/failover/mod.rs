@@ -342,7 +342,7 @@ impl Failover {
                 &ev.command_name,
                 ev.request_id,
                 ev.duration,
-                crate::mongo::classify(&ev.failure),
+                crate::mongo::errors::classify(&ev.failure),
             ),
             CommandEvent::Succeeded(ev) => {
                 self.write_succeeded(&ev.command_name, ev.request_id, ev.duration, &ev.reply)

@@ -6,7 +6,7 @@
 //! ([`Metrics::workload`]); the handles it returns touch only atomics (and one
 //! uncontended per-thread lock for the HdrHistogram) per operation.
 
-mod audit;
+pub(crate) mod audit;
 pub mod buckets;
 mod driver;
 pub mod failover;

@@ -8,7 +8,6 @@
 
 pub mod errors;
 
-use std::future::IntoFuture;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -131,15 +130,13 @@ impl Deployment {
         session.commit_transaction().await
     }
 
-    /// Aborts `session`'s transaction (errors ignored: the server aborts an
-    /// abandoned transaction by itself).
-    pub async fn abort(&self, session: &mut ClientSession) {
-        let _ = self
-            .bounded(session.abort_transaction().into_future())
-            .await;
+    /// Aborts `session`'s transaction; not bounded here (the caller bounds
+    /// it by the operation's deadline).
+    pub async fn abort(&self, session: &mut ClientSession) -> Result<(), mongodb::error::Error> {
+        session.abort_transaction().await
     }
 
-    /// Runs one call of the prepare steps (or an abort) under the
+    /// Runs one call of the prepare steps under the
     /// operation timeout; running out of time is an I/O `TimedOut` error
     /// (classified `timeout`). The driver can wait forever on a connection
     /// checkout (seen with a pool whose every handshake fails

@@ -22,7 +22,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, IntoDeserializer, MapAccess
 use serde::Deserialize as _;
 
 use super::{custom, insert_benchmark, large_doc, mixed, name_num, sysbench, ycsb, Workload};
-use crate::config::KeyError;
+use crate::config::types::KeyError;
 
 /// What every kind's parameters provide.
 pub trait Kind {

@@ -546,3 +546,97 @@ async fn a_dropped_connection_is_logged_as_one_not_as_an_election() {
     assert_eq!(back.len(), 1, "one line per 10 s: {back:#?}\n{stderr}");
     set.shutdown().await;
 }
+
+/// A failed transaction's abort runs within the operation's deadline, as
+/// its statements do: with every reply 300 ms late and failing, the first
+/// statement fails at 300 ms and the abort is cut at the 400 ms
+/// `operation_timeout` (before, the abort had 400 ms of its own, and the
+/// operation took 600 ms).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_transactions_abort_ends_by_the_operations_deadline() {
+    let _serial = crate::common::serial().await;
+    let sim = replset(Duration::from_secs(1), Duration::ZERO).await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.jsonl");
+    let text = format!(
+        r#"[target]
+uri = "{uri}"
+database = "sbabort"
+operation_timeout = "400ms"
+[http]
+listen = "127.0.0.1:0"
+[run]
+shutdown_grace = "5s"
+log = "{log}"
+[[workloads]]
+name = "sb"
+kind = "sysbench"
+max_inflight = 16
+seed = 5
+[workloads.sysbench]
+collections = 1
+docs_per_collection = 50
+transactions = true
+[[workloads.stages]]
+rate = 10
+duration = "1m"
+"#,
+        uri = sim.uri(),
+        log = log.display()
+    );
+    let (_file, running) = crate::common::start_daemon(&text).await;
+    let ops = |p: &str, outcome: &str| {
+        sum(
+            p,
+            "mongoload_operations_total",
+            &[("workload", "sb"), ("outcome", outcome)],
+        )
+    };
+    crate::common::wait_for("transactions", Duration::from_secs(30), || async {
+        (ops(&page(&running), "ok") >= 5.0).then_some(())
+    })
+    .await;
+    // From here every reply is 300 ms late and an error (not transient:
+    // the transaction is not retried), the abortTransaction's too.
+    sim.faults().set(FaultConfig {
+        latency: Some(LatencyDist::Fixed(Duration::from_millis(300))),
+        error: Some(sim::ErrorFault {
+            rate: 1.0,
+            code: 2,
+            commands: Vec::new(),
+        }),
+        ..Default::default()
+    });
+    let before = running
+        .metrics
+        .latency_window("sb", "transaction")
+        .unwrap()
+        .total_count;
+    let errors = ops(&page(&running), "error");
+    crate::common::wait_for("failed transactions", Duration::from_secs(30), || async {
+        (ops(&page(&running), "error") >= errors + 30.0).then_some(())
+    })
+    .await;
+    running.stop();
+    // The operations recorded since the fault: each took about the 400 ms
+    // deadline, none the 600 ms of a statement and a whole abort.
+    let failed = running.metrics.latency_window("sb", "transaction").unwrap();
+    eprintln!(
+        "{} failed transactions: p50 {:?}, max {:?}",
+        failed.total_count - before,
+        failed.p50,
+        failed.max
+    );
+    // (The window holds the few fast transactions before the fault too:
+    // the failed ones are most of it.)
+    assert!(failed.total_count - before >= 30);
+    assert!(
+        failed.p50 >= Duration::from_millis(380) && failed.p50 < Duration::from_millis(530),
+        "p50 {:?}: the abort ran past the operation's deadline",
+        failed.p50
+    );
+    tokio::time::timeout(Duration::from_secs(30), running.wait())
+        .await
+        .expect("the run ends");
+    drop(sim);
+}
