@@ -28,6 +28,7 @@ pub mod side_runtime;
 pub mod sim;
 pub mod status;
 pub mod supervisor;
+pub mod threshold;
 pub mod throttle;
 pub mod workload;
 pub mod writable;

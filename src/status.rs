@@ -56,6 +56,12 @@ pub struct WorkloadSnapshot {
     /// The acknowledged-write audit, when the workload has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub audit: Option<crate::audit::AuditSummary>,
+    /// The thresholds over their sliding windows (absent: none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<crate::threshold::monitor::ThresholdStatus>,
+    /// A threshold with `abort_on_fail` stopped the workload or the run.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub threshold_aborted: bool,
 }
 
 /// Runtime control of a workload: what an operator changed, and the same
@@ -113,6 +119,9 @@ pub struct WorkloadSummary {
     pub ok: u64,
     pub errors: u64,
     pub missed: u64,
+    /// A threshold with `abort_on_fail` stopped it (exit 99).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub threshold_aborted: bool,
 }
 
 impl From<&WorkloadSnapshot> for WorkloadSummary {
@@ -122,6 +131,7 @@ impl From<&WorkloadSnapshot> for WorkloadSummary {
             ok: w.operations_ok,
             errors: w.operations_error,
             missed: w.missed,
+            threshold_aborted: w.threshold_aborted,
         }
     }
 }

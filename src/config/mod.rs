@@ -404,6 +404,10 @@ pub struct WorkloadConfig {
     /// failover, at stage ends and on `ctl audit`).
     #[serde(default = "default_audit_rate")]
     pub audit_rate: f64,
+    /// Conditions on the workload's figures, evaluated over a sliding
+    /// window while it runs and over each stage at its end (k6's model).
+    #[serde(default)]
+    pub thresholds: Vec<crate::threshold::ThresholdConfig>,
     /// Parameter tables given beside `kind` for another kind, by key:
     /// refused by validation, which names them.
     #[serde(skip)]

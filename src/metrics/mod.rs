@@ -81,6 +81,7 @@ pub struct Metrics {
     failover: Arc<FailoverMetrics>,
     audit: crate::audit::AuditFamilies,
     probe: crate::probe::ProbeMetrics,
+    thresholds: crate::threshold::monitor::ThresholdFamilies,
     windows: Arc<WindowCollector>,
     /// The current stage of each workload name, shared by every
     /// `WorkloadMetrics` of that name, so after a reload the new handle
@@ -155,6 +156,8 @@ impl Metrics {
         audit.register(&registry)?;
         let probe = crate::probe::ProbeMetrics::new()?;
         probe.register(&registry)?;
+        let thresholds = crate::threshold::monitor::ThresholdFamilies::new()?;
+        thresholds.register(&registry)?;
 
         let windows = Arc::new(WindowCollector::new(window)?);
         registry.register(Box::new(window::SharedCollector(Arc::clone(&windows))))?;
@@ -172,6 +175,7 @@ impl Metrics {
             failover,
             audit,
             probe,
+            thresholds,
             windows,
             current_stages: Mutex::new(BTreeMap::new()),
         })
@@ -242,6 +246,11 @@ impl Metrics {
     /// The acknowledged-write audit's families.
     pub fn audit(&self) -> &crate::audit::AuditFamilies {
         &self.audit
+    }
+
+    /// The thresholds' families.
+    pub fn thresholds(&self) -> &crate::threshold::monitor::ThresholdFamilies {
+        &self.thresholds
     }
 
     /// The replication-lag probe's families.

@@ -54,6 +54,8 @@ pub struct ReportExtras {
     pub sink: Option<Arc<dyn ReportSink>>,
     /// In a cluster: the member its reports come from.
     pub member: Option<super::MemberReport>,
+    /// The workload's thresholds: each report carries their verdicts.
+    pub thresholds: Option<Arc<crate::threshold::monitor::ThresholdBook>>,
 }
 
 impl ReportContext {
@@ -149,10 +151,13 @@ impl StageFigures {
         let ago = Instant::now().saturating_duration_since(start);
         let wall_start = Utc::now() - chrono::Duration::from_std(ago).unwrap_or_default();
         let warmup = stage.warmup();
+        let mut stats =
+            StageStats::with_steps(&ctx.ops.iter().map(|o| o.steps.len()).collect::<Vec<_>>());
+        stats.set_sample_interval(super::samples::interval_for(
+            stage.duration().saturating_sub(warmup),
+        ));
         StageFigures {
-            stats: Mutex::new(StageStats::with_steps(
-                &ctx.ops.iter().map(|o| o.steps.len()).collect::<Vec<_>>(),
-            )),
+            stats: Mutex::new(stats),
             ctx,
             stage: stage.name().to_owned(),
             index,
@@ -271,6 +276,16 @@ impl StageFigures {
                 operations: n,
                 per_worker,
                 workers,
+            });
+        }
+        if let Some(book) = &self.ctx.extras.thresholds {
+            let breaches = book.stage_breaches(&r.stage);
+            r.thresholds = crate::threshold::stage_verdicts(&r, book.thresholds(), |name| {
+                book.thresholds()
+                    .iter()
+                    .position(|t| t.name == name)
+                    .and_then(|i| breaches.get(i).copied())
+                    .unwrap_or(0)
             });
         }
         if let Some(f) = &self.ctx.extras.failovers {

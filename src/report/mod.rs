@@ -7,6 +7,8 @@
 pub mod compare;
 pub mod live;
 pub mod merge;
+pub mod samples;
+pub mod significance;
 mod stats;
 pub mod table;
 pub mod writer;
@@ -99,6 +101,10 @@ pub struct OpReport {
     /// run logs of mongoload 0.1.
     #[serde(default)]
     pub steps: Vec<StepReport>,
+    /// Its per-interval samples (at the stage's `samples.interval_seconds`);
+    /// absent from run logs before mongoload 0.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<samples::SampleSeries>,
 }
 
 /// One step's requests (driver calls) within an operation.
@@ -157,6 +163,10 @@ pub struct StageReport {
     pub errors: std::collections::BTreeMap<String, u64>,
     /// Operations the schedule asked for and could not issue.
     pub missed: u64,
+    /// Per-interval samples of the measured time, for `report --compare`'s
+    /// statistics; absent from run logs before mongoload 0.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<samples::Samples>,
     /// Per operation label, in the workload's order.
     pub ops: Vec<OpReport>,
     /// Count-based stages only: the count and each worker's batch.
@@ -168,6 +178,10 @@ pub struct StageReport {
     /// Audited workloads only: the acknowledged-write audit of the stage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit: Option<AuditReport>,
+    /// The verdict of each threshold that applies in this stage, over the
+    /// whole stage (absent: no thresholds).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<crate::threshold::ThresholdVerdict>,
 }
 
 /// Which cluster member a stage report is from.
@@ -280,6 +294,8 @@ impl StageReport {
         let whole = measured.as_secs();
         let per_second = stats.per_second(whole);
         let total = stats.total();
+        let (samples, mut op_samples) = stats.samples(measured);
+        let mut op_samples = op_samples.drain(..).map(Some).collect::<Vec<_>>();
         StageReport {
             run_id: run.id.clone(),
             run_started: rfc3339(run.started),
@@ -310,6 +326,7 @@ impl StageReport {
                 .map(|&k| (k.as_str().to_owned(), stats.errors_of(k)))
                 .collect(),
             missed: stats.missed(),
+            samples: Some(samples),
             ops: ops
                 .iter()
                 .enumerate()
@@ -342,12 +359,14 @@ impl StageReport {
                                 })
                             })
                             .collect(),
+                        samples: op_samples.get_mut(i).and_then(Option::take),
                     })
                 })
                 .collect(),
             count: None,
             failovers: Vec::new(),
             audit: None,
+            thresholds: Vec::new(),
         }
     }
 

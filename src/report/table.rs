@@ -202,10 +202,12 @@ pub(crate) mod tests {
             member: None,
             errors: [("timeout".to_owned(), 3), ("network".to_owned(), 1)].into(),
             missed: 0,
+            samples: None,
             ops: Vec::new(),
             count: None,
             failovers: Vec::new(),
             audit: None,
+            thresholds: Vec::new(),
         }
     }
 
@@ -249,6 +251,7 @@ pub(crate) mod tests {
                     histogram: None,
                 },
             ],
+            samples: None,
         }];
         let t = steps_table(&[r]);
         let cells: Vec<Vec<&str>> = t.lines().map(|l| l.split_whitespace().collect()).collect();
