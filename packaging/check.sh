@@ -105,6 +105,11 @@ for page in mongoload mongoload-run mongoload-check-config mongoload-check-targe
     zcat "$root/usr/share/man/man1/$page.1.gz" | grep -q '^\.TH ' || fail "$page.1.gz is not a man page"
 done
 expect 644 /usr/share/doc/mongoload/README.md
+expect 644 /usr/share/doc/mongoload/BENCHMARKS.md
+# The manual: every page of docs/, where README.md's links lead.
+for page in docs/*.md; do
+    expect 644 "/usr/share/doc/mongoload/$page"
+done
 expect 644 /usr/share/doc/mongoload/copyright
 expect 644 /usr/share/doc/mongoload/examples/demo.toml
 expect 644 /usr/share/doc/mongoload/examples/credentials.conf

@@ -317,7 +317,7 @@ c systemctl daemon-reload
 config | put_config mongoload.toml
 
 step "mongoload@a and mongoload@b side by side, each with its control socket"
-# As the README says: a copy of the config per instance, its own port (and
+# As docs/systemd.md says: a copy of the config per instance, its own port (and
 # its own run log under /var/lib/mongoload/NAME).
 ports=()
 for name in a b; do

@@ -321,13 +321,24 @@ pub async fn start_with(
 
     let run_info = crate::report::RunInfo {
         tap,
+        name: config.run.name.clone(),
+        config_hash: Some(config.hash()),
         ..crate::report::RunInfo::new(config.run.log.clone())
+    };
+    metrics.set_run_info(
+        run_info.label(),
+        run_info.config_hash.as_deref().unwrap_or(""),
+    );
+    let run_status = crate::status::RunStatus {
+        id: run_info.id.clone(),
+        name: run_info.name.clone(),
+        config_hash: run_info.config_hash.clone().unwrap_or_default(),
     };
     let report_to = match &run_info.log {
         Some(p) => format!("the journal and {}", p.display()),
         None => "the journal".to_owned(),
     };
-    tracing::info!(run_id = %run_info.id, "run {}: stage reports go to {report_to}", run_info.id);
+    tracing::info!(run_id = %run_info.id, run = %run_info.label(), config_hash = ?run_info.config_hash, "run {}: stage reports go to {report_to}", run_info.label());
     let control_socket = match &config.control.socket {
         Some(path) => Some(
             ControlSocket::bind(path).map_err(|source| StartError::Control {
@@ -423,6 +434,7 @@ pub async fn start_with(
             move || {
                 let snapshot = Snapshot {
                     version: env!("CARGO_PKG_VERSION"),
+                    run: run_status.clone(),
                     cluster: cluster.clone(),
                     uptime_seconds: started.elapsed().as_secs_f64(),
                     target: TargetStatus {

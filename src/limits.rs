@@ -136,7 +136,7 @@ fn pool_key(config: &Config) -> String {
 /// runs: operations beyond the pool then wait in the driver's queue, and
 /// after a stall longer than `operation_timeout` that queue can hold
 /// abandoned requests as fast as it serves live ones, so the load does not
-/// recover (README, "Known limit").
+/// recover (docs/reliability.md, "Known limit").
 pub fn pool_warning(config: &Config) -> Option<String> {
     let pool = config.target.pool_size;
     let planned = config.planned_connections();

@@ -12,6 +12,8 @@ use crate::schedule::Load;
 #[derive(Debug, Clone, Serialize)]
 pub struct Snapshot {
     pub version: &'static str,
+    /// Which run this is.
+    pub run: RunStatus,
     /// In a cluster: this member (`null` alone).
     pub cluster: Option<ClusterStatus>,
     pub uptime_seconds: f64,
@@ -19,6 +21,14 @@ pub struct Snapshot {
     /// The last failovers the driver saw (at most 10).
     pub failovers: Vec<crate::report::FailoverReport>,
     pub workloads: Vec<WorkloadSnapshot>,
+}
+
+/// The run's identity: its generated id, `[run] name`, the config's hash.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunStatus {
+    pub id: String,
+    pub name: Option<String>,
+    pub config_hash: String,
 }
 
 /// This daemon as a member of its cluster.

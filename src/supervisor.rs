@@ -172,7 +172,7 @@ impl std::fmt::Display for ReloadSummary {
 /// `new`, if any: those need a restart.
 pub fn restart_only_change(old: &Config, new: &Config) -> Option<&'static str> {
     let (a, b) = (&old.target, &new.target);
-    let keys: [(&'static str, bool); 16] = [
+    let keys: [(&'static str, bool); 17] = [
         ("target.uri", a.uri != b.uri),
         ("target.uri_file", a.uri_file != b.uri_file),
         ("target.database", a.database != b.database),
@@ -201,6 +201,7 @@ pub fn restart_only_change(old: &Config, new: &Config) -> Option<&'static str> {
         ("control.socket", old.control != new.control),
         // The run id and its log file are fixed for the process's life.
         ("run.log", old.run.log != new.run.log),
+        ("run.name", old.run.name != new.run.name),
         // A member's share and its coordination are fixed at start.
         ("cluster", old.cluster != new.cluster),
     ];

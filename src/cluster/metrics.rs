@@ -1,7 +1,7 @@
 //! The cluster's own metric families, apart from the `op` label space:
 //! which member this is, what it knows of the shared epoch and the
 //! prepare lease, and failed coordination requests. Prometheus adds the
-//! members up; README's metrics table gives each family's sum rule.
+//! members up; docs/metrics.md's table gives each family's sum rule.
 
 use prometheus::{GaugeVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
 

@@ -160,6 +160,17 @@ impl std::fmt::Display for KeyError {
 
 impl std::error::Error for KeyError {}
 
+impl Config {
+    /// A short hash of the config as loaded (environment overrides
+    /// included, the URI's password not): the first 12 hex digits of the
+    /// SHA-256 of its debug form, the same for the same config.
+    pub fn hash(&self) -> String {
+        use sha2::Digest as _;
+        let digest = sha2::Sha256::digest(format!("{self:?}").as_bytes());
+        digest.iter().take(6).map(|b| format!("{b:02x}")).collect()
+    }
+}
+
 impl KeyError {
     pub(crate) fn new(key: impl Into<String>, reason: impl Into<String>) -> KeyError {
         KeyError {
@@ -329,6 +340,10 @@ pub struct RunConfig {
     /// The run log: one JSON line per finished stage is appended here
     /// (schema: etc/runlog.schema.json). None: reports go to the journal only.
     pub log: Option<PathBuf>,
+    /// The run's name (`baseline`, `candidate`): in the run log, the
+    /// reports, `/status` and the `run` label of `mongoload_run_info`.
+    /// None: the generated run id stands for it.
+    pub name: Option<String>,
 }
 
 impl Default for RunConfig {
@@ -336,6 +351,7 @@ impl Default for RunConfig {
         RunConfig {
             shutdown_grace: Duration::from_secs(10),
             log: None,
+            name: None,
         }
     }
 }

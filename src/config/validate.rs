@@ -45,6 +45,19 @@ impl Config {
                 ));
             }
         }
+        if let Some(name) = &self.run.name {
+            if name.is_empty()
+                || name.len() > 64
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            {
+                return Err(KeyError::new(
+                    "run.name",
+                    format!("must be 1 to 64 letters, digits, '-', '_' or '.', got {name:?}"),
+                ));
+            }
+        }
         if self.target.database.is_empty()
             || self
                 .target

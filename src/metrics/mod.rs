@@ -82,6 +82,7 @@ pub struct Metrics {
     audit: crate::audit::AuditFamilies,
     probe: crate::probe::ProbeMetrics,
     thresholds: crate::threshold::monitor::ThresholdFamilies,
+    run_info: IntGaugeVec,
     windows: Arc<WindowCollector>,
     /// The current stage of each workload name, shared by every
     /// `WorkloadMetrics` of that name, so after a reload the new handle
@@ -137,6 +138,14 @@ impl Metrics {
             .with_label_values(&[env!("CARGO_PKG_VERSION"), BUILD_REVISION])
             .set(1);
         registry.register(Box::new(build_info))?;
+        let run_info = IntGaugeVec::new(
+            Opts::new(
+                "mongoload_run_info",
+                "Always 1; the labels say which run this is: [run] name (else the run id), version, config hash.",
+            ),
+            &["run", "version", "config_hash"],
+        )?;
+        registry.register(Box::new(run_info.clone()))?;
 
         let target_up = IntGauge::new(
             "mongoload_target_up",
@@ -176,6 +185,7 @@ impl Metrics {
             audit,
             probe,
             thresholds,
+            run_info,
             windows,
             current_stages: Mutex::new(BTreeMap::new()),
         })
@@ -184,6 +194,14 @@ impl Metrics {
     /// The registry, for callers that want to add metrics of their own.
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// Sets the one `mongoload_run_info` series.
+    pub fn set_run_info(&self, run: &str, config_hash: &str) {
+        self.run_info.reset();
+        self.run_info
+            .with_label_values(&[run, env!("CARGO_PKG_VERSION"), config_hash])
+            .set(1);
     }
 
     /// Sets `mongoload_target_up`.

@@ -9,7 +9,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::samples::SampleSeries;
-use super::significance::{estimate, welch, Difference, Estimate};
+use super::significance::{estimate, mann_whitney, median, welch, Difference, Estimate};
 use super::table::{ms, render};
 use super::StageReport;
 
@@ -128,17 +128,37 @@ impl Figure {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FigureDelta {
     pub figure: Figure,
+    /// Means with their confidence intervals.
     pub base: Estimate,
     pub new: Estimate,
+    /// Welch's t-test of the means.
     pub diff: Difference,
+    /// Latency percentiles: the change of the per-interval medians in per
+    /// cent and the Mann–Whitney p-value, which decide (one stalled
+    /// second moves a mean and its variance, not the ranks).
+    pub robust: Option<(f64, f64)>,
+    /// The change is significant (Welch's t, or Mann–Whitney for latency).
+    pub significant: bool,
     /// Significant, in the bad direction and beyond its gate.
     pub regression: bool,
 }
 
 impl FigureDelta {
     /// "−7.2 % ± 1.1 %, significant" or "no significant change (±3.0 %)";
-    /// the error ratio in percentage points.
+    /// the error ratio in percentage points; latency as the change of the
+    /// medians (Mann–Whitney).
     pub fn change(&self) -> String {
+        if let Some((d, _)) = self.robust {
+            return if self.significant {
+                format!("{}{:.1} % (medians), significant", sign(d), d.abs())
+            } else {
+                format!(
+                    "no significant change (medians {}{:.1} %)",
+                    sign(d),
+                    d.abs()
+                )
+            };
+        }
         let (d, e, unit) = match self.figure {
             Figure::ErrorRatio => (self.diff.diff, self.diff.error, " pp"),
             _ => match self.diff.percent(&self.base) {
@@ -146,7 +166,7 @@ impl FigureDelta {
                 None => (self.diff.diff, self.diff.error, ""),
             },
         };
-        if self.diff.significant {
+        if self.significant {
             format!(
                 "{}{:.1}{unit} ± {e:.1}{unit}, significant",
                 sign(d),
@@ -301,22 +321,41 @@ fn figures(b: &Pool, n: &Pool, gates: &Gates) -> Vec<FigureDelta> {
     Figure::ALL
         .iter()
         .filter_map(|&figure| {
-            let base = estimate(&figure.values(bs, *bi), gates.confidence)?;
-            let new = estimate(&figure.values(ns, *ni), gates.confidence)?;
+            let (bv, nv) = (figure.values(bs, *bi), figure.values(ns, *ni));
+            let base = estimate(&bv, gates.confidence)?;
+            let new = estimate(&nv, gates.confidence)?;
             let diff = welch(&base, &new, gates.confidence);
             let rel = diff.percent(&base).map(|(d, _)| d);
-            let beyond = match figure {
-                Figure::Throughput => rel.is_some_and(|d| -d > gates.max_drop.0),
-                Figure::ErrorRatio => diff.diff > gates.max_error_rise.0,
+            let alpha = 1.0 - gates.confidence;
+            let (robust, significant, beyond) = match figure {
+                Figure::Throughput => (
+                    None,
+                    diff.significant,
+                    rel.is_some_and(|d| -d > gates.max_drop.0),
+                ),
+                Figure::ErrorRatio => (None, diff.significant, diff.diff > gates.max_error_rise.0),
                 Figure::P50 | Figure::P99 | Figure::P999 => {
-                    rel.is_some_and(|d| d > gates.max_latency_rise.0)
+                    let p = mann_whitney(&bv, &nv)?;
+                    let (mb, mn) = (median(&bv)?, median(&nv)?);
+                    let change = if mb > 0.0 {
+                        (mn - mb) / mb * 100.0
+                    } else {
+                        0.0
+                    };
+                    (
+                        Some((change, p)),
+                        p < alpha,
+                        change > gates.max_latency_rise.0,
+                    )
                 }
             };
             Some(FigureDelta {
                 figure,
                 base,
                 new,
-                regression: diff.significant && beyond,
+                robust,
+                significant,
+                regression: significant && beyond,
                 diff,
             })
         })
@@ -460,7 +499,7 @@ pub fn render_comparison(c: &Comparison, ops: bool) -> String {
     let n = c.regressions();
     let g = &c.gates;
     let how = format!(
-        "confidence {}%, Welch's t on per-interval means; gates: ops/s −{}, latency +{}, errors +{} pp",
+        "confidence {}%; per-interval samples: Welch's t for ops/s and errors, Mann–Whitney for latency; gates: ops/s −{}, latency +{}, errors +{} pp",
         c.gates.confidence * 100.0,
         g.max_drop,
         g.max_latency_rise,
@@ -772,7 +811,7 @@ mod tests {
         assert_eq!(c.rows[0].figures.len(), 5);
         for f in &c.rows[0].figures {
             assert!(
-                f.change().starts_with("no significant change (±"),
+                f.change().starts_with("no significant change ("),
                 "{:?}: {}",
                 f.figure,
                 f.change()
@@ -787,12 +826,18 @@ mod tests {
             .iter()
             .find(|f| f.figure == Figure::P99)
             .unwrap();
-        assert!(p99.regression && p99.diff.significant, "{p99:?}");
+        assert!(p99.regression && p99.significant, "{p99:?}");
         let (d, e) = p99.diff.percent(&p99.base).unwrap();
         assert!((d - 10.0).abs() < 2.0 && e < 2.0, "{d} ± {e}");
-        assert!(p99.change().starts_with('+') && p99.change().ends_with("significant"));
+        let (median_change, p) = p99.robust.unwrap();
+        assert!((median_change - 10.0).abs() < 2.0 && p < 1e-4, "{p99:?}");
+        assert!(
+            p99.change().starts_with("+1") && p99.change().ends_with("(medians), significant"),
+            "{}",
+            p99.change()
+        );
         let ops = &c.rows[0].figures[0];
-        assert!(!ops.regression && !ops.diff.significant, "{ops:?}");
+        assert!(!ops.regression && !ops.significant, "{ops:?}");
         assert_eq!(c.regressions(), 1);
         // A looser latency gate passes the same rise.
         let loose = Gates {

@@ -36,6 +36,10 @@ pub struct RunInfo {
     pub log: Option<PathBuf>,
     /// Also keeps a copy of each report (the terminal's table at exit).
     pub tap: Option<std::sync::Arc<crate::progress::ReportTap>>,
+    /// `[run] name`, if set.
+    pub name: Option<String>,
+    /// The config's hash ([`crate::config::Config::hash`]).
+    pub config_hash: Option<String>,
 }
 
 impl RunInfo {
@@ -52,7 +56,14 @@ impl RunInfo {
             started,
             log,
             tap: None,
+            name: None,
+            config_hash: None,
         }
+    }
+
+    /// The run's label: its name, else its id.
+    pub fn label(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.id)
     }
 }
 
@@ -125,6 +136,15 @@ pub struct StepReport {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StageReport {
     pub run_id: String,
+    /// `[run] name`, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_name: Option<String>,
+    /// The mongoload version that wrote the line (absent before 0.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The hash of the run's config (absent before 0.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_hash: Option<String>,
     /// RFC 3339, UTC.
     pub run_started: String,
     pub workload: String,
@@ -298,6 +318,9 @@ impl StageReport {
         let mut op_samples = op_samples.drain(..).map(Some).collect::<Vec<_>>();
         StageReport {
             run_id: run.id.clone(),
+            run_name: run.name.clone(),
+            version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+            config_hash: run.config_hash.clone(),
             run_started: rfc3339(run.started),
             workload: meta.workload.clone(),
             stage: meta.stage.clone(),
@@ -476,6 +499,8 @@ mod tests {
             started: Utc.with_ymd_and_hms(2026, 11, 29, 11, 59, 0).unwrap(),
             log: None,
             tap: None,
+            name: None,
+            config_hash: None,
         };
         let r = StageReport::build(
             &run,

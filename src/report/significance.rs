@@ -7,7 +7,7 @@
 //! effective size `n (1 − r₁) / (1 + r₁)` from the lag-1 autocorrelation
 //! `r₁` (when positive). Pure; the t distribution is `statrs`'.
 
-use statrs::distribution::{ContinuousCDF, StudentsT};
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
 /// A mean and how sure it is.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -119,6 +119,64 @@ pub fn welch(base: &Estimate, new: &Estimate, confidence: f64) -> Difference {
     }
 }
 
+/// The Mann–Whitney U test of `new` against `base` (two-sided, normal
+/// approximation with the tie correction), for figures whose intervals
+/// have outliers (latency percentiles: one stalled second). Returns the
+/// p-value, or `None` with fewer than two samples on a side.
+pub fn mann_whitney(base: &[f64], new: &[f64]) -> Option<f64> {
+    let (n1, n2) = (base.len(), new.len());
+    if n1 < 2 || n2 < 2 {
+        return None;
+    }
+    let mut all: Vec<(f64, bool)> = base
+        .iter()
+        .map(|&x| (x, false))
+        .chain(new.iter().map(|&x| (x, true)))
+        .collect();
+    all.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // Mid-ranks for ties; the tie term Σ(t³ − t).
+    let (mut rank_new, mut ties) = (0.0, 0.0);
+    let mut i = 0;
+    while i < all.len() {
+        let mut j = i;
+        while j + 1 < all.len() && all[j + 1].0 == all[i].0 {
+            j += 1;
+        }
+        let t = (j - i + 1) as f64;
+        let mid = (i + j) as f64 / 2.0 + 1.0;
+        rank_new += all[i..=j].iter().filter(|x| x.1).count() as f64 * mid;
+        ties += t * t * t - t;
+        i = j + 1;
+    }
+    let (n1, n2) = (n1 as f64, n2 as f64);
+    let n = n1 + n2;
+    let u = rank_new - n2 * (n2 + 1.0) / 2.0;
+    let mean = n1 * n2 / 2.0;
+    let var = n1 * n2 / 12.0 * ((n + 1.0) - ties / (n * (n - 1.0)));
+    if var <= 0.0 {
+        // Every value equal.
+        return Some(1.0);
+    }
+    let z = (u - mean).abs() / var.sqrt();
+    let normal = Normal::new(0.0, 1.0).ok()?;
+    Some((2.0 * (1.0 - normal.cdf(z))).min(1.0))
+}
+
+/// The median of `xs` (`None` when empty).
+pub fn median(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    Some(if v.len() % 2 == 0 {
+        (v[m - 1] + v[m]) / 2.0
+    } else {
+        v[m]
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +208,31 @@ mod tests {
             "{e:?}"
         );
         assert!(estimate(&[1.0], 0.99).is_none());
+    }
+
+    #[test]
+    fn mann_whitney_shrugs_off_an_outlier() {
+        let base: Vec<f64> = noise(1, 11).iter().map(|x| 50.0 + x).collect();
+        let mut slower: Vec<f64> = noise(2, 11).iter().map(|x| 55.0 + x).collect();
+        // One stalled second in the new run.
+        slower[4] = 900.0;
+        let p = mann_whitney(&base, &slower).unwrap();
+        assert!(p < 0.001, "{p}");
+        // Welch's t sees only noise: the outlier's variance hides the shift.
+        let (b, n) = (
+            estimate(&base, 0.99).unwrap(),
+            estimate(&slower, 0.99).unwrap(),
+        );
+        assert!(!welch(&b, &n, 0.99).significant);
+        // The same distribution: no difference; identical values: p = 1.
+        let same: Vec<f64> = noise(3, 11).iter().map(|x| 50.0 + x).collect();
+        assert!(mann_whitney(&base, &same).unwrap() > 0.01);
+        assert_eq!(mann_whitney(&[1.0, 1.0], &[1.0, 1.0]), Some(1.0));
+        // Exact value for a small case: U = 0 of 3×3 → z = 1.964, p = 0.0495.
+        let p = mann_whitney(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]).unwrap();
+        assert!((p - 0.0495).abs() < 1e-3, "{p}");
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
     }
 
     #[test]

@@ -173,6 +173,9 @@ pub(crate) mod tests {
     ) -> StageReport {
         StageReport {
             run_id: "r".into(),
+            run_name: None,
+            version: None,
+            config_hash: None,
             run_started: "2026-11-29T12:00:00.000Z".into(),
             workload: workload.into(),
             stage: stage.into(),

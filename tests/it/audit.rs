@@ -150,7 +150,7 @@ duration = "18s"
         assert!(get("mongoload_audit_checked_total", &[]) >= acknowledged - forgotten);
         assert!(get("mongoload_audit_passes_total", &[("trigger", "failover")]) >= 3.0);
         assert!(get("mongoload_audit_passes_total", &[("trigger", "stage_end")]) >= 1.0);
-        // The sum rule of the README.
+        // The sum rule of docs/metrics.md.
         assert_eq!(
             acknowledged - forgotten,
             get("mongoload_audit_ledger_ids", &[("state", "present")])

@@ -15,6 +15,7 @@ mod control;
 mod coordinated_omission;
 mod daemon;
 mod dashboards;
+mod doc_links;
 mod failover;
 mod faults;
 mod http_metrics;

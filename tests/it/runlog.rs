@@ -352,3 +352,113 @@ duration = "1s"
             + timed.operations.error
     );
 }
+
+/// One run of `stages` against a fresh simulator whose every command
+/// takes `latency`; returns its run log.
+async fn run_with_latency(dir: &Path, name: &str, latency: Duration, stages: &str) -> PathBuf {
+    let db = TestDb::of_sim(common::sim().await);
+    db.sim()
+        .expect("a simulator")
+        .faults()
+        .set_latency(Some(mongoload::sim::LatencyDist::Fixed(latency)));
+    let log = dir.join(name);
+    run_to_the_end(&db, &log, stages).await;
+    db.shutdown().await;
+    validated_lines(&log);
+    log
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_tells_noise_from_a_regression_with_statistics() {
+    let _serial = common::serial().await;
+    let dir = tempfile::tempdir().unwrap();
+    // Server latency dominates: an open-loop stage (throughput fixed by
+    // the schedule) and a closed-loop one (throughput follows latency).
+    let stages = r#"
+[[workloads.stages]]
+name = "open"
+rate = 50
+duration = "16s"
+warmup = "1s"
+[[workloads.stages]]
+name = "closed"
+concurrency = 4
+duration = "16s"
+warmup = "1s"
+"#;
+    // 100 ms a command: a busy test machine's scheduling noise (tens of
+    // ms) stays small beside the 10 ms the slower run adds.
+    let ms = Duration::from_millis;
+    let base = run_with_latency(dir.path(), "base.jsonl", ms(100), stages).await;
+    let same = run_with_latency(dir.path(), "same.jsonl", ms(100), stages).await;
+    let slower = run_with_latency(dir.path(), "slower.jsonl", ms(110), stages).await;
+    let reports = report::read(&base).unwrap();
+    let samples = reports[0].samples.as_ref().expect("samples in the run log");
+    assert_eq!(samples.interval_seconds, 1.0);
+    assert_eq!(samples.all.len(), 15, "{samples:?}");
+
+    // The same plan twice: no significant change, exit 0.
+    let (code, out, err) = mongoload(&["report", "--compare", s(&base), s(&same)]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("REGRESSION"), "{out}");
+    let p50 = |text: &str, stage: &str| {
+        text.lines()
+            .find(|l| {
+                let c: Vec<&str> = l.split_whitespace().collect();
+                c.get(1) == Some(&stage) && l.contains("p50 ms")
+            })
+            .unwrap_or_else(|| panic!("no p50 row for {stage}:\n{text}"))
+            .to_owned()
+    };
+    assert!(
+        p50(&out, "open").contains("no significant change (medians"),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .last()
+            .unwrap()
+            .starts_with("no significant regression (confidence 99%"),
+        "{out}"
+    );
+
+    // 10 % more server latency: open loop keeps its throughput but its
+    // latency regresses, significantly; closed loop loses throughput.
+    let (code, out, err) = mongoload(&["report", "--compare", s(&base), s(&slower)]);
+    assert_eq!(code, 1, "{out}{err}");
+    let open = p50(&out, "open");
+    assert!(
+        open.contains("(medians), significant") && open.ends_with("REGRESSION"),
+        "{out}"
+    );
+    let rise: f64 = open
+        .split('+')
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("a rise in {open}"));
+    assert!((6.0..14.0).contains(&rise), "{open}");
+    let row = |stage: &str, figure: &str| {
+        out.lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(stage) && l.contains(figure))
+            .unwrap_or_else(|| panic!("no {figure} row for {stage}:\n{out}"))
+    };
+    assert!(row("open", "ops/s").ends_with("ok"), "{out}");
+    let closed = row("closed", "ops/s");
+    assert!(
+        closed.contains('−') && closed.contains("significant") && closed.ends_with("REGRESSION"),
+        "{out}"
+    );
+    // A wide enough gate lets the same runs pass.
+    let (code, out, _) = mongoload(&[
+        "report",
+        "--compare",
+        s(&base),
+        s(&slower),
+        "--max-latency-rise",
+        "20%",
+        "--max-drop",
+        "20%",
+    ]);
+    assert_eq!(code, 0, "{out}");
+}

@@ -42,7 +42,7 @@ pub async fn sim_with(config: SimConfig) -> SimHandle {
 }
 
 /// The environment variable naming a real deployment for the tests that
-/// need no fault injection (see README, "Against a real deployment").
+/// need no fault injection (see docs/testing.md, "Against a real deployment").
 pub const TEST_URI: &str = "MONGOLOAD_TEST_URI";
 
 /// The deployment a test loads: the deployment `MONGOLOAD_TEST_URI` names,
