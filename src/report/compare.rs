@@ -105,10 +105,12 @@ impl Figure {
     /// The figure's value in each interval that has one.
     fn values(self, s: &SampleSeries, interval: f64) -> Vec<f64> {
         let n = s.len();
+        // An interval whose results' latency went to a later one (handed
+        // over late) has none: 0.
         let lat = |v: &[u64]| {
-            (0..n)
-                .filter(|&i| s.ok[i] + s.error[i] > 0)
-                .map(|i| v[i] as f64 / 1e6)
+            v.iter()
+                .filter(|&&ns| ns > 0)
+                .map(|&ns| ns as f64 / 1e6)
                 .collect()
         };
         match self {

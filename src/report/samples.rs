@@ -4,10 +4,11 @@
 //! and failed and the latency p50/p99/p99.9 that finished in it, overall
 //! and per operation. Pure: fed with plain values by [`super::StageStats`].
 //!
-//! Results reach the stage's figures in batches (a worker hands over 64 at
-//! a time), so an interval stays open until [`OPEN`] later ones have
-//! started; a result for an interval already closed counts in the oldest
-//! open one. The stage's totals never depend on this.
+//! The counts are exact whatever order results arrive in. Results reach
+//! the stage's figures in batches (a worker hands over 64 at a time, or
+//! what it holds after a second), so an interval's latency histogram
+//! stays open until [`OPEN`] later ones have started; the latency of a
+//! result for an interval already closed counts in the oldest open one.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -85,8 +86,8 @@ pub fn interval_for(planned: Duration) -> Duration {
 #[derive(Debug, Clone)]
 struct Open {
     index: u64,
-    /// Per series (0: all, then the ops): ok, error, latency.
-    series: Vec<(u64, u64, Histogram<u32>)>,
+    /// Per series (0: all, then the ops): the latency.
+    series: Vec<Histogram<u32>>,
 }
 
 /// Collects the samples of a stage while it runs.
@@ -94,7 +95,9 @@ struct Open {
 pub struct IntervalRecorder {
     interval_ns: u64,
     open: VecDeque<Open>,
-    /// Per series (0: all, then the ops).
+    /// Per series (0: all, then the ops): ok and failed per interval.
+    counts: Vec<(Vec<u64>, Vec<u64>)>,
+    /// Per series: the latency of the closed intervals (counts unused).
     closed: Vec<SampleSeries>,
 }
 
@@ -111,6 +114,7 @@ impl IntervalRecorder {
                 .unwrap_or(u64::MAX)
                 .max(1),
             open: VecDeque::new(),
+            counts: vec![(Vec::new(), Vec::new()); ops + 1],
             closed: vec![SampleSeries::default(); ops + 1],
         }
     }
@@ -126,6 +130,20 @@ impl IntervalRecorder {
             u64::try_from(done.as_nanos() / u128::from(self.interval_ns)).unwrap_or(u64::MAX);
         if index >= MAX_SAMPLES {
             return;
+        }
+        for s in [0, op + 1] {
+            if let Some((oks, errors)) = self.counts.get_mut(s) {
+                let i = index as usize;
+                if oks.len() <= i {
+                    oks.resize(i + 1, 0);
+                    errors.resize(i + 1, 0);
+                }
+                if ok {
+                    oks[i] += 1;
+                } else {
+                    errors[i] += 1;
+                }
+            }
         }
         let closed = self.closed[0].len() as u64;
         let index = index.max(closed);
@@ -144,12 +162,7 @@ impl IntervalRecorder {
             .unwrap_or(u64::MAX)
             .min(MAX_TRACKABLE_NS);
         for s in [0, op + 1] {
-            if let Some((o, e, h)) = self.open[pos].series.get_mut(s) {
-                if ok {
-                    *o += 1;
-                } else {
-                    *e += 1;
-                }
+            if let Some(h) = self.open[pos].series.get_mut(s) {
                 if h.record(ns).is_err() {
                     h.saturating_record(ns);
                 }
@@ -163,9 +176,7 @@ impl IntervalRecorder {
     fn new_open(&self, index: u64) -> Open {
         Open {
             index,
-            series: (0..self.closed.len())
-                .map(|_| (0, 0, histogram()))
-                .collect(),
+            series: (0..self.closed.len()).map(|_| histogram()).collect(),
         }
     }
 
@@ -179,8 +190,8 @@ impl IntervalRecorder {
                 s.push(0, 0, None);
             }
         }
-        for (s, (ok, error, h)) in self.closed.iter_mut().zip(&o.series) {
-            s.push(*ok, *error, Some(h));
+        for (s, h) in self.closed.iter_mut().zip(&o.series) {
+            s.push(h.len(), 0, Some(h));
         }
     }
 
@@ -194,10 +205,13 @@ impl IntervalRecorder {
         let whole = u64::try_from(measured.as_nanos() / u128::from(self.interval_ns))
             .unwrap_or(u64::MAX)
             .min(MAX_SAMPLES) as usize;
-        for s in &mut r.closed {
+        for (s, (oks, errors)) in r.closed.iter_mut().zip(&r.counts) {
             while s.len() < whole {
                 s.push(0, 0, None);
             }
+            let at = |v: &Vec<u64>, i: usize| v.get(i).copied().unwrap_or(0);
+            s.ok = (0..s.len()).map(|i| at(oks, i)).collect();
+            s.error = (0..s.len()).map(|i| at(errors, i)).collect();
             s.ok.truncate(whole);
             s.error.truncate(whole);
             s.p50_ns.truncate(whole);
@@ -279,10 +293,15 @@ mod tests {
         for sec in 0..(OPEN as u64 + 2) {
             r.record(0, Duration::from_secs(sec), MS, true);
         }
-        // Intervals 0 and 1 are closed by now.
-        r.record(0, Duration::ZERO, MS, true);
+        // Intervals 0 and 1 are closed by now: a late 50 ms result counts
+        // in interval 0, its latency in interval 2.
+        r.record(0, Duration::ZERO, MS * 50, true);
         let (s, _) = r.finish(Duration::from_secs(OPEN as u64 + 2));
-        assert_eq!(s.all.ok[..3], [1, 1, 2]);
+        assert_eq!(s.all.ok[..3], [2, 1, 1]);
         assert_eq!(s.all.ok.iter().sum::<u64>(), OPEN as u64 + 3);
+        assert!(
+            s.all.p50_ns[0] < 2_000_000 && s.all.p999_ns[2] > 49_000_000,
+            "{s:?}"
+        );
     }
 }

