@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config::{self, Config, ConfigError, SecretUri};
 use crate::daemon;
-use crate::service::{self, Signal};
+use crate::daemon::service::{self, Signal};
 
 /// Exit status for a configuration error (sysexits' EX_CONFIG), including
 /// a path the daemon must write and cannot; the systemd units list it in
@@ -212,7 +212,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::CheckTarget(args) => block_on(crate::check_target::run_cli(args)),
         Command::Run(args) => {
             let progress = args.progress.progress();
-            crate::logging::init_with(
+            crate::daemon::logging::init_with(
                 log_level(&progress),
                 progress.as_ref().map(|p| p.terminal()),
             );
@@ -221,13 +221,13 @@ pub fn run(cli: Cli) -> ExitCode {
                 Ok(c) => c,
                 Err(e) => return config_error(&e),
             };
-            if let Some(u) = crate::writable::check(&config).first() {
+            if let Some(u) = crate::daemon::writable::check(&config).first() {
                 return config_error(&u.to_config_error(&path));
             }
-            if let Some(w) = crate::limits::pool_warning(&config) {
+            if let Some(w) = crate::daemon::limits::pool_warning(&config) {
                 tracing::warn!("{w}");
             }
-            match crate::limits::ensure_fds(&config, &path) {
+            match crate::daemon::limits::ensure_fds(&config, &path) {
                 Ok(Some(n)) => tracing::info!(
                     "raised the soft RLIMIT_NOFILE to {n} for the plan's connections"
                 ),
@@ -247,7 +247,7 @@ pub fn run(cli: Cli) -> ExitCode {
         }),
         Command::Demo(args) => {
             let progress = args.progress.progress();
-            crate::logging::init_with(
+            crate::daemon::logging::init_with(
                 log_level(&progress),
                 progress.as_ref().map(|p| p.terminal()),
             );
@@ -428,8 +428,8 @@ fn config_error(e: &ConfigError) -> ExitCode {
 fn check_config(path: &Path) -> ExitCode {
     match config::load(path) {
         Ok(config) => {
-            use crate::limits::{self, Verdict};
-            for u in crate::writable::check(&config) {
+            use crate::daemon::limits::{self, Verdict};
+            for u in crate::daemon::writable::check(&config) {
                 if !u.unit_creates_it {
                     eprintln!("mongoload: warning: {}: {}: {u}", path.display(), u.key);
                 }
@@ -465,7 +465,7 @@ fn check_config(path: &Path) -> ExitCode {
 
 /// Runs the daemon until its schedules end or SIGTERM/SIGINT; SIGHUP
 /// reloads the config file (`path`): a valid one replaces the plan live
-/// (see [`crate::supervisor`]), an invalid one is logged and ignored. With
+/// (see [`crate::daemon::supervisor`]), an invalid one is logged and ignored. With
 /// `progress`, the terminal shows the run live and its stage table at exit.
 async fn run_daemon(
     config: Config,

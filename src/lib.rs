@@ -13,22 +13,18 @@ pub mod daemon;
 pub mod engine;
 pub mod error_kind;
 pub mod error_log;
-pub mod http;
-pub mod limits;
-pub mod logging;
+pub mod failover;
 pub mod manpage;
 pub mod metrics;
 pub mod mongo;
-pub mod probe;
 pub mod progress;
 pub mod report;
 pub mod schedule;
-pub mod service;
-pub mod side_runtime;
-pub mod sim;
-pub mod status;
-pub mod supervisor;
 pub mod threshold;
 pub mod throttle;
 pub mod workload;
-pub mod writable;
+
+/// The simulator, a crate of its own in this workspace (`crates/mongoload-sim`):
+/// the binary ships it as `mongoload sim` and `mongoload demo`, and the tests
+/// and benches reach it here as `mongoload::sim`.
+pub use mongoload_sim as sim;

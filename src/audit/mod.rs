@@ -30,11 +30,12 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use mongodb::bson::{Bson, Document};
 use mongodb::Collection;
-use prometheus::{IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
+use prometheus::{IntCounter, IntCounterVec, IntGauge};
 use serde::Serialize;
 use tokio::sync::Notify;
 
 use crate::error_kind::ErrorKind;
+use crate::metrics::AuditFamilies;
 use crate::workload::Action;
 
 pub use book::Book;
@@ -76,85 +77,6 @@ impl Trigger {
             Trigger::StageEnd => "stage_end",
             Trigger::Ctl => "ctl",
         }
-    }
-}
-
-/// The audit families, registered once per process.
-#[derive(Clone)]
-pub struct AuditFamilies {
-    checked: IntCounterVec,
-    missing: IntCounterVec,
-    acknowledged: IntCounterVec,
-    forgotten: IntCounterVec,
-    ledger_ids: IntGaugeVec,
-    ledger_bytes: IntGaugeVec,
-    passes: IntCounterVec,
-    errors: IntCounterVec,
-}
-
-impl AuditFamilies {
-    pub fn new() -> Result<Self, prometheus::Error> {
-        let wl = &["workload"];
-        let counter = |name: &str, help: &str, labels: &[&str]| {
-            IntCounterVec::new(Opts::new(name, help), labels)
-        };
-        let gauge = |name: &str, help: &str, labels: &[&str]| {
-            IntGaugeVec::new(Opts::new(name, help), labels)
-        };
-        Ok(AuditFamilies {
-            checked: counter(
-                "mongoload_audit_checked_total",
-                "Acknowledged ids checked against the server (again in every pass).",
-                wl,
-            )?,
-            missing: counter(
-                "mongoload_audit_missing_total",
-                "Acknowledged ids not deleted on purpose that the server no longer has (each counted once).",
-                wl,
-            )?,
-            acknowledged: counter(
-                "mongoload_audit_acknowledged_total",
-                "Ids added to the audit ledger: inserts the server acknowledged.",
-                wl,
-            )?,
-            forgotten: counter(
-                "mongoload_audit_forgotten_total",
-                "Ids taken out of the audit ledger because the workload deletes them on purpose.",
-                wl,
-            )?,
-            ledger_ids: gauge(
-                "mongoload_audit_ledger_ids",
-                "Ids in the audit ledger: present (acknowledged, still to be found) or missing.",
-                &["workload", "state"],
-            )?,
-            ledger_bytes: gauge(
-                "mongoload_audit_ledger_bytes",
-                "Approximate memory of the audit ledger.",
-                wl,
-            )?,
-            passes: counter(
-                "mongoload_audit_passes_total",
-                "Completed verification passes over the whole ledger, by trigger.",
-                &["workload", "trigger"],
-            )?,
-            errors: counter(
-                "mongoload_audit_errors_total",
-                "Failed audit queries (retried), by class.",
-                &["workload", "kind"],
-            )?,
-        })
-    }
-
-    pub fn register(&self, registry: &Registry) -> Result<(), prometheus::Error> {
-        registry.register(Box::new(self.checked.clone()))?;
-        registry.register(Box::new(self.missing.clone()))?;
-        registry.register(Box::new(self.acknowledged.clone()))?;
-        registry.register(Box::new(self.forgotten.clone()))?;
-        registry.register(Box::new(self.ledger_ids.clone()))?;
-        registry.register(Box::new(self.ledger_bytes.clone()))?;
-        registry.register(Box::new(self.passes.clone()))?;
-        registry.register(Box::new(self.errors.clone()))?;
-        Ok(())
     }
 }
 

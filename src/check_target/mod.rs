@@ -24,8 +24,8 @@ use mongodb::options::{Acknowledgment, ClientOptions, Tls, WriteConcern};
 use mongodb::{Client, IndexModel};
 use rand::Rng;
 
+use crate::config::scrub;
 use crate::config::{self, uri_hosts, uri_user, Config, UriUser};
-use crate::daemon::scrub;
 use crate::error_kind::ErrorKind;
 use crate::mongo::classify;
 use report::{

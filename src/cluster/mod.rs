@@ -351,7 +351,7 @@ mod tests {
         .unwrap();
         assert_eq!(pod.cluster.member(), Member { index: 1, size: 3 });
         assert_eq!(
-            crate::supervisor::restart_only_change(&two, &pod),
+            crate::daemon::supervisor::restart_only_change(&two, &pod),
             Some("cluster")
         );
         let e = crate::config::parse_with_env(

@@ -112,7 +112,8 @@ impl Config {
                 }
             );
             out.push_str(&w.kind.params().describe());
-            out.push_str(&w.describe_failover());
+            out.push_str(&w.describe_concerns());
+            out.push_str(&w.describe_audit());
             let Ok(schedule) = w.schedule() else {
                 let _ = writeln!(out, "  (invalid schedule)");
                 continue;

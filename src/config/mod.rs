@@ -75,12 +75,15 @@
 //! the `__` separator (`MONGOLOAD_CONFIG`, `MONGOLOAD_TEST_URI`, …) are not
 //! keys and are ignored.
 
+mod audit;
+mod concerns;
 mod describe;
-mod failover;
 mod load;
+mod probe;
 mod types;
 mod uri;
 mod validate;
+mod workers;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -96,14 +99,14 @@ pub use crate::workload::mixed::MixedConfig;
 pub use crate::workload::name_num::{NameNumConfig, NameNumMode};
 pub use crate::workload::sysbench::SysbenchConfig;
 pub use crate::workload::ycsb::{YcsbConfig, YcsbFieldType, YcsbLetter};
+pub use audit::DEFAULT_AUDIT_RATE;
+pub use concerns::{uri_w, ConcernSource, ReadConcernSpec, WriteAck, WriteConcernSpec};
 pub use describe::TIMELINE_HORIZON;
-pub use failover::{
-    uri_w, ConcernSource, LagProbeConfig, ReadConcernSpec, WriteAck, WriteConcernSpec,
-    DEFAULT_AUDIT_RATE,
-};
 pub use load::{default_path, load, load_with_env, parse_with_env};
+pub use probe::LagProbeConfig;
 pub use types::{ByteSize, LevelSpec};
-pub use uri::{redact_uri, uri_hosts, uri_user, SecretUri, UriUser};
+pub use uri::{redact_uri, scrub, uri_hosts, uri_user, SecretUri, UriUser};
+pub use workers::{check_workers, MAX_WORKERS};
 
 /// Where the daemon looks for its config when `--config` is not given.
 pub const DEFAULT_PATH: &str = "/etc/mongoload/mongoload.toml";

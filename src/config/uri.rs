@@ -174,6 +174,25 @@ pub fn uri_user(uri: &str) -> Option<UriUser> {
     })
 }
 
+/// Removes the URI's password from a message, in case an error echoes
+/// part of the URI back.
+pub fn scrub(message: &str, uri: &str) -> String {
+    let redacted = redact_uri(uri);
+    let mut out = message.replace(uri, &redacted);
+    if let Some(password) = password_of(uri) {
+        if !password.is_empty() {
+            out = out.replace(password, "***");
+        }
+    }
+    out
+}
+
+fn password_of(uri: &str) -> Option<&str> {
+    let rest = uri.split_once("://")?.1;
+    let userinfo = &rest[..rest.rfind('@')?];
+    Some(userinfo.split_once(':')?.1)
+}
+
 /// Decodes `%XX` escapes; anything malformed is kept as written.
 fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
@@ -287,5 +306,14 @@ mod tests {
         assert!(!format!("{s:?}").contains("topsecret"));
         assert!(!format!("{s}").contains("topsecret"));
         assert_eq!(s.expose(), "mongodb://u:topsecret@h/");
+    }
+
+    #[test]
+    fn scrub_removes_password_and_uri() {
+        let uri = "mongodb://app:s3cr%3Et@db1:27017,db2/?replicaSet=rs0";
+        let msg = format!("bad thing with {uri} and s3cr%3Et");
+        let out = scrub(&msg, uri);
+        assert!(!out.contains("s3cr%3Et"), "{out}");
+        assert!(out.contains("db1:27017"), "{out}");
     }
 }

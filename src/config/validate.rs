@@ -95,7 +95,8 @@ impl Config {
         for (i, w) in self.workloads.iter().enumerate() {
             let uri = self.target.uri.as_ref().map(SecretUri::expose);
             w.validate()
-                .and_then(|()| w.validate_failover(&self.target, uri))
+                .and_then(|()| w.validate_concerns())
+                .and_then(|()| w.validate_audit(&self.target, uri))
                 .map_err(|e| KeyError {
                     key: format!("workloads[{i}].{}", e.key),
                     reason: e.reason,
@@ -250,7 +251,7 @@ impl WorkloadConfig {
         if self.max_lag.is_zero() {
             return Err(KeyError::new("max_lag", "must be greater than zero"));
         }
-        crate::limits::check_workers(self)?;
+        super::check_workers(self)?;
         if let Some(table) = self.stray_tables.first() {
             return Err(KeyError::new(
                 *table,

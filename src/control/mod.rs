@@ -9,6 +9,7 @@
 //! daemon keeps the sender and applies commands with
 //! [`Command::apply`].
 
+pub mod answer;
 pub mod client;
 pub mod server;
 
@@ -138,39 +139,33 @@ pub fn effective_stage(stage: &Stage, control: &ControlState) -> Option<Stage> {
     overridden.map(|s| s.limited_like(stage))
 }
 
-/// The metrics of runtime control and reload, registered beside the
-/// contract's metrics: `mongoload_paused{workload}` (1 while paused) and
-/// `mongoload_config_reloads_total{result}` (`ok` / `error`).
-#[derive(Clone)]
-pub struct ControlMetrics {
-    paused: prometheus::IntGaugeVec,
-    reloads: prometheus::IntCounterVec,
+crate::metrics::family::families! {
+    /// The metrics of runtime control and reload, registered beside the
+    /// contract's metrics: `mongoload_paused{workload}` (1 while paused) and
+    /// `mongoload_config_reloads_total{result}` (`ok` / `error`).
+    #[derive(Clone)]
+    pub struct ControlMetrics {
+        paused: prometheus::IntGaugeVec = "mongoload_paused",
+            "1 while the workload is paused through the control socket",
+            labels ["workload"];
+        reloads: prometheus::IntCounterVec = "mongoload_config_reloads_total",
+            "Config reloads (SIGHUP) by result: ok or error",
+            labels ["result"];
+    }
 }
 
 impl ControlMetrics {
     /// Creates the families and registers them in `registry`.
-    pub fn register(registry: &prometheus::Registry) -> Result<ControlMetrics, prometheus::Error> {
-        let paused = prometheus::IntGaugeVec::new(
-            prometheus::Opts::new(
-                "mongoload_paused",
-                "1 while the workload is paused through the control socket",
-            ),
-            &["workload"],
-        )?;
-        let reloads = prometheus::IntCounterVec::new(
-            prometheus::Opts::new(
-                "mongoload_config_reloads_total",
-                "Config reloads (SIGHUP) by result: ok or error",
-            ),
-            &["result"],
-        )?;
-        registry.register(Box::new(paused.clone()))?;
-        registry.register(Box::new(reloads.clone()))?;
+    pub fn register_in(
+        registry: &prometheus::Registry,
+    ) -> Result<ControlMetrics, prometheus::Error> {
+        let m = ControlMetrics::new()?;
+        m.register(registry)?;
         // Both results exist from the start, so rate() and alerts see 0.
         for result in ["ok", "error"] {
-            reloads.with_label_values(&[result]);
+            m.reloads.with_label_values(&[result]);
         }
-        Ok(ControlMetrics { paused, reloads })
+        Ok(m)
     }
 
     /// Sets `mongoload_paused{workload}`.

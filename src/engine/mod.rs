@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::audit::{verify, Audit};
 use crate::control::ControlState;
 use crate::error_log::ErrorLog;
-use crate::metrics::failover::FailoverMetrics;
+use crate::failover::Failover;
 use crate::metrics::{OpMetrics, WorkloadMetrics};
 use crate::mongo::Deployment;
 use crate::report::live::{ReportExtras, StageCollector};
@@ -79,7 +79,7 @@ pub struct WorkloadRun {
     pub stage_index: prometheus::IntGauge,
     /// Failover: every write's outcome goes here (write outages), and the
     /// stage reports list the failovers it saw.
-    pub failover: Arc<FailoverMetrics>,
+    pub failover: Arc<Failover>,
     /// The acknowledged-write audit, when the workload has `audit = true`.
     pub audit: Option<AuditSetup>,
     /// The workload's thresholds, watched while its schedule runs.

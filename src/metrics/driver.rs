@@ -17,11 +17,10 @@ use mongodb::event::cmap::{CmapEvent, ConnectionCheckoutFailedReason};
 use mongodb::event::sdam::SdamEvent;
 use mongodb::options::ServerAddress;
 use mongodb::ServerType;
-use prometheus::{
-    Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
-};
+use prometheus::{Histogram, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
 use serde::Serialize;
 
+use super::family::families;
 use super::LATENCY_BUCKETS;
 
 /// `type` label values of `mongoload_topology_servers`, in SDAM spec order.
@@ -144,72 +143,57 @@ struct TopologyState {
     view: TopologyView,
 }
 
+families! {
+    /// The driver's families (CMAP and SDAM events).
+    pub(super) struct DriverFamilies {
+        connections: IntGaugeVec = "mongoload_pool_connections",
+            "Driver pool connections: open (established or being established) and in_use (checked out).",
+            labels ["state"];
+        checkout_wait: Histogram = "mongoload_pool_checkout_wait_seconds",
+            "Time operations waited to check a connection out of the driver pool.",
+            buckets checkout_buckets();
+        checkout_failures: IntCounterVec = "mongoload_pool_checkout_failures_total",
+            "Connection checkouts that failed, by reason.",
+            labels ["reason"];
+        clears: IntCounter = "mongoload_pool_clears_total",
+            "Times the driver cleared a connection pool (after network errors or a step-down).";
+        servers: IntGaugeVec = "mongoload_topology_servers",
+            "Servers of the deployment by type, as the driver sees them.",
+            labels ["type"];
+        primary_changes: IntCounter = "mongoload_primary_changes_total",
+            "Replica set primary changes (new primary or new election) seen by the driver.";
+    }
+}
+
+/// Checkout waits are usually microseconds: three buckets below 100 µs,
+/// then the latency buckets.
+fn checkout_buckets() -> Vec<f64> {
+    let mut buckets = vec![0.00001, 0.00002, 0.00005];
+    buckets.extend_from_slice(&LATENCY_BUCKETS);
+    buckets
+}
+
 pub(crate) struct DriverMetrics {
     open: IntGauge,
     in_use: IntGauge,
-    connections: IntGaugeVec,
-    checkout_wait: Histogram,
-    checkout_failures: IntCounterVec,
-    clears: IntCounter,
-    servers: IntGaugeVec,
-    primary_changes: IntCounter,
+    f: DriverFamilies,
     pool: Mutex<PoolBook<ServerAddress>>,
     topology: Mutex<TopologyState>,
 }
 
 impl DriverMetrics {
     pub(crate) fn new() -> Result<Self, prometheus::Error> {
-        let connections = IntGaugeVec::new(
-            Opts::new(
-                "mongoload_pool_connections",
-                "Driver pool connections: open (established or being established) and in_use (checked out).",
-            ),
-            &["state"],
-        )?;
-        // Checkout waits are usually microseconds: three buckets below 100 µs.
-        let mut buckets = vec![0.00001, 0.00002, 0.00005];
-        buckets.extend_from_slice(&LATENCY_BUCKETS);
-        let checkout_failures = IntCounterVec::new(
-            Opts::new(
-                "mongoload_pool_checkout_failures_total",
-                "Connection checkouts that failed, by reason.",
-            ),
-            &["reason"],
-        )?;
+        let f = DriverFamilies::new()?;
         for reason in CHECKOUT_FAILURE_REASONS {
-            checkout_failures.with_label_values(&[reason]);
+            f.checkout_failures.with_label_values(&[reason]);
         }
-        let servers = IntGaugeVec::new(
-            Opts::new(
-                "mongoload_topology_servers",
-                "Servers of the deployment by type, as the driver sees them.",
-            ),
-            &["type"],
-        )?;
         for t in SERVER_TYPES {
-            servers.with_label_values(&[t]).set(0);
+            f.servers.with_label_values(&[t]).set(0);
         }
         Ok(DriverMetrics {
-            open: connections.with_label_values(&["open"]),
-            in_use: connections.with_label_values(&["in_use"]),
-            connections,
-            checkout_wait: Histogram::with_opts(
-                HistogramOpts::new(
-                    "mongoload_pool_checkout_wait_seconds",
-                    "Time operations waited to check a connection out of the driver pool.",
-                )
-                .buckets(buckets),
-            )?,
-            checkout_failures,
-            clears: IntCounter::new(
-                "mongoload_pool_clears_total",
-                "Times the driver cleared a connection pool (after network errors or a step-down).",
-            )?,
-            servers,
-            primary_changes: IntCounter::new(
-                "mongoload_primary_changes_total",
-                "Replica set primary changes (new primary or new election) seen by the driver.",
-            )?,
+            open: f.connections.with_label_values(&["open"]),
+            in_use: f.connections.with_label_values(&["in_use"]),
+            f,
             pool: Mutex::new(PoolBook::new()),
             topology: Mutex::new(TopologyState {
                 tracker: PrimaryTracker::default(),
@@ -219,13 +203,7 @@ impl DriverMetrics {
     }
 
     pub(crate) fn register(&self, registry: &Registry) -> Result<(), prometheus::Error> {
-        registry.register(Box::new(self.connections.clone()))?;
-        registry.register(Box::new(self.checkout_wait.clone()))?;
-        registry.register(Box::new(self.checkout_failures.clone()))?;
-        registry.register(Box::new(self.clears.clone()))?;
-        registry.register(Box::new(self.servers.clone()))?;
-        registry.register(Box::new(self.primary_changes.clone()))?;
-        Ok(())
+        self.f.register(registry)
     }
 
     pub(crate) fn on_cmap(&self, event: &CmapEvent) {
@@ -236,7 +214,7 @@ impl DriverMetrics {
                 self.release(&ev.address, ev.connection_id);
             }
             CmapEvent::ConnectionCheckedOut(ev) => {
-                self.checkout_wait.observe(ev.duration.as_secs_f64());
+                self.f.checkout_wait.observe(ev.duration.as_secs_f64());
                 if self.book().check_out(&ev.address, ev.connection_id) {
                     self.in_use.inc();
                 }
@@ -248,9 +226,9 @@ impl DriverMetrics {
                     ConnectionCheckoutFailedReason::ConnectionError => "connection_error",
                     _ => "other",
                 };
-                self.checkout_failures.with_label_values(&[reason]).inc();
+                self.f.checkout_failures.with_label_values(&[reason]).inc();
             }
-            CmapEvent::PoolCleared(_) => self.clears.inc(),
+            CmapEvent::PoolCleared(_) => self.f.clears.inc(),
             CmapEvent::PoolClosed(ev) => {
                 let out = self.book().close_pool(&ev.address);
                 self.in_use.sub(i64::try_from(out).unwrap_or(i64::MAX));
@@ -293,7 +271,8 @@ impl DriverMetrics {
         secondaries.sort();
         for t in SERVER_TYPES {
             let n = counts.get(t).copied().unwrap_or(0);
-            self.servers
+            self.f
+                .servers
                 .with_label_values(&[t])
                 .set(i64::try_from(n).unwrap_or(i64::MAX));
         }
@@ -302,14 +281,14 @@ impl DriverMetrics {
             .tracker
             .observe(primary.as_deref(), desc.max_election_id());
         if changed {
-            self.primary_changes.inc();
+            self.f.primary_changes.inc();
         }
         state.view = TopologyView {
             topology_type: desc.topology_type().to_string(),
             servers: counts,
             primary: primary.clone(),
             writable: desc.has_writable_server(),
-            primary_changes: self.primary_changes.get(),
+            primary_changes: self.f.primary_changes.get(),
             secondaries,
         };
         Some((primary, changed))

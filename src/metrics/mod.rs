@@ -6,8 +6,11 @@
 //! ([`Metrics::workload`]); the handles it returns touch only atomics (and one
 //! uncontended per-thread lock for the HdrHistogram) per operation.
 
+mod audit;
 mod driver;
 pub mod failover;
+pub(crate) mod family;
+mod probe;
 mod window;
 mod workload;
 
@@ -16,17 +19,20 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use prometheus::{
-    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    Encoder, GaugeVec, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    TextEncoder,
 };
 
+pub use audit::AuditFamilies;
 pub use driver::{server_type_label, TopologyView, CHECKOUT_FAILURE_REASONS, SERVER_TYPES};
+pub use probe::{ProbeFamilies, LAG_BUCKETS};
 pub use window::{LatencySummary, WindowConfig, WINDOW_QUANTILES};
 pub use workload::{OpMetrics, PrepareMetrics, RequestMetrics, WorkloadMetrics};
 
+use crate::failover::Failover;
 use crate::workload::OpSpec;
 use driver::DriverMetrics;
-use failover::FailoverMetrics;
+use family::families;
 use window::WindowCollector;
 
 /// Content type of [`Metrics::encode`]'s output (Prometheus text format 0.0.4).
@@ -78,9 +84,9 @@ pub struct Metrics {
     target_up: IntGauge,
     vecs: Vecs,
     driver: Arc<DriverMetrics>,
-    failover: Arc<FailoverMetrics>,
-    audit: crate::audit::AuditFamilies,
-    probe: crate::probe::ProbeMetrics,
+    failover: Arc<Failover>,
+    audit: AuditFamilies,
+    probe: ProbeFamilies,
     thresholds: crate::threshold::monitor::ThresholdFamilies,
     run_info: IntGaugeVec,
     windows: Arc<WindowCollector>,
@@ -88,30 +94,6 @@ pub struct Metrics {
     /// `WorkloadMetrics` of that name, so after a reload the new handle
     /// removes the series the old one set.
     current_stages: Mutex<BTreeMap<String, Arc<Mutex<Option<String>>>>>,
-}
-
-/// The labelled families behind [`WorkloadMetrics`].
-#[derive(Clone)]
-pub(crate) struct Vecs {
-    pub(crate) operations: IntCounterVec,
-    pub(crate) documents: IntCounterVec,
-    pub(crate) errors: IntCounterVec,
-    pub(crate) latency: HistogramVec,
-    pub(crate) service_time: HistogramVec,
-    pub(crate) target_rate: GaugeVec,
-    pub(crate) target_concurrency: IntGaugeVec,
-    pub(crate) inflight: IntGaugeVec,
-    pub(crate) schedule_lag: GaugeVec,
-    pub(crate) send_lateness: HistogramVec,
-    pub(crate) missed: IntCounterVec,
-    pub(crate) stage_info: IntGaugeVec,
-    pub(crate) prepare_progress: GaugeVec,
-    pub(crate) requests: IntCounterVec,
-    pub(crate) request_duration: HistogramVec,
-    pub(crate) request_errors: IntCounterVec,
-    pub(crate) request_documents: IntCounterVec,
-    pub(crate) prepare_steps: IntCounterVec,
-    pub(crate) prepare_errors: IntCounterVec,
 }
 
 impl Metrics {
@@ -127,17 +109,13 @@ impl Metrics {
         window.validate()?;
         let registry = Registry::new();
 
-        let build_info = IntGaugeVec::new(
-            Opts::new(
-                "mongoload_build_info",
-                "Always 1; the labels say which build is running.",
-            ),
-            &["version", "revision"],
-        )?;
-        build_info
+        let process = ProcessFamilies::new()?;
+        process
+            .build_info
             .with_label_values(&[env!("CARGO_PKG_VERSION"), BUILD_REVISION])
             .set(1);
-        registry.register(Box::new(build_info))?;
+        process.register(&registry)?;
+        let target_up = process.target_up;
         let run_info = IntGaugeVec::new(
             Opts::new(
                 "mongoload_run_info",
@@ -147,23 +125,17 @@ impl Metrics {
         )?;
         registry.register(Box::new(run_info.clone()))?;
 
-        let target_up = IntGauge::new(
-            "mongoload_target_up",
-            "1 while the MongoDB deployment answers, 0 otherwise.",
-        )?;
-        registry.register(Box::new(target_up.clone()))?;
-
         let vecs = Vecs::new()?;
         vecs.register(&registry)?;
 
         let driver = Arc::new(DriverMetrics::new()?);
         driver.register(&registry)?;
 
-        let failover = Arc::new(FailoverMetrics::new()?);
+        let failover = Arc::new(Failover::new()?);
         failover.register(&registry)?;
-        let audit = crate::audit::AuditFamilies::new()?;
+        let audit = AuditFamilies::new()?;
         audit.register(&registry)?;
-        let probe = crate::probe::ProbeMetrics::new()?;
+        let probe = ProbeFamilies::with_series()?;
         probe.register(&registry)?;
         let thresholds = crate::threshold::monitor::ThresholdFamilies::new()?;
         thresholds.register(&registry)?;
@@ -189,6 +161,21 @@ impl Metrics {
             windows,
             current_stages: Mutex::new(BTreeMap::new()),
         })
+    }
+
+    /// The name of every family [`Metrics::new`] registers (the process
+    /// collector's `process_*` aside), from their declarations.
+    pub fn family_names() -> Vec<&'static str> {
+        [
+            ProcessFamilies::NAMES,
+            Vecs::NAMES,
+            driver::DriverFamilies::NAMES,
+            failover::FailoverFamilies::NAMES,
+            AuditFamilies::NAMES,
+            ProbeFamilies::NAMES,
+            &[window::NAME],
+        ]
+        .concat()
     }
 
     /// The registry, for callers that want to add metrics of their own.
@@ -262,7 +249,7 @@ impl Metrics {
     }
 
     /// The acknowledged-write audit's families.
-    pub fn audit(&self) -> &crate::audit::AuditFamilies {
+    pub fn audit(&self) -> &AuditFamilies {
         &self.audit
     }
 
@@ -272,12 +259,12 @@ impl Metrics {
     }
 
     /// The replication-lag probe's families.
-    pub fn probe(&self) -> &crate::probe::ProbeMetrics {
+    pub fn probe(&self) -> &ProbeFamilies {
         &self.probe
     }
 
     /// Failover: the primary, write outages, the failovers seen.
-    pub fn failover(&self) -> &Arc<FailoverMetrics> {
+    pub fn failover(&self) -> &Arc<Failover> {
         &self.failover
     }
 
@@ -327,174 +314,82 @@ impl Metrics {
     }
 }
 
-impl Vecs {
-    fn new() -> Result<Self, prometheus::Error> {
-        let wl = &["workload"];
-        let wl_op = &["workload", "op"];
-        let wl_op_step = &["workload", "op", "step"];
-        Ok(Vecs {
-            operations: IntCounterVec::new(
-                Opts::new(
-                    "mongoload_operations_total",
-                    "Finished scheduled operations by outcome (ok or error); a \
-                     composite operation (several requests) counts once.",
-                ),
-                &["workload", "op", "outcome"],
-            )?,
-            documents: IntCounterVec::new(
-                Opts::new(
-                    "mongoload_documents_total",
-                    "Documents written or returned by successful operations \
-                     (a bounded insert's evicted documents not included).",
-                ),
-                wl_op,
-            )?,
-            errors: IntCounterVec::new(
-                Opts::new(
-                    "mongoload_errors_total",
-                    "Failed operations by error class (of the failing request).",
-                ),
-                &["workload", "op", "kind"],
-            )?,
-            latency: HistogramVec::new(
-                HistogramOpts::new(
-                    "mongoload_latency_seconds",
-                    "Response time of operations (from the intended start in open loop).",
-                )
-                .buckets(LATENCY_BUCKETS.to_vec()),
-                wl_op,
-            )?,
-            service_time: HistogramVec::new(
-                HistogramOpts::new(
-                    "mongoload_service_time_seconds",
-                    "Service time of operations: from the actual send to the reply \
-                     (equals the response time in closed loop).",
-                )
-                .buckets(LATENCY_BUCKETS.to_vec()),
-                wl_op,
-            )?,
-            target_rate: GaugeVec::new(
-                Opts::new(
-                    "mongoload_target_rate",
-                    "Scheduled operations per second (0 in closed loop).",
-                ),
-                wl,
-            )?,
-            target_concurrency: IntGaugeVec::new(
-                Opts::new(
-                    "mongoload_target_concurrency",
-                    "Scheduled workers (0 in open loop).",
-                ),
-                wl,
-            )?,
-            inflight: IntGaugeVec::new(
-                Opts::new("mongoload_inflight_operations", "Operations in flight."),
-                wl,
-            )?,
-            schedule_lag: GaugeVec::new(
-                Opts::new(
-                    "mongoload_schedule_lag_seconds",
-                    "How far dispatch is behind the schedule.",
-                ),
-                wl,
-            )?,
-            send_lateness: HistogramVec::new(
-                HistogramOpts::new(
-                    "mongoload_send_lateness_seconds",
-                    "Open loop: how late each operation was sent after its intended start.",
-                )
-                .buckets(LATENESS_BUCKETS.to_vec()),
-                wl,
-            )?,
-            missed: IntCounterVec::new(
-                Opts::new(
-                    "mongoload_missed_operations_total",
-                    "Operations the schedule asked for and could not issue.",
-                ),
-                wl,
-            )?,
-            stage_info: IntGaugeVec::new(
-                Opts::new(
-                    "mongoload_phase_info",
-                    "1 for the stage a workload is running now.",
-                ),
-                &["workload", "stage"],
-            )?,
-            prepare_progress: GaugeVec::new(
-                Opts::new(
-                    "mongoload_prepare_progress_ratio",
-                    "Share of the prepare step's documents in place, 0 to 1 (1 when prepared).",
-                ),
-                wl,
-            )?,
-            requests: IntCounterVec::new(
-                Opts::new(
-                    "mongoload_requests_total",
-                    "Driver calls (requests) by operation, step and outcome; a \
-                     single-call operation's step is the op.",
-                ),
-                &["workload", "op", "step", "outcome"],
-            )?,
-            request_duration: HistogramVec::new(
-                HistogramOpts::new(
-                    "mongoload_request_duration_seconds",
-                    "Duration of each request, from its send to its reply.",
-                )
-                .buckets(LATENCY_BUCKETS.to_vec()),
-                wl_op_step,
-            )?,
-            request_errors: IntCounterVec::new(
-                Opts::new(
-                    "mongoload_request_errors_total",
-                    "Failed requests by error class.",
-                ),
-                &["workload", "op", "step", "kind"],
-            )?,
-            request_documents: IntCounterVec::new(
-                Opts::new(
-                    "mongoload_request_documents_total",
-                    "Documents written or returned by successful requests.",
-                ),
-                wl_op_step,
-            )?,
-            prepare_steps: IntCounterVec::new(
-                Opts::new(
-                    "mongoload_prepare_steps_total",
-                    "Prepare step attempts (indexes, loads, key scans) by outcome.",
-                ),
-                &["workload", "outcome"],
-            )?,
-            prepare_errors: IntCounterVec::new(
-                Opts::new(
-                    "mongoload_prepare_errors_total",
-                    "Failed prepare step attempts by error class.",
-                ),
-                &["workload", "kind"],
-            )?,
-        })
+families! {
+    /// The labelled families behind [`WorkloadMetrics`].
+    #[derive(Clone)]
+    pub(crate) struct Vecs {
+        pub(crate) operations: IntCounterVec = "mongoload_operations_total",
+            "Finished scheduled operations by outcome (ok or error); a \
+             composite operation (several requests) counts once.",
+            labels ["workload", "op", "outcome"];
+        pub(crate) documents: IntCounterVec = "mongoload_documents_total",
+            "Documents written or returned by successful operations \
+             (a bounded insert's evicted documents not included).",
+            labels ["workload", "op"];
+        pub(crate) errors: IntCounterVec = "mongoload_errors_total",
+            "Failed operations by error class (of the failing request).",
+            labels ["workload", "op", "kind"];
+        pub(crate) latency: HistogramVec = "mongoload_latency_seconds",
+            "Response time of operations (from the intended start in open loop).",
+            labels ["workload", "op"], buckets LATENCY_BUCKETS;
+        pub(crate) service_time: HistogramVec = "mongoload_service_time_seconds",
+            "Service time of operations: from the actual send to the reply \
+             (equals the response time in closed loop).",
+            labels ["workload", "op"], buckets LATENCY_BUCKETS;
+        pub(crate) target_rate: GaugeVec = "mongoload_target_rate",
+            "Scheduled operations per second (0 in closed loop).",
+            labels ["workload"];
+        pub(crate) target_concurrency: IntGaugeVec = "mongoload_target_concurrency",
+            "Scheduled workers (0 in open loop).",
+            labels ["workload"];
+        pub(crate) inflight: IntGaugeVec = "mongoload_inflight_operations",
+            "Operations in flight.",
+            labels ["workload"];
+        pub(crate) schedule_lag: GaugeVec = "mongoload_schedule_lag_seconds",
+            "How far dispatch is behind the schedule.",
+            labels ["workload"];
+        pub(crate) send_lateness: HistogramVec = "mongoload_send_lateness_seconds",
+            "Open loop: how late each operation was sent after its intended start.",
+            labels ["workload"], buckets LATENESS_BUCKETS;
+        pub(crate) missed: IntCounterVec = "mongoload_missed_operations_total",
+            "Operations the schedule asked for and could not issue.",
+            labels ["workload"];
+        pub(crate) stage_info: IntGaugeVec = "mongoload_phase_info",
+            "1 for the stage a workload is running now.",
+            labels ["workload", "stage"];
+        pub(crate) prepare_progress: GaugeVec = "mongoload_prepare_progress_ratio",
+            "Share of the prepare step's documents in place, 0 to 1 (1 when prepared).",
+            labels ["workload"];
+        pub(crate) requests: IntCounterVec = "mongoload_requests_total",
+            "Driver calls (requests) by operation, step and outcome; a \
+             single-call operation's step is the op.",
+            labels ["workload", "op", "step", "outcome"];
+        pub(crate) request_duration: HistogramVec = "mongoload_request_duration_seconds",
+            "Duration of each request, from its send to its reply.",
+            labels ["workload", "op", "step"], buckets LATENCY_BUCKETS;
+        pub(crate) request_errors: IntCounterVec = "mongoload_request_errors_total",
+            "Failed requests by error class.",
+            labels ["workload", "op", "step", "kind"];
+        pub(crate) request_documents: IntCounterVec = "mongoload_request_documents_total",
+            "Documents written or returned by successful requests.",
+            labels ["workload", "op", "step"];
+        pub(crate) prepare_steps: IntCounterVec = "mongoload_prepare_steps_total",
+            "Prepare step attempts (indexes, loads, key scans) by outcome.",
+            labels ["workload", "outcome"];
+        pub(crate) prepare_errors: IntCounterVec = "mongoload_prepare_errors_total",
+            "Failed prepare step attempts by error class.",
+            labels ["workload", "kind"];
     }
+}
 
-    fn register(&self, registry: &Registry) -> Result<(), prometheus::Error> {
-        registry.register(Box::new(self.operations.clone()))?;
-        registry.register(Box::new(self.documents.clone()))?;
-        registry.register(Box::new(self.errors.clone()))?;
-        registry.register(Box::new(self.latency.clone()))?;
-        registry.register(Box::new(self.service_time.clone()))?;
-        registry.register(Box::new(self.target_rate.clone()))?;
-        registry.register(Box::new(self.target_concurrency.clone()))?;
-        registry.register(Box::new(self.inflight.clone()))?;
-        registry.register(Box::new(self.schedule_lag.clone()))?;
-        registry.register(Box::new(self.send_lateness.clone()))?;
-        registry.register(Box::new(self.missed.clone()))?;
-        registry.register(Box::new(self.stage_info.clone()))?;
-        registry.register(Box::new(self.prepare_progress.clone()))?;
-        registry.register(Box::new(self.requests.clone()))?;
-        registry.register(Box::new(self.request_duration.clone()))?;
-        registry.register(Box::new(self.request_errors.clone()))?;
-        registry.register(Box::new(self.request_documents.clone()))?;
-        registry.register(Box::new(self.prepare_steps.clone()))?;
-        registry.register(Box::new(self.prepare_errors.clone()))?;
-        Ok(())
+families! {
+    /// The process's own families.
+    struct ProcessFamilies {
+        build_info: IntGaugeVec = "mongoload_build_info",
+            "Always 1; the labels say which build is running.",
+            labels ["version", "revision"];
+        target_up: IntGauge = "mongoload_target_up",
+            "1 while the MongoDB deployment answers, 0 otherwise.";
     }
 }
 

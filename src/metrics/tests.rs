@@ -436,3 +436,57 @@ fn send_lateness_is_a_histogram_fine_below_a_millisecond() {
         assert_has(&text, line);
     }
 }
+
+/// docs/metrics.md's table is the contract: every family the daemon
+/// registers has a row, and every row names a family that is registered.
+#[test]
+fn the_contract_table_and_the_registry_name_the_same_families() {
+    use std::collections::BTreeSet;
+    let table = include_str!("../../docs/metrics.md");
+    let documented: BTreeSet<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .flat_map(|l| {
+            let cell = l.split('|').nth(1).unwrap_or("");
+            cell.split('`')
+                .filter(|w| w.starts_with("mongoload_"))
+                .map(|w| w.split('{').next().unwrap_or(w))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(documented.len() > 40, "{documented:?}");
+
+    let m = Metrics::new().unwrap();
+    crate::control::ControlMetrics::register_in(m.registry()).unwrap();
+    crate::cluster::ClusterMetrics::register_in(m.registry()).unwrap();
+    let declared: BTreeSet<&str> = Metrics::family_names()
+        .into_iter()
+        .chain(crate::control::ControlMetrics::NAMES.iter().copied())
+        .chain(crate::cluster::ClusterMetrics::NAMES.iter().copied())
+        .collect();
+    let undocumented: Vec<_> = declared.difference(&documented).collect();
+    let undeclared: Vec<_> = documented.difference(&declared).collect();
+    assert!(
+        undocumented.is_empty() && undeclared.is_empty(),
+        "declared without a row in docs/metrics.md: {undocumented:?}; \
+         in the table but not declared: {undeclared:?}"
+    );
+
+    // What is declared is registered: the registry refuses each name again.
+    for name in &documented {
+        let again = prometheus::IntGauge::new(*name, "probe").unwrap();
+        assert!(
+            m.registry().register(Box::new(again)).is_err(),
+            "{name} is not registered"
+        );
+    }
+    // And nothing is registered beside the declarations (every family
+    // with a series; the process collector's process_* aside).
+    for family in m.registry().gather() {
+        let name = family.name();
+        assert!(
+            name.starts_with("process_") || declared.contains(name),
+            "{name} is registered but not declared"
+        );
+    }
+}

@@ -22,7 +22,7 @@ use super::MetricsError;
 /// The quantiles exported; 1 is the maximum.
 pub const WINDOW_QUANTILES: [f64; 5] = [0.5, 0.9, 0.99, 0.999, 1.0];
 
-const NAME: &str = "mongoload_latency_window_seconds";
+pub(super) const NAME: &str = "mongoload_latency_window_seconds";
 const HELP: &str = "Exact response-time quantiles over the last window (HdrHistogram); \
                     _sum and _count are totals since start.";
 /// Larger latencies are recorded as one hour: bounds a histogram's memory

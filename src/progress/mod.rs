@@ -18,11 +18,11 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::daemon::supervisor::Slots;
 use crate::daemon::Running;
 use crate::error_kind::ErrorKind;
-use crate::metrics::failover::{FailoverMetrics, UNCONFIRMED_GRACE};
+use crate::failover::{Failover, UNCONFIRMED_GRACE};
 use crate::report::StageReport;
-use crate::supervisor::Slots;
 use render::WorkloadSample;
 pub use terminal::Terminal;
 
@@ -55,7 +55,7 @@ impl ProgressArgs {
         let wanted = wanted(
             self.no_progress,
             std::io::stderr().is_terminal(),
-            crate::logging::stderr_is_journal(),
+            crate::daemon::logging::stderr_is_journal(),
             std::env::var_os("TERM").as_deref(),
         );
         wanted.then(|| Progress {
@@ -170,7 +170,7 @@ impl Live {
 async fn show(
     terminal: Terminal,
     slots: Arc<Slots>,
-    failover: Arc<FailoverMetrics>,
+    failover: Arc<Failover>,
     every: Duration,
     stop: CancellationToken,
 ) {

@@ -5,12 +5,12 @@
 use std::time::Duration;
 
 use crate::control::{fmt_rate, ControlState};
+use crate::daemon::service::status_phrase;
 use crate::engine::{PrepareProgress, StageLabel, StageState};
 use crate::error_kind::ErrorKind;
-use crate::metrics::failover::FailoverRecord;
+use crate::failover::FailoverRecord;
 use crate::report::table::{ms, stage_table};
 use crate::report::StageReport;
-use crate::service::status_phrase;
 
 /// One workload at one instant, as the progress lines need it.
 #[derive(Debug, Clone, Default)]

@@ -51,7 +51,7 @@ pub trait ReportSink: Send + Sync {
 #[derive(Default, Clone)]
 pub struct ReportExtras {
     /// The failovers the driver saw, listed in the stages they fell in.
-    pub failovers: Option<Arc<crate::metrics::failover::FailoverMetrics>>,
+    pub failovers: Option<Arc<crate::failover::Failover>>,
     /// Where finished reports go instead of straight to the run log.
     pub sink: Option<Arc<dyn ReportSink>>,
     /// In a cluster: the member its reports come from.

@@ -240,7 +240,7 @@ pub struct FailoverReport {
 
 impl FailoverReport {
     /// The report of a failover the driver saw.
-    pub fn from_record(r: &crate::metrics::failover::FailoverRecord) -> FailoverReport {
+    pub fn from_record(r: &crate::failover::FailoverRecord) -> FailoverReport {
         FailoverReport {
             at: rfc3339(r.wall.into()),
             from: r.from.clone(),

@@ -270,7 +270,7 @@ fn generated_configs_never_panic_and_rejections_name_file_key_and_reason() {
                     accepted.set(accepted.get() + 1);
                     // What check-config and run do next must not panic either.
                     let described = std::panic::catch_unwind(|| {
-                        (c.describe(), mongoload::limits::fd_budget(&c))
+                        (c.describe(), mongoload::daemon::limits::fd_budget(&c))
                     });
                     prop_assert!(described.is_ok(), "describe panicked on:\n{text}");
                 }

@@ -191,6 +191,7 @@ fn every_docs_page_named_in_the_tree_exists() {
     let mut missing = Vec::new();
     let mut stack: Vec<PathBuf> = [
         "src",
+        "crates",
         "tests",
         "benches",
         "etc",

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::prometheus_tools;
+use mongoload::daemon::http::{serve, HttpState};
 use mongoload::error_kind::ErrorKind;
-use mongoload::http::{serve, HttpState};
 use mongoload::metrics::Metrics;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -193,7 +193,7 @@ async fn at_most_max_connections_are_served_at_once() {
     let server = start().await;
     // Fill every permit with clients that send nothing.
     let mut idle = Vec::new();
-    for _ in 0..mongoload::http::MAX_CONNECTIONS {
+    for _ in 0..mongoload::daemon::http::MAX_CONNECTIONS {
         idle.push(TcpStream::connect(server.addr).await.unwrap());
     }
     tokio::time::sleep(Duration::from_millis(100)).await;

@@ -337,7 +337,7 @@ async fn a_scrape_storm_does_not_change_the_load() {
         );
     }
     assert!(
-        fds_storm <= fds_quiet + mongoload::http::MAX_CONNECTIONS as usize + 16 + 8,
+        fds_storm <= fds_quiet + mongoload::daemon::http::MAX_CONNECTIONS as usize + 16 + 8,
         "connections not bounded: {summary}"
     );
 }
@@ -532,7 +532,7 @@ async fn hostile_peers_neither_crash_nor_stall_the_load() {
     assert!(achieved >= 0.98, "the load fell behind: {achieved}");
     assert_eq!((hostile.operations.error, hostile.missed), (0, 0));
     assert!(
-        fds_attack <= fds_before + mongoload::http::MAX_CONNECTIONS as usize + 16,
+        fds_attack <= fds_before + mongoload::daemon::http::MAX_CONNECTIONS as usize + 16,
         "daemon fds {fds_before} → {fds_attack}"
     );
     assert!(

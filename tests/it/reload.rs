@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::{eventually, metric, ops};
 use mongoload::daemon;
 
-use mongoload::supervisor::ReloadError;
+use mongoload::daemon::supervisor::ReloadError;
 
 const W: &str = "workload=\"w\"";
 

@@ -1,0 +1,672 @@
+//! Aggregation pipelines of the simulator: `$match`, `$group` (with `$sum`,
+//! `$avg`, `$min`, `$max`, `$count`, `$first`, `$last`, `$push`,
+//! `$addToSet`), `$sort`, `$skip`, `$limit`, `$project`, `$addFields`/`$set`,
+//! `$unwind`, `$count`, run over documents in memory.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use bson::{Bson, Document};
+
+use super::query::{
+    compare, get_path, Filter, IndexKey, Projection, QueryError, SortSpec, ValueExpr,
+};
+
+/// Stages MongoDB has that the simulator does not run: refused with a
+/// message saying so rather than "unrecognized".
+const UNSUPPORTED: &[&str] = &[
+    "$lookup",
+    "$facet",
+    "$bucket",
+    "$bucketAuto",
+    "$sample",
+    "$out",
+    "$merge",
+    "$replaceRoot",
+    "$replaceWith",
+    "$sortByCount",
+    "$unionWith",
+    "$geoNear",
+    "$graphLookup",
+    "$redact",
+    "$densify",
+    "$fill",
+    "$setWindowFields",
+    "$collStats",
+    "$indexStats",
+    "$documents",
+    "$changeStream",
+    "$currentOp",
+    "$listSessions",
+    "$planCacheStats",
+    "$search",
+    "$unset",
+];
+
+/// Accumulators of `$group`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum AccOp {
+    Sum,
+    Avg,
+    Min,
+    Max,
+    First,
+    Last,
+    Push,
+    AddToSet,
+}
+
+#[derive(Debug, Clone)]
+struct Accumulator {
+    name: String,
+    op: AccOp,
+    arg: ValueExpr,
+}
+
+#[derive(Debug, Clone)]
+struct Group {
+    id: ValueExpr,
+    accs: Vec<Accumulator>,
+}
+
+#[derive(Debug, Clone)]
+enum Stage {
+    Match(Filter),
+    Group(Group),
+    Sort(SortSpec),
+    Skip(u64),
+    Limit(u64),
+    Project(Projection),
+    AddFields(Vec<(Vec<String>, ValueExpr)>),
+    Unwind { path: Vec<String>, preserve: bool },
+    Count(String),
+}
+
+impl Stage {
+    /// Whether the stage needs all its input before it emits anything.
+    fn is_blocking(&self) -> bool {
+        matches!(self, Stage::Group(_) | Stage::Sort(_) | Stage::Count(_))
+    }
+}
+
+/// A parsed pipeline.
+#[derive(Debug, Clone)]
+pub struct Pipeline {
+    stages: Vec<Stage>,
+}
+
+fn location(code: i32, message: impl Into<String>) -> QueryError {
+    let name = match code {
+        15952 => "Location15952",
+        15955 => "Location15955",
+        15956 => "Location15956",
+        15957 => "Location15957",
+        15958 => "Location15958",
+        15976 => "Location15976",
+        16872 => "Location16872",
+        28812 => "Location28812",
+        40156 => "Location40156",
+        40157 => "Location40157",
+        40158 => "Location40158",
+        40160 => "Location40160",
+        40234 => "Location40234",
+        40235 => "Location40235",
+        40323 => "Location40323",
+        40324 => "Location40324",
+        51272 => "Location51272",
+        _ => "Location",
+    };
+    QueryError::new(code, name, message)
+}
+
+fn non_negative_int(v: &Bson) -> Option<u64> {
+    match v {
+        Bson::Int32(i) => u64::try_from(*i).ok(),
+        Bson::Int64(i) => u64::try_from(*i).ok(),
+        Bson::Double(f) if f.fract() == 0.0 && *f >= 0.0 && *f < 1.8e19 => Some(*f as u64),
+        _ => None,
+    }
+}
+
+fn parse_stage(stage: &Document) -> Result<Stage, QueryError> {
+    let mut it = stage.iter();
+    let (name, arg) = match (it.next(), it.next()) {
+        (Some(first), None) => first,
+        _ => {
+            return Err(location(
+                40323,
+                "A pipeline stage specification object must contain exactly one field.",
+            ))
+        }
+    };
+    let doc_arg = |what: &str| -> Result<&Document, QueryError> {
+        match arg {
+            Bson::Document(d) => Ok(d),
+            _ => Err(QueryError::failed_to_parse(format!(
+                "{what} specification must be an object"
+            ))),
+        }
+    };
+    Ok(match name.as_str() {
+        "$match" => Stage::Match(Filter::parse(doc_arg("$match")?)?),
+        "$group" => Stage::Group(parse_group(doc_arg("$group")?)?),
+        "$sort" => {
+            let spec = doc_arg("$sort")?;
+            if spec.is_empty() {
+                return Err(location(
+                    15976,
+                    "$sort stage must have at least one sort key",
+                ));
+            }
+            Stage::Sort(SortSpec::parse(spec)?)
+        }
+        "$skip" => match non_negative_int(arg) {
+            Some(n) => Stage::Skip(n),
+            None => {
+                return Err(location(
+                    15956,
+                    format!(
+                    "invalid argument to $skip stage: expected a non-negative integer, got {arg}"
+                ),
+                ))
+            }
+        },
+        "$limit" => match non_negative_int(arg) {
+            Some(0) => return Err(location(15958, "the limit must be positive")),
+            Some(n) => Stage::Limit(n),
+            None if super::query::number_as_f64(arg).is_some() => {
+                return Err(location(15958, "the limit must be positive"))
+            }
+            None => return Err(location(15957, "the limit must be specified as a number")),
+        },
+        "$project" => {
+            let spec = doc_arg("$project")?;
+            if spec.is_empty() {
+                return Err(location(
+                    51272,
+                    "Invalid $project :: caused by :: projection specification must have at least one field",
+                ));
+            }
+            Stage::Project(Projection::parse(spec)?)
+        }
+        "$addFields" | "$set" => {
+            let spec = doc_arg(name)?;
+            let mut fields = Vec::with_capacity(spec.len());
+            for (k, v) in spec {
+                fields.push((
+                    k.split('.').map(str::to_owned).collect(),
+                    ValueExpr::parse(v)?,
+                ));
+            }
+            Stage::AddFields(fields)
+        }
+        "$unwind" => {
+            let (path, preserve) =
+                match arg {
+                    Bson::String(s) => (s.as_str(), false),
+                    Bson::Document(d) => match d.get("path") {
+                        Some(Bson::String(s)) => (
+                            s.as_str(),
+                            d.get("preserveNullAndEmptyArrays")
+                                .is_some_and(super::query::truthy),
+                        ),
+                        _ => return Err(location(28812, "no path specified to $unwind stage")),
+                    },
+                    _ => return Err(QueryError::failed_to_parse(
+                        "expected either a string or an object as specification for $unwind stage",
+                    )),
+                };
+            let Some(p) = path.strip_prefix('$').filter(|p| !p.is_empty()) else {
+                return Err(location(
+                    28812,
+                    format!("path option to $unwind stage should be prefixed with a '$': {path}"),
+                ));
+            };
+            Stage::Unwind {
+                path: p.split('.').map(str::to_owned).collect(),
+                preserve,
+            }
+        }
+        "$count" => match arg {
+            Bson::String(s) if s.is_empty() => {
+                return Err(location(
+                    40157,
+                    "the count field must be a non-empty string",
+                ))
+            }
+            Bson::String(s) if s.starts_with('$') => {
+                return Err(location(
+                    40158,
+                    "the count field cannot be a $-prefixed path",
+                ))
+            }
+            Bson::String(s) if s.contains('.') => {
+                return Err(location(40160, "the count field cannot contain '.'"))
+            }
+            Bson::String(s) => Stage::Count(s.clone()),
+            _ => {
+                return Err(location(
+                    40156,
+                    "the count field must be a non-empty string",
+                ))
+            }
+        },
+        other if UNSUPPORTED.contains(&other) => {
+            return Err(QueryError::bad_value(format!(
+                "the {other} stage is not supported by the mongoload simulator"
+            )))
+        }
+        other => {
+            return Err(location(
+                40324,
+                format!("Unrecognized pipeline stage name: '{other}'"),
+            ))
+        }
+    })
+}
+
+fn parse_group(spec: &Document) -> Result<Group, QueryError> {
+    let id = match spec.get("_id") {
+        Some(v) => ValueExpr::parse(v)?,
+        None => return Err(location(15955, "a group specification must include an _id")),
+    };
+    let mut accs = Vec::new();
+    for (name, v) in spec {
+        if name == "_id" {
+            continue;
+        }
+        if name.contains('.') {
+            return Err(location(
+                40235,
+                format!("The field name '{name}' cannot contain '.'"),
+            ));
+        }
+        let (op_name, arg) = match v {
+            Bson::Document(d) if d.len() == 1 => match d.iter().next() {
+                Some((k, a)) if k.starts_with('$') => (k.as_str(), a),
+                _ => {
+                    return Err(location(
+                        40234,
+                        format!("The field '{name}' must be an accumulator object"),
+                    ))
+                }
+            },
+            _ => {
+                return Err(location(
+                    40234,
+                    format!("The field '{name}' must be an accumulator object"),
+                ))
+            }
+        };
+        let (op, arg) = match op_name {
+            "$sum" => (AccOp::Sum, ValueExpr::parse(arg)?),
+            "$avg" => (AccOp::Avg, ValueExpr::parse(arg)?),
+            "$min" => (AccOp::Min, ValueExpr::parse(arg)?),
+            "$max" => (AccOp::Max, ValueExpr::parse(arg)?),
+            "$first" => (AccOp::First, ValueExpr::parse(arg)?),
+            "$last" => (AccOp::Last, ValueExpr::parse(arg)?),
+            "$push" => (AccOp::Push, ValueExpr::parse(arg)?),
+            "$addToSet" => (AccOp::AddToSet, ValueExpr::parse(arg)?),
+            // `$count: {}` is `$sum: 1`.
+            "$count" => match arg {
+                Bson::Document(d) if d.is_empty() => {
+                    (AccOp::Sum, ValueExpr::parse(&Bson::Int32(1))?)
+                }
+                _ => {
+                    return Err(QueryError::bad_value(
+                        "$count takes no arguments, i.e. $count:{}",
+                    ))
+                }
+            },
+            other => return Err(location(15952, format!("unknown group operator '{other}'"))),
+        };
+        accs.push(Accumulator {
+            name: name.clone(),
+            op,
+            arg,
+        });
+    }
+    Ok(Group { id, accs })
+}
+
+/// Running state of one accumulator in one group.
+#[derive(Debug)]
+enum AccState {
+    /// Integer sum while it fits an i64 (`None` after overflow), the double
+    /// sum of everything, and the widest type seen.
+    Sum {
+        int: Option<i64>,
+        float: f64,
+        long: bool,
+        double: bool,
+    },
+    Avg {
+        sum: f64,
+        count: u64,
+    },
+    Extreme(Option<Bson>),
+    First(Option<Bson>),
+    Last(Bson),
+    List(Vec<Bson>),
+}
+
+impl AccState {
+    fn new(op: AccOp) -> AccState {
+        match op {
+            AccOp::Sum => AccState::Sum {
+                int: Some(0),
+                float: 0.0,
+                long: false,
+                double: false,
+            },
+            AccOp::Avg => AccState::Avg { sum: 0.0, count: 0 },
+            AccOp::Min | AccOp::Max => AccState::Extreme(None),
+            AccOp::First => AccState::First(None),
+            AccOp::Last => AccState::Last(Bson::Null),
+            AccOp::Push | AccOp::AddToSet => AccState::List(Vec::new()),
+        }
+    }
+
+    fn add(&mut self, op: AccOp, v: Option<Bson>) {
+        match self {
+            AccState::Sum {
+                int,
+                float,
+                long,
+                double,
+            } => {
+                let Some(v) = v else { return };
+                match v {
+                    Bson::Int32(i) => {
+                        *int = int.and_then(|s| s.checked_add(i64::from(i)));
+                        *float += f64::from(i);
+                    }
+                    Bson::Int64(i) => {
+                        *long = true;
+                        *int = int.and_then(|s| s.checked_add(i));
+                        *float += i as f64;
+                    }
+                    other => {
+                        // Non-numbers are ignored, as MongoDB's $sum does.
+                        if let Some(f) = super::query::number_as_f64(&other) {
+                            *double = true;
+                            *float += f;
+                        }
+                    }
+                }
+            }
+            AccState::Avg { sum, count } => {
+                if let Some(f) = v.as_ref().and_then(super::query::number_as_f64) {
+                    *sum += f;
+                    *count += 1;
+                }
+            }
+            AccState::Extreme(best) => {
+                let Some(v) = v else { return };
+                if matches!(v, Bson::Null | Bson::Undefined) {
+                    return;
+                }
+                let want = if op == AccOp::Min {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                };
+                if best.as_ref().is_none_or(|b| compare(&v, b) == want) {
+                    *best = Some(v);
+                }
+            }
+            AccState::First(first) => {
+                if first.is_none() {
+                    *first = Some(v.unwrap_or(Bson::Null));
+                }
+            }
+            AccState::Last(last) => *last = v.unwrap_or(Bson::Null),
+            AccState::List(list) => {
+                let Some(v) = v else { return };
+                if op == AccOp::AddToSet && list.iter().any(|e| compare(e, &v) == Ordering::Equal) {
+                    return;
+                }
+                list.push(v);
+            }
+        }
+    }
+
+    fn finish(self) -> Bson {
+        match self {
+            AccState::Sum {
+                int,
+                float,
+                long,
+                double,
+            } => match int {
+                _ if double => Bson::Double(float),
+                Some(s) => match i32::try_from(s) {
+                    Ok(small) if !long => Bson::Int32(small),
+                    _ => Bson::Int64(s),
+                },
+                // An integer sum past i64 carries on as a double, as MongoDB's does.
+                None => Bson::Double(float),
+            },
+            AccState::Avg { sum, count } => {
+                if count == 0 {
+                    Bson::Null
+                } else {
+                    Bson::Double(sum / count as f64)
+                }
+            }
+            AccState::Extreme(v) | AccState::First(v) => v.unwrap_or(Bson::Null),
+            AccState::Last(v) => v,
+            AccState::List(l) => Bson::Array(l),
+        }
+    }
+}
+
+impl Group {
+    fn run(&self, docs: Vec<Document>) -> Vec<Document> {
+        let mut index: BTreeMap<IndexKey, usize> = BTreeMap::new();
+        let mut groups: Vec<(Bson, Vec<AccState>)> = Vec::new();
+        for doc in &docs {
+            let id = self.id.eval(doc).unwrap_or(Bson::Null);
+            let slot = match index.get(&IndexKey(id.clone())) {
+                Some(i) => *i,
+                None => {
+                    index.insert(IndexKey(id.clone()), groups.len());
+                    groups.push((id, self.accs.iter().map(|a| AccState::new(a.op)).collect()));
+                    groups.len() - 1
+                }
+            };
+            for (acc, state) in self.accs.iter().zip(groups[slot].1.iter_mut()) {
+                state.add(acc.op, acc.arg.eval(doc));
+            }
+        }
+        groups
+            .into_iter()
+            .map(|(id, states)| {
+                let mut out = Document::new();
+                out.insert("_id", id);
+                for (acc, state) in self.accs.iter().zip(states) {
+                    out.insert(acc.name.clone(), state.finish());
+                }
+                out
+            })
+            .collect()
+    }
+}
+
+/// Sets `value` at `parts` in `doc`, creating or replacing embedded
+/// documents on the way (as `$addFields` does).
+fn set_path(doc: &mut Document, parts: &[String], value: Bson) {
+    let Some((first, rest)) = parts.split_first() else {
+        return;
+    };
+    if rest.is_empty() {
+        doc.insert(first.clone(), value);
+        return;
+    }
+    if !matches!(doc.get(first), Some(Bson::Document(_))) {
+        doc.insert(first.clone(), Document::new());
+    }
+    if let Some(Bson::Document(sub)) = doc.get_mut(first) {
+        set_path(sub, rest, value);
+    }
+}
+
+/// Per-run counters of the `$skip`/`$limit` stages of a streaming run.
+struct Stream<'a> {
+    stages: &'a [Stage],
+    counts: Vec<u64>,
+}
+
+impl Stream<'_> {
+    /// Whether a `$limit` is full, so no further input can reach the output.
+    fn exhausted(&self) -> bool {
+        self.stages
+            .iter()
+            .zip(&self.counts)
+            .any(|(s, c)| matches!(s, Stage::Limit(n) if c >= n))
+    }
+
+    fn push(&mut self, i: usize, doc: Document, out: &mut Vec<Document>) {
+        let Some(stage) = self.stages.get(i) else {
+            out.push(doc);
+            return;
+        };
+        match stage {
+            Stage::Match(f) => {
+                if f.matches(&doc) {
+                    self.push(i + 1, doc, out);
+                }
+            }
+            Stage::Skip(n) => {
+                if self.counts[i] < *n {
+                    self.counts[i] += 1;
+                } else {
+                    self.push(i + 1, doc, out);
+                }
+            }
+            Stage::Limit(n) => {
+                if self.counts[i] < *n {
+                    self.counts[i] += 1;
+                    self.push(i + 1, doc, out);
+                }
+            }
+            Stage::Project(p) => {
+                let projected = p.apply(&doc);
+                self.push(i + 1, projected, out);
+            }
+            Stage::AddFields(fields) => {
+                let mut d = doc;
+                for (parts, e) in fields {
+                    // Expressions see the document as it came into the stage.
+                    if let Some(v) = e.eval(&d) {
+                        set_path(&mut d, parts, v);
+                    }
+                }
+                self.push(i + 1, d, out);
+            }
+            Stage::Unwind { path, preserve } => {
+                let dotted = path.join(".");
+                match get_path(&doc, &dotted) {
+                    Some(Bson::Array(a)) if !a.is_empty() => {
+                        for e in a.clone() {
+                            let mut d = doc.clone();
+                            set_path(&mut d, path, e);
+                            self.push(i + 1, d, out);
+                        }
+                    }
+                    None | Some(Bson::Null) | Some(Bson::Array(_)) => {
+                        if *preserve {
+                            self.push(i + 1, doc, out);
+                        }
+                    }
+                    Some(_) => self.push(i + 1, doc, out),
+                }
+            }
+            // Blocking stages never reach a stream.
+            Stage::Group(_) | Stage::Sort(_) | Stage::Count(_) => out.push(doc),
+        }
+    }
+}
+
+/// Runs streaming (non-blocking) `stages` over `input`, stopping early
+/// once a `$limit` is full.
+fn stream(stages: &[Stage], input: impl Iterator<Item = Document>) -> Vec<Document> {
+    let mut out = Vec::new();
+    let mut s = Stream {
+        stages,
+        counts: vec![0; stages.len()],
+    };
+    for doc in input {
+        if s.exhausted() {
+            break;
+        }
+        s.push(0, doc, &mut out);
+    }
+    out
+}
+
+impl Pipeline {
+    /// Parses the stages; an unknown stage is an error (code 40324,
+    /// "Unrecognized pipeline stage name: '$x'"), as MongoDB answers.
+    pub fn parse(stages: &[Document]) -> Result<Pipeline, QueryError> {
+        let stages = stages
+            .iter()
+            .map(parse_stage)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Pipeline { stages })
+    }
+
+    /// The filter of a leading `$match`, so the caller can use an index to
+    /// choose the input; `run` still applies it.
+    pub fn leading_match(&self) -> Option<&Filter> {
+        match self.stages.first() {
+            Some(Stage::Match(f)) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// Runs the pipeline over `input` and returns the output documents.
+    ///
+    /// Stages up to the first blocking one (`$group`, `$sort`, `$count`)
+    /// stream, so `[{$match}, {$limit: 10}]` stops reading input after ten
+    /// matches. Errors are reserved for evaluation failures; the stages the
+    /// simulator runs today have none once parsed.
+    pub fn run(&self, input: impl Iterator<Item = Document>) -> Result<Vec<Document>, QueryError> {
+        let next_blocking = |from: usize| {
+            from + self.stages[from..]
+                .iter()
+                .take_while(|s| !s.is_blocking())
+                .count()
+        };
+        let mut b = next_blocking(0);
+        let mut docs = stream(&self.stages[..b], input);
+        while b < self.stages.len() {
+            docs = match &self.stages[b] {
+                Stage::Group(g) => g.run(docs),
+                Stage::Sort(s) => {
+                    s.sort(&mut docs);
+                    docs
+                }
+                Stage::Count(name) => {
+                    if docs.is_empty() {
+                        Vec::new()
+                    } else {
+                        let n = docs.len();
+                        let v = i32::try_from(n).map_or(Bson::Int64(n as i64), Bson::Int32);
+                        let mut d = Document::new();
+                        d.insert(name.clone(), v);
+                        vec![d]
+                    }
+                }
+                _ => docs,
+            };
+            let end = next_blocking(b + 1);
+            docs = stream(&self.stages[b + 1..end], docs.into_iter());
+            b = end;
+        }
+        Ok(docs)
+    }
+}
+
+#[cfg(test)]
+mod tests;

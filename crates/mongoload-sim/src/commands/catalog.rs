@@ -1,0 +1,232 @@
+//! Catalog commands: databases, collections, indexes.
+
+use bson::{doc, Bson, Document};
+
+use super::*;
+
+pub(super) fn list_databases(shared: &Shared, cmd: &Document) -> CmdResult {
+    let filter = opt_doc(cmd, "filter")?.map(Filter::parse).transpose()?;
+    let mut dbs = Vec::new();
+    let mut total = 0i64;
+    for (name, docs) in shared.store.databases() {
+        let size = docs as i64 * 256;
+        let d = doc! { "name": name, "sizeOnDisk": size, "empty": docs == 0 };
+        if filter.as_ref().is_none_or(|f| f.matches(&d)) {
+            total += size;
+            dbs.push(Bson::Document(d));
+        }
+    }
+    Ok(
+        doc! { "databases": dbs, "totalSize": total, "totalSizeMb": total / (1024 * 1024), "ok": 1.0 },
+    )
+}
+
+pub(super) fn list_collections(shared: &Shared, db: &str, cmd: &Document) -> CmdResult {
+    let filter = opt_doc(cmd, "filter")?.map(Filter::parse).transpose()?;
+    let name_only = opt_bool(cmd, "nameOnly");
+    let mut out = Vec::new();
+    for (name, _) in shared.store.collections(db) {
+        let d = if name_only {
+            doc! { "name": name, "type": "collection" }
+        } else {
+            doc! {
+                "name": name,
+                "type": "collection",
+                "options": {},
+                "info": { "readOnly": false },
+                "idIndex": { "v": 2, "key": { "_id": 1 }, "name": "_id_" },
+            }
+        };
+        if filter.as_ref().is_none_or(|f| f.matches(&d)) {
+            out.push(d);
+        }
+    }
+    let ns = format!("{db}.$cmd.listCollections");
+    let (batch, id) = shared.cursors.open(&ns, out, batch_size(cmd)?, false);
+    Ok(cursor_reply(&ns, batch, id, true))
+}
+
+pub(super) fn create(shared: &Shared, db: &str, cmd: &Document) -> CmdResult {
+    let coll = coll_name(cmd, "create")?;
+    if shared.store.create(db, coll) {
+        Ok(doc! { "ok": 1.0 })
+    } else {
+        Err(CmdError::new(
+            48,
+            "NamespaceExists",
+            format!("Collection {db}.{coll} already exists."),
+        ))
+    }
+}
+
+pub(super) fn drop(shared: &Shared, db: &str, cmd: &Document) -> CmdResult {
+    let coll = coll_name(cmd, "drop")?;
+    match shared.store.drop_collection(db, coll) {
+        Some(c) => {
+            let n = rlock(&c).indexes.len() as i32 + 1;
+            Ok(doc! { "nIndexesWas": n, "ns": format!("{db}.{coll}"), "ok": 1.0 })
+        }
+        // MongoDB 7.0 answers ok for a missing collection.
+        None => Ok(doc! { "ok": 1.0 }),
+    }
+}
+
+pub(super) fn parse_index_key(key: &Document) -> Result<Vec<(String, i32)>, CmdError> {
+    if key.is_empty() {
+        return Err(CmdError::new(
+            67,
+            "CannotCreateIndex",
+            "Index keys cannot be empty.",
+        ));
+    }
+    key.iter()
+        .map(|(f, v)| match as_i64(v) {
+            Some(d) if d == 1 || d == -1 => Ok((f.clone(), d as i32)),
+            _ => Err(CmdError::new(67, "CannotCreateIndex", format!("Values in the index key pattern must be 1 or -1 in the simulator, got {f}: {v}"))),
+        })
+        .collect()
+}
+
+pub(super) fn create_indexes(shared: &Shared, db: &str, cmd: &Document) -> CmdResult {
+    let coll = coll_name(cmd, "createIndexes")?;
+    let specs = docs_array(cmd, "indexes")?;
+    let mut parsed = Vec::new();
+    for spec in &specs {
+        let key_doc = opt_doc(spec, "key")?.ok_or_else(|| {
+            CmdError::new(
+                9,
+                "FailedToParse",
+                "The 'key' field is a required property of an index specification",
+            )
+        })?;
+        let key = parse_index_key(key_doc)?;
+        let name = match spec.get("name") {
+            Some(Bson::String(n)) => n.clone(),
+            _ => index_name(&key),
+        };
+        let mut stored = doc! { "v": 2, "key": key_doc.clone(), "name": &name };
+        let unique = opt_bool(spec, "unique");
+        if unique {
+            stored.insert("unique", true);
+        }
+        parsed.push((name, key, unique, stored));
+    }
+    let (c, created) = shared.store.collection_or_create(db, coll);
+    let mut c = wlock(&c);
+    let before = c.indexes.len() as i32 + 1;
+    let mut note = None;
+    for (name, key, unique, stored) in parsed {
+        if key == [("_id".to_owned(), 1)] {
+            note = Some("all indexes already exist");
+            continue;
+        }
+        if let Some(existing) = c.indexes.iter().find(|ix| ix.name == name || ix.key == key) {
+            if existing.key == key && existing.name == name && existing.unique == unique {
+                note = Some("all indexes already exist");
+                continue;
+            }
+            if existing.name == name {
+                return Err(CmdError::new(86, "IndexKeySpecsConflict", format!("An existing index has the same name as the requested index. Requested index: {stored}, existing index: {}", existing.spec)));
+            }
+            return Err(CmdError::new(
+                85,
+                "IndexOptionsConflict",
+                format!(
+                    "Index already exists with a different name: {}",
+                    existing.name
+                ),
+            ));
+        }
+        c.create_index(name, key, unique, stored)?;
+    }
+    let mut reply = doc! {
+        "numIndexesBefore": before,
+        "numIndexesAfter": c.indexes.len() as i32 + 1,
+        "createdCollectionAutomatically": created,
+    };
+    if let Some(n) = note {
+        reply.insert("note", n);
+    }
+    reply.insert("ok", 1.0);
+    Ok(reply)
+}
+
+pub(super) fn ns_not_found(db: &str, coll: &str) -> CmdError {
+    CmdError::new(
+        26,
+        "NamespaceNotFound",
+        format!("ns does not exist: {db}.{coll}"),
+    )
+}
+
+pub(super) fn list_indexes(shared: &Shared, db: &str, cmd: &Document) -> CmdResult {
+    let coll = coll_name(cmd, "listIndexes")?;
+    let c = shared
+        .store
+        .collection(db, coll)
+        .ok_or_else(|| ns_not_found(db, coll))?;
+    let mut out = vec![doc! { "v": 2, "key": { "_id": 1 }, "name": "_id_" }];
+    out.extend(rlock(&c).indexes.iter().map(|ix| ix.spec.clone()));
+    let ns = format!("{db}.$cmd.listIndexes.{coll}");
+    let (batch, id) = shared.cursors.open(&ns, out, batch_size(cmd)?, false);
+    Ok(cursor_reply(&ns, batch, id, true))
+}
+
+pub(super) fn drop_indexes(shared: &Shared, db: &str, cmd: &Document) -> CmdResult {
+    let coll = coll_name(cmd, command_name(cmd))?;
+    let c = shared
+        .store
+        .collection(db, coll)
+        .ok_or_else(|| ns_not_found(db, coll))?;
+    let mut c = wlock(&c);
+    let was = c.indexes.len() as i32 + 1;
+    let not_found = |what: String| {
+        CmdError::new(
+            27,
+            "IndexNotFound",
+            format!("index not found with name [{what}]"),
+        )
+    };
+    match cmd.get("index") {
+        Some(Bson::String(s)) if s == "*" => c.indexes.clear(),
+        Some(Bson::String(s)) if s == "_id_" => {
+            return Err(CmdError::new(72, "InvalidOptions", "cannot drop _id index"))
+        }
+        Some(Bson::String(s)) => {
+            let i = c
+                .indexes
+                .iter()
+                .position(|ix| &ix.name == s)
+                .ok_or_else(|| not_found(s.clone()))?;
+            c.indexes.remove(i);
+        }
+        Some(Bson::Array(names)) => {
+            for n in names {
+                let s = n
+                    .as_str()
+                    .ok_or_else(|| CmdError::type_mismatch("index names must be strings"))?;
+                let i = c
+                    .indexes
+                    .iter()
+                    .position(|ix| ix.name == s)
+                    .ok_or_else(|| not_found(s.to_owned()))?;
+                c.indexes.remove(i);
+            }
+        }
+        Some(Bson::Document(key)) => {
+            let key = parse_index_key(key)?;
+            let i = c
+                .indexes
+                .iter()
+                .position(|ix| ix.key == key)
+                .ok_or_else(|| CmdError::new(27, "IndexNotFound", "can't find index with key"))?;
+            c.indexes.remove(i);
+        }
+        _ => {
+            return Err(CmdError::type_mismatch(
+                "'index' must be a string, an array of strings or a key pattern",
+            ))
+        }
+    }
+    Ok(doc! { "nIndexesWas": was, "ok": 1.0 })
+}

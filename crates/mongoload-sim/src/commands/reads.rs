@@ -1,0 +1,89 @@
+//! Aggregation and the read commands built on it: aggregate, distinct,
+//! count.
+
+use std::collections::BTreeSet;
+
+use bson::{doc, Bson, Document};
+
+use super::*;
+
+pub(super) fn aggregate(shared: &Shared, db: &str, cmd: &Document) -> CmdResult {
+    let coll = match cmd.get("aggregate") {
+        Some(Bson::String(s)) => s.as_str(),
+        _ => {
+            return Err(CmdError::new(
+                73,
+                "InvalidNamespace",
+                "mongoload sim supports only collection aggregations",
+            ))
+        }
+    };
+    if !cmd.contains_key("cursor") && !opt_bool(cmd, "explain") {
+        return Err(CmdError::new(
+            9,
+            "FailedToParse",
+            "The 'cursor' option is required, except for aggregate with the explain argument",
+        ));
+    }
+    let stages = docs_array(cmd, "pipeline")?;
+    let pipeline = Pipeline::parse(&stages)?;
+    let input: Vec<Document> = match shared.store.collection(db, coll) {
+        None => Vec::new(),
+        Some(c) => {
+            let c = rlock(&c);
+            match pipeline.leading_match() {
+                Some(f) => c.select(f, None, 0, None).into_iter().cloned().collect(),
+                None => c.iter().cloned().collect(),
+            }
+        }
+    };
+    let out = pipeline.run(input.into_iter())?;
+    let ns = format!("{db}.{coll}");
+    let (first, id) = shared.cursors.open(&ns, out, batch_size(cmd)?, false);
+    Ok(cursor_reply(&ns, first, id, true))
+}
+
+pub(super) fn distinct(shared: &Shared, db: &str, cmd: &Document) -> CmdResult {
+    let coll = coll_name(cmd, "distinct")?;
+    let key = cmd
+        .get_str("key")
+        .map_err(|_| CmdError::type_mismatch("'key' must be a string"))?;
+    let empty = Document::new();
+    let filter = Filter::parse(opt_doc(cmd, "query")?.unwrap_or(&empty))?;
+    let mut values = BTreeSet::new();
+    if let Some(c) = shared.store.collection(db, coll) {
+        let c = rlock(&c);
+        for d in c.select(&filter, None, 0, None) {
+            match get_path(d, key) {
+                Some(Bson::Array(items)) => values.extend(items.iter().cloned().map(Key)),
+                Some(v) => {
+                    values.insert(Key(v.clone()));
+                }
+                None => {}
+            }
+        }
+    }
+    let values: Vec<Bson> = values.into_iter().map(|k| k.0).collect();
+    Ok(doc! { "values": values, "ok": 1.0 })
+}
+
+pub(super) fn count(shared: &Shared, db: &str, cmd: &Document) -> CmdResult {
+    let coll = coll_name(cmd, "count")?;
+    let args = find_args(cmd, "query")?;
+    let n = match shared.store.collection(db, coll) {
+        None => 0,
+        Some(c) => {
+            let c = rlock(&c);
+            if cmd
+                .get("query")
+                .is_none_or(|q| q.as_document().is_some_and(|d| d.is_empty()))
+            {
+                let total = c.len().saturating_sub(args.skip);
+                args.limit.map_or(total, |l| total.min(l))
+            } else {
+                c.select(&args.filter, None, args.skip, args.limit).len()
+            }
+        }
+    };
+    Ok(doc! { "n": n as i64, "ok": 1.0 })
+}

@@ -1,0 +1,571 @@
+//! `mongoload sim`: an in-memory server that speaks the MongoDB wire
+//! protocol well enough for the official drivers and every built-in
+//! workload, with fault injection, standalone or as a replica set. A test
+//! double and demo target, never a database: no persistence, no real
+//! transactions.
+//!
+//! In Rust: [`start`] a simulator (or [`start_replset`] a replica set),
+//! keep the [`SimHandle`], point a driver at [`SimHandle::uri`], change
+//! faults through [`SimHandle::faults`] and drive elections through
+//! [`SimHandle::replset`]. With [`SimConfig::auth`] clients must
+//! authenticate (SCRAM), with [`SimConfig::tls`] they connect over TLS
+//! (every member of a replica set alike).
+#![forbid(unsafe_code)]
+
+pub mod aggregate;
+pub mod auth;
+pub mod commands;
+pub mod cursor;
+pub mod faults;
+pub mod query;
+pub mod replset;
+pub mod server;
+pub mod store;
+pub mod tls;
+pub mod update;
+pub mod wire;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use auth::AuthUser;
+pub use faults::{Decision, ErrorFault, FaultConfig, Faults, LatencyDist, Stall};
+pub use replset::{
+    ElectionTime, Failover, ReplSet, ReplSetConfig, RolledBack, StepDown, StepDownError, WriteKind,
+};
+use server::Shared;
+pub use tls::TlsFiles;
+
+/// How to start a simulator.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Address to listen on; port 0 picks a free port.
+    pub listen: SocketAddr,
+    /// Faults active from the start.
+    pub faults: FaultConfig,
+    /// The one user (in `admin`) clients must authenticate as; none: no authentication.
+    pub auth: Option<AuthUser>,
+    /// Serve TLS with this certificate and key; none: plain TCP.
+    pub tls: Option<TlsFiles>,
+    /// Announce logical sessions in `hello` (as MongoDB does); without
+    /// them the driver sends no session ids and refuses explicit sessions,
+    /// as with a server that has none.
+    pub sessions: bool,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            faults: FaultConfig::default(),
+            auth: None,
+            tls: None,
+            sessions: true,
+        }
+    }
+}
+
+type Listener = (CancellationToken, JoinHandle<()>);
+
+/// A running simulator. Dropping it shuts the simulator down.
+pub struct SimHandle {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    root: CancellationToken,
+    listener: Mutex<Option<Listener>>,
+    replset: Option<ReplSet>,
+}
+
+/// Starts a simulator on `config.listen` and returns once it accepts
+/// connections. Unreadable TLS files are an `InvalidInput` error naming the file.
+pub async fn start(config: SimConfig) -> std::io::Result<SimHandle> {
+    let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
+    let shared = Arc::new(new_shared(&config, &tls));
+    let root = shared.faults.root().clone();
+    let (addr, stop, task) = server::listen(config.listen, shared.clone(), &root).await?;
+    tokio::spawn(server::reap_cursors(shared.clone(), root.clone()));
+    Ok(SimHandle {
+        addr,
+        shared,
+        root,
+        listener: Mutex::new(Some((stop, task))),
+        replset: None,
+    })
+}
+
+/// Starts a replica set of `set.members` members on consecutive ports from
+/// `config.listen` (from a free one when its port is 0), each with the
+/// faults of `config.faults`; member 0 is primary. The handle's
+/// [`SimHandle::addr`], [`SimHandle::faults`] and listener methods are
+/// member 0's; [`SimHandle::uri`] is the seed list.
+pub async fn start_replset(config: SimConfig, set: ReplSetConfig) -> std::io::Result<SimHandle> {
+    let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
+    let started = replset::start(config.listen, &|| new_shared(&config, &tls), set).await?;
+    let (addr, shared, root, stop, task) = started.first;
+    Ok(SimHandle {
+        addr,
+        shared,
+        root,
+        listener: Mutex::new(Some((stop, task))),
+        replset: Some(started.set),
+    })
+}
+
+/// One server's state as `config` describes it (faults, user, TLS); a
+/// replica set makes one per member.
+fn new_shared(config: &SimConfig, tls: &Option<tokio_rustls::TlsAcceptor>) -> Shared {
+    let mut shared = Shared::new(Faults::new(config.faults.clone()));
+    shared.auth = config.auth.as_ref().map(auth::Credentials::new);
+    shared.tls = tls.clone();
+    shared.sessions = config.sessions;
+    shared
+}
+
+impl SimHandle {
+    /// The address it listens on (the real port when started with port 0).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A connection string for the driver: `mongodb://127.0.0.1:PORT/`, or
+    /// for a replica set the seed list `mongodb://h1,h2,h3/?replicaSet=NAME`.
+    pub fn uri(&self) -> String {
+        match &self.replset {
+            Some(set) => set.uri(),
+            None => format!("mongodb://{}/", self.addr),
+        }
+    }
+
+    /// The replica set, when started with [`start_replset`]: members,
+    /// elections, replication lag and rollback.
+    pub fn replset(&self) -> Option<&ReplSet> {
+        self.replset.as_ref()
+    }
+
+    /// The fault-injection handle; changes apply to the next command.
+    pub fn faults(&self) -> &Faults {
+        &self.shared.faults
+    }
+
+    /// Connections open now.
+    pub fn connections(&self) -> u64 {
+        self.shared
+            .stats
+            .conns_current
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Server-side cursors open now.
+    pub fn open_cursors(&self) -> usize {
+        self.shared.cursors.len()
+    }
+
+    /// Stops listening (new connections are refused by the OS) and closes
+    /// every open connection, as if the server went down. Data is kept.
+    pub async fn stop_listener(&self) {
+        let current = self
+            .listener
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some((stop, task)) = current {
+            stop.cancel();
+            let _ = task.await;
+        }
+        self.shared.faults.drop_connections();
+    }
+
+    /// Listens again on the same address after [`SimHandle::stop_listener`].
+    pub async fn restart_listener(&self) -> std::io::Result<()> {
+        if self
+            .listener
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+        {
+            return Ok(());
+        }
+        let (_, stop, task) = server::listen(self.addr, self.shared.clone(), &self.root).await?;
+        let mut slot = self.listener.lock().unwrap_or_else(|e| e.into_inner());
+        match slot.as_ref() {
+            // Another restart won the race: keep it and drop ours.
+            Some(_) => stop.cancel(),
+            None => *slot = Some((stop, task)),
+        }
+        Ok(())
+    }
+
+    /// Stops listening, closes every connection and waits for the listener to end.
+    pub async fn shutdown(self) {
+        self.root.cancel();
+        if let Some(set) = &self.replset {
+            set.shutdown();
+        }
+        let current = self
+            .listener
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some((_, task)) = current {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for SimHandle {
+    fn drop(&mut self) {
+        self.root.cancel();
+        if let Some(set) = &self.replset {
+            set.shutdown();
+        }
+    }
+}
+
+/// `mongoload sim` options.
+#[derive(Debug, clap::Args)]
+pub struct SimArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:27017")]
+    pub listen: SocketAddr,
+    /// Fixed latency added to every command (e.g. 2ms).
+    #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "latency_dist")]
+    pub latency: Option<Duration>,
+    /// Latency drawn per command: fixed:2ms, uniform:1ms..5ms or exp:2ms.
+    #[arg(long)]
+    pub latency_dist: Option<LatencyDist>,
+    /// Hold every reply for D once every P, written D/P (e.g. 1s/10s).
+    #[arg(long)]
+    pub stall: Option<Stall>,
+    /// Probability (0..=1) of answering a command with --error-code instead of running it.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub error_rate: f64,
+    /// The error code injected (10107 NotWritablePrimary, 91 ShutdownInProgress, 112 WriteConflict, 50 MaxTimeMSExpired, ...).
+    #[arg(long, default_value_t = 10107)]
+    pub error_code: i32,
+    /// Commands the errors apply to (comma-separated); default every command but the handshake.
+    #[arg(long, value_delimiter = ',')]
+    pub error_commands: Vec<String>,
+    /// Probability (0..=1) of closing the connection instead of answering a command.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub drop_rate: f64,
+    /// Close every new connection at once.
+    #[arg(long)]
+    pub refuse: bool,
+    /// Require SCRAM-SHA-256 or SCRAM-SHA-1 authentication as this user (defined in `admin`).
+    #[arg(
+        long,
+        value_name = "USER:PASSWORD",
+        env = "MONGOLOAD_SIM_AUTH",
+        hide_env_values = true
+    )]
+    pub auth: Option<AuthUser>,
+    /// Serve TLS with this PEM certificate chain (with --tls-key).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// Announce no logical sessions (no `logicalSessionTimeoutMinutes` in
+    /// `hello`), as a server without sessions does.
+    #[arg(long)]
+    pub no_sessions: bool,
+    /// Run a replica set named NAME: --members members on consecutive ports from --listen's.
+    #[arg(long, value_name = "NAME", help_heading = "Replica set")]
+    pub replset: Option<String>,
+    /// Members of the replica set (1 to 50); member 0 starts as primary.
+    #[arg(long, default_value_t = 3, requires = "replset", value_parser = clap::value_parser!(u16).range(1..=50), help_heading = "Replica set")]
+    pub members: u16,
+    /// Step the primary down this often (e.g. 60s).
+    #[arg(long, value_parser = humantime::parse_duration, requires = "replset", help_heading = "Replica set")]
+    pub failover_every: Option<Duration>,
+    /// How long a step-down leaves the set without a primary: 2s, or a uniform range 2s..10s.
+    #[arg(
+        long,
+        default_value = "2s",
+        requires = "replset",
+        help_heading = "Replica set"
+    )]
+    pub election: ElectionTime,
+    /// A step-down rolls back up to N of the newest writes acknowledged with w:1 (kept off the secondaries until then); w:"majority" writes are never lost.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        requires = "replset",
+        help_heading = "Replica set"
+    )]
+    pub rollback_writes: usize,
+    /// Secondaries apply each write this long after the primary (e.g. 500ms).
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration, requires = "replset", help_heading = "Replica set")]
+    pub replication_lag: Duration,
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let r: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if (0.0..=1.0).contains(&r) {
+        Ok(r)
+    } else {
+        Err(format!("{r} is not a probability between 0 and 1"))
+    }
+}
+
+impl SimArgs {
+    /// The TLS files, when both flags are given.
+    pub fn tls_files(&self) -> Option<TlsFiles> {
+        Some(TlsFiles {
+            cert: self.tls_cert.clone()?,
+            key: self.tls_key.clone()?,
+        })
+    }
+
+    /// The replica set these flags describe, if `--replset` is given.
+    pub fn replset_config(&self) -> Option<ReplSetConfig> {
+        self.replset.as_ref().map(|name| ReplSetConfig {
+            name: name.clone(),
+            members: self.members.into(),
+            election: self.election,
+            failover_every: self.failover_every,
+            rollback_writes: self.rollback_writes,
+            replication_lag: self.replication_lag,
+        })
+    }
+
+    /// The fault configuration these flags describe.
+    pub fn fault_config(&self) -> FaultConfig {
+        FaultConfig {
+            latency: self
+                .latency
+                .map(LatencyDist::Fixed)
+                .or_else(|| self.latency_dist.clone()),
+            stall: self.stall,
+            error: (self.error_rate > 0.0).then(|| ErrorFault {
+                rate: self.error_rate,
+                code: self.error_code,
+                commands: self.error_commands.clone(),
+            }),
+            drop_rate: self.drop_rate,
+            refuse: self.refuse,
+        }
+    }
+}
+
+/// Runs the simulator until SIGINT or SIGTERM.
+pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
+    // The lead unifies logging later; until then make sure logs reach stderr.
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .try_init();
+    let faults = args.fault_config();
+    let config = SimConfig {
+        listen: args.listen,
+        faults: faults.clone(),
+        auth: args.auth.clone(),
+        tls: args.tls_files(),
+        sessions: !args.no_sessions,
+    };
+    // Unreadable TLS files (InvalidInput) name the file themselves.
+    let handle = match args.replset_config() {
+        Some(set) => {
+            let members = set.members;
+            start_replset(config, set)
+                .await
+                .map_err(|e| match e.kind() {
+                    std::io::ErrorKind::InvalidInput => anyhow::anyhow!("{e}"),
+                    _ => anyhow::anyhow!(
+                        "cannot listen on {members} consecutive ports from {}: {e}",
+                        args.listen
+                    ),
+                })?
+        }
+        None => start(config).await.map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidInput => anyhow::anyhow!("{e}"),
+            _ => anyhow::anyhow!("cannot listen on {}: {e}", args.listen),
+        })?,
+    };
+    if let Some(set) = handle.replset() {
+        tracing::info!(
+            replset = set.name(),
+            members = ?set.hosts(),
+            election = ?args.election,
+            failover_every = ?args.failover_every,
+            rollback_writes = args.rollback_writes,
+            replication_lag = ?args.replication_lag,
+            "replica set: member 0 is primary"
+        );
+    }
+    tracing::info!(
+        addr = %handle.addr(),
+        uri = %handle.uri(),
+        faults = ?faults,
+        auth = args.auth.as_ref().map_or("off", |u| u.user.as_str()),
+        tls = args.tls_files().is_some(),
+        "mongoload sim listening (an in-memory test double, not a database)"
+    );
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r?,
+        _ = term.recv() => {}
+    }
+    tracing::info!("mongoload sim shutting down");
+    handle.shutdown().await;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        sim: SimArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<SimArgs, clap::Error> {
+        Wrap::try_parse_from(std::iter::once("sim").chain(args.iter().copied())).map(|w| w.sim)
+    }
+
+    #[test]
+    fn flags_become_a_fault_config() {
+        let a = parse(&[
+            "--listen",
+            "127.0.0.1:4000",
+            "--latency-dist",
+            "uniform:1ms..5ms",
+            "--stall",
+            "1s/10s",
+            "--error-rate",
+            "0.01",
+            "--error-code",
+            "91",
+            "--error-commands",
+            "insert,update",
+            "--drop-rate",
+            "0.5",
+            "--refuse",
+        ])
+        .unwrap();
+        assert_eq!(a.listen, "127.0.0.1:4000".parse().unwrap());
+        let f = a.fault_config();
+        assert_eq!(
+            f.latency,
+            Some(LatencyDist::Uniform {
+                min: Duration::from_millis(1),
+                max: Duration::from_millis(5)
+            })
+        );
+        assert_eq!(
+            f.stall,
+            Some(Stall {
+                duration: Duration::from_secs(1),
+                period: Duration::from_secs(10)
+            })
+        );
+        assert_eq!(
+            f.error,
+            Some(ErrorFault {
+                rate: 0.01,
+                code: 91,
+                commands: vec!["insert".into(), "update".into()]
+            })
+        );
+        assert_eq!((f.drop_rate, f.refuse), (0.5, true));
+        assert_eq!(
+            parse(&["--latency", "2ms"]).unwrap().fault_config().latency,
+            Some(LatencyDist::Fixed(Duration::from_millis(2)))
+        );
+        assert_eq!(parse(&[]).unwrap().fault_config(), FaultConfig::default());
+    }
+
+    #[test]
+    fn auth_and_tls_flags() {
+        let a = parse(&[
+            "--auth",
+            "app:p:w",
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "k.pem",
+        ])
+        .unwrap();
+        assert_eq!(
+            a.auth,
+            Some(AuthUser {
+                user: "app".into(),
+                password: "p:w".into()
+            })
+        );
+        assert_eq!(
+            a.tls_files(),
+            Some(TlsFiles {
+                cert: "c.pem".into(),
+                key: "k.pem".into()
+            })
+        );
+        assert!(parse(&["--tls-cert", "c.pem"]).is_err(), "needs --tls-key");
+        assert!(parse(&["--auth", "nopassword"]).is_err());
+    }
+
+    #[test]
+    fn bad_flags_are_rejected() {
+        assert!(parse(&["--error-rate", "1.5"]).is_err());
+        assert!(parse(&["--drop-rate", "-0.1"]).is_err());
+        assert!(parse(&["--stall", "10s/1s"]).is_err());
+        assert!(parse(&["--latency-dist", "gauss:1ms"]).is_err());
+        assert!(parse(&["--latency", "2ms", "--latency-dist", "exp:1ms"]).is_err());
+    }
+
+    #[test]
+    fn replica_set_flags() {
+        assert_eq!(parse(&[]).unwrap().replset_config(), None);
+        let a = parse(&[
+            "--replset",
+            "rs0",
+            "--members",
+            "5",
+            "--failover-every",
+            "60s",
+            "--election",
+            "2s..10s",
+            "--rollback-writes",
+            "50",
+            "--replication-lag",
+            "500ms",
+        ])
+        .unwrap();
+        assert_eq!(
+            a.replset_config(),
+            Some(ReplSetConfig {
+                name: "rs0".into(),
+                members: 5,
+                election: ElectionTime {
+                    min: Duration::from_secs(2),
+                    max: Duration::from_secs(10)
+                },
+                failover_every: Some(Duration::from_secs(60)),
+                rollback_writes: 50,
+                replication_lag: Duration::from_millis(500),
+            })
+        );
+        assert_eq!(
+            parse(&["--replset", "rs"]).unwrap().replset_config(),
+            Some(ReplSetConfig::new("rs", 3))
+        );
+        // Replica-set flags need --replset; member counts are bounded.
+        assert!(parse(&["--members", "3"]).is_err());
+        assert!(parse(&["--replication-lag", "1s"]).is_err());
+        assert!(parse(&["--replset", "rs", "--members", "0"]).is_err());
+        assert!(parse(&["--replset", "rs", "--members", "51"]).is_err());
+        assert!(parse(&["--replset", "rs", "--election", "5s..1s"]).is_err());
+    }
+}

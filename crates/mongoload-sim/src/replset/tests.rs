@@ -1,0 +1,116 @@
+//! Tests of the replica set: elections, replication, rollback.
+
+use super::*;
+
+#[test]
+fn election_times_parse() {
+    assert_eq!(
+        "2s".parse(),
+        Ok(ElectionTime::fixed(Duration::from_secs(2)))
+    );
+    let r: ElectionTime = "2s..10s".parse().unwrap();
+    assert_eq!(
+        (r.min, r.max),
+        (Duration::from_secs(2), Duration::from_secs(10))
+    );
+    let mut rng = SmallRng::seed_from_u64(3);
+    for _ in 0..100 {
+        let d = r.sample(&mut rng);
+        assert!(d >= r.min && d <= r.max, "{d:?}");
+    }
+    assert!("10s..2s".parse::<ElectionTime>().is_err());
+    assert!("soon".parse::<ElectionTime>().is_err());
+    assert!("2s..".parse::<ElectionTime>().is_err());
+}
+
+#[test]
+fn unspecified_addresses_are_advertised_as_loopback() {
+    assert_eq!(
+        advertised("0.0.0.0:27017".parse().unwrap()).to_string(),
+        "127.0.0.1:27017"
+    );
+    assert_eq!(
+        advertised("[::]:27018".parse().unwrap()).to_string(),
+        "[::1]:27018"
+    );
+    assert_eq!(
+        advertised("10.1.2.3:5".parse().unwrap()).to_string(),
+        "10.1.2.3:5"
+    );
+}
+
+#[derive(Debug, Default)]
+struct Recorder(Mutex<Vec<(Option<i32>, Option<i32>)>>);
+
+impl ChangeLog for Recorder {
+    fn record(&self, ns: &str, _: &Key, before: Option<&Document>, after: Option<&Document>) {
+        assert_eq!(ns, "d.c");
+        let v = |d: Option<&Document>| d.map(|d| d.get_i32("v").unwrap());
+        lock(&self.0).push((v(before), v(after)));
+    }
+}
+
+#[test]
+fn a_store_with_a_log_records_every_document_change() {
+    let store = Store::default();
+    let log = Arc::new(Recorder::default());
+    store.set_log(log.clone());
+    let (c, _) = store.collection_or_create("d", "c");
+    let mut c = wlock(&c);
+    c.insert(bson::doc! {"_id": 1, "v": 1}).unwrap();
+    let id = Key(Bson::Int32(1));
+    c.replace(&id, bson::doc! {"_id": 1, "v": 2}).unwrap();
+    assert!(c.insert(bson::doc! {"_id": 1, "v": 3}).is_err());
+    c.remove(&id);
+    // Applying a change is not a change of this member's own.
+    c.put(&id, Some(bson::doc! {"_id": 1, "v": 4}));
+    assert_eq!(
+        *lock(&log.0),
+        [(None, Some(1)), (Some(1), Some(2)), (Some(2), None)]
+    );
+    assert_eq!(c.get(&id).unwrap().get_i32("v"), Ok(4));
+}
+
+#[test]
+fn changes_apply_and_undo_on_a_store() {
+    let store = Store::default();
+    let id = Key(Bson::Int32(1));
+    let ins = Change::Doc {
+        ns: "d.c".into(),
+        id: id.clone(),
+        before: None,
+        after: Some(bson::doc! {"_id": 1, "v": 1}),
+    };
+    let upd = Change::Doc {
+        ns: "d.c".into(),
+        id: id.clone(),
+        before: Some(bson::doc! {"_id": 1, "v": 1}),
+        after: Some(bson::doc! {"_id": 1, "v": 2}),
+    };
+    let index = Change::Catalog(Catalog::Collection {
+        db: "d".into(),
+        coll: "c".into(),
+        indexes: vec![oplog::IndexSpec {
+            name: "v_1".into(),
+            key: vec![("v".into(), 1)],
+            unique: false,
+            spec: bson::doc! {"v": 2, "key": {"v": 1}, "name": "v_1"},
+        }],
+    });
+    apply(&store, &ins, true);
+    apply(&store, &index, true);
+    apply(&store, &upd, true);
+    let c = store.collection("d", "c").unwrap();
+    assert_eq!(rlock(&c).get(&id).unwrap().get_i32("v"), Ok(2));
+    assert_eq!(rlock(&c).indexes.len(), 1);
+    apply(&store, &upd, false);
+    assert_eq!(rlock(&c).get(&id).unwrap().get_i32("v"), Ok(1));
+    apply(&store, &ins, false);
+    assert!(rlock(&c).is_empty());
+    apply(
+        &store,
+        &Change::Catalog(Catalog::DropDatabase { db: "d".into() }),
+        true,
+    );
+    assert!(store.collection("d", "c").is_none());
+}

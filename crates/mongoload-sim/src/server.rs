@@ -1,0 +1,381 @@
+//! The TCP side of the simulator: the accept loop (stoppable and
+//! restartable on the same port), one task per connection reading frames,
+//! applying faults, running commands and writing replies from a reused
+//! buffer.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use bson::{Bson, Document};
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+use super::auth::{self, Credentials, Session};
+use super::commands::{self, command_name};
+use super::cursor::{Cursors, IDLE_TIMEOUT};
+use super::faults::Faults;
+use super::store::Store;
+use super::wire::{self, Request, WireError, HEADER_LEN};
+use mongoload_loglimit::{LogLimiter, LOG_INTERVAL};
+
+/// Longest a client may take to send the rest of a message once its first
+/// byte arrived: a peer that stops half-way is dropped instead of holding
+/// its connection open forever. (Between messages a connection may idle
+/// without limit: drivers keep pooled connections open.)
+pub const FRAME_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Connections that end badly (malformed messages, resets, stalls) are
+/// logged one line per [`LOG_INTERVAL`] with a count, so a peer sending
+/// garbage on thousands of connections cannot flood the log.
+fn bad_closes() -> &'static LogLimiter {
+    static LIMITER: std::sync::OnceLock<LogLimiter> = std::sync::OnceLock::new();
+    LIMITER.get_or_init(|| LogLimiter::new(2, LOG_INTERVAL))
+}
+const CLOSE_LOG: usize = 0;
+const ACCEPT_LOG: usize = 1;
+
+/// Counters `serverStatus` reports.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub insert: AtomicU64,
+    pub query: AtomicU64,
+    pub update: AtomicU64,
+    pub delete: AtomicU64,
+    pub getmore: AtomicU64,
+    pub command: AtomicU64,
+    pub conns_current: AtomicU64,
+    pub conns_total: AtomicU64,
+}
+
+/// Everything the connections of one simulator share.
+pub struct Shared {
+    pub store: Store,
+    pub cursors: Cursors,
+    pub faults: Faults,
+    pub stats: Stats,
+    pub started: Instant,
+    /// The user clients must authenticate as (`--auth`); none: no authentication.
+    pub auth: Option<Credentials>,
+    /// Serve TLS with this (`--tls-cert`/`--tls-key`); none: plain TCP.
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Set when this server is a replica-set member.
+    pub(crate) replset: OnceLock<super::replset::Link>,
+    /// Whether `hello` announces logical sessions.
+    pub sessions: bool,
+    next_connection: AtomicI64,
+    next_request: AtomicI64,
+}
+
+impl Shared {
+    pub fn new(faults: Faults) -> Shared {
+        Shared {
+            store: Store::default(),
+            cursors: Cursors::default(),
+            faults,
+            stats: Stats::default(),
+            started: Instant::now(),
+            auth: None,
+            tls: None,
+            replset: OnceLock::new(),
+            sessions: true,
+            next_connection: AtomicI64::new(1),
+            next_request: AtomicI64::new(1),
+        }
+    }
+}
+
+/// Accepts connections until `stop` is cancelled (the listener is then dropped).
+pub async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    stop: CancellationToken,
+    root: CancellationToken,
+) {
+    loop {
+        let accepted = tokio::select! {
+            _ = stop.cancelled() => return,
+            a = listener.accept() => a,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                if shared.faults.refusing() {
+                    tracing::debug!(%peer, "refusing connection (fault injection)");
+                    drop(stream);
+                    continue;
+                }
+                let shared = shared.clone();
+                let root = root.clone();
+                tokio::spawn(async move {
+                    shared.stats.conns_current.fetch_add(1, Ordering::Relaxed);
+                    shared.stats.conns_total.fetch_add(1, Ordering::Relaxed);
+                    let id = shared.next_connection.fetch_add(1, Ordering::Relaxed);
+                    match serve_tcp(stream, &shared, id, &root).await {
+                        // Expected ends: the client left, or we closed it
+                        // (shutdown, fault injection): no line at INFO.
+                        Ok(()) => tracing::debug!(%peer, connection = id, "connection closed"),
+                        Err(reason @ (Closed::Shutdown | Closed::Killed | Closed::Dropped)) => {
+                            tracing::debug!(%peer, connection = id, %reason, "connection closed")
+                        }
+                        Err(reason) => {
+                            if let Some(suppressed) = bad_closes().admit(CLOSE_LOG, Instant::now())
+                            {
+                                tracing::info!(%peer, connection = id, %reason, suppressed, "connection closed")
+                            }
+                        }
+                    }
+                    shared.stats.conns_current.fetch_sub(1, Ordering::Relaxed);
+                });
+            }
+            Err(e) => {
+                // EMFILE and friends: back off instead of spinning.
+                if let Some(suppressed) = bad_closes().admit(ACCEPT_LOG, Instant::now()) {
+                    tracing::warn!(error = %e, suppressed, "accept failed");
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// Why a connection ended.
+#[derive(Debug, thiserror::Error)]
+enum Closed {
+    #[error("malformed message: {0}")]
+    Wire(#[from] WireError),
+    #[error("i/o error: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("dropped by fault injection")]
+    Dropped,
+    #[error("all connections dropped by request")]
+    Killed,
+    #[error("simulator shut down")]
+    Shutdown,
+    #[error("TLS handshake failed: {0}")]
+    Tls(std::io::Error),
+    #[error("message not completed within {FRAME_TIMEOUT:?}")]
+    Stalled,
+}
+
+/// Reads one whole message into `buf`; false at a clean end of stream.
+/// Waits without limit for the first byte, then [`FRAME_TIMEOUT`] for the
+/// rest. The buffer grows with the bytes that arrive, never by the length
+/// a header claims, so a peer announcing 48 MB and sending nothing costs
+/// nothing.
+async fn read_frame(
+    reader: &mut BufReader<impl AsyncRead + Unpin>,
+    buf: &mut Vec<u8>,
+) -> Result<bool, Closed> {
+    if buf.capacity() > 1024 * 1024 {
+        // Do not keep a huge buffer per idle connection after one big message.
+        *buf = Vec::with_capacity(16 * 1024);
+    }
+    if reader.fill_buf().await?.is_empty() {
+        return Ok(false);
+    }
+    tokio::time::timeout(FRAME_TIMEOUT, read_message(reader, buf))
+        .await
+        .map_err(|_| Closed::Stalled)??;
+    Ok(true)
+}
+
+async fn read_message(
+    reader: &mut BufReader<impl AsyncRead + Unpin>,
+    buf: &mut Vec<u8>,
+) -> Result<(), Closed> {
+    let mut head = [0u8; HEADER_LEN];
+    reader.read_exact(&mut head).await?;
+    let header = wire::parse_header(&head)?;
+    buf.clear();
+    buf.extend_from_slice(&head);
+    let body = (header.length - HEADER_LEN) as u64;
+    let got = (&mut *reader).take(body).read_to_end(buf).await?;
+    if got as u64 != body {
+        return Err(Closed::Wire(WireError::Truncated("message")));
+    }
+    Ok(())
+}
+
+/// Serves an accepted connection, after the TLS handshake when TLS is on.
+async fn serve_tcp(
+    stream: TcpStream,
+    shared: &Shared,
+    connection_id: i64,
+    root: &CancellationToken,
+) -> Result<(), Closed> {
+    stream.set_nodelay(true)?;
+    match &shared.tls {
+        Some(acceptor) => {
+            let stream = super::tls::accept(acceptor, stream)
+                .await
+                .map_err(Closed::Tls)?;
+            let (rd, wr) = tokio::io::split(stream);
+            serve(rd, wr, shared, connection_id, root).await
+        }
+        // Plain TCP keeps the lock-free owned halves.
+        None => {
+            let (rd, wr) = stream.into_split();
+            serve(rd, wr, shared, connection_id, root).await
+        }
+    }
+}
+
+async fn serve(
+    rd: impl AsyncRead + Unpin,
+    mut wr: impl AsyncWrite + Unpin,
+    shared: &Shared,
+    connection_id: i64,
+    root: &CancellationToken,
+) -> Result<(), Closed> {
+    let mut session = Session::default();
+    let mut reader = BufReader::with_capacity(64 * 1024, rd);
+    let mut frame = Vec::with_capacity(16 * 1024);
+    let mut out = Vec::with_capacity(16 * 1024);
+    let mut rng = SmallRng::from_os_rng();
+    let token = shared.faults.connection_token();
+    let closed = token.cancelled();
+    tokio::pin!(closed);
+    let reason = || {
+        if root.is_cancelled() {
+            Closed::Shutdown
+        } else {
+            Closed::Killed
+        }
+    };
+    loop {
+        let got = tokio::select! {
+            // A connection told to close reads no further request, even
+            // one already waiting in the socket.
+            biased;
+            _ = &mut closed => return Err(reason()),
+            r = read_frame(&mut reader, &mut frame) => r?,
+        };
+        if !got {
+            return Ok(());
+        }
+        let (request_id, body, reply_legacy, no_reply) = match wire::parse_message(&frame)? {
+            Request::Msg {
+                request_id,
+                more_to_come,
+                body,
+                ..
+            } => (request_id, body, false, more_to_come),
+            Request::Query {
+                request_id,
+                collection,
+                query,
+            } => {
+                if !collection.ends_with(".$cmd") {
+                    return Err(WireError::UnknownOpcode(wire::OP_QUERY).into());
+                }
+                let mut q = query;
+                if !q.contains_key("$db") {
+                    let db = collection.trim_end_matches(".$cmd").to_owned();
+                    q.insert("$db", db);
+                }
+                (request_id, q, true, false)
+            }
+        };
+        let reply = tokio::select! {
+            // A reply already computed is sent even if the connection is
+            // being closed (a replSetStepDown answers, then closes).
+            biased;
+            r = respond(shared, connection_id, body, &mut rng, &mut session) => r?,
+            _ = &mut closed => return Err(reason()),
+        };
+        if no_reply {
+            continue;
+        }
+        out.clear();
+        let id = shared.next_request.fetch_add(1, Ordering::Relaxed) as i32;
+        if reply_legacy {
+            wire::encode_reply(&mut out, id, request_id, &reply);
+        } else {
+            wire::encode_msg(&mut out, id, request_id, &reply);
+        }
+        wr.write_all(&out).await?;
+        if out.capacity() > 1024 * 1024 {
+            // Do not keep a huge buffer per idle connection after one big reply.
+            out = Vec::with_capacity(16 * 1024);
+        }
+    }
+}
+
+/// Applies faults, then runs the command.
+async fn respond(
+    shared: &Shared,
+    connection_id: i64,
+    body: Document,
+    rng: &mut SmallRng,
+    session: &mut Session,
+) -> Result<Document, Closed> {
+    let name = command_name(&body).to_owned();
+    let decision = shared.faults.decide(&name, rng);
+    if decision.drop {
+        return Err(Closed::Dropped);
+    }
+    if !decision.delay.is_zero() {
+        let max_time = body.get("maxTimeMS").and_then(|v| match *v {
+            Bson::Int32(n) => Some(n as i64),
+            Bson::Int64(n) => Some(n),
+            Bson::Double(n) => Some(n as i64),
+            _ => None,
+        });
+        if let Some(ms) = max_time.filter(|&ms| ms > 0) {
+            let limit = Duration::from_millis(ms as u64);
+            if decision.delay > limit {
+                tokio::time::sleep(limit).await;
+                return Ok(commands::injected_error(50, false));
+            }
+        }
+        tokio::time::sleep(decision.delay).await;
+    }
+    if let Some(code) = decision.error {
+        return Ok(commands::injected_error(
+            code,
+            body.contains_key("txnNumber"),
+        ));
+    }
+    let fields = match auth::gate(shared, session, &body) {
+        auth::Verdict::Reply(reply) => return Ok(reply),
+        auth::Verdict::Run { fields } => fields,
+    };
+    let reply = match shared.replset.get() {
+        Some(member) => member.respond(shared, connection_id, body).await,
+        None => commands::execute(shared, connection_id, body),
+    };
+    Ok(auth::finish(reply, fields))
+}
+
+/// Binds `addr` and starts accepting in a task.
+pub async fn listen(
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    root: &CancellationToken,
+) -> std::io::Result<(SocketAddr, CancellationToken, tokio::task::JoinHandle<()>)> {
+    let listener = TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    let stop = root.child_token();
+    let task = tokio::spawn(accept_loop(listener, shared, stop.clone(), root.clone()));
+    Ok((local, stop, task))
+}
+
+/// Frees idle cursors every so often until `root` is cancelled.
+pub async fn reap_cursors(shared: Arc<Shared>, root: CancellationToken) {
+    let mut tick = tokio::time::interval(Duration::from_secs(30));
+    loop {
+        tokio::select! {
+            _ = root.cancelled() => return,
+            _ = tick.tick() => {
+                let n = shared.cursors.expire(IDLE_TIMEOUT);
+                if n > 0 {
+                    tracing::debug!(expired = n, "idle cursors freed");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,737 @@
+//! In-memory storage of the simulator: databases of collections, each an
+//! ordered map on `_id` plus secondary indexes (single or compound, unique or
+//! not) kept on every write and used to answer equality/range filters and
+//! sorts. Locks are plain `std` locks held only inside synchronous calls,
+//! never across an `.await`.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound as StdBound;
+use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use bson::{doc, oid::ObjectId, Bson, Document};
+
+use super::query::{compare, get_path, Bound, Filter, Interval, SortSpec};
+
+/// A BSON value ordered by MongoDB's comparison order.
+#[derive(Debug, Clone)]
+pub struct Key(pub Bson);
+
+impl Ord for Key {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare(&self.0, &other.0)
+    }
+}
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl PartialEq for Key {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Key {}
+
+/// A write that MongoDB would reject for one document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriteError {
+    pub code: i32,
+    pub code_name: &'static str,
+    pub errmsg: String,
+    /// For duplicate keys: `keyPattern` and `keyValue`.
+    pub key: Option<Box<(Document, Document)>>,
+}
+
+impl From<super::query::QueryError> for WriteError {
+    fn from(e: super::query::QueryError) -> Self {
+        WriteError {
+            code: e.code,
+            code_name: e.code_name,
+            errmsg: e.message,
+            key: None,
+        }
+    }
+}
+
+/// Locks without propagating poisoning: the data is plain maps that every
+/// write leaves consistent before it can fail.
+pub fn rlock<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|e| e.into_inner())
+}
+/// See [`rlock`].
+pub fn wlock<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One secondary index.
+#[derive(Debug)]
+pub struct Index {
+    pub name: String,
+    pub key: Vec<(String, i32)>,
+    pub unique: bool,
+    /// The spec as created, for `listIndexes`.
+    pub spec: Document,
+    /// Whether some document had an array in an indexed field.
+    multikey: bool,
+    entries: BTreeMap<Vec<Key>, BTreeSet<Key>>,
+}
+
+impl Index {
+    fn keys_of(&self, doc: &Document) -> (Vec<Vec<Key>>, bool) {
+        let mut out: Vec<Vec<Key>> = vec![Vec::with_capacity(self.key.len())];
+        let mut multikey = false;
+        for (field, _) in &self.key {
+            let values: Vec<Bson> = match get_path(doc, field) {
+                Some(Bson::Array(items)) if !items.is_empty() => {
+                    multikey = true;
+                    items.clone()
+                }
+                Some(v) => vec![v.clone()],
+                None => vec![Bson::Null],
+            };
+            if values.len() == 1 {
+                for k in &mut out {
+                    k.push(Key(values[0].clone()));
+                }
+            } else {
+                let mut next = Vec::with_capacity(out.len() * values.len());
+                for k in &out {
+                    for v in &values {
+                        let mut k2 = k.clone();
+                        k2.push(Key(v.clone()));
+                        next.push(k2);
+                    }
+                }
+                out = next;
+            }
+        }
+        out.sort();
+        out.dedup();
+        (out, multikey)
+    }
+
+    fn pattern(&self) -> Document {
+        let mut d = Document::new();
+        for (f, dir) in &self.key {
+            d.insert(f.clone(), *dir);
+        }
+        d
+    }
+
+    /// The duplicate-key error if `doc` (with `_id` `id`) clashes with another document.
+    fn check_unique(&self, ns: &str, id: &Key, doc: &Document) -> Result<(), WriteError> {
+        if !self.unique {
+            return Ok(());
+        }
+        for k in self.keys_of(doc).0 {
+            if let Some(ids) = self.entries.get(&k) {
+                if ids.iter().any(|other| other != id) {
+                    let mut value = Document::new();
+                    for ((f, _), v) in self.key.iter().zip(&k) {
+                        value.insert(f.clone(), v.0.clone());
+                    }
+                    return Err(dup_key(ns, &self.name, self.pattern(), value));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn add(&mut self, id: &Key, doc: &Document) {
+        let (keys, multikey) = self.keys_of(doc);
+        self.multikey |= multikey;
+        for k in keys {
+            self.entries.entry(k).or_default().insert(id.clone());
+        }
+    }
+
+    fn remove(&mut self, id: &Key, doc: &Document) {
+        for k in self.keys_of(doc).0 {
+            if let Some(ids) = self.entries.get_mut(&k) {
+                ids.remove(id);
+                if ids.is_empty() {
+                    self.entries.remove(&k);
+                }
+            }
+        }
+    }
+
+    /// Whether iterating this index gives `sort`'s order: `Some(false)`
+    /// forward, `Some(true)` reversed.
+    fn sort_direction(&self, sort: &SortSpec) -> Option<bool> {
+        sort_direction(&self.key, sort.fields()).filter(|_| !self.multikey)
+    }
+}
+
+fn sort_direction(key: &[(String, i32)], sort: &[(String, i32)]) -> Option<bool> {
+    if sort.is_empty() || sort.len() > key.len() {
+        return None;
+    }
+    let same = sort
+        .iter()
+        .zip(key)
+        .all(|((sf, sd), (kf, kd))| sf == kf && sd.signum() == kd.signum());
+    let reversed = sort
+        .iter()
+        .zip(key)
+        .all(|((sf, sd), (kf, kd))| sf == kf && sd.signum() == -kd.signum());
+    // The map is ascending in every field: an index with a descending field
+    // still iterates ascending, so only all-ascending keys are usable.
+    if key.iter().any(|(_, d)| *d < 0) {
+        return None;
+    }
+    match (same, reversed) {
+        (true, _) => Some(false),
+        (_, true) => Some(true),
+        _ => None,
+    }
+}
+
+/// MongoDB's E11000 error.
+pub fn dup_key(ns: &str, index: &str, pattern: Document, value: Document) -> WriteError {
+    let shown: Vec<String> = value
+        .iter()
+        .map(|(k, v)| format!("{k}: {}", display_value(v)))
+        .collect();
+    WriteError {
+        code: 11000,
+        code_name: "DuplicateKey",
+        errmsg: format!(
+            "E11000 duplicate key error collection: {ns} index: {index} dup key: {{ {} }}",
+            shown.join(", ")
+        ),
+        key: Some(Box::new((pattern, value))),
+    }
+}
+
+fn display_value(v: &Bson) -> String {
+    match v {
+        Bson::String(s) => format!("\"{s}\""),
+        Bson::ObjectId(o) => format!("ObjectId('{o}')"),
+        other => other.to_string(),
+    }
+}
+
+/// The default index name: `a_1_b_-1`.
+pub fn index_name(key: &[(String, i32)]) -> String {
+    key.iter()
+        .map(|(f, d)| format!("{f}_{d}"))
+        .collect::<Vec<_>>()
+        .join("_")
+}
+
+/// Receives every document change a collection makes through
+/// [`Collection::insert`], [`Collection::replace`] and
+/// [`Collection::remove`]: a replica-set member's oplog. `before` is the
+/// document before the change (none for an insert), `after` the document
+/// after it (none for a removal).
+pub trait ChangeLog: Send + Sync + std::fmt::Debug {
+    fn record(&self, ns: &str, id: &Key, before: Option<&Document>, after: Option<&Document>);
+}
+
+/// One collection.
+#[derive(Debug)]
+pub struct Collection {
+    pub ns: String,
+    docs: BTreeMap<Key, Document>,
+    pub indexes: Vec<Index>,
+    /// Where document changes are recorded (replica-set members only).
+    log: Option<Arc<dyn ChangeLog>>,
+}
+
+impl Collection {
+    pub fn new(ns: String) -> Collection {
+        Collection {
+            ns,
+            docs: BTreeMap::new(),
+            indexes: Vec::new(),
+            log: None,
+        }
+    }
+
+    /// Sets the document to `doc` (or removes it when `None`) without the
+    /// unique checks and without recording the change: a replica-set
+    /// member applying (or undoing) a change its primary already checked.
+    pub fn put(&mut self, id: &Key, doc: Option<Document>) {
+        if let Some(old) = self.docs.remove(id) {
+            for ix in &mut self.indexes {
+                ix.remove(id, &old);
+            }
+        }
+        if let Some(doc) = doc {
+            for ix in &mut self.indexes {
+                ix.add(id, &doc);
+            }
+            self.docs.insert(id.clone(), doc);
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.docs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty()
+    }
+
+    /// Every document in `_id` order.
+    pub fn iter(&self) -> impl Iterator<Item = &Document> {
+        self.docs.values()
+    }
+
+    pub fn get(&self, id: &Key) -> Option<&Document> {
+        self.docs.get(id)
+    }
+
+    /// Inserts `doc`, adding an ObjectId `_id` first if it has none.
+    /// Returns the `_id`.
+    pub fn insert(&mut self, mut doc: Document) -> Result<Bson, WriteError> {
+        let id = match doc.get("_id") {
+            Some(Bson::Array(_)) => {
+                return Err(WriteError {
+                    code: 2,
+                    code_name: "BadValue",
+                    errmsg: "can't use an array for _id".into(),
+                    key: None,
+                })
+            }
+            Some(id) => id.clone(),
+            None => {
+                let id = Bson::ObjectId(ObjectId::new());
+                let mut with_id = doc! { "_id": id.clone() };
+                with_id.extend(doc);
+                doc = with_id;
+                id
+            }
+        };
+        let key = Key(id.clone());
+        if self.docs.contains_key(&key) {
+            return Err(dup_key(&self.ns, "_id_", doc! {"_id": 1}, doc! {"_id": id}));
+        }
+        for ix in &self.indexes {
+            ix.check_unique(&self.ns, &key, &doc)?;
+        }
+        for ix in &mut self.indexes {
+            ix.add(&key, &doc);
+        }
+        if let Some(log) = &self.log {
+            log.record(&self.ns, &key, None, Some(&doc));
+        }
+        self.docs.insert(key, doc);
+        Ok(id)
+    }
+
+    /// Replaces the document with `_id` `id` by `new` (same `_id`).
+    pub fn replace(&mut self, id: &Key, new: Document) -> Result<(), WriteError> {
+        for ix in &self.indexes {
+            ix.check_unique(&self.ns, id, &new)?;
+        }
+        let Some(old) = self.docs.get_mut(id) else {
+            return Ok(());
+        };
+        let old = std::mem::replace(old, new);
+        let new = &self.docs[id];
+        for ix in &mut self.indexes {
+            ix.remove(id, &old);
+            ix.add(id, new);
+        }
+        if let Some(log) = &self.log {
+            log.record(&self.ns, id, Some(&old), Some(new));
+        }
+        Ok(())
+    }
+
+    /// Removes the document with `_id` `id`.
+    pub fn remove(&mut self, id: &Key) -> Option<Document> {
+        let old = self.docs.remove(id)?;
+        for ix in &mut self.indexes {
+            ix.remove(id, &old);
+        }
+        if let Some(log) = &self.log {
+            log.record(&self.ns, id, Some(&old), None);
+        }
+        Some(old)
+    }
+
+    /// Builds an index over the existing documents; a duplicate under a
+    /// unique index fails and leaves the collection unchanged.
+    pub fn create_index(
+        &mut self,
+        name: String,
+        key: Vec<(String, i32)>,
+        unique: bool,
+        spec: Document,
+    ) -> Result<(), WriteError> {
+        let mut ix = Index {
+            name,
+            key,
+            unique,
+            spec,
+            multikey: false,
+            entries: BTreeMap::new(),
+        };
+        for (id, doc) in &self.docs {
+            ix.check_unique(&self.ns, id, doc)?;
+            ix.add(id, doc);
+        }
+        self.indexes.push(ix);
+        Ok(())
+    }
+
+    /// The documents matching `filter`, in `sort` order, after `skip`, at
+    /// most `limit`. Uses the `_id` map or a secondary index when the filter
+    /// constrains its leading field or the sort follows it.
+    pub fn select(
+        &self,
+        filter: &Filter,
+        sort: Option<&SortSpec>,
+        skip: usize,
+        limit: Option<usize>,
+    ) -> Vec<&Document> {
+        let want = limit.map(|l| l.saturating_add(skip));
+        let mut out: Vec<&Document> = Vec::new();
+        let plan = self.plan(filter, sort);
+        let in_order = sort.is_none() || plan.sorted;
+        // Stop early only when the output order is final.
+        let stop_at = if in_order { want } else { None };
+        fn push<'a>(
+            filter: &Filter,
+            stop_at: Option<usize>,
+            doc: &'a Document,
+            out: &mut Vec<&'a Document>,
+        ) -> bool {
+            if filter.matches(doc) {
+                out.push(doc);
+            }
+            stop_at.is_none_or(|w| out.len() < w)
+        }
+        match plan.source {
+            Source::Primary(intervals) => {
+                let mut seen = BTreeSet::new();
+                let dedup = intervals.len() > 1;
+                'outer: for iv in &intervals {
+                    let docs: Box<dyn Iterator<Item = (&Key, &Document)>> = if plan.reverse {
+                        Box::new(primary_range_rev(&self.docs, iv.clone()))
+                    } else {
+                        Box::new(primary_range(&self.docs, iv.clone()))
+                    };
+                    for (k, d) in docs {
+                        if dedup && !seen.insert(k) {
+                            continue;
+                        }
+                        if !push(filter, stop_at, d, &mut out) {
+                            break 'outer;
+                        }
+                    }
+                }
+            }
+            Source::Index(i, intervals) => {
+                let ix = &self.indexes[i];
+                let mut seen = BTreeSet::new();
+                let dedup = intervals.len() > 1 || ix.multikey;
+                'outer2: for iv in &intervals {
+                    let ids: Box<dyn Iterator<Item = &BTreeSet<Key>>> = if plan.reverse {
+                        Box::new(index_range_rev(&ix.entries, iv.clone(), ix.key.len()))
+                    } else {
+                        Box::new(index_range(&ix.entries, iv.clone()))
+                    };
+                    for set in ids {
+                        for id in set {
+                            if dedup && !seen.insert(id) {
+                                continue;
+                            }
+                            if let Some(d) = self.docs.get(id) {
+                                if !push(filter, stop_at, d, &mut out) {
+                                    break 'outer2;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if let (Some(s), false) = (sort, in_order) {
+            out.sort_by(|a, b| s.compare(a, b));
+        }
+        let end = want.unwrap_or(usize::MAX).min(out.len());
+        if skip >= end {
+            return Vec::new();
+        }
+        out.truncate(end);
+        out.drain(..skip);
+        out
+    }
+
+    /// How [`Collection::select`] would answer: `IDSCAN`, `IXSCAN <name>`
+    /// or `COLLSCAN`, with ` SORTED` when the source yields the sort order
+    /// (no in-memory sort, early stop at the limit).
+    pub fn explain(&self, filter: &Filter, sort: Option<&SortSpec>) -> String {
+        let plan = self.plan(filter, sort);
+        let full = |ivs: &[Interval]| {
+            ivs.len() == 1 && ivs[0].lower == Bound::Unbounded && ivs[0].upper == Bound::Unbounded
+        };
+        let mut s = match &plan.source {
+            Source::Primary(ivs) if full(ivs) && !plan.sorted => "COLLSCAN".to_owned(),
+            Source::Primary(_) => "IDSCAN".to_owned(),
+            Source::Index(i, _) => format!("IXSCAN {}", self.indexes[*i].name),
+        };
+        if plan.sorted && sort.is_some() {
+            s.push_str(" SORTED");
+        }
+        s
+    }
+
+    fn plan(&self, filter: &Filter, sort: Option<&SortSpec>) -> Plan {
+        let all = || {
+            vec![Interval {
+                lower: Bound::Unbounded,
+                upper: Bound::Unbounded,
+            }]
+        };
+        let id_sort = sort.and_then(|s| sort_direction(&[("_id".to_owned(), 1)], s.fields()));
+        if let Some(ivs) = filter.intervals("_id") {
+            let single = ivs.len() == 1;
+            return Plan {
+                sorted: single && id_sort.is_some(),
+                reverse: single && id_sort == Some(true),
+                source: Source::Primary(ivs),
+            };
+        }
+        let mut best: Option<(i32, Plan)> = None;
+        for (i, ix) in self.indexes.iter().enumerate() {
+            let dir = sort.and_then(|s| ix.sort_direction(s));
+            let Some(ivs) = filter.intervals(&ix.key[0].0) else {
+                continue;
+            };
+            let single = ivs.len() == 1;
+            let points = ivs.iter().all(|iv| matches!((&iv.lower, &iv.upper), (Bound::Included(a), Bound::Included(b)) if compare(a, b) == Ordering::Equal));
+            let score = 2 * i32::from(points)
+                + i32::from(ix.unique)
+                + 2 * i32::from(single && dir.is_some());
+            if best.as_ref().is_none_or(|(s, _)| score > *s) {
+                let sorted = single && dir.is_some();
+                best = Some((
+                    score,
+                    Plan {
+                        sorted,
+                        reverse: sorted && dir == Some(true),
+                        source: Source::Index(i, ivs),
+                    },
+                ));
+            }
+        }
+        if let Some((_, plan)) = best {
+            return plan;
+        }
+        if let Some(rev) = id_sort {
+            return Plan {
+                sorted: true,
+                reverse: rev,
+                source: Source::Primary(all()),
+            };
+        }
+        if let Some(s) = sort {
+            for (i, ix) in self.indexes.iter().enumerate() {
+                if let Some(rev) = ix.sort_direction(s) {
+                    return Plan {
+                        sorted: true,
+                        reverse: rev,
+                        source: Source::Index(i, all()),
+                    };
+                }
+            }
+        }
+        Plan {
+            sorted: false,
+            reverse: false,
+            source: Source::Primary(all()),
+        }
+    }
+}
+
+struct Plan {
+    /// The source yields documents in the requested sort order.
+    sorted: bool,
+    reverse: bool,
+    source: Source,
+}
+
+enum Source {
+    Primary(Vec<Interval>),
+    Index(usize, Vec<Interval>),
+}
+
+fn below_upper(v: &Bson, upper: &Bound) -> bool {
+    match upper {
+        Bound::Unbounded => true,
+        Bound::Included(u) => compare(v, u) != Ordering::Greater,
+        Bound::Excluded(u) => compare(v, u) == Ordering::Less,
+    }
+}
+
+fn above_lower(v: &Bson, lower: &Bound) -> bool {
+    match lower {
+        Bound::Unbounded => true,
+        Bound::Included(l) => compare(v, l) != Ordering::Less,
+        Bound::Excluded(l) => compare(v, l) == Ordering::Greater,
+    }
+}
+
+// Ranges start from one bound (as an inclusive std bound, which can never
+// make BTreeMap::range panic) and stop with take_while at the other.
+fn primary_range(
+    docs: &BTreeMap<Key, Document>,
+    iv: Interval,
+) -> impl Iterator<Item = (&Key, &Document)> {
+    let start = match &iv.lower {
+        Bound::Unbounded => StdBound::Unbounded,
+        Bound::Included(v) | Bound::Excluded(v) => StdBound::Included(Key(v.clone())),
+    };
+    docs.range((start, StdBound::Unbounded))
+        .skip_while({
+            let l = iv.lower.clone();
+            move |(k, _)| !above_lower(&k.0, &l)
+        })
+        .take_while(move |(k, _)| below_upper(&k.0, &iv.upper))
+}
+
+fn primary_range_rev(
+    docs: &BTreeMap<Key, Document>,
+    iv: Interval,
+) -> impl Iterator<Item = (&Key, &Document)> {
+    let end = match &iv.upper {
+        Bound::Unbounded => StdBound::Unbounded,
+        Bound::Included(v) | Bound::Excluded(v) => StdBound::Included(Key(v.clone())),
+    };
+    docs.range((StdBound::Unbounded, end))
+        .rev()
+        .skip_while({
+            let u = iv.upper.clone();
+            move |(k, _)| !below_upper(&k.0, &u)
+        })
+        .take_while(move |(k, _)| above_lower(&k.0, &iv.lower))
+}
+
+fn index_range(
+    entries: &BTreeMap<Vec<Key>, BTreeSet<Key>>,
+    iv: Interval,
+) -> impl Iterator<Item = &BTreeSet<Key>> {
+    let start = match &iv.lower {
+        Bound::Unbounded => StdBound::Unbounded,
+        // [v] sorts before every [v, ...].
+        Bound::Included(v) | Bound::Excluded(v) => StdBound::Included(vec![Key(v.clone())]),
+    };
+    entries
+        .range((start, StdBound::Unbounded))
+        .skip_while({
+            let l = iv.lower.clone();
+            move |(k, _)| !above_lower(&k[0].0, &l)
+        })
+        .take_while(move |(k, _)| below_upper(&k[0].0, &iv.upper))
+        .map(|(_, ids)| ids)
+}
+
+fn index_range_rev(
+    entries: &BTreeMap<Vec<Key>, BTreeSet<Key>>,
+    iv: Interval,
+    width: usize,
+) -> impl Iterator<Item = &BTreeSet<Key>> {
+    let end = match &iv.upper {
+        Bound::Unbounded => StdBound::Unbounded,
+        // [v, MaxKey, ...] sorts after every [v, ...].
+        Bound::Included(v) | Bound::Excluded(v) => {
+            let mut k = vec![Key(v.clone())];
+            k.resize(width.max(1), Key(Bson::MaxKey));
+            StdBound::Included(k)
+        }
+    };
+    entries
+        .range((StdBound::Unbounded, end))
+        .rev()
+        .skip_while({
+            let u = iv.upper.clone();
+            move |(k, _)| !below_upper(&k[0].0, &u)
+        })
+        .take_while(move |(k, _)| above_lower(&k[0].0, &iv.lower))
+        .map(|(_, ids)| ids)
+}
+
+/// A shared collection.
+pub type SharedCollection = Arc<RwLock<Collection>>;
+
+/// Every database and collection.
+#[derive(Debug, Default)]
+pub struct Store {
+    dbs: RwLock<BTreeMap<String, BTreeMap<String, SharedCollection>>>,
+    /// Given to every collection created after it is set.
+    log: OnceLock<Arc<dyn ChangeLog>>,
+}
+
+impl Store {
+    /// Records the document changes of every collection created from now
+    /// on in `log` (set once, before the first collection exists).
+    pub fn set_log(&self, log: Arc<dyn ChangeLog>) {
+        let _ = self.log.set(log);
+    }
+
+    pub fn collection(&self, db: &str, coll: &str) -> Option<SharedCollection> {
+        rlock(&self.dbs).get(db)?.get(coll).cloned()
+    }
+
+    /// The collection, created if missing; the flag says whether it was.
+    pub fn collection_or_create(&self, db: &str, coll: &str) -> (SharedCollection, bool) {
+        if let Some(c) = self.collection(db, coll) {
+            return (c, false);
+        }
+        let mut dbs = wlock(&self.dbs);
+        let colls = dbs.entry(db.to_owned()).or_default();
+        if let Some(c) = colls.get(coll) {
+            return (c.clone(), false);
+        }
+        let mut c = Collection::new(format!("{db}.{coll}"));
+        c.log = self.log.get().cloned();
+        let c = Arc::new(RwLock::new(c));
+        colls.insert(coll.to_owned(), c.clone());
+        (c, true)
+    }
+
+    /// Creates an empty collection; false if it exists.
+    pub fn create(&self, db: &str, coll: &str) -> bool {
+        self.collection_or_create(db, coll).1
+    }
+
+    /// Drops a collection, returning it if it existed.
+    pub fn drop_collection(&self, db: &str, coll: &str) -> Option<SharedCollection> {
+        let mut dbs = wlock(&self.dbs);
+        let colls = dbs.get_mut(db)?;
+        let c = colls.remove(coll);
+        if colls.is_empty() {
+            dbs.remove(db);
+        }
+        c
+    }
+
+    pub fn drop_database(&self, db: &str) -> bool {
+        wlock(&self.dbs).remove(db).is_some()
+    }
+
+    /// Names of the databases with their document counts.
+    pub fn databases(&self) -> Vec<(String, usize)> {
+        rlock(&self.dbs)
+            .iter()
+            .map(|(name, colls)| (name.clone(), colls.values().map(|c| rlock(c).len()).sum()))
+            .collect()
+    }
+
+    pub fn collections(&self, db: &str) -> Vec<(String, SharedCollection)> {
+        rlock(&self.dbs)
+            .get(db)
+            .map(|c| c.iter().map(|(n, c)| (n.clone(), c.clone())).collect())
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,364 @@
+//! The HTTP endpoint: `/metrics` (Prometheus text), `/healthz` (alive),
+//! `/readyz` (plan running and deployment reachable), `/status` (JSON).
+//!
+//! The accept loop is bounded by a semaphore, every connection has a
+//! deadline, and accept errors such as EMFILE back off instead of spinning
+//! (after ntpd-rs's metrics exporter): a scraper or a port scan can never
+//! take the daemon's file descriptors. CPU is bounded too: connections and
+//! requests pass a [`Throttle`] ([`REQUEST_RATE`] a second), and
+//! `/metrics` is rendered at most once per [`RENDER_INTERVAL`] and served
+//! from that page in between ([`MetricsPage`]). The daemon runs this
+//! server on its own thread ([`crate::daemon::side_runtime`]), never on the load's.
+
+use std::convert::Infallible;
+use std::pin::pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::error_log::LogLimiter;
+use crate::metrics::{Metrics, MetricsError, TEXT_CONTENT_TYPE};
+use crate::throttle::Throttle;
+
+/// Connections served at once; further ones wait in the listen backlog.
+pub const MAX_CONNECTIONS: u32 = 64;
+/// Longest life of one connection (keep-alive included): a slow or idle
+/// client gives its permit back after this.
+pub const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
+/// Time a client has to send its request headers.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// First and longest pause after a failed accept (EMFILE, ENOBUFS, …).
+const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(50);
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// How long `serve` waits for open connections after cancellation.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+/// Connections accepted plus requests answered per second, at most, over
+/// all clients (a burst of [`REQUEST_BURST`] passes at once). A Prometheus
+/// server scrapes every few seconds; a storm beyond this is slowed down,
+/// not served at the load's expense.
+pub const REQUEST_RATE: u32 = 100;
+pub const REQUEST_BURST: u32 = 50;
+/// `/metrics` is rendered at most this often; requests in between get the
+/// last page, so it is never older than this (plus the time to render it).
+pub const RENDER_INTERVAL: Duration = Duration::from_millis(250);
+
+/// `/metrics` as served: the registry rendered at most once per
+/// interval, the page shared by every request in between. Rendering holds
+/// the lock, so concurrent requests wait for one render instead of each
+/// doing its own.
+pub struct MetricsPage {
+    metrics: Arc<Metrics>,
+    interval: Duration,
+    last: Mutex<Option<(Instant, Bytes)>>,
+}
+
+impl MetricsPage {
+    /// A page of `metrics`, rendered at most once per `interval`.
+    pub fn new(metrics: Arc<Metrics>, interval: Duration) -> MetricsPage {
+        MetricsPage {
+            metrics,
+            interval,
+            last: Mutex::new(None),
+        }
+    }
+
+    /// The page for a request at `now`: the last one if it was rendered
+    /// less than the interval before `now`, else a new one.
+    pub fn get(&self, now: Instant) -> Result<Bytes, MetricsError> {
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((at, page)) = last.as_ref() {
+            if now.saturating_duration_since(*at) < self.interval {
+                return Ok(page.clone());
+            }
+        }
+        let page = Bytes::from(self.metrics.encode()?);
+        *last = Some((now, page.clone()));
+        Ok(page)
+    }
+}
+
+/// What the endpoints report. Cloning shares everything.
+#[derive(Clone)]
+pub struct HttpState {
+    pub metrics: Arc<Metrics>,
+    /// What `/metrics` serves: `metrics` rendered at most once per
+    /// [`RENDER_INTERVAL`].
+    pub page: Arc<MetricsPage>,
+    /// `/readyz` answers 200 while this returns true, else 503.
+    pub ready: Arc<dyn Fn() -> bool + Send + Sync>,
+    /// The body of `/status`. Must not contain secrets.
+    pub status: Arc<dyn Fn() -> serde_json::Value + Send + Sync>,
+}
+
+impl HttpState {
+    /// State that is never ready and reports an empty status, to refine
+    /// with [`HttpState::with_ready`] and [`HttpState::with_status`].
+    pub fn new(metrics: Arc<Metrics>) -> Self {
+        HttpState {
+            page: Arc::new(MetricsPage::new(metrics.clone(), RENDER_INTERVAL)),
+            metrics,
+            ready: Arc::new(|| false),
+            status: Arc::new(|| serde_json::json!({})),
+        }
+    }
+
+    /// Sets the readiness check.
+    pub fn with_ready(mut self, ready: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        self.ready = Arc::new(ready);
+        self
+    }
+
+    /// Sets the `/status` document.
+    pub fn with_status(
+        mut self,
+        status: impl Fn() -> serde_json::Value + Send + Sync + 'static,
+    ) -> Self {
+        self.status = Arc::new(status);
+        self
+    }
+}
+
+/// Serves the endpoints on `listener` until `shutdown` is cancelled, then
+/// closes open connections gracefully (waiting at most 2 s) and returns.
+/// The listener is registered with the runtime this runs on.
+pub async fn serve(
+    listener: std::net::TcpListener,
+    state: HttpState,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let listener = TcpListener::from_std(listener)?;
+    let state = Arc::new(state);
+    let throttle = Arc::new(Throttle::new(REQUEST_RATE, REQUEST_BURST));
+    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS as usize));
+    let accept_errors = LogLimiter::new(1, crate::error_log::LOG_INTERVAL);
+    let mut backoff = ACCEPT_BACKOFF_MIN;
+    loop {
+        let permit = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            permit = Arc::clone(&permits).acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break, // never closed; nothing left to serve if it were
+            },
+        };
+        let accepted = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            accepted = async {
+                throttle.admit().await;
+                listener.accept().await
+            } => accepted,
+        };
+        let stream = match accepted {
+            Ok((stream, _peer)) => {
+                backoff = ACCEPT_BACKOFF_MIN;
+                stream
+            }
+            // The client gave up between SYN and accept: nothing to do.
+            Err(e) if is_per_connection(&e) => continue,
+            Err(e) => {
+                // EMFILE/ENFILE/ENOMEM/ENOBUFS: retrying at once would spin.
+                if let Some(suppressed) = accept_errors.admit(0, Instant::now()) {
+                    tracing::warn!(error = %e, ?backoff, suppressed, "cannot accept an HTTP connection; backing off");
+                }
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
+                continue;
+            }
+        };
+        let state = Arc::clone(&state);
+        let throttle = Arc::clone(&throttle);
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            serve_connection(stream, state, throttle, shutdown).await;
+            drop(permit);
+        });
+    }
+    // Every connection holds a permit: getting all of them back means they
+    // are all closed.
+    let _ = tokio::time::timeout(DRAIN_TIMEOUT, permits.acquire_many(MAX_CONNECTIONS)).await;
+    Ok(())
+}
+
+fn is_per_connection(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        ConnectionAborted | ConnectionReset | Interrupted | WouldBlock
+    )
+}
+
+async fn serve_connection(
+    stream: tokio::net::TcpStream,
+    state: Arc<HttpState>,
+    throttle: Arc<Throttle>,
+    shutdown: CancellationToken,
+) {
+    let service = service_fn(move |req: Request<Incoming>| {
+        let (state, throttle) = (Arc::clone(&state), Arc::clone(&throttle));
+        async move {
+            throttle.admit().await;
+            Ok::<_, Infallible>(respond(&state, req.method(), req.uri().path()))
+        }
+    });
+    let mut conn = pin!(http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .serve_connection(TokioIo::new(stream), service));
+    let deadline = tokio::time::sleep(CONNECTION_TIMEOUT);
+    let mut deadline = pin!(deadline);
+    tokio::select! {
+        result = conn.as_mut() => {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "HTTP connection ended with an error");
+            }
+            return;
+        }
+        _ = deadline.as_mut() => tracing::debug!("HTTP connection reached its deadline"),
+        _ = shutdown.cancelled() => {}
+    }
+    // Finish the request in progress, then close.
+    conn.as_mut().graceful_shutdown();
+    let _ = tokio::time::timeout(DRAIN_TIMEOUT, conn).await;
+}
+
+/// The response to `method path`: the whole routing table, a plain function
+/// of the state.
+pub fn respond(state: &HttpState, method: &Method, path: &str) -> Response<Full<Bytes>> {
+    if method != Method::GET && method != Method::HEAD {
+        let mut response = text(StatusCode::METHOD_NOT_ALLOWED, "only GET\n");
+        response
+            .headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return response;
+    }
+    match path {
+        "/metrics" => match state.page.get(Instant::now()) {
+            Ok(body) => with_type(StatusCode::OK, TEXT_CONTENT_TYPE, body),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot encode metrics");
+                text(StatusCode::INTERNAL_SERVER_ERROR, "cannot encode metrics\n")
+            }
+        },
+        "/healthz" => text(StatusCode::OK, "ok\n"),
+        "/readyz" => {
+            if (state.ready)() {
+                text(StatusCode::OK, "ready\n")
+            } else {
+                text(StatusCode::SERVICE_UNAVAILABLE, "not ready\n")
+            }
+        }
+        "/status" => {
+            let mut body = serde_json::to_string_pretty(&(state.status)())
+                .unwrap_or_else(|e| format!("{{\"error\": \"cannot encode status: {e}\"}}"));
+            body.push('\n');
+            with_type(StatusCode::OK, "application/json", body)
+        }
+        _ => text(StatusCode::NOT_FOUND, "not found\n"),
+    }
+}
+
+fn text(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
+    with_type(status, "text/plain; charset=utf-8", body)
+}
+
+fn with_type(
+    status: StatusCode,
+    content_type: &'static str,
+    body: impl Into<Bytes>,
+) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(body.into()));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(ready: bool) -> HttpState {
+        HttpState::new(Arc::new(Metrics::new().unwrap()))
+            .with_ready(move || ready)
+            .with_status(|| serde_json::json!({"stage": "hold"}))
+    }
+
+    fn content_type(r: &Response<Full<Bytes>>) -> &str {
+        r.headers()[CONTENT_TYPE].to_str().unwrap()
+    }
+
+    #[test]
+    fn routes() {
+        let s = state(false);
+        let r = respond(&s, &Method::GET, "/metrics");
+        assert_eq!(r.status(), StatusCode::OK);
+        assert_eq!(content_type(&r), "text/plain; version=0.0.4");
+        assert_eq!(
+            respond(&s, &Method::GET, "/healthz").status(),
+            StatusCode::OK
+        );
+        assert_eq!(
+            respond(&s, &Method::GET, "/readyz").status(),
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(
+            respond(&state(true), &Method::GET, "/readyz").status(),
+            StatusCode::OK
+        );
+        let r = respond(&s, &Method::GET, "/status");
+        assert_eq!(content_type(&r), "application/json");
+        assert_eq!(
+            respond(&s, &Method::GET, "/").status(),
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            respond(&s, &Method::GET, "/metrics/").status(),
+            StatusCode::NOT_FOUND
+        );
+        let r = respond(&s, &Method::POST, "/metrics");
+        assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(r.headers()[ALLOW], "GET, HEAD");
+    }
+
+    #[test]
+    fn the_page_is_rendered_at_most_once_per_interval() {
+        let metrics = Arc::new(Metrics::new().unwrap());
+        let gauge = prometheus::IntGauge::new("test_value", "a value that changes").unwrap();
+        metrics
+            .registry()
+            .register(Box::new(gauge.clone()))
+            .unwrap();
+        let page = MetricsPage::new(metrics, Duration::from_millis(250));
+        let has = |p: &Bytes, v: i64| {
+            std::str::from_utf8(p)
+                .unwrap()
+                .contains(&format!("\ntest_value {v}\n"))
+        };
+        let t0 = Instant::now();
+        gauge.set(1);
+        assert!(has(&page.get(t0).unwrap(), 1));
+        gauge.set(2);
+        // Within the interval: the same page, not a new render.
+        assert!(has(&page.get(t0 + Duration::from_millis(249)).unwrap(), 1));
+        // Then a fresh one, which the next interval serves.
+        let t1 = t0 + Duration::from_millis(250);
+        assert!(has(&page.get(t1).unwrap(), 2));
+        gauge.set(3);
+        assert!(has(&page.get(t1 + Duration::from_millis(100)).unwrap(), 2));
+        assert!(has(&page.get(t1 + Duration::from_secs(5)).unwrap(), 3));
+    }
+}

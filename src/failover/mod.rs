@@ -1,0 +1,443 @@
+//! Failover as the load sees it: the primary and its changes (from the
+//! driver's SDAM events), the write outage around each failover (from
+//! every write's outcome: the workers' requests and, through command
+//! monitoring, each attempt of a write, so a failure hidden by the driver's
+//! retryable writes still starts an outage), the writes the driver retried,
+//! and a log of the failovers for the stage reports and the audits.
+//!
+//! A **write outage** runs from the first write that fails with an
+//! availability error (`not_primary`, `network`, `server_selection`,
+//! `timeout`), or from the moment the driver loses the primary if that is
+//! earlier, to the first write acknowledged after it. Only writes sent
+//! after the outage began can end it (a reply from the old primary to a
+//! write sent before does not), and only writes sent after the last outage
+//! ended can start one (stragglers of an outage do not start another). A
+//! workload that writes rarely adds the wait for its next write.
+//!
+//! Here: [`clock`] (the outage state machine), [`retry`] (the retry book),
+//! [`records`] (the failovers seen), and [`Failover`], which the workers,
+//! the driver's SDAM and command events feed and the reports, audits and
+//! `/status` read. Its Prometheus families are in
+//! [`crate::metrics::failover`]: `mongoload_write_outage_seconds` (histogram of finished
+//! outages), `mongoload_write_outage_ongoing_seconds` (0, or how long the
+//! current outage has lasted), `mongoload_write_outage_last_seconds`,
+//! `mongoload_no_primary_seconds` (histogram: periods the driver knew no
+//! primary), `mongoload_primary_info{primary}` (1 for the current primary),
+//! `mongoload_primary_elected_timestamp_seconds`, and
+//! `mongoload_retried_writes_total{kind}` (write attempts the driver sent
+//! again, by the class of the failure it retried).
+
+pub mod clock;
+pub mod records;
+pub mod retry;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
+
+use mongodb::bson::Document;
+use mongodb::event::command::CommandEvent;
+use prometheus::Registry;
+use tokio::sync::watch;
+
+use crate::error_kind::ErrorKind;
+use crate::metrics::failover::FailoverFamilies;
+use clock::OutageClock;
+pub use records::FailoverRecord;
+use records::PrimaryState;
+use retry::{is_write_command, RetryBook};
+
+/// How long after the primary is back an outage begun by its loss, which no
+/// write failure confirmed, waits for a write to end it before it is dropped.
+pub const UNCONFIRMED_GRACE: Duration = Duration::from_secs(5);
+
+/// Whether a failed write with this error class counts toward an outage.
+pub fn is_outage_error(kind: ErrorKind) -> bool {
+    matches!(
+        kind,
+        ErrorKind::NotPrimary
+            | ErrorKind::Network
+            | ErrorKind::ServerSelection
+            | ErrorKind::Timeout
+    )
+}
+
+/// Failover as the load sees it, and its log; one per process, fed by the SDAM and
+/// command event handlers and by the workers.
+pub struct Failover {
+    origin: Instant,
+    clock: OutageClock,
+    /// When the primary came back after a gap (0: none since the last loss).
+    primary_back: AtomicU64,
+    families: FailoverFamilies,
+    state: Mutex<PrimaryState>,
+    retries: Mutex<RetryBook>,
+    /// The number of failovers seen; audits wait on it.
+    failovers: watch::Sender<u64>,
+}
+
+impl Failover {
+    pub(crate) fn new() -> Result<Self, prometheus::Error> {
+        Ok(Failover {
+            origin: Instant::now(),
+            clock: OutageClock::default(),
+            primary_back: AtomicU64::new(0),
+            families: FailoverFamilies::with_series()?,
+            state: Mutex::new(PrimaryState::default()),
+            retries: Mutex::new(RetryBook::default()),
+            failovers: watch::channel(0).0,
+        })
+    }
+
+    /// Registers the failover families; the ongoing-outage gauge reads
+    /// this clock when the registry is gathered.
+    pub(crate) fn register(self: &Arc<Self>, registry: &Registry) -> Result<(), prometheus::Error> {
+        let me = Arc::downgrade(self);
+        self.families.ongoing.set_source(move || {
+            me.upgrade()
+                .and_then(|f| f.ongoing_outage())
+                .map_or(0.0, |d| d.as_secs_f64())
+        });
+        self.families.register(registry)
+    }
+
+    fn ns(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.origin).as_nanos() as u64
+    }
+
+    fn state(&self) -> MutexGuard<'_, PrimaryState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A write sent at `sent` returned at `done`: acknowledged, or failed
+    /// with an error of class `kind`.
+    pub fn write_result(&self, sent: Instant, done: Instant, outcome: Result<(), ErrorKind>) {
+        let (s, d) = (self.ns(sent), self.ns(done));
+        match outcome {
+            Ok(()) => {
+                self.settle(d);
+                if let Some((start, length)) = self.clock.acknowledged(s, d) {
+                    self.outage_ended(start, Duration::from_nanos(length));
+                }
+            }
+            Err(kind) if is_outage_error(kind) => {
+                if self.clock.failed(s, d) {
+                    tracing::warn!(error_kind = %kind, "write outage: writes fail ({kind})");
+                }
+            }
+            Err(_) => {}
+        }
+    }
+
+    fn outage_ended(&self, start: u64, length: Duration) {
+        let secs = length.as_secs_f64();
+        self.families.outage.observe(secs);
+        self.families.outage_last.set(secs);
+        let start = self.origin + Duration::from_nanos(start);
+        let attached = self.state().attach_outage(start, length);
+        match attached {
+            Some(primary) => tracing::info!(
+                outage_s = secs,
+                primary = %primary,
+                "write outage over after {secs:.3}s: writes acknowledged by the new primary {primary}"
+            ),
+            None => tracing::info!(
+                outage_s = secs,
+                "write outage over after {secs:.3}s (no primary change)"
+            ),
+        }
+    }
+
+    /// The primary of a new topology description (`changed`: a different
+    /// member or a new election than the last primary known).
+    pub(crate) fn on_topology(&self, primary: Option<&str>, changed: bool) {
+        let now = Instant::now();
+        let mut state = self.state();
+        match primary {
+            None => {
+                if let Some(old) = state.current.take() {
+                    let _ = self.families.primary_info.remove_label_values(&[&old]);
+                    state.lost = Some((Some(old.clone()), now));
+                    drop(state);
+                    // Writes cannot be acknowledged from here on, whether
+                    // or not one fails: with streaming monitoring the
+                    // driver often knows before any write is sent, and
+                    // writes then wait in server selection instead.
+                    self.primary_back.store(0, Ordering::Release);
+                    self.clock.lost_primary(self.ns(now));
+                    tracing::warn!(primary = %old, "the driver knows no primary (was {old}): an election or a member down");
+                }
+            }
+            Some(p) => {
+                if state.current.as_deref() == Some(p) && !changed {
+                    return;
+                }
+                if let Some(old) = state.current.take() {
+                    let _ = self.families.primary_info.remove_label_values(&[&old]);
+                }
+                self.families.primary_info.with_label_values(&[p]).set(1);
+                let gap = state
+                    .lost
+                    .take()
+                    .map(|(_, at)| now.saturating_duration_since(at));
+                if let Some(g) = gap {
+                    self.families.no_primary.observe(g.as_secs_f64());
+                    self.primary_back
+                        .store(self.ns(now).max(1), Ordering::Release);
+                }
+                let from = state.last.replace(p.to_owned());
+                state.current = Some(p.to_owned());
+                if !changed {
+                    return;
+                }
+                let wall = SystemTime::now();
+                self.families.elected_at.set(
+                    wall.duration_since(SystemTime::UNIX_EPOCH)
+                        .map_or(0.0, |d| d.as_secs_f64()),
+                );
+                state.push(FailoverRecord {
+                    at: now,
+                    wall,
+                    from: from.clone(),
+                    to: p.to_owned(),
+                    no_primary: gap,
+                    write_outage: None,
+                });
+                drop(state);
+                tracing::warn!(
+                    from = from.as_deref().unwrap_or("-"),
+                    to = %p,
+                    no_primary_s = gap.map_or(0.0, |g| g.as_secs_f64()),
+                    "failover: new primary {p} (was {}){}",
+                    from.as_deref().unwrap_or("unknown"),
+                    gap.map_or(String::new(), |g| format!(", {:.3}s without a primary", g.as_secs_f64())),
+                );
+                self.failovers.send_modify(|n| *n += 1);
+            }
+        }
+    }
+
+    /// Feeds one command event: retries of retryable writes, and each
+    /// write attempt's outcome to the outage clock.
+    pub(crate) fn on_command(&self, event: &CommandEvent) {
+        match event {
+            CommandEvent::Started(ev) => {
+                self.write_started(&ev.command_name, ev.request_id, &ev.command)
+            }
+            CommandEvent::Failed(ev) => self.write_failed(
+                &ev.command_name,
+                ev.request_id,
+                ev.duration,
+                crate::mongo::classify(&ev.failure),
+            ),
+            CommandEvent::Succeeded(ev) => {
+                self.write_succeeded(&ev.command_name, ev.request_id, ev.duration, &ev.reply)
+            }
+            _ => {}
+        }
+    }
+
+    /// A command was sent: a retry when it is a retryable write of a
+    /// session and `txnNumber` seen before.
+    fn write_started(&self, name: &str, request_id: i32, command: &Document) {
+        if !is_write_command(name) {
+            return;
+        }
+        let retry = self.retries().started(request_id, command);
+        if let Some(kind) = retry {
+            self.families
+                .retried
+                .with_label_values(&[kind.as_str()])
+                .inc();
+        }
+    }
+
+    /// A command sent `took` ago failed with an error of class `kind`.
+    fn write_failed(&self, name: &str, request_id: i32, took: Duration, kind: ErrorKind) {
+        if !is_write_command(name) {
+            return;
+        }
+        self.retries().failed(request_id, kind);
+        let now = Instant::now();
+        self.write_result(now.checked_sub(took).unwrap_or(now), now, Err(kind));
+    }
+
+    /// A command sent `took` ago succeeded with `reply`.
+    fn write_succeeded(&self, name: &str, request_id: i32, took: Duration, reply: &Document) {
+        if !is_write_command(name) {
+            return;
+        }
+        self.retries().succeeded(request_id);
+        // A write concern error is no acknowledgement at the concern asked for.
+        if reply.contains_key("writeConcernError") {
+            return;
+        }
+        let now = Instant::now();
+        self.write_result(now.checked_sub(took).unwrap_or(now), now, Ok(()));
+    }
+
+    fn retries(&self) -> MutexGuard<'_, RetryBook> {
+        self.retries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// How many failovers the driver has seen; changes with each.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.failovers.subscribe()
+    }
+
+    /// The failovers whose new primary the driver learnt of in
+    /// `[from, to]`, oldest first.
+    pub fn between(&self, from: Instant, to: Instant) -> Vec<FailoverRecord> {
+        self.state().between(from, to)
+    }
+
+    /// The newest failovers (at most `n`), oldest first, for `/status`.
+    pub fn recent(&self, n: usize) -> Vec<FailoverRecord> {
+        self.state().recent(n)
+    }
+
+    /// How long the current write outage has lasted, if one runs. An
+    /// outage no write failure confirmed ends [`UNCONFIRMED_GRACE`] after
+    /// the primary is back if no write ended it (no write was waiting).
+    pub fn ongoing_outage(&self) -> Option<Duration> {
+        let now = self.ns(Instant::now());
+        self.settle(now);
+        self.clock.ongoing(now).map(Duration::from_nanos)
+    }
+
+    /// Drops an unconfirmed outage [`UNCONFIRMED_GRACE`] after the primary
+    /// came back.
+    fn settle(&self, now: u64) {
+        let back = self.primary_back.load(Ordering::Acquire);
+        if back != 0
+            && now > back + UNCONFIRMED_GRACE.as_nanos() as u64
+            && self.clock.discard_unconfirmed()
+        {
+            tracing::info!("the primary is back and no write was waiting: no write outage");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mongodb::bson::{doc, spec::BinarySubtype, Binary};
+
+    #[test]
+    fn only_availability_errors_make_an_outage() {
+        assert!(is_outage_error(ErrorKind::NotPrimary));
+        assert!(is_outage_error(ErrorKind::ServerSelection));
+        assert!(!is_outage_error(ErrorKind::DuplicateKey));
+        assert!(!is_outage_error(ErrorKind::Auth));
+        let m = Failover::new().unwrap();
+        let t0 = Instant::now();
+        m.write_result(t0, t0, Err(ErrorKind::DuplicateKey));
+        assert_eq!(m.ongoing_outage(), None);
+        m.write_result(t0, t0 + Duration::from_millis(1), Err(ErrorKind::Network));
+        assert!(m.ongoing_outage().is_some());
+        m.write_result(
+            t0 + Duration::from_millis(2),
+            t0 + Duration::from_millis(500),
+            Ok(()),
+        );
+        assert_eq!(m.ongoing_outage(), None);
+        assert_eq!(m.families.outage.get_sample_count(), 1);
+        assert!(
+            (m.families.outage_last.get() - 0.499).abs() < 1e-9,
+            "{}",
+            m.families.outage_last.get()
+        );
+    }
+
+    #[test]
+    fn failovers_are_recorded_with_their_gap_and_outage() {
+        let m = Failover::new().unwrap();
+        let mut seen = m.subscribe();
+        m.on_topology(Some("a:1"), false);
+        assert!(m.recent(10).is_empty(), "the first primary is no failover");
+        assert_eq!(m.families.primary_info.with_label_values(&["a:1"]).get(), 1);
+        let t0 = Instant::now();
+        m.write_result(t0, t0, Err(ErrorKind::NotPrimary));
+        m.on_topology(None, false);
+        m.on_topology(Some("b:1"), true);
+        assert!(seen.has_changed().unwrap());
+        let _ = seen.borrow_and_update();
+        let r = m.recent(10);
+        assert_eq!(r.len(), 1);
+        assert_eq!(
+            (r[0].from.as_deref(), r[0].to.as_str()),
+            (Some("a:1"), "b:1")
+        );
+        assert!(r[0].no_primary.is_some());
+        assert_eq!(r[0].write_outage, None);
+        // The a:1 series is gone, b:1 is primary.
+        let page = {
+            let reg = Registry::new();
+            reg.register(Box::new(m.families.primary_info.clone()))
+                .unwrap();
+            format!("{:?}", reg.gather())
+        };
+        assert!(!page.contains("a:1") && page.contains("b:1"), "{page}");
+        m.write_result(Instant::now(), Instant::now(), Ok(()));
+        let r = m.between(t0, Instant::now());
+        assert!(
+            r[0].write_outage.is_some(),
+            "the outage is attached to the failover"
+        );
+        assert_eq!(m.families.no_primary.get_sample_count(), 1);
+        assert_ne!(
+            m.primary_back.load(Ordering::Relaxed),
+            0,
+            "the primary is back"
+        );
+        // The same primary again after a gap: no failover.
+        m.on_topology(None, false);
+        m.on_topology(Some("b:1"), false);
+        assert_eq!(m.recent(10).len(), 1);
+        assert!(!seen.has_changed().unwrap());
+    }
+
+    fn insert(lsid: u8, txn: i64) -> Document {
+        let id = Binary {
+            subtype: BinarySubtype::Uuid,
+            bytes: vec![lsid; 16],
+        };
+        doc! { "insert": "c", "lsid": { "id": id }, "txnNumber": txn }
+    }
+
+    #[test]
+    fn the_same_session_and_txn_number_again_is_a_retry() {
+        let m = Failover::new().unwrap();
+        let ms = Duration::from_millis(1);
+        m.write_started("insert", 1, &insert(1, 5));
+        m.write_started("insert", 2, &insert(2, 5));
+        m.write_succeeded("insert", 1, ms, &doc! {"ok": 1});
+        m.write_started("insert", 3, &insert(1, 6));
+        m.write_failed("insert", 3, ms, ErrorKind::Network);
+        assert_eq!(m.families.retried.with_label_values(&["network"]).get(), 0);
+        assert!(
+            m.ongoing_outage().is_some(),
+            "a failed attempt starts an outage"
+        );
+        m.write_started("insert", 4, &insert(1, 6));
+        assert_eq!(m.families.retried.with_label_values(&["network"]).get(), 1);
+        m.write_succeeded("insert", 4, Duration::ZERO, &doc! {"ok": 1});
+        assert_eq!(
+            m.ongoing_outage(),
+            None,
+            "the retry's acknowledgement ends it"
+        );
+        // Statements of a transaction share a number: no retries.
+        let mut txn = insert(3, 1);
+        txn.insert("autocommit", false);
+        m.write_started("insert", 5, &txn);
+        m.write_started("insert", 6, &txn);
+        // Reads are not looked at.
+        m.write_started("find", 7, &insert(2, 5));
+        let total: u64 = ErrorKind::ALL
+            .iter()
+            .map(|k| m.families.retried.with_label_values(&[k.as_str()]).get())
+            .sum();
+        assert_eq!(total, 1);
+    }
+}
