@@ -151,10 +151,12 @@ async fn a_fault_free_run_breaches_nothing() {
     let sim = sim().await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("run.jsonl");
-    let (_file, running) = start_daemon(&config_with(
-        &sim.uri(),
-        &log,
-        r#"[[workloads.stages]]
+    // Named: the run identity is checked here too.
+    let (_file, running) = start_daemon(
+        &config_with(
+            &sim.uri(),
+            &log,
+            r#"[[workloads.stages]]
 name = "steady"
 rate = 100
 duration = "5s"
@@ -171,9 +173,26 @@ abort_on_fail = true
 [[workloads.thresholds]]
 check = "achieved_ratio > 0.95"
 "#,
-    ))
+        )
+        .replace("[run]\n", "[run]\nname = \"fault-free\"\n"),
+    )
     .await;
     let metrics = running.metrics.clone();
+    let status: serde_json::Value =
+        serde_json::from_str(&must_get(running.http_addr, "/status").await.body).unwrap();
+    assert_eq!(status["run"]["name"], "fault-free", "{status}");
+    let hash = status["run"]["config_hash"].as_str().unwrap().to_owned();
+    assert_eq!(hash.len(), 12, "{status}");
+    let page = metrics.encode().unwrap();
+    assert_eq!(
+        sample(
+            &page,
+            "mongoload_run_info",
+            &[("run", "fault-free"), ("config_hash", &hash)]
+        ),
+        Some(1.0),
+        "{page}"
+    );
     let summary = tokio::time::timeout(Duration::from_secs(40), running.wait())
         .await
         .expect("the schedule ends");
@@ -190,6 +209,8 @@ check = "achieved_ratio > 0.95"
         .map(|t| t.verdict.as_str())
         .collect();
     assert_eq!(verdicts, ["pass", "pass", "pass"], "{:?}", reports[0]);
+    assert_eq!(reports[0].run_name.as_deref(), Some("fault-free"));
+    assert_eq!(reports[0].config_hash.as_deref(), Some(hash.as_str()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
