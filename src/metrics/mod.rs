@@ -19,8 +19,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use prometheus::{
-    Encoder, GaugeVec, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
-    TextEncoder,
+    Encoder, GaugeVec, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Registry, TextEncoder,
 };
 
 pub use audit::AuditFamilies;
@@ -116,14 +115,7 @@ impl Metrics {
             .set(1);
         process.register(&registry)?;
         let target_up = process.target_up;
-        let run_info = IntGaugeVec::new(
-            Opts::new(
-                "mongoload_run_info",
-                "Always 1; the labels say which run this is: [run] name (else the run id), version, config hash.",
-            ),
-            &["run", "version", "config_hash"],
-        )?;
-        registry.register(Box::new(run_info.clone()))?;
+        let run_info = process.run_info;
 
         let vecs = Vecs::new()?;
         vecs.register(&registry)?;
@@ -173,6 +165,7 @@ impl Metrics {
             failover::FailoverFamilies::NAMES,
             AuditFamilies::NAMES,
             ProbeFamilies::NAMES,
+            crate::threshold::monitor::ThresholdFamilies::NAMES,
             &[window::NAME],
         ]
         .concat()
@@ -390,6 +383,9 @@ families! {
             labels ["version", "revision"];
         target_up: IntGauge = "mongoload_target_up",
             "1 while the MongoDB deployment answers, 0 otherwise.";
+        run_info: IntGaugeVec = "mongoload_run_info",
+            "Always 1; the labels say which run this is: [run] name (else the run id), version, config hash.",
+            labels ["run", "version", "config_hash"];
     }
 }
 

@@ -15,45 +15,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use prometheus::{IntCounterVec, IntGaugeVec, Opts, Registry};
+use prometheus::{IntCounterVec, IntGaugeVec};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use super::{AbortScope, CountWindow, Figures, Threshold, Tracker};
 use crate::metrics::WorkloadMetrics;
 
-/// `mongoload_threshold_ok` and `mongoload_threshold_breaches_total`.
-#[derive(Clone)]
-pub struct ThresholdFamilies {
-    ok: IntGaugeVec,
-    breaches: IntCounterVec,
-}
-
-impl ThresholdFamilies {
-    pub fn new() -> Result<Self, prometheus::Error> {
-        let labels = &["workload", "threshold"];
-        Ok(ThresholdFamilies {
-            ok: IntGaugeVec::new(
-                Opts::new(
-                    "mongoload_threshold_ok",
-                    "1 while a threshold passes over its sliding window (or has no data yet), 0 while it fails.",
-                ),
-                labels,
-            )?,
-            breaches: IntCounterVec::new(
-                Opts::new(
-                    "mongoload_threshold_breaches_total",
-                    "Times a threshold crossed from passing into failing.",
-                ),
-                labels,
-            )?,
-        })
-    }
-
-    pub fn register(&self, registry: &Registry) -> Result<(), prometheus::Error> {
-        registry.register(Box::new(self.ok.clone()))?;
-        registry.register(Box::new(self.breaches.clone()))?;
-        Ok(())
+crate::metrics::family::families! {
+    /// `mongoload_threshold_ok` and `mongoload_threshold_breaches_total`.
+    #[derive(Clone)]
+    pub struct ThresholdFamilies {
+        ok: IntGaugeVec = "mongoload_threshold_ok",
+            "1 while a threshold passes over its sliding window (or has no data yet), 0 while it fails.",
+            labels ["workload", "threshold"];
+        breaches: IntCounterVec = "mongoload_threshold_breaches_total",
+            "Times a threshold crossed from passing into failing.",
+            labels ["workload", "threshold"];
     }
 }
 
