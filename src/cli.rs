@@ -374,7 +374,12 @@ fn report(args: &ReportArgs) -> ExitCode {
             confidence: args.confidence,
         };
         let c = compare::compare(&base, &new, gates);
-        let mut text = compare::render_comparison(&c, args.steps);
+        let mut text = format!(
+            "base: {}\nnew:  {}\n\n",
+            compare::describe_run(&base),
+            compare::describe_run(&new)
+        );
+        text.push_str(&compare::render_comparison(&c, args.steps));
         if args.steps {
             text.push('\n');
             text.push_str(&compare::render_steps(&base, &new));

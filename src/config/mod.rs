@@ -165,11 +165,15 @@ impl std::error::Error for KeyError {}
 
 impl Config {
     /// A short hash of the config as loaded (environment overrides
-    /// included, the URI's password not): the first 12 hex digits of the
-    /// SHA-256 of its debug form, the same for the same config.
+    /// included; the URI's password, the run's name and its log file not,
+    /// so two named runs of one plan share it): the first 12 hex digits
+    /// of the SHA-256 of its debug form.
     pub fn hash(&self) -> String {
         use sha2::Digest as _;
-        let digest = sha2::Sha256::digest(format!("{self:?}").as_bytes());
+        let mut plan = self.clone();
+        plan.run.name = None;
+        plan.run.log = None;
+        let digest = sha2::Sha256::digest(format!("{plan:?}").as_bytes());
         digest.iter().take(6).map(|b| format!("{b:02x}")).collect()
     }
 }

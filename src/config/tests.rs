@@ -827,7 +827,19 @@ fn run_name_and_thresholds_parse_and_are_checked() {
     // The hash is stable for one config and changes with it.
     assert_eq!(c.hash(), parse(&text).unwrap().hash());
     assert_eq!(c.hash().len(), 12);
-    assert_ne!(c.hash(), parse(BASE).unwrap().hash());
+    assert_ne!(
+        c.hash(),
+        parse(&text.replace("p99 < 50ms", "p99 < 60ms"))
+            .unwrap()
+            .hash()
+    );
+    // The run's name is not the plan.
+    assert_eq!(
+        c.hash(),
+        parse(&text.replace("baseline-1", "candidate"))
+            .unwrap()
+            .hash()
+    );
     let msg = err_at(&text.replace("baseline-1", "a b"), "run.name");
     assert!(msg.contains("letters, digits"), "{msg}");
     let msg = err_at(

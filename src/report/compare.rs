@@ -418,6 +418,32 @@ pub fn compare(base: &[StageReport], new: &[StageReport], gates: Gates) -> Compa
     Comparison { rows, gates }
 }
 
+/// Which run(s) a run log holds: name (or id), version and config hash
+/// of each, in order of first appearance.
+pub fn describe_run(reports: &[StageReport]) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for r in reports {
+        let mut d = format!("run {}", r.run_name.as_deref().unwrap_or(&r.run_id));
+        if r.run_name.is_some() {
+            d.push_str(&format!(" ({})", r.run_id));
+        }
+        if let Some(v) = &r.version {
+            d.push_str(&format!(", mongoload {v}"));
+        }
+        if let Some(h) = &r.config_hash {
+            d.push_str(&format!(", config {h}"));
+        }
+        if !seen.contains(&d) {
+            seen.push(d);
+        }
+    }
+    if seen.is_empty() {
+        "no stage reports".to_owned()
+    } else {
+        seen.join("; ")
+    }
+}
+
 fn signed(v: Option<f64>) -> String {
     v.map_or_else(|| "-".to_owned(), |v| format!("{v:+.1}%"))
 }
