@@ -50,8 +50,9 @@ pub enum Command {
     /// query" entries): the deployment's own query shapes, proportions and
     /// rate (x --scale), values synthesized.
     Capture(crate::capture::CaptureArgs),
-    /// Print one row per stage from run logs, or compare two runs
-    /// (exit 1 when throughput dropped beyond --max-drop, 2 on unreadable input).
+    /// Print one row per stage from run logs, or compare two runs with
+    /// statistics (exit 1 on a significant regression beyond a gate, 2 on
+    /// unreadable input).
     Report(ReportArgs),
     /// Print the man page (roff) generated from this command line, or write
     /// every page into a directory.
@@ -67,8 +68,9 @@ pub struct ManArgs {
     pub dir: Option<PathBuf>,
 }
 
-/// Exit status of `mongoload report --compare` when a stage's throughput
-/// dropped by more than `--max-drop`.
+/// Exit status of `mongoload report --compare` when a figure of a stage
+/// or an operation changed for the worse, significantly and beyond its
+/// gate (`--max-drop`, `--max-latency-rise`, `--max-error-rise`).
 pub const EXIT_REGRESSION: u8 = Exit::Failure.code();
 /// Exit status of `mongoload report` when a run log cannot be read.
 pub const EXIT_BAD_INPUT: u8 = Exit::Usage.code();
@@ -78,12 +80,24 @@ pub struct ReportArgs {
     /// Run logs (JSON lines, as written to [run] log).
     #[arg(value_name = "RUNLOG", required_unless_present = "compare")]
     pub files: Vec<PathBuf>,
-    /// Compare two run logs: per-stage throughput and p99 deltas, matched by workload and stage name.
+    /// Compare two run logs: throughput, error ratio and p50/p99/p99.9 of
+    /// each stage and operation, matched by name, as means with confidence
+    /// intervals over per-interval samples (Welch's t-test).
     #[arg(long, num_args = 2, value_names = ["BASE", "NEW"], conflicts_with = "files")]
     pub compare: Option<Vec<PathBuf>>,
-    /// With --compare: the largest throughput drop that still passes (exit 1 beyond it).
+    /// With --compare: the largest significant throughput drop that still passes (exit 1 beyond it).
     #[arg(long, default_value = "5%", requires = "compare")]
     pub max_drop: crate::report::compare::Percent,
+    /// With --compare: the largest significant rise of p50, p99 or p99.9 that still passes.
+    #[arg(long, default_value = "5%", requires = "compare")]
+    pub max_latency_rise: crate::report::compare::Percent,
+    /// With --compare: the largest significant rise of the error ratio that
+    /// still passes, in percentage points (0.1% : from 0.2 % to 0.3 % passes).
+    #[arg(long, default_value = "0.1%", requires = "compare")]
+    pub max_error_rise: crate::report::compare::Percent,
+    /// With --compare: the confidence level of the intervals and tests.
+    #[arg(long, default_value = "0.99", requires = "compare", value_parser = confidence)]
+    pub confidence: f64,
     /// Also one row per operation and per step (request) of each stage.
     #[arg(long)]
     pub steps: bool,
@@ -330,6 +344,15 @@ async fn ctl(args: CtlArgs) -> ExitCode {
     }
 }
 
+fn confidence(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(c) if c > 0.5 && c < 1.0 => Ok(c),
+        _ => Err(format!(
+            "expected a confidence level between 0.5 and 1 such as 0.99, got {s:?}"
+        )),
+    }
+}
+
 /// `mongoload report`: tables from run logs, or a comparison of two.
 fn report(args: &ReportArgs) -> ExitCode {
     use crate::report::{self, compare, table};
@@ -347,8 +370,19 @@ fn report(args: &ReportArgs) -> ExitCode {
             ),
             (Err(code), _) | (_, Err(code)) => return code,
         };
-        let c = compare::compare(&base, &new, args.max_drop);
-        let mut text = compare::render_comparison(&c);
+        let gates = compare::Gates {
+            max_drop: args.max_drop,
+            max_latency_rise: args.max_latency_rise,
+            max_error_rise: args.max_error_rise,
+            confidence: args.confidence,
+        };
+        let c = compare::compare(&base, &new, gates);
+        let mut text = format!(
+            "base: {}\nnew:  {}\n\n",
+            compare::describe_run(&base),
+            compare::describe_run(&new)
+        );
+        text.push_str(&compare::render_comparison(&c, args.steps));
         if args.steps {
             text.push('\n');
             text.push_str(&compare::render_steps(&base, &new));
@@ -524,6 +558,9 @@ async fn run_daemon(
         live.finish().await;
     }
     match finished {
+        Ok(summary) if summary.workloads.iter().any(|w| w.threshold_aborted) => {
+            ExitCode::from(crate::threshold::EXIT_THRESHOLD_ABORT)
+        }
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("run task failed: {e}");

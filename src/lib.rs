@@ -22,6 +22,7 @@ pub mod mongo;
 pub mod progress;
 pub mod report;
 pub mod schedule;
+pub mod threshold;
 pub mod throttle;
 pub mod workload;
 

@@ -146,6 +146,21 @@ impl ConfigError {
     }
 }
 
+impl Config {
+    /// A short hash of the config as loaded (environment overrides
+    /// included; the URI's password, the run's name and its log file not,
+    /// so two named runs of one plan share it): the first 12 hex digits
+    /// of the SHA-256 of its debug form.
+    pub fn hash(&self) -> String {
+        use sha2::Digest as _;
+        let mut plan = self.clone();
+        plan.run.name = None;
+        plan.run.log = None;
+        let digest = sha2::Sha256::digest(format!("{plan:?}").as_bytes());
+        digest.iter().take(6).map(|b| format!("{b:02x}")).collect()
+    }
+}
+
 impl KeyError {
     fn in_file(self, path: &Path) -> ConfigError {
         ConfigError::Invalid {
@@ -305,6 +320,10 @@ pub struct RunConfig {
     /// The run log: one JSON line per finished stage is appended here
     /// (schema: etc/runlog.schema.json). None: reports go to the journal only.
     pub log: Option<PathBuf>,
+    /// The run's name (`baseline`, `candidate`): in the run log, the
+    /// reports, `/status` and the `run` label of `mongoload_run_info`.
+    /// None: the generated run id stands for it.
+    pub name: Option<String>,
 }
 
 impl Default for RunConfig {
@@ -312,6 +331,7 @@ impl Default for RunConfig {
         RunConfig {
             shutdown_grace: Duration::from_secs(10),
             log: None,
+            name: None,
         }
     }
 }
@@ -380,6 +400,10 @@ pub struct WorkloadConfig {
     /// failover, at stage ends and on `ctl audit`).
     #[serde(default = "default_audit_rate")]
     pub audit_rate: f64,
+    /// Conditions on the workload's figures, evaluated over a sliding
+    /// window while it runs and over each stage at its end (k6's model).
+    #[serde(default)]
+    pub thresholds: Vec<crate::threshold::ThresholdConfig>,
     /// Parameter tables given beside `kind` for another kind, by key:
     /// refused by validation, which names them.
     #[serde(skip)]

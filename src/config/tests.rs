@@ -855,6 +855,49 @@ fn arrival_parses_per_open_loop_stage_and_check_config_prints_it() {
     assert!(msg.contains("arrival") && msg.contains("bursty"), "{msg}");
 }
 
+#[test]
+fn run_name_and_thresholds_parse_and_are_checked() {
+    let text = BASE
+        .replace("[[workloads]]", "[run]\nname = \"baseline-1\"\n\n[[workloads]]")
+        .replacen(
+            "[[workloads.stages]]",
+            "[[workloads.thresholds]]\ncheck = \"p99 < 50ms\"\nop = \"find\"\n\n[[workloads.stages]]",
+            1,
+        );
+    let c = parse(&text).unwrap();
+    assert_eq!(c.run.name.as_deref(), Some("baseline-1"));
+    let t = c.workloads[0].thresholds().unwrap();
+    assert_eq!(t[0].name, "p99<50ms op=find");
+    // The hash is stable for one config and changes with it.
+    assert_eq!(c.hash(), parse(&text).unwrap().hash());
+    assert_eq!(c.hash().len(), 12);
+    assert_ne!(
+        c.hash(),
+        parse(&text.replace("p99 < 50ms", "p99 < 60ms"))
+            .unwrap()
+            .hash()
+    );
+    // The run's name is not the plan.
+    assert_eq!(
+        c.hash(),
+        parse(&text.replace("baseline-1", "candidate"))
+            .unwrap()
+            .hash()
+    );
+    let msg = err_at(&text.replace("baseline-1", "a b"), "run.name");
+    assert!(msg.contains("letters, digits"), "{msg}");
+    let msg = err_at(
+        &text.replace("op = \"find\"", "op = \"nope\""),
+        "workloads[0].thresholds[0].op",
+    );
+    assert!(msg.contains("no operation \"nope\""), "{msg}");
+    let msg = err_at(
+        &text.replace("p99 < 50ms", "p99 < soon"),
+        "workloads[0].thresholds[0].check",
+    );
+    assert!(msg.contains("not a duration"), "{msg}");
+}
+
 /// A config of `target` keys and one workload of `workload` keys, with one
 /// stage: for the tests of one concern.
 pub(super) fn load_one(target: &str, workload: &str) -> Result<Config, String> {

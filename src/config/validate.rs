@@ -45,6 +45,19 @@ impl Config {
                 ));
             }
         }
+        if let Some(name) = &self.run.name {
+            if name.is_empty()
+                || name.len() > 64
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            {
+                return Err(KeyError::new(
+                    "run.name",
+                    format!("must be 1 to 64 letters, digits, '-', '_' or '.', got {name:?}"),
+                ));
+            }
+        }
         if self.target.database.is_empty()
             || self
                 .target
@@ -250,7 +263,32 @@ impl WorkloadConfig {
             ));
         }
         self.kind.validate()?;
-        self.schedule().map(|_| ())
+        self.schedule()?;
+        self.thresholds().map(|_| ())
+    }
+
+    /// The validated thresholds, checked against the kind's operations;
+    /// errors name `thresholds[i].<key>`.
+    pub fn thresholds(&self) -> Result<Vec<crate::threshold::Threshold>, KeyError> {
+        if self.thresholds.is_empty() {
+            return Ok(Vec::new());
+        }
+        let workload = self.kind.build(0)?;
+        let ops = workload.op_names();
+        let mut out: Vec<crate::threshold::Threshold> = Vec::new();
+        for (i, t) in self.thresholds.iter().enumerate() {
+            let built = t
+                .build(&ops)
+                .map_err(|(key, reason)| KeyError::new(format!("thresholds[{i}].{key}"), reason))?;
+            if let Some(j) = out.iter().position(|o| o.name == built.name) {
+                return Err(KeyError::new(
+                    format!("thresholds[{i}].check"),
+                    format!("the same threshold as thresholds[{j}] ({})", built.name),
+                ));
+            }
+            out.push(built);
+        }
+        Ok(out)
     }
 }
 

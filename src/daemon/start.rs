@@ -20,6 +20,15 @@ pub async fn start_with(
     let (listener, http_addr) = bind_http(&config)?;
     announce(&config, &base.hosts, http_addr);
     let run_info = run_info(&config, tap);
+    base.metrics.set_run_info(
+        run_info.label(),
+        run_info.config_hash.as_deref().unwrap_or(""),
+    );
+    let run_status = crate::daemon::status::RunStatus {
+        id: run_info.id.clone(),
+        name: run_info.name.clone(),
+        config_hash: run_info.config_hash.clone().unwrap_or_default(),
+    };
     let control_socket = bind_control(&config)?;
 
     // One root token: the load and every long-lived task stop under it.
@@ -44,7 +53,7 @@ pub async fn start_with(
     let control_path = control_socket.as_ref().map(|c| c.path().to_path_buf());
     let control = control_socket.map(|socket| (socket, control_handler(&base, &statuses)));
     let target_up = Arc::new(AtomicBool::new(false));
-    let state = http_state(&config, &base, &statuses, &target_up, started);
+    let state = http_state(&config, &base, &statuses, &target_up, started, run_status);
     serve_side(&mut tasks, &side, control, (listener, http_addr, state));
     spawn_background(&mut tasks, &config, &base, &target_up);
     if let Some(c) = &base.cluster {
@@ -261,13 +270,15 @@ fn run_info(
 ) -> crate::report::RunInfo {
     let run_info = crate::report::RunInfo {
         tap,
+        name: config.run.name.clone(),
+        config_hash: Some(config.hash()),
         ..crate::report::RunInfo::new(config.run.log.clone())
     };
     let report_to = match &run_info.log {
         Some(p) => format!("the journal and {}", p.display()),
         None => "the journal".to_owned(),
     };
-    tracing::info!(run_id = %run_info.id, "run {}: stage reports go to {report_to}", run_info.id);
+    tracing::info!(run_id = %run_info.id, run = %run_info.label(), config_hash = ?run_info.config_hash, "run {}: stage reports go to {report_to}", run_info.label());
     run_info
 }
 
@@ -331,6 +342,7 @@ fn http_state(
     statuses: &Arc<supervisor::Slots>,
     target_up: &Arc<AtomicBool>,
     started: Instant,
+    run: crate::daemon::status::RunStatus,
 ) -> HttpState {
     let (metrics, hosts) = (&base.metrics, &base.hosts);
     let member = config.cluster.member();
@@ -368,6 +380,7 @@ fn http_state(
     let status = move || {
         let snapshot = Snapshot {
             version: env!("CARGO_PKG_VERSION"),
+            run: run.clone(),
             cluster: cluster.clone(),
             uptime_seconds: started.elapsed().as_secs_f64(),
             target: TargetStatus {

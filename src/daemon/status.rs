@@ -12,6 +12,8 @@ use crate::schedule::Load;
 #[derive(Debug, Clone, Serialize)]
 pub struct Snapshot {
     pub version: &'static str,
+    /// Which run this is.
+    pub run: RunStatus,
     /// In a cluster: this member (`null` alone).
     pub cluster: Option<ClusterStatus>,
     pub uptime_seconds: f64,
@@ -19,6 +21,14 @@ pub struct Snapshot {
     /// The last failovers the driver saw (at most 10).
     pub failovers: Vec<crate::report::FailoverReport>,
     pub workloads: Vec<WorkloadSnapshot>,
+}
+
+/// The run's identity: its generated id, `[run] name`, the config's hash.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunStatus {
+    pub id: String,
+    pub name: Option<String>,
+    pub config_hash: String,
 }
 
 /// This daemon as a member of its cluster.
@@ -56,6 +66,12 @@ pub struct WorkloadSnapshot {
     /// The acknowledged-write audit, when the workload has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub audit: Option<crate::audit::AuditSummary>,
+    /// The thresholds over their sliding windows (absent: none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<crate::threshold::monitor::ThresholdStatus>,
+    /// A threshold with `abort_on_fail` stopped the workload or the run.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub threshold_aborted: bool,
 }
 
 /// Runtime control of a workload: what an operator changed, and the same
@@ -113,6 +129,9 @@ pub struct WorkloadSummary {
     pub ok: u64,
     pub errors: u64,
     pub missed: u64,
+    /// A threshold with `abort_on_fail` stopped it (exit 99).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub threshold_aborted: bool,
 }
 
 impl From<&WorkloadSnapshot> for WorkloadSummary {
@@ -122,6 +141,7 @@ impl From<&WorkloadSnapshot> for WorkloadSummary {
             ok: w.operations_ok,
             errors: w.operations_error,
             missed: w.missed,
+            threshold_aborted: w.threshold_aborted,
         }
     }
 }

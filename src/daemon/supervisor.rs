@@ -53,6 +53,8 @@ pub struct Slot {
     /// The running engine's metric handles (its operations' counters and
     /// latency windows), for the terminal's progress lines.
     pub metrics: Mutex<Option<WorkloadMetrics>>,
+    /// The running engine's thresholds, if it has any.
+    pub thresholds: Mutex<Option<Arc<crate::threshold::monitor::ThresholdBook>>>,
 }
 
 impl Slot {
@@ -69,7 +71,17 @@ impl Slot {
             operations_error: self.status.errors.load(Ordering::Relaxed),
             missed: self.status.missed.load(Ordering::Relaxed),
             audit: self.audit().map(|a| a.summary()),
+            thresholds: self.thresholds().map_or_else(Vec::new, |t| t.status()),
+            threshold_aborted: self.thresholds().is_some_and(|t| t.aborted()),
         }
+    }
+
+    /// The running engine's thresholds, if it has any.
+    pub fn thresholds(&self) -> Option<Arc<crate::threshold::monitor::ThresholdBook>> {
+        self.thresholds
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The running engine's audit, if it has one.
@@ -173,7 +185,7 @@ impl std::fmt::Display for ReloadSummary {
 /// `new`, if any: those need a restart.
 pub fn restart_only_change(old: &Config, new: &Config) -> Option<&'static str> {
     let (a, b) = (&old.target, &new.target);
-    let keys: [(&'static str, bool); 16] = [
+    let keys: [(&'static str, bool); 17] = [
         ("target.uri", a.uri != b.uri),
         ("target.uri_file", a.uri_file != b.uri_file),
         ("target.database", a.database != b.database),
@@ -202,6 +214,7 @@ pub fn restart_only_change(old: &Config, new: &Config) -> Option<&'static str> {
         ("control.socket", old.control != new.control),
         // The run id and its log file are fixed for the process's life.
         ("run.log", old.run.log != new.run.log),
+        ("run.name", old.run.name != new.run.name),
         // A member's share and its coordination are fixed at start.
         ("cluster", old.cluster != new.cluster),
     ];
@@ -460,6 +473,7 @@ impl Supervisor {
             control: watch::channel(ControlState::default()).0,
             audit: Mutex::new(None),
             metrics: Mutex::new(None),
+            thresholds: Mutex::new(None),
         })
     }
 
@@ -483,6 +497,19 @@ impl Supervisor {
             audit.as_ref().map(|a| a.audit.clone());
         let metrics = self.env.metrics.workload(&w.name, built.workload.ops());
         *slot.metrics.lock().unwrap_or_else(PoisonError::into_inner) = Some(metrics.clone());
+        // Validated with the config: a failure here cannot happen.
+        let thresholds = w.thresholds().unwrap_or_default();
+        let thresholds = (!thresholds.is_empty()).then(|| {
+            Arc::new(crate::threshold::monitor::ThresholdBook::new(
+                &w.name,
+                thresholds,
+                self.env.metrics.thresholds(),
+            ))
+        });
+        *slot
+            .thresholds
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = thresholds.clone();
         let run = WorkloadRun {
             name: w.name.clone(),
             deployment: Deployment::new(
@@ -512,6 +539,8 @@ impl Supervisor {
             stage_index: self.env.cluster_metrics.stage.with_label_values(&[&w.name]),
             failover: self.env.metrics.failover().clone(),
             audit,
+            thresholds,
+            run_cancel: self.env.cancel.clone(),
         };
         let stop = self.env.cancel.child_token();
         let finished = CancellationToken::new();

@@ -83,6 +83,10 @@ pub struct WorkloadRun {
     pub failover: Arc<Failover>,
     /// The acknowledged-write audit, when the workload has `audit = true`.
     pub audit: Option<AuditSetup>,
+    /// The workload's thresholds, watched while its schedule runs.
+    pub thresholds: Option<Arc<crate::threshold::monitor::ThresholdBook>>,
+    /// The whole run's token: a threshold aborting the run cancels it.
+    pub run_cancel: CancellationToken,
 }
 
 /// A workload's audit and how its verification task runs.
@@ -161,6 +165,7 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
         )
     });
     let extras = ReportExtras {
+        thresholds: run.thresholds.clone(),
         failovers: Some(run.failover.clone()),
         sink: verifier.as_ref().map(|v| v.sink.clone()),
         member: epoch.as_ref().map(|j| {
@@ -198,6 +203,17 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
         workers.spawn(worker.run());
     }
 
+    let monitor_stop = cancel.child_token();
+    let monitor = run.thresholds.clone().map(|book| {
+        tokio::spawn(crate::threshold::monitor::watch(
+            book,
+            run.metrics.clone(),
+            run.status.clone(),
+            monitor_stop.clone(),
+            cancel.clone(),
+            run.run_cancel.clone(),
+        ))
+    });
     let finished =
         controller::drive(&run, &stage_tx, &cancel, (t0, late), epoch.as_ref(), extras).await;
     if let (Some(c), Some(e)) = (&run.cluster, epoch) {
@@ -205,6 +221,10 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
     }
     // Draining has its own deadline (grace); no ticks to watch.
     run.status.heartbeat.clear();
+    monitor_stop.cancel();
+    if let Some(m) = monitor {
+        let _ = m.await;
+    }
 
     let _ = stage_tx.send(Published::Done);
     workers_stop.cancel();

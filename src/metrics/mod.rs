@@ -88,6 +88,8 @@ pub struct Metrics {
     failover: Arc<Failover>,
     audit: AuditFamilies,
     probe: ProbeFamilies,
+    thresholds: crate::threshold::monitor::ThresholdFamilies,
+    run_info: IntGaugeVec,
     windows: Arc<WindowCollector>,
     /// The current stage of each workload name, shared by every
     /// `WorkloadMetrics` of that name, so after a reload the new handle
@@ -115,6 +117,7 @@ impl Metrics {
             .set(1);
         process.register(&registry)?;
         let target_up = process.target_up;
+        let run_info = process.run_info;
 
         let vecs = Vecs::new()?;
         vecs.register(&registry)?;
@@ -128,6 +131,8 @@ impl Metrics {
         audit.register(&registry)?;
         let probe = ProbeFamilies::with_series()?;
         probe.register(&registry)?;
+        let thresholds = crate::threshold::monitor::ThresholdFamilies::new()?;
+        thresholds.register(&registry)?;
 
         let windows = Arc::new(WindowCollector::new(window)?);
         registry.register(Box::new(window::SharedCollector(Arc::clone(&windows))))?;
@@ -145,6 +150,8 @@ impl Metrics {
             failover,
             audit,
             probe,
+            thresholds,
+            run_info,
             windows,
             current_stages: Mutex::new(BTreeMap::new()),
         })
@@ -160,6 +167,7 @@ impl Metrics {
             failover::FailoverFamilies::NAMES,
             AuditFamilies::NAMES,
             ProbeFamilies::NAMES,
+            crate::threshold::monitor::ThresholdFamilies::NAMES,
             &[window::NAME],
         ]
         .concat()
@@ -168,6 +176,14 @@ impl Metrics {
     /// The registry, for callers that want to add metrics of their own.
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// Sets the one `mongoload_run_info` series.
+    pub fn set_run_info(&self, run: &str, config_hash: &str) {
+        self.run_info.reset();
+        self.run_info
+            .with_label_values(&[run, env!("CARGO_PKG_VERSION"), config_hash])
+            .set(1);
     }
 
     /// Sets `mongoload_target_up`.
@@ -230,6 +246,11 @@ impl Metrics {
     /// The acknowledged-write audit's families.
     pub fn audit(&self) -> &AuditFamilies {
         &self.audit
+    }
+
+    /// The thresholds' families.
+    pub fn thresholds(&self) -> &crate::threshold::monitor::ThresholdFamilies {
+        &self.thresholds
     }
 
     /// The replication-lag probe's families.
@@ -364,6 +385,9 @@ families! {
             labels ["version", "revision"];
         target_up: IntGauge = "mongoload_target_up",
             "1 while the MongoDB deployment answers, 0 otherwise.";
+        run_info: IntGaugeVec = "mongoload_run_info",
+            "Always 1; the labels say which run this is: [run] name (else the run id), version, config hash.",
+            labels ["run", "version", "config_hash"];
     }
 }
 

@@ -279,10 +279,39 @@ pub(crate) fn merged_summary(windows: &[&LatencyWindow], now: Instant) -> Latenc
     summarize(&merged, total_count, total_sum_ns)
 }
 
+/// The quantiles of several windows together over the last `span` at
+/// `now` (rounded up to whole slots, at most the whole window), each
+/// flushed first; totals are their sums. Thresholds read this.
+pub(crate) fn merged_summary_over(
+    windows: &[&LatencyWindow],
+    now: Instant,
+    span: Duration,
+) -> LatencySummary {
+    let mut merged = new_histogram();
+    let (mut total_count, mut total_sum_ns) = (0u64, 0u128);
+    for w in windows {
+        let mut state = w.state.lock().unwrap_or_else(PoisonError::into_inner);
+        w.flush_locked(&mut state, now);
+        let wanted = u64::try_from(span.as_nanos().div_ceil(u128::from(w.slot_len_ns)))
+            .unwrap_or(u64::MAX)
+            .max(1);
+        add_recent_slots(&state.slots, w.slot_number(now), wanted, &mut merged);
+        total_count = total_count.saturating_add(state.total_count);
+        total_sum_ns = total_sum_ns.saturating_add(state.total_sum_ns);
+    }
+    summarize(&merged, total_count, total_sum_ns)
+}
+
 /// Adds the slots younger than the window (slot `current` and the
 /// `slots.len() - 1` before it) into `into`.
 fn add_live_slots(slots: &[Slot], current: u64, into: &mut Histogram<u32>) {
-    let len = slots.len() as u64;
+    add_recent_slots(slots, current, slots.len() as u64, into);
+}
+
+/// Adds slot `current` and the `wanted - 1` before it (as far as the ring
+/// holds them) into `into`.
+fn add_recent_slots(slots: &[Slot], current: u64, wanted: u64, into: &mut Histogram<u32>) {
+    let len = (slots.len() as u64).min(wanted);
     for slot in slots {
         if let Some(number) = slot.number {
             if number <= current && current - number < len {

@@ -126,6 +126,22 @@ impl WorkloadMetrics {
         super::window::merged_summary(&windows, std::time::Instant::now())
     }
 
+    /// The exact latency quantiles over the last `span` (rounded up to the
+    /// window's slots, at most the whole window) of operation `op`, or of
+    /// all of them.
+    pub fn latency_over(&self, op: Option<usize>, span: Duration) -> super::LatencySummary {
+        let windows: Vec<&LatencyWindow> = match op {
+            Some(i) => self
+                .ops
+                .get(i)
+                .map(|o| &*o.inner.window)
+                .into_iter()
+                .collect(),
+            None => self.ops.iter().map(|o| &*o.inner.window).collect(),
+        };
+        super::window::merged_summary_over(&windows, std::time::Instant::now(), span)
+    }
+
     /// Failed operations of class `kind` so far, over every operation.
     pub fn errors_of(&self, kind: ErrorKind) -> u64 {
         self.ops.iter().map(|o| o.errors_of(kind)).sum()

@@ -1,11 +1,15 @@
-//! `mongoload report --compare BASE NEW`: per-stage deltas of throughput
-//! and p99 between two runs, matched by workload and stage name, and the
-//! verdict a pipeline gates on (throughput dropped beyond a threshold).
+//! `mongoload report --compare BASE NEW`: each stage's (and each
+//! operation's) throughput, error ratio and latency percentiles in two
+//! runs, matched by workload, stage and op name, as means with confidence
+//! intervals over the stages' per-interval samples; the verdict a
+//! pipeline gates on is a significant change (Welch's t) beyond a gate.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
+use super::samples::SampleSeries;
+use super::significance::{estimate, mann_whitney, median, welch, Difference, Estimate};
 use super::table::{ms, render};
 use super::StageReport;
 
@@ -42,18 +46,167 @@ pub struct Pooled {
     pub p99_ns: u64,
 }
 
-/// One row of a comparison.
+/// What `report --compare` gates on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Gates {
+    /// The largest significant throughput drop that passes.
+    pub max_drop: Percent,
+    /// The largest significant rise of p50, p99 or p99.9 that passes.
+    pub max_latency_rise: Percent,
+    /// The largest significant rise of the error ratio that passes, in
+    /// percentage points.
+    pub max_error_rise: Percent,
+    /// The confidence level of the intervals and tests (0.99).
+    pub confidence: f64,
+}
+
+impl Default for Gates {
+    fn default() -> Self {
+        Gates {
+            max_drop: Percent(5.0),
+            max_latency_rise: Percent(5.0),
+            max_error_rise: Percent(0.1),
+            confidence: 0.99,
+        }
+    }
+}
+
+/// A figure compared between runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Figure {
+    /// Successful operations per second.
+    Throughput,
+    /// Failed over finished operations.
+    ErrorRatio,
+    P50,
+    P99,
+    P999,
+}
+
+impl Figure {
+    pub const ALL: [Figure; 5] = [
+        Figure::Throughput,
+        Figure::ErrorRatio,
+        Figure::P50,
+        Figure::P99,
+        Figure::P999,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Figure::Throughput => "ops/s",
+            Figure::ErrorRatio => "error %",
+            Figure::P50 => "p50 ms",
+            Figure::P99 => "p99 ms",
+            Figure::P999 => "p99.9 ms",
+        }
+    }
+
+    /// The figure's value in each interval that has one.
+    fn values(self, s: &SampleSeries, interval: f64) -> Vec<f64> {
+        let n = s.len();
+        // An interval whose results' latency went to a later one (handed
+        // over late) has none: 0.
+        let lat = |v: &[u64]| {
+            v.iter()
+                .filter(|&&ns| ns > 0)
+                .map(|&ns| ns as f64 / 1e6)
+                .collect()
+        };
+        match self {
+            Figure::Throughput => s.ok.iter().map(|&ok| ok as f64 / interval).collect(),
+            Figure::ErrorRatio => (0..n)
+                .filter(|&i| s.ok[i] + s.error[i] > 0)
+                .map(|i| s.error[i] as f64 / (s.ok[i] + s.error[i]) as f64 * 100.0)
+                .collect(),
+            Figure::P50 => lat(&s.p50_ns),
+            Figure::P99 => lat(&s.p99_ns),
+            Figure::P999 => lat(&s.p999_ns),
+        }
+    }
+}
+
+/// One figure of one stage (or one op of it) in both runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FigureDelta {
+    pub figure: Figure,
+    /// Means with their confidence intervals.
+    pub base: Estimate,
+    pub new: Estimate,
+    /// Welch's t-test of the means.
+    pub diff: Difference,
+    /// Latency percentiles: the change of the per-interval medians in per
+    /// cent and the Mann–Whitney p-value, which decide (one stalled
+    /// second moves a mean and its variance, not the ranks).
+    pub robust: Option<(f64, f64)>,
+    /// The change is significant (Welch's t, or Mann–Whitney for latency).
+    pub significant: bool,
+    /// Significant, in the bad direction and beyond its gate.
+    pub regression: bool,
+}
+
+impl FigureDelta {
+    /// "−7.2 % ± 1.1 %, significant" or "no significant change (±3.0 %)";
+    /// the error ratio in percentage points; latency as the change of the
+    /// medians (Mann–Whitney).
+    pub fn change(&self) -> String {
+        if let Some((d, _)) = self.robust {
+            return if self.significant {
+                format!("{}{:.1} % (medians), significant", sign(d), d.abs())
+            } else {
+                format!(
+                    "no significant change (medians {}{:.1} %)",
+                    sign(d),
+                    d.abs()
+                )
+            };
+        }
+        let (d, e, unit) = match self.figure {
+            Figure::ErrorRatio => (self.diff.diff, self.diff.error, " pp"),
+            _ => match self.diff.percent(&self.base) {
+                Some((d, e)) => (d, e, " %"),
+                None => (self.diff.diff, self.diff.error, ""),
+            },
+        };
+        if self.significant {
+            format!(
+                "{}{:.1}{unit} ± {e:.1}{unit}, significant",
+                sign(d),
+                d.abs()
+            )
+        } else {
+            format!("no significant change (±{e:.1}{unit})")
+        }
+    }
+}
+
+fn sign(v: f64) -> &'static str {
+    if v < 0.0 {
+        "−"
+    } else {
+        "+"
+    }
+}
+
+/// One row of a comparison: a stage, or one operation of it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Delta {
     pub workload: String,
     pub stage: String,
+    /// `None`: the stage's operations together.
+    pub op: Option<String>,
     pub base: Option<Pooled>,
     pub new: Option<Pooled>,
     /// Throughput change in per cent (negative: slower); `None` when a side
     /// is missing or the base had no throughput.
     pub throughput_pct: Option<f64>,
     pub p99_pct: Option<f64>,
-    /// Throughput dropped by more than the threshold.
+    /// Each figure with its statistics; empty when a run log has no
+    /// samples (mongoload before 0.3, a merged cluster row) or fewer than
+    /// [`MIN_SAMPLES`].
+    pub figures: Vec<FigureDelta>,
+    /// A significant regression beyond its gate; without samples, a
+    /// throughput drop beyond `max_drop` (no statistics).
     pub regression: bool,
 }
 
@@ -61,18 +214,343 @@ pub struct Delta {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comparison {
     pub rows: Vec<Delta>,
-    pub max_drop: Percent,
+    pub gates: Gates,
 }
 
 impl Comparison {
-    /// Stages whose throughput dropped beyond the threshold.
+    /// Rows (stages or ops) with a regression.
     pub fn regressions(&self) -> usize {
         self.rows.iter().filter(|r| r.regression).count()
     }
 }
 
-/// A stage's identity across runs: workload and stage name.
-type Key = (String, String);
+/// A stage's identity across runs: workload, stage name and op (`-` for
+/// all of them).
+type Key = (String, String, String);
+
+/// One key's occurrences in one run: ok count, measured seconds, worst
+/// p99, and the samples (per interval length).
+#[derive(Default)]
+struct Pool {
+    ok: u64,
+    secs: f64,
+    p99: u64,
+    /// The concatenated samples; `None` once an occurrence had none.
+    samples: Option<(f64, SampleSeries)>,
+    missing_samples: bool,
+}
+
+impl Pool {
+    fn add(&mut self, ok: u64, secs: f64, p99: u64, samples: Option<(f64, &SampleSeries)>) {
+        self.ok += ok;
+        self.secs += secs;
+        self.p99 = self.p99.max(p99);
+        match (samples, &mut self.samples) {
+            (Some((i, s)), Some((interval, all))) if *interval == i => all.extend(s),
+            (Some((i, s)), None) if !self.missing_samples => {
+                self.samples = Some((i, s.clone()));
+            }
+            _ => {
+                self.missing_samples = true;
+                self.samples = None;
+            }
+        }
+    }
+
+    fn pooled(&self) -> Pooled {
+        Pooled {
+            ops_per_sec: if self.secs > 0.0 {
+                self.ok as f64 / self.secs
+            } else {
+                0.0
+            },
+            p99_ns: self.p99,
+        }
+    }
+}
+
+/// Per key, in the order keys first appear.
+fn pool(reports: &[StageReport]) -> (Vec<Key>, BTreeMap<Key, Pool>) {
+    let mut order = Vec::new();
+    let mut pools: BTreeMap<Key, Pool> = BTreeMap::new();
+    let mut add = |key: Key, ok, secs, p99, samples| {
+        pools
+            .entry(key.clone())
+            .or_insert_with(|| {
+                order.push(key);
+                Pool::default()
+            })
+            .add(ok, secs, p99, samples);
+    };
+    for r in reports {
+        let interval = r.samples.as_ref().map(|s| s.interval_seconds);
+        add(
+            (r.workload.clone(), r.stage.clone(), "-".to_owned()),
+            r.operations.ok,
+            r.duration_seconds,
+            r.latency_ns.p99,
+            r.samples.as_ref().map(|s| (s.interval_seconds, &s.all)),
+        );
+        for o in &r.ops {
+            add(
+                (r.workload.clone(), r.stage.clone(), o.op.clone()),
+                o.operations.ok,
+                r.duration_seconds,
+                o.latency_ns.p99,
+                interval.zip(o.samples.as_ref()),
+            );
+        }
+    }
+    (order, pools)
+}
+
+fn pct(base: f64, new: f64) -> Option<f64> {
+    (base > 0.0).then(|| (new - base) / base * 100.0)
+}
+
+/// Fewer intervals than this on either side: no statistics (the
+/// throughput gate of the whole stage applies, as without samples).
+pub const MIN_SAMPLES: usize = 5;
+
+/// Each figure of one key compared, when both sides have samples.
+fn figures(b: &Pool, n: &Pool, gates: &Gates) -> Vec<FigureDelta> {
+    let (Some((bi, bs)), Some((ni, ns))) = (&b.samples, &n.samples) else {
+        return Vec::new();
+    };
+    if bs.len() < MIN_SAMPLES || ns.len() < MIN_SAMPLES {
+        return Vec::new();
+    }
+    Figure::ALL
+        .iter()
+        .filter_map(|&figure| {
+            let (bv, nv) = (figure.values(bs, *bi), figure.values(ns, *ni));
+            let base = estimate(&bv, gates.confidence)?;
+            let new = estimate(&nv, gates.confidence)?;
+            let diff = welch(&base, &new, gates.confidence);
+            let rel = diff.percent(&base).map(|(d, _)| d);
+            let alpha = 1.0 - gates.confidence;
+            let (robust, significant, beyond) = match figure {
+                Figure::Throughput => (
+                    None,
+                    diff.significant,
+                    rel.is_some_and(|d| -d > gates.max_drop.0),
+                ),
+                Figure::ErrorRatio => (None, diff.significant, diff.diff > gates.max_error_rise.0),
+                Figure::P50 | Figure::P99 | Figure::P999 => {
+                    let p = mann_whitney(&bv, &nv)?;
+                    let (mb, mn) = (median(&bv)?, median(&nv)?);
+                    let change = if mb > 0.0 {
+                        (mn - mb) / mb * 100.0
+                    } else {
+                        0.0
+                    };
+                    (
+                        Some((change, p)),
+                        p < alpha,
+                        change > gates.max_latency_rise.0,
+                    )
+                }
+            };
+            Some(FigureDelta {
+                figure,
+                base,
+                new,
+                robust,
+                significant,
+                regression: significant && beyond,
+                diff,
+            })
+        })
+        .collect()
+}
+
+/// Matches the stages (and their operations) of `base` and `new` by
+/// workload, stage and op name (in the order they first appear in `base`,
+/// then those only in `new`) and compares each figure: mean ± confidence
+/// interval over the per-interval samples, Welch's t-test. A regression
+/// is a change in the bad direction that is significant and beyond its
+/// gate. Run logs without samples fall back to the throughput of the
+/// whole stage against `max_drop`. A stage missing from either run is
+/// shown, never a regression.
+pub fn compare(base: &[StageReport], new: &[StageReport], gates: Gates) -> Comparison {
+    let (base_order, base_pools) = pool(base);
+    let (new_order, new_pools) = pool(new);
+    let mut keys = base_order;
+    for k in new_order {
+        if !base_pools.contains_key(&k) {
+            keys.push(k);
+        }
+    }
+    let rows = keys
+        .into_iter()
+        .map(|key| {
+            let (bp, np) = (base_pools.get(&key), new_pools.get(&key));
+            let (b, n) = (bp.map(Pool::pooled), np.map(Pool::pooled));
+            let (throughput_pct, p99_pct) = match (b, n) {
+                (Some(b), Some(n)) => (
+                    pct(b.ops_per_sec, n.ops_per_sec),
+                    pct(b.p99_ns as f64, n.p99_ns as f64),
+                ),
+                _ => (None, None),
+            };
+            let figures = match (bp, np) {
+                (Some(b), Some(n)) => figures(b, n, &gates),
+                _ => Vec::new(),
+            };
+            let regression = if figures.is_empty() {
+                throughput_pct.is_some_and(|d| -d > gates.max_drop.0)
+            } else {
+                figures.iter().any(|f| f.regression)
+            };
+            Delta {
+                workload: key.0,
+                stage: key.1,
+                op: (key.2 != "-").then_some(key.2),
+                base: b,
+                new: n,
+                throughput_pct,
+                p99_pct,
+                figures,
+                regression,
+            }
+        })
+        .collect();
+    Comparison { rows, gates }
+}
+
+/// Which run(s) a run log holds: name (or id), version and config hash
+/// of each, in order of first appearance.
+pub fn describe_run(reports: &[StageReport]) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for r in reports {
+        let mut d = format!("run {}", r.run_name.as_deref().unwrap_or(&r.run_id));
+        if r.run_name.is_some() {
+            d.push_str(&format!(" ({})", r.run_id));
+        }
+        if let Some(v) = &r.version {
+            d.push_str(&format!(", mongoload {v}"));
+        }
+        if let Some(h) = &r.config_hash {
+            d.push_str(&format!(", config {h}"));
+        }
+        if !seen.contains(&d) {
+            seen.push(d);
+        }
+    }
+    if seen.is_empty() {
+        "no stage reports".to_owned()
+    } else {
+        seen.join("; ")
+    }
+}
+
+fn signed(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{v:+.1}%"))
+}
+
+/// The comparison as a table (one row per figure of each stage, and of
+/// each operation when `ops`, or when it regressed) and a closing verdict
+/// line.
+pub fn render_comparison(c: &Comparison, ops: bool) -> String {
+    let header = [
+        "workload", "stage", "op", "figure", "base", "new", "change", "verdict",
+    ];
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for d in &c.rows {
+        let op = d.op.clone().unwrap_or_else(|| "-".to_owned());
+        if d.op.is_some() && !ops && !d.regression {
+            continue;
+        }
+        let lead = |figure: &str| {
+            vec![
+                d.workload.clone(),
+                d.stage.clone(),
+                op.clone(),
+                figure.to_owned(),
+            ]
+        };
+        match (&d.base, &d.new) {
+            (None, _) | (_, None) => {
+                let mut row = lead("-");
+                row.extend(["-".into(), "-".into(), "-".into()]);
+                row.push(
+                    if d.base.is_none() {
+                        "only in new"
+                    } else {
+                        "only in base"
+                    }
+                    .into(),
+                );
+                rows.push(row);
+            }
+            _ if d.figures.is_empty() => {
+                let ops = |p: &Option<Pooled>| {
+                    p.map_or("-".to_owned(), |p| format!("{:.1}", p.ops_per_sec))
+                };
+                let mut row = lead("ops/s");
+                row.extend([
+                    ops(&d.base),
+                    ops(&d.new),
+                    format!("{} (no statistics)", signed(d.throughput_pct)),
+                    if d.regression { "REGRESSION" } else { "ok" }.into(),
+                ]);
+                rows.push(row);
+                let p99 = |p: &Option<Pooled>| p.map_or("-".to_owned(), |p| ms(p.p99_ns));
+                let mut row = lead("p99 ms");
+                row.extend([
+                    p99(&d.base),
+                    p99(&d.new),
+                    format!("{} (no statistics: not gated)", signed(d.p99_pct)),
+                    "-".into(),
+                ]);
+                rows.push(row);
+            }
+            _ => {
+                for f in &d.figures {
+                    if d.op.is_some() && !ops && !f.regression {
+                        continue;
+                    }
+                    let est = |e: &Estimate| format!("{} ± {}", num(e.mean), num(e.error));
+                    let mut row = lead(f.figure.as_str());
+                    row.extend([
+                        est(&f.base),
+                        est(&f.new),
+                        f.change(),
+                        if f.regression { "REGRESSION" } else { "ok" }.into(),
+                    ]);
+                    rows.push(row);
+                }
+            }
+        }
+    }
+    let mut out = render(&header, &rows, 4);
+    let n = c.regressions();
+    let g = &c.gates;
+    let how = format!(
+        "confidence {}%; per-interval samples: Welch's t for ops/s and errors, Mann–Whitney for latency; gates: ops/s −{}, latency +{}, errors +{} pp",
+        c.gates.confidence * 100.0,
+        g.max_drop,
+        g.max_latency_rise,
+        g.max_error_rise.0
+    );
+    if n == 0 {
+        out.push_str(&format!("no significant regression ({how})\n"));
+    } else {
+        out.push_str(&format!("{n} regression(s) ({how})\n"));
+    }
+    out
+}
+
+/// A figure with three significant digits or one decimal.
+fn num(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.1}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
 
 /// Per key, in the order keys first appear: successful count over the
 /// summed measured time (a rate), and the worst p99.
@@ -104,115 +582,6 @@ fn pool_by<K: Ord + Clone>(
         })
         .collect();
     (order, pooled)
-}
-
-fn pool(reports: &[StageReport]) -> (Vec<Key>, BTreeMap<Key, Pooled>) {
-    pool_by(reports.iter().map(|r| {
-        let key = (r.workload.clone(), r.stage.clone());
-        (key, r.operations.ok, r.duration_seconds, r.latency_ns.p99)
-    }))
-}
-
-fn pct(base: f64, new: f64) -> Option<f64> {
-    (base > 0.0).then(|| (new - base) / base * 100.0)
-}
-
-/// Matches the stages of `base` and `new` by workload and stage name (in
-/// the order they first appear in `base`, then those only in `new`) and
-/// flags the ones whose throughput fell by more than `max_drop`. A stage
-/// missing from either run is shown, never a regression.
-pub fn compare(base: &[StageReport], new: &[StageReport], max_drop: Percent) -> Comparison {
-    let (base_order, base_pooled) = pool(base);
-    let (new_order, new_pooled) = pool(new);
-    let mut keys = base_order;
-    for k in new_order {
-        if !base_pooled.contains_key(&k) {
-            keys.push(k);
-        }
-    }
-    let rows = keys
-        .into_iter()
-        .map(|key| {
-            let b = base_pooled.get(&key).copied();
-            let n = new_pooled.get(&key).copied();
-            let (throughput_pct, p99_pct) = match (b, n) {
-                (Some(b), Some(n)) => (
-                    pct(b.ops_per_sec, n.ops_per_sec),
-                    pct(b.p99_ns as f64, n.p99_ns as f64),
-                ),
-                _ => (None, None),
-            };
-            Delta {
-                regression: throughput_pct.is_some_and(|d| -d > max_drop.0),
-                workload: key.0,
-                stage: key.1,
-                base: b,
-                new: n,
-                throughput_pct,
-                p99_pct,
-            }
-        })
-        .collect();
-    Comparison { rows, max_drop }
-}
-
-fn signed(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".to_owned(), |v| format!("{v:+.1}%"))
-}
-
-/// The comparison as a table and a closing verdict line.
-pub fn render_comparison(c: &Comparison) -> String {
-    let header = [
-        "workload",
-        "stage",
-        "base ops/s",
-        "new ops/s",
-        "Δops/s",
-        "base p99ms",
-        "new p99ms",
-        "Δp99",
-        "verdict",
-    ];
-    let rows: Vec<Vec<String>> = c
-        .rows
-        .iter()
-        .map(|d| {
-            let verdict = match (&d.base, &d.new) {
-                (None, _) => "only in new",
-                (_, None) => "only in base",
-                _ if d.regression => "REGRESSION",
-                _ => "ok",
-            };
-            let ops =
-                |p: &Option<Pooled>| p.map_or("-".to_owned(), |p| format!("{:.1}", p.ops_per_sec));
-            let p99 = |p: &Option<Pooled>| p.map_or("-".to_owned(), |p| ms(p.p99_ns));
-            vec![
-                d.workload.clone(),
-                d.stage.clone(),
-                ops(&d.base),
-                ops(&d.new),
-                signed(d.throughput_pct),
-                p99(&d.base),
-                p99(&d.new),
-                signed(d.p99_pct),
-                verdict.to_owned(),
-            ]
-        })
-        .collect();
-    let mut out = render(&header, &rows, 2);
-    let n = c.regressions();
-    if n == 0 {
-        out.push_str(&format!(
-            "no stage lost more than {} of its throughput\n",
-            c.max_drop
-        ));
-    } else {
-        out.push_str(&format!(
-            "{n} stage(s) lost more than {} of their throughput\n",
-            c.max_drop
-        ));
-    }
-    out
 }
 
 /// An operation's or a step's identity across runs: workload, stage, op
@@ -328,6 +697,7 @@ mod tests {
                     },
                     histogram: None,
                 }],
+                samples: None,
             }];
             r
         };
@@ -365,8 +735,15 @@ mod tests {
         assert!("150%".parse::<Percent>().is_err());
     }
 
+    fn gates(max_drop: f64) -> Gates {
+        Gates {
+            max_drop: Percent(max_drop),
+            ..Gates::default()
+        }
+    }
+
     #[test]
-    fn a_drop_beyond_the_threshold_is_a_regression() {
+    fn without_samples_a_drop_beyond_the_gate_is_a_regression() {
         let base = [
             report("w", "warm", 6_000, 60.0, 2_000_000),
             report("w", "peak", 60_000, 60.0, 10_000_000),
@@ -379,39 +756,142 @@ mod tests {
             report("w", "peak", 54_000, 60.0, 20_000_000),
             report("w", "added", 100, 10.0, 1_000_000),
         ];
-        let c = compare(&base, &new, Percent(5.0));
+        let c = compare(&base, &new, gates(5.0));
         let stages: Vec<&str> = c.rows.iter().map(|r| r.stage.as_str()).collect();
         assert_eq!(stages, ["warm", "peak", "gone", "added"]);
         assert!(!c.rows[0].regression);
         assert!((c.rows[0].throughput_pct.unwrap() + 4.0).abs() < 1e-9);
         assert!(c.rows[1].regression);
+        assert!(c.rows[1].figures.is_empty());
         assert!((c.rows[1].throughput_pct.unwrap() + 10.0).abs() < 1e-9);
         assert!((c.rows[1].p99_pct.unwrap() - 100.0).abs() < 1e-9);
         assert!(!c.rows[2].regression && c.rows[2].new.is_none());
         assert!(!c.rows[3].regression && c.rows[3].base.is_none());
         assert_eq!(c.regressions(), 1);
 
-        // A looser threshold lets the same runs pass.
-        assert_eq!(compare(&base, &new, Percent(15.0)).regressions(), 0);
+        // A looser gate lets the same runs pass.
+        assert_eq!(compare(&base, &new, gates(15.0)).regressions(), 0);
 
-        let text = render_comparison(&c);
-        let peak = text
+        let text = render_comparison(&c, false);
+        let peak: Vec<&str> = text
             .lines()
-            .find(|l| l.split_whitespace().nth(1) == Some("peak"))
-            .unwrap();
+            .filter(|l| l.split_whitespace().nth(1) == Some("peak"))
+            .collect();
+        assert!(peak[0].contains("-10.0% (no statistics)"), "{text}");
+        assert!(peak[0].ends_with("REGRESSION"), "{text}");
         assert!(
-            peak.contains("-10.0%") && peak.contains("+100.0%"),
+            peak[1].contains("+100.0% (no statistics: not gated)"),
             "{text}"
         );
-        assert!(peak.ends_with("REGRESSION"), "{text}");
         assert!(
             text.contains("only in base") && text.contains("only in new"),
             "{text}"
         );
         assert!(
-            text.ends_with("1 stage(s) lost more than 5% of their throughput\n"),
+            text.lines().last().unwrap().starts_with("1 regression(s)"),
             "{text}"
         );
+    }
+
+    /// A report of `secs` 1 s samples around `rate` ops/s and `p99` ms
+    /// (deterministic noise of ±`noise` relative), `errors` failed a second.
+    fn sampled(
+        stage: &str,
+        secs: usize,
+        rate: f64,
+        p99: f64,
+        errors: u64,
+        seed: u64,
+    ) -> StageReport {
+        use crate::report::samples::{SampleSeries, Samples};
+        let mut x = seed;
+        let mut next = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((x >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+        };
+        let mut s = SampleSeries::default();
+        for _ in 0..secs {
+            s.ok.push((rate * (1.0 + 0.02 * next())).round() as u64);
+            s.error.push(errors);
+            let p = p99 * (1.0 + 0.03 * next());
+            s.p50_ns.push((p / 4.0 * 1e6) as u64);
+            s.p99_ns.push((p * 1e6) as u64);
+            s.p999_ns.push((p * 2.0 * 1e6) as u64);
+        }
+        let ok: u64 = s.ok.iter().sum();
+        let mut r = report("w", stage, ok, secs as f64, (p99 * 1e6) as u64);
+        r.samples = Some(Samples {
+            interval_seconds: 1.0,
+            all: s,
+        });
+        r
+    }
+
+    #[test]
+    fn noise_is_no_change_and_a_shift_is_significant() {
+        let base = [sampled("open", 60, 1000.0, 20.0, 0, 1)];
+        // The same plan again: no significant change.
+        let same = [sampled("open", 60, 1000.0, 20.0, 0, 2)];
+        let c = compare(&base, &same, Gates::default());
+        assert_eq!(c.regressions(), 0, "{}", render_comparison(&c, false));
+        assert_eq!(c.rows[0].figures.len(), 5);
+        for f in &c.rows[0].figures {
+            assert!(
+                f.change().starts_with("no significant change ("),
+                "{:?}: {}",
+                f.figure,
+                f.change()
+            );
+        }
+        // Open loop, 10 % more latency: throughput unchanged, latency
+        // regresses, significantly.
+        let slower = [sampled("open", 60, 1000.0, 22.0, 0, 3)];
+        let c = compare(&base, &slower, Gates::default());
+        let p99 = c.rows[0]
+            .figures
+            .iter()
+            .find(|f| f.figure == Figure::P99)
+            .unwrap();
+        assert!(p99.regression && p99.significant, "{p99:?}");
+        let (d, e) = p99.diff.percent(&p99.base).unwrap();
+        assert!((d - 10.0).abs() < 2.0 && e < 2.0, "{d} ± {e}");
+        let (median_change, p) = p99.robust.unwrap();
+        assert!((median_change - 10.0).abs() < 2.0 && p < 1e-4, "{p99:?}");
+        assert!(
+            p99.change().starts_with("+1") && p99.change().ends_with("(medians), significant"),
+            "{}",
+            p99.change()
+        );
+        let ops = &c.rows[0].figures[0];
+        assert!(!ops.regression && !ops.significant, "{ops:?}");
+        assert_eq!(c.regressions(), 1);
+        // A looser latency gate passes the same rise.
+        let loose = Gates {
+            max_latency_rise: Percent(15.0),
+            ..Gates::default()
+        };
+        assert_eq!(compare(&base, &slower, loose).regressions(), 0);
+        let text = render_comparison(&c, false);
+        assert!(
+            text.lines()
+                .any(|l| l.contains("p99 ms") && l.ends_with("REGRESSION")),
+            "{text}"
+        );
+
+        // Closed loop: 10 % less throughput is caught.
+        let fewer = [sampled("open", 60, 900.0, 20.0, 0, 4)];
+        let c = compare(&base, &fewer, Gates::default());
+        let ops = &c.rows[0].figures[0];
+        assert!(ops.regression, "{ops:?}");
+        assert!(ops.change().starts_with("−10."), "{}", ops.change());
+        // And errors: 1 % of operations failing where none did.
+        let failing = [sampled("open", 60, 1000.0, 20.0, 10, 5)];
+        let c = compare(&base, &failing, Gates::default());
+        let e = &c.rows[0].figures[1];
+        assert_eq!(e.figure, Figure::ErrorRatio);
+        assert!(e.regression, "{e:?}");
     }
 
     #[test]
@@ -419,8 +899,8 @@ mod tests {
         let mut second = report("w", "peak", 30_000, 60.0, 50_000_000);
         second.cycle = 1;
         let base = [report("w", "peak", 90_000, 60.0, 10_000_000), second];
-        let (_, pooled) = pool(&base);
-        let p = pooled[&("w".to_owned(), "peak".to_owned())];
+        let (_, pools) = pool(&base);
+        let p = pools[&("w".to_owned(), "peak".to_owned(), "-".to_owned())].pooled();
         assert_eq!(p.ops_per_sec, 1000.0);
         assert_eq!(p.p99_ns, 50_000_000);
     }

@@ -27,6 +27,8 @@ use crate::workload::OpSpec;
 
 /// Results a worker keeps before handing them to the collector.
 const BATCH: usize = 64;
+/// ... or for at most this long (ns) when it runs few operations.
+const HOLD_NS: u64 = 1_000_000_000;
 
 /// What every stage report of one workload shares.
 pub struct ReportContext {
@@ -54,6 +56,8 @@ pub struct ReportExtras {
     pub sink: Option<Arc<dyn ReportSink>>,
     /// In a cluster: the member its reports come from.
     pub member: Option<super::MemberReport>,
+    /// The workload's thresholds: each report carries their verdicts.
+    pub thresholds: Option<Arc<crate::threshold::monitor::ThresholdBook>>,
 }
 
 impl ReportContext {
@@ -149,10 +153,13 @@ impl StageFigures {
         let ago = Instant::now().saturating_duration_since(start);
         let wall_start = Utc::now() - chrono::Duration::from_std(ago).unwrap_or_default();
         let warmup = stage.warmup();
+        let mut stats =
+            StageStats::with_steps(&ctx.ops.iter().map(|o| o.steps.len()).collect::<Vec<_>>());
+        stats.set_sample_interval(super::samples::interval_for(
+            stage.duration().saturating_sub(warmup),
+        ));
         StageFigures {
-            stats: Mutex::new(StageStats::with_steps(
-                &ctx.ops.iter().map(|o| o.steps.len()).collect::<Vec<_>>(),
-            )),
+            stats: Mutex::new(stats),
             ctx,
             stage: stage.name().to_owned(),
             index,
@@ -271,6 +278,16 @@ impl StageFigures {
                 operations: n,
                 per_worker,
                 workers,
+            });
+        }
+        if let Some(book) = &self.ctx.extras.thresholds {
+            let breaches = book.stage_breaches(&r.stage);
+            r.thresholds = crate::threshold::stage_verdicts(&r, book.thresholds(), |name| {
+                book.thresholds()
+                    .iter()
+                    .position(|t| t.name == name)
+                    .and_then(|i| breaches.get(i).copied())
+                    .unwrap_or(0)
             });
         }
         if let Some(f) = &self.ctx.extras.failovers {
@@ -396,15 +413,15 @@ impl StageBatch {
         done: Instant,
         outcome: Result<(), ErrorKind>,
     ) {
-        if self.measured(from).is_none() {
+        let Some(measure_from) = self.measured(from) else {
             return;
-        }
+        };
         self.push(Sample {
             op: u32::try_from(op).unwrap_or(u32::MAX),
             step: u32::try_from(step).unwrap_or(OPERATION - 1),
             outcome,
             latency_ns: nanos(done.saturating_duration_since(sent)),
-            done_ns: 0,
+            done_ns: nanos(done.saturating_duration_since(measure_from)),
         });
     }
 
@@ -419,7 +436,11 @@ impl StageBatch {
     #[inline]
     fn push(&mut self, sample: Sample) {
         self.samples.push(sample);
-        if self.samples.len() >= BATCH {
+        // Full, or holding results older than a second: the per-interval
+        // samples of the report (1 s) get them while their interval is open.
+        if self.samples.len() >= BATCH
+            || sample.done_ns.saturating_sub(self.samples[0].done_ns) >= HOLD_NS
+        {
             self.flush();
         }
     }
@@ -488,8 +509,9 @@ mod tests {
             );
         }
         c.add_missed(4);
-        // Nothing handed over yet: batches are below 64.
-        assert_eq!(c.report().operations.ok, 0);
+        // Below 64 results, a batch is handed over once it holds results a
+        // second apart: here in pairs (2-3 s, …, 8-9 s), so all are in.
+        assert_eq!(c.report().operations.ok, 15);
         a.follow(None);
         drop(b);
         c.finish(start + Duration::from_secs(10), false);

@@ -109,6 +109,8 @@ fn merge(mut members: Vec<StageReport>) -> StageReport {
             .map(|r| (&r.latency_ns, r.histogram.as_deref())),
     );
     row.histogram = None;
+    // Members' intervals do not line up: a merged row has no samples.
+    row.samples = None;
     row.missed = members.iter().map(|r| r.missed).sum();
     for (class, n) in row.errors.iter_mut() {
         *n = members.iter().filter_map(|r| r.errors.get(class)).sum();
@@ -153,6 +155,7 @@ fn merge(mut members: Vec<StageReport>) -> StageReport {
                         }
                     })
                     .collect(),
+                samples: None,
             }
         })
         .collect();

@@ -7,6 +7,8 @@
 pub mod compare;
 pub mod live;
 pub mod merge;
+pub mod samples;
+pub mod significance;
 mod stats;
 pub mod table;
 pub mod writer;
@@ -34,6 +36,10 @@ pub struct RunInfo {
     pub log: Option<PathBuf>,
     /// Also keeps a copy of each report (the terminal's table at exit).
     pub tap: Option<std::sync::Arc<crate::progress::ReportTap>>,
+    /// `[run] name`, if set.
+    pub name: Option<String>,
+    /// The config's hash ([`crate::config::Config::hash`]).
+    pub config_hash: Option<String>,
 }
 
 impl RunInfo {
@@ -50,7 +56,14 @@ impl RunInfo {
             started,
             log,
             tap: None,
+            name: None,
+            config_hash: None,
         }
+    }
+
+    /// The run's label: its name, else its id.
+    pub fn label(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.id)
     }
 }
 
@@ -99,6 +112,10 @@ pub struct OpReport {
     /// run logs of mongoload 0.1.
     #[serde(default)]
     pub steps: Vec<StepReport>,
+    /// Its per-interval samples (at the stage's `samples.interval_seconds`);
+    /// absent from run logs before mongoload 0.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<samples::SampleSeries>,
 }
 
 /// One step's requests (driver calls) within an operation.
@@ -119,6 +136,15 @@ pub struct StepReport {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StageReport {
     pub run_id: String,
+    /// `[run] name`, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_name: Option<String>,
+    /// The mongoload version that wrote the line (absent before 0.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The hash of the run's config (absent before 0.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_hash: Option<String>,
     /// RFC 3339, UTC.
     pub run_started: String,
     pub workload: String,
@@ -157,6 +183,10 @@ pub struct StageReport {
     pub errors: std::collections::BTreeMap<String, u64>,
     /// Operations the schedule asked for and could not issue.
     pub missed: u64,
+    /// Per-interval samples of the measured time, for `report --compare`'s
+    /// statistics; absent from run logs before mongoload 0.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<samples::Samples>,
     /// Per operation label, in the workload's order.
     pub ops: Vec<OpReport>,
     /// Count-based stages only: the count and each worker's batch.
@@ -168,6 +198,10 @@ pub struct StageReport {
     /// Audited workloads only: the acknowledged-write audit of the stage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit: Option<AuditReport>,
+    /// The verdict of each threshold that applies in this stage, over the
+    /// whole stage (absent: no thresholds).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<crate::threshold::ThresholdVerdict>,
 }
 
 /// Which cluster member a stage report is from.
@@ -280,8 +314,13 @@ impl StageReport {
         let whole = measured.as_secs();
         let per_second = stats.per_second(whole);
         let total = stats.total();
+        let (samples, mut op_samples) = stats.samples(measured);
+        let mut op_samples = op_samples.drain(..).map(Some).collect::<Vec<_>>();
         StageReport {
             run_id: run.id.clone(),
+            run_name: run.name.clone(),
+            version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+            config_hash: run.config_hash.clone(),
             run_started: rfc3339(run.started),
             workload: meta.workload.clone(),
             stage: meta.stage.clone(),
@@ -310,6 +349,7 @@ impl StageReport {
                 .map(|&k| (k.as_str().to_owned(), stats.errors_of(k)))
                 .collect(),
             missed: stats.missed(),
+            samples: Some(samples),
             ops: ops
                 .iter()
                 .enumerate()
@@ -342,12 +382,14 @@ impl StageReport {
                                 })
                             })
                             .collect(),
+                        samples: op_samples.get_mut(i).and_then(Option::take),
                     })
                 })
                 .collect(),
             count: None,
             failovers: Vec::new(),
             audit: None,
+            thresholds: Vec::new(),
         }
     }
 
@@ -457,6 +499,8 @@ mod tests {
             started: Utc.with_ymd_and_hms(2026, 11, 29, 11, 59, 0).unwrap(),
             log: None,
             tap: None,
+            name: None,
+            config_hash: None,
         };
         let r = StageReport::build(
             &run,

@@ -158,6 +158,8 @@ pub struct StageStats {
     steps: Vec<Vec<OpStats>>,
     errors: [u64; ErrorKind::ALL.len()],
     missed: u64,
+    /// Per-interval samples for `report --compare`'s statistics.
+    samples: super::samples::IntervalRecorder,
 }
 
 impl StageStats {
@@ -177,6 +179,7 @@ impl StageStats {
             steps: steps.iter().map(|&n| stats(n)).collect(),
             errors: [0; ErrorKind::ALL.len()],
             missed: 0,
+            samples: super::samples::IntervalRecorder::new(steps.len(), Duration::from_secs(1)),
         }
     }
 
@@ -211,6 +214,7 @@ impl StageStats {
         outcome: Result<(), ErrorKind>,
     ) {
         let ok = outcome.is_ok();
+        self.samples.record(op, done, latency, ok);
         self.all.record(latency, ok);
         if let Some(o) = self.ops.get_mut(op) {
             o.record(latency, ok);
@@ -225,6 +229,21 @@ impl StageStats {
             }
             Err(kind) => self.errors[kind as usize] += 1,
         }
+    }
+
+    /// Cuts the per-interval samples into intervals of `interval` (before
+    /// anything is recorded; 1 s by default).
+    pub fn set_sample_interval(&mut self, interval: Duration) {
+        self.samples = super::samples::IntervalRecorder::new(self.ops.len(), interval);
+    }
+
+    /// The samples of the whole intervals of `measured`: the stage's and
+    /// each operation's.
+    pub fn samples(
+        &self,
+        measured: Duration,
+    ) -> (super::samples::Samples, Vec<super::samples::SampleSeries>) {
+        self.samples.finish(measured)
     }
 
     /// Counts operations the schedule asked for and could not issue.

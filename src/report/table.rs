@@ -173,6 +173,9 @@ pub(crate) mod tests {
     ) -> StageReport {
         StageReport {
             run_id: "r".into(),
+            run_name: None,
+            version: None,
+            config_hash: None,
             run_started: "2026-11-29T12:00:00.000Z".into(),
             workload: workload.into(),
             stage: stage.into(),
@@ -202,10 +205,12 @@ pub(crate) mod tests {
             member: None,
             errors: [("timeout".to_owned(), 3), ("network".to_owned(), 1)].into(),
             missed: 0,
+            samples: None,
             ops: Vec::new(),
             count: None,
             failovers: Vec::new(),
             audit: None,
+            thresholds: Vec::new(),
         }
     }
 
@@ -249,6 +254,7 @@ pub(crate) mod tests {
                     histogram: None,
                 },
             ],
+            samples: None,
         }];
         let t = steps_table(&[r]);
         let cells: Vec<Vec<&str>> = t.lines().map(|l| l.split_whitespace().collect()).collect();

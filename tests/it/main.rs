@@ -37,5 +37,6 @@ mod sim_driver;
 mod sim_pymongo;
 mod sim_replset;
 mod systemd_notify;
+mod thresholds;
 mod windows;
 mod workloads;

@@ -8,7 +8,7 @@
 //! HTTP API (`/api/v1/query`, evaluated now):
 //!
 //! - every panel target and annotation query of every dashboard, with the
-//!   template variables filled as Grafana would (`job`, `instance` = this
+//!   template variables filled as Grafana would (`job`, `run` = ".+" as "All", `instance` = this
 //!   daemon, `workload` = one seen in the data, `db_host` = this
 //!   node_exporter, `device` = `.+` as "All", `$__rate_interval` = 15s,
 //!   `$__interval` = 5s, `$__range` = 30s), must return at least one series;
@@ -520,6 +520,8 @@ fn dashboards_and_rules_return_data_from_a_real_prometheus() {
     let values = [
         ("datasource", "prometheus"),
         ("job", "mongoload"),
+        // "All" runs (the variable's allValue).
+        ("run", ".+"),
         ("instance", daemon_addr.as_str()),
         ("workload", workload.as_str()),
         ("db_host", node_addr.as_str()),

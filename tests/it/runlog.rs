@@ -214,6 +214,11 @@ duration = "2s"
         let mut r = r.clone();
         if r.stage == "open" {
             r.operations.ok /= 2;
+            // Its samples too (too few, 2 s, for statistics: the gate is
+            // then the stage's throughput).
+            if let Some(s) = &mut r.samples {
+                s.all.ok.iter_mut().for_each(|ok| *ok /= 2);
+            }
         }
         text.push_str(&serde_json::to_string(&r).unwrap());
         text.push('\n');
@@ -390,4 +395,138 @@ arrival = "poisson"
         "{r:?}"
     );
     assert!(r.operations.ok > drawn * 9 / 10, "{r:?}");
+}
+
+/// One run of `stages` against a fresh simulator whose every command
+/// takes `latency`; returns its run log.
+async fn run_with_latency(dir: &Path, name: &str, latency: Duration, stages: &str) -> PathBuf {
+    let db = TestDb::of_sim(common::sim().await);
+    db.sim()
+        .expect("a simulator")
+        .faults()
+        .set_latency(Some(mongoload::sim::LatencyDist::Fixed(latency)));
+    let log = dir.join(name);
+    run_to_the_end(&db, &log, stages).await;
+    db.shutdown().await;
+    validated_lines(&log);
+    log
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_tells_noise_from_a_regression_with_statistics() {
+    let _serial = common::serial().await;
+    let dir = tempfile::tempdir().unwrap();
+    // Server latency dominates: an open-loop stage (throughput fixed by
+    // the schedule) and a closed-loop one (throughput follows latency).
+    let stages = r#"
+[[workloads.stages]]
+name = "open"
+rate = 50
+duration = "16s"
+warmup = "1s"
+[[workloads.stages]]
+name = "closed"
+concurrency = 4
+duration = "16s"
+warmup = "1s"
+"#;
+    // 100 ms a command: a busy test machine's scheduling noise (tens of
+    // ms) stays small beside the 10 ms the slower run adds.
+    let ms = Duration::from_millis;
+    let base = run_with_latency(dir.path(), "base.jsonl", ms(100), stages).await;
+    let same = run_with_latency(dir.path(), "same.jsonl", ms(100), stages).await;
+    let slower = run_with_latency(dir.path(), "slower.jsonl", ms(110), stages).await;
+    let reports = report::read(&base).unwrap();
+    let samples = reports[0].samples.as_ref().expect("samples in the run log");
+    assert_eq!(samples.interval_seconds, 1.0);
+    assert_eq!(samples.all.len(), 15, "{samples:?}");
+
+    // The same plan twice: no regression of the median or the throughput.
+    // (The tail, p99 of 50 operations a second, moves with a busy test
+    // machine's scheduling: it is checked with a wide gate here.)
+    let (code, out, err) = mongoload(&[
+        "report",
+        "--compare",
+        s(&base),
+        s(&same),
+        "--max-latency-rise",
+        "50%",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    // Which runs: id, version and config hash of each.
+    let id = &reports[0].run_id;
+    let first = out.lines().next().unwrap();
+    assert!(
+        first.starts_with(&format!("base: run {id}, mongoload ")) && first.contains(", config "),
+        "{out}"
+    );
+    // (Each run has a database of its own here, so their config hashes
+    // differ; config::tests checks the hash leaves the run's name out.)
+    assert!(
+        out.lines().nth(1).unwrap().starts_with("new:  run "),
+        "{out}"
+    );
+    assert!(!out.contains("REGRESSION"), "{out}");
+    let p50 = |text: &str, stage: &str| {
+        text.lines()
+            .find(|l| {
+                let c: Vec<&str> = l.split_whitespace().collect();
+                c.get(1) == Some(&stage) && l.contains("p50 ms")
+            })
+            .unwrap_or_else(|| panic!("no p50 row for {stage}:\n{text}"))
+            .to_owned()
+    };
+    // A busy machine may make two runs differ a little, even
+    // significantly: never beyond the gate.
+    let open = p50(&out, "open");
+    assert!(open.ends_with("ok"), "{out}");
+    assert!(
+        out.lines()
+            .last()
+            .unwrap()
+            .starts_with("no significant regression (confidence 99%"),
+        "{out}"
+    );
+
+    // 10 % more server latency: open loop keeps its throughput but its
+    // latency regresses, significantly; closed loop loses throughput.
+    let (code, out, err) = mongoload(&["report", "--compare", s(&base), s(&slower)]);
+    assert_eq!(code, 1, "{out}{err}");
+    let open = p50(&out, "open");
+    assert!(
+        open.contains("(medians), significant") && open.ends_with("REGRESSION"),
+        "{out}"
+    );
+    let rise: f64 = open
+        .split('+')
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("a rise in {open}"));
+    // 10 % more server latency; on a busy machine the client's own delay
+    // dilutes it, but never below the gate.
+    assert!((5.0..20.0).contains(&rise), "{open}");
+    let row = |stage: &str, figure: &str| {
+        out.lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(stage) && l.contains(figure))
+            .unwrap_or_else(|| panic!("no {figure} row for {stage}:\n{out}"))
+    };
+    assert!(row("open", "ops/s").ends_with("ok"), "{out}");
+    let closed = row("closed", "ops/s");
+    assert!(
+        closed.contains('−') && closed.contains("significant") && closed.ends_with("REGRESSION"),
+        "{out}"
+    );
+    // A wide enough gate lets the same runs pass.
+    let (code, out, _) = mongoload(&[
+        "report",
+        "--compare",
+        s(&base),
+        s(&slower),
+        "--max-latency-rise",
+        "20%",
+        "--max-drop",
+        "20%",
+    ]);
+    assert_eq!(code, 0, "{out}");
 }
