@@ -358,10 +358,14 @@ fn config_with(at: &str, extra: &str) -> String {
     let mut schedule_by_windows = false;
     let mut window = "when = \"daily 00:00-01:00\", rate = 1".to_owned();
     let mut default = String::new();
+    let mut threshold = String::new();
     match at {
         "" => top.push_str(extra),
         "workloads[]" => workload.push_str(extra),
         "workloads[].stages[]" => stage.push_str(extra),
+        "workloads[].thresholds[]" => {
+            threshold = format!("[[workloads.thresholds]]\ncheck = \"p99 < 1s\"\n{extra}");
+        }
         "workloads[].windows[]" => {
             schedule_by_windows = true;
             if !extra.is_empty() {
@@ -392,6 +396,7 @@ fn config_with(at: &str, extra: &str) -> String {
     } else {
         text.push_str(&format!("[[workloads.stages]]\n{stage}"));
     }
+    text.push_str(&threshold);
     text
 }
 
@@ -471,6 +476,7 @@ fn the_configuration_table_and_mongoload_toml_5_have_every_key_of_the_schema() {
         "lag_probe",
         "workloads[]",
         "workloads[].stages[]",
+        "workloads[].thresholds[]",
         "workloads[].windows[]",
         "workloads[].default",
     ];
