@@ -14,7 +14,7 @@ use std::hash::Hash;
 use std::sync::{Mutex, PoisonError};
 
 use mongodb::bson::oid::ObjectId;
-use mongodb::event::cmap::{CmapEvent, ConnectionCheckoutFailedReason};
+use mongodb::event::cmap::{CmapEvent, ConnectionCheckoutFailedReason, ConnectionClosedReason};
 use mongodb::event::sdam::SdamEvent;
 use mongodb::options::ServerAddress;
 use mongodb::ServerType;
@@ -39,6 +39,24 @@ pub const SERVER_TYPES: [&str; 9] = [
 
 /// `cause` label values of `mongoload_pool_clears_total`.
 pub const POOL_CLEAR_CAUSES: [&str; 2] = ["timeout", "error"];
+
+/// `reason` label values of `mongoload_pool_connections_closed_total`.
+pub const CONNECTION_CLOSED_REASONS: [&str; 6] =
+    ["error", "dropped", "stale", "idle", "pool_closed", "other"];
+
+/// The `reason` label of a closed connection: `dropped` is a connection
+/// closed because its operation was dropped (timed out) while it was being
+/// written, or its reply was partly read or never came in time.
+fn closed_reason_label(reason: &ConnectionClosedReason) -> &'static str {
+    match reason {
+        ConnectionClosedReason::Error => "error",
+        ConnectionClosedReason::Dropped => "dropped",
+        ConnectionClosedReason::Stale => "stale",
+        ConnectionClosedReason::Idle => "idle",
+        ConnectionClosedReason::PoolClosed => "pool_closed",
+        _ => "other",
+    }
+}
 
 /// `reason` label values of `mongoload_pool_checkout_failures_total`.
 pub const CHECKOUT_FAILURE_REASONS: [&str; 3] = ["timeout", "connection_error", "other"];
@@ -159,6 +177,9 @@ families! {
         checkout_failures: IntCounterVec = "mongoload_pool_checkout_failures_total",
             "Connection checkouts that failed, by reason.",
             labels ["reason"];
+        closed: IntCounterVec = "mongoload_pool_connections_closed_total",
+            "Driver pool connections closed, by reason: error (the connection failed), dropped (its operation timed out while the request was being written or the reply read, or the reply to a timed-out operation did not come within 30 s), stale (the pool was cleared), idle, pool_closed, other.",
+            labels ["reason"];
         clears: IntCounterVec = "mongoload_pool_clears_total",
             "Times the driver cleared a connection pool, by cause: timeout (a check or a connection timed out: the member frozen or unreachable; connections in use interrupted) or error (a connection failed: dropped, reset, refused, or the server shutting down).",
             labels ["cause"];
@@ -196,6 +217,9 @@ impl DriverMetrics {
         for reason in CHECKOUT_FAILURE_REASONS {
             f.checkout_failures.with_label_values(&[reason]);
         }
+        for reason in CONNECTION_CLOSED_REASONS {
+            f.closed.with_label_values(&[reason]);
+        }
         for cause in POOL_CLEAR_CAUSES {
             f.clears.with_label_values(&[cause]);
         }
@@ -229,6 +253,10 @@ impl DriverMetrics {
             CmapEvent::ConnectionCreated(_) => self.open.inc(),
             CmapEvent::ConnectionClosed(ev) => {
                 self.open.dec();
+                self.f
+                    .closed
+                    .with_label_values(&[closed_reason_label(&ev.reason)])
+                    .inc();
                 self.release(&ev.address, ev.connection_id);
             }
             CmapEvent::ConnectionCheckedOut(ev) => {

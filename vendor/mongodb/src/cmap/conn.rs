@@ -8,7 +8,7 @@ use std::{sync::Arc, time::Instant};
 use derive_where::derive_where;
 use serde::Serialize;
 use tokio::{
-    io::BufStream,
+    io::{AsyncBufReadExt, BufStream},
     sync::{
         broadcast::{self, error::RecvError},
         mpsc,
@@ -83,6 +83,12 @@ pub(crate) struct Connection {
     /// pool.
     error: Option<Error>,
 
+    /// Whether a request was written in full and no byte of its reply has been read yet. A
+    /// connection whose operation was dropped in this state (the caller timed out waiting for a
+    /// slow or paused server) can still be reused once the reply is read and discarded, instead
+    /// of being closed: see [`Connection::discard_reply`].
+    awaiting_reply: bool,
+
     /// Whether the most recently received message included the moreToCome flag, indicating the
     /// server may send more responses without any additional requests. Attempting to send new
     /// messages on this connection while this value is true will return an error. This value
@@ -119,6 +125,7 @@ impl Connection {
             time_created,
             command_executing: false,
             error: None,
+            awaiting_reply: false,
             more_to_come: false,
             oidc_token_gen_id: tokio::sync::Mutex::new(0),
             #[cfg(any(
@@ -140,6 +147,7 @@ impl Connection {
             time_created: self.time_created,
             command_executing: self.command_executing,
             error: self.error.take(),
+            awaiting_reply: self.awaiting_reply,
             more_to_come: false,
             oidc_token_gen_id: tokio::sync::Mutex::new(0),
             #[cfg(any(
@@ -168,6 +176,43 @@ impl Connection {
     /// Whether the connection is currently executing an operation.
     pub(super) fn is_executing(&self) -> bool {
         self.command_executing
+    }
+
+    /// Whether the operation on this connection was dropped after its request was written in
+    /// full and before any byte of the reply was read: the stream is intact and the connection
+    /// can be reused after [`Connection::discard_reply`].
+    pub(super) fn is_awaiting_reply(&self) -> bool {
+        self.command_executing && self.awaiting_reply && self.error.is_none() && !self.more_to_come
+    }
+
+    /// Reads and discards the reply to a request whose operation was dropped while waiting for
+    /// it (see [`Connection::is_awaiting_reply`]), leaving the connection ready for the next
+    /// request. On an error the connection is marked errored and must be closed.
+    pub(super) async fn discard_reply(&mut self) -> Result<()> {
+        let max_message_size = self.max_message_size_bytes();
+        self.awaiting_reply = false;
+        let result = Message::read_from(&mut self.stream, max_message_size).await;
+        match result {
+            Ok(message) if !message.flags.contains(MessageFlags::MORE_TO_COME) => {
+                self.command_executing = false;
+                Ok(())
+            }
+            Ok(_) => {
+                let error = Error::internal("a discarded reply had the moreToCome bit set");
+                self.error = Some(error.clone());
+                Err(error)
+            }
+            Err(error) => {
+                self.error = Some(error.clone());
+                Err(error)
+            }
+        }
+    }
+
+    /// Marks the connection as unusable (e.g. a discarded reply did not come in time), so the
+    /// pool closes it on check-in.
+    pub(super) fn mark_errored(&mut self, error: Error) {
+        self.error = Some(error);
     }
 
     /// Whether an error has been encountered on this connection.
@@ -254,7 +299,17 @@ impl Connection {
         }
         write_result?;
 
-        let response_message_result = Message::read_from(&mut self.stream, max_message_size).await;
+        // Wait for the first byte of the reply without consuming anything (`fill_buf` is
+        // cancellation safe): if the operation is dropped while waiting, the stream is intact
+        // and the pool can discard the reply and reuse the connection.
+        self.awaiting_reply = true;
+        let ready = self.stream.fill_buf().await.map(|buf| buf.is_empty());
+        self.awaiting_reply = false;
+        let response_message_result = match ready {
+            Ok(false) => Message::read_from(&mut self.stream, max_message_size).await,
+            Ok(true) => Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into()),
+            Err(error) => Err(error.into()),
+        };
         self.command_executing = false;
         if let Err(ref err) = response_message_result {
             self.error = Some(err.clone());

@@ -43,6 +43,10 @@ use std::{
 };
 
 const DEFAULT_MAX_CONNECTING: u32 = 2;
+
+/// How long the pool waits, in the background, for the reply to a request whose operation was
+/// dropped while waiting for it, before closing the connection.
+const DISCARD_REPLY_TIMEOUT: Duration = Duration::from_secs(30);
 const MAINTENACE_FREQUENCY: Duration = Duration::from_millis(500);
 
 /// A worker task that manages the shared state of the pool.
@@ -533,6 +537,11 @@ impl ConnectionPoolWorker {
     }
 
     fn check_in(&mut self, mut conn: PooledConnection) {
+        if conn.is_awaiting_reply() && !conn.generation.is_stale(&self.generation) {
+            self.discard_reply_then_check_in(conn);
+            return;
+        }
+
         self.event_emitter
             .emit_event(|| conn.checked_in_event().into());
 
@@ -547,6 +556,28 @@ impl ConnectionPoolWorker {
         } else {
             self.available_connections.push_back(conn);
         }
+    }
+
+    /// Reads and discards, in the background, the reply to a request whose operation was dropped
+    /// while waiting for it (its caller timed out: a paused VM, a stuck disk, a slow query), then
+    /// checks the connection in again, reusable. Closing it instead (as before) meant that a
+    /// server paused for longer than the callers' timeouts found every connection of the pool
+    /// closed when it answered again, and the load waited for the whole pool to be
+    /// re-established, `max_connecting` at a time. The wait is bounded by
+    /// [`DISCARD_REPLY_TIMEOUT`]; a reply that does not come by then, or a read error, closes the
+    /// connection as before. The connection still counts towards `max_pool_size` meanwhile.
+    fn discard_reply_then_check_in(&mut self, mut conn: PooledConnection) {
+        let manager = self.manager.clone();
+        runtime::spawn(async move {
+            match runtime::timeout(DISCARD_REPLY_TIMEOUT, conn.discard_reply()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => {}
+                Err(error) => conn.mark_errored(error),
+            }
+            // Checked in again: reusable, or closed by `check_in` if the read failed, the pool
+            // was cleared meanwhile or the connection went stale.
+            let _ = manager.check_in(conn);
+        });
     }
 
     fn clear(&mut self, cause: Error, service_id: Option<ObjectId>) {
