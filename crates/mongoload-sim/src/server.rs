@@ -313,11 +313,14 @@ async fn serve(
         if no_reply {
             continue;
         }
-        // A reply computed as the freeze began goes out after it.
+        // A reply computed as the freeze began goes out after it; one
+        // computed while the connection is being closed still goes out
+        // (a replSetStepDown answers, then closes), so the freeze comes
+        // first in this biased select: it is ready at once when not frozen.
         tokio::select! {
             biased;
-            _ = &mut closed => return Err(reason()),
             () = shared.faults.while_frozen() => {}
+            _ = &mut closed => return Err(reason()),
         }
         out.clear();
         let id = shared.next_request.fetch_add(1, Ordering::Relaxed) as i32;
