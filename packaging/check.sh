@@ -170,8 +170,15 @@ if $install; then
     getent passwd mongoload >/dev/null || fail "no mongoload user after install"
     [ "$(stat -c '%a %U %G' /etc/mongoload/mongoload.toml)" = "640 root mongoload" ] \
         || fail "config is $(stat -c '%a %U %G' /etc/mongoload/mongoload.toml), want 640 root mongoload"
+    # As the unit runs it: systemd creates /run/mongoload (RuntimeDirectory=,
+    # owned by the service user) before ExecStartPre= checks the config;
+    # without it check-config refuses the control socket, as run would.
+    runuser -u mongoload -- /usr/bin/mongoload check-config >/dev/null 2>&1 \
+        && fail "check-config accepted a control socket the mongoload user cannot create"
+    install -d -o mongoload -g mongoload -m 0755 /run/mongoload
     runuser -u mongoload -- /usr/bin/mongoload check-config >/dev/null \
         || fail "the mongoload user cannot validate the installed config"
+    rm -rf /run/mongoload
     verify /usr/lib/systemd/system/mongoload.service
     verify /usr/lib/systemd/system/mongoload@.service
     # Nothing enabled by the install.
