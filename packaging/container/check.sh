@@ -129,13 +129,19 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 buildah "${store[@]}" run --isolation chroot --user 10001:10001 "$ctr" -- \
     timeout 30 mongoload demo --http-listen "127.0.0.1:$port" >"$work/demo.log" 2>&1 &
 demo_pid=$!
+# /metrics is some 300 KB: it goes to a file first, since a `curl | grep -q`
+# under pipefail fails when grep stops reading (curl exits 23).
+ops=
 for _ in $(seq 1 30); do
-    curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null | grep -q '^mongoload_operations_total{' && break
+    if curl -fsS -o "$work/metrics.txt" "http://127.0.0.1:$port/metrics" 2>/dev/null; then
+        ops=$(grep '^mongoload_operations_total{' "$work/metrics.txt" | head -3 || true)
+        [ -n "$ops" ] && break
+    fi
     kill -0 "$demo_pid" 2>/dev/null || { cat "$work/demo.log"; fail "mongoload demo exited in the image"; }
     sleep 1
 done
-curl -fsS "http://127.0.0.1:$port/metrics" | grep '^mongoload_operations_total{' | head -3 \
-    || { cat "$work/demo.log"; fail "no operations on the demo's /metrics"; }
+[ -n "$ops" ] || { cat "$work/demo.log"; fail "no operations on the demo's /metrics"; }
+echo "$ops"
 wait "$demo_pid" || true
 demo_pid=
 # SIGTERM drains and ends with the final summary line.
