@@ -881,6 +881,67 @@ async fn ycsb_f_read_modify_write_is_one_operation() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ycsb_e_inserts_wrap_into_max_docs_slots_and_the_audit_follows() {
+    let sim = common::test_db().await;
+    let mut w = workload("ycsbe", KindConfig::Ycsb(Default::default()), 1.0, 1);
+    w.kind = KindConfig::Ycsb(YcsbConfig {
+        workload: YcsbLetter::E,
+        record_count: 10,
+        max_docs: Some(15),
+        max_scan_length: 5,
+        ..Default::default()
+    });
+    w.audit = true;
+    // 5 % inserts of 600 operations: about 30, so the bound is passed.
+    let (page, summary, r) = open_loop(&sim, w, 200, 3).await;
+    assert_counted_once(&page, &summary, &r, 200, 3);
+    let insert = r.ops.iter().find(|o| o.op == "insert").unwrap();
+    let steps: Vec<&str> = insert.steps.iter().map(|s| s.step.as_str()).collect();
+    assert_eq!(steps, ["evict", "insert"]);
+    let (evicted, inserted) = (&insert.steps[0].requests, &insert.steps[1].requests);
+    assert_eq!(inserted.ok, insert.operations.ok, "every insert inserted");
+    // The first 5 inserts fill free slots; each one after evicts first.
+    assert_eq!(
+        evicted.ok,
+        insert.operations.ok.saturating_sub(5),
+        "{insert:?}"
+    );
+    assert!(evicted.ok > 5, "the bound was passed: {insert:?}");
+    // Documents of the insert are the inserted ones.
+    assert_eq!(
+        sum(
+            &page,
+            "mongoload_documents_total",
+            &[("workload", "ycsbe"), ("op", "insert")]
+        ),
+        inserted.ok as f64
+    );
+    let client = client(&sim).await;
+    let db = client.database(&sim.database("ycsbe"));
+    assert_eq!(
+        count(&db, "usertable").await,
+        15,
+        "max_docs records, no more"
+    );
+    // Every slot holds its key: the records are those of slots 0..15.
+    for slot in 0..15 {
+        let key = workload::ycsb::key_name(slot);
+        let found = db
+            .collection::<Document>("usertable")
+            .find_one(doc! {"_id": &key})
+            .await
+            .unwrap();
+        assert!(found.is_some(), "slot {slot} ({key})");
+    }
+    // The audit saw the evictions as deletes on purpose, not as losses.
+    let audit = r.audit.as_ref().expect("an audited stage");
+    assert_eq!((audit.missing, audit.missing_total), (0, 0), "{audit:?}");
+    // The ledger holds each slot the run inserted once, whatever it evicted.
+    assert_eq!(audit.acknowledged, inserted.ok.min(15), "{audit:?}");
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bounded_insert_keeps_its_label_when_it_starts_evicting() {
     let sim = common::test_db().await;
     let mut ii = workload(

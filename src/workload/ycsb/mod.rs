@@ -10,8 +10,17 @@
 //! Documents are `{ _id: key, field0: …, field9: … }` in the collection
 //! `usertable`, as YCSB's MongoDB binding stores them: each field BSON
 //! binary (subtype 0) of `field_length` random bytes (`field_type =
-//! "string"` stores random characters instead). Inserts (D, E) take key numbers from a counter shared by
-//! all workers, raised at prepare time to the number of records present.
+//! "string"` stores random characters instead). Inserts (D, E) take record
+//! numbers from a counter shared by all workers, raised at prepare time to
+//! the number of records present.
+//!
+//! **The bound.** Under `max_docs` (by default ten times `record_count`)
+//! record `n` is stored under the key of slot `n mod max_docs`: past the
+//! bound an insert deletes the record in its slot first (step `evict`),
+//! then inserts (step `insert`), so the collection never holds more than
+//! `max_docs` records, every slot below the records inserted is filled,
+//! and a restart (counter = records present) goes on wrapping with no key
+//! to find. Reads draw a record number as YCSB does and read its slot.
 
 pub mod params;
 
@@ -25,12 +34,15 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 
 use super::gen::{fnv1a64, KeyGen, PadPool};
-use super::{Action, BoundedInserts, Built, Generator, Mix, Op, OpSource, OpSpec, Request};
+use super::{Action, BoundedInserts, Built, Generator, Mix, Op, OpSource, OpSpec, Request, EVICT};
 
 const COLL: usize = 0;
 
 /// Read-modify-write's steps, in order.
 const RMW_STEPS: [&str; 2] = ["read", "update"];
+
+/// A bounded insert's steps, in order: the slot's old record goes first.
+const BOUNDED_INSERT_STEPS: [&str; 2] = [EVICT, "insert"];
 
 /// YCSB's key for record number `n`: `"user"` followed by the decimal of
 /// `fnvhash64(n)` (Java's `Math.abs` of the signed hash, so `i64::MIN`
@@ -48,16 +60,36 @@ pub fn key_name(n: u64) -> String {
 /// each in a roaring treemap).
 #[derive(Debug, Default)]
 struct YcsbKeys {
-    /// Keys of inserts generated and not yet sent → record number.
-    pending: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+    /// Keys of requests generated and not yet sent → (slot, requests
+    /// still to send: a bounded insert's eviction and insert name the
+    /// same key).
+    pending: std::sync::Mutex<std::collections::HashMap<String, (u64, u8)>>,
+}
+
+impl YcsbKeys {
+    /// Notes that `uses` requests about to be sent name `key`, slot `n`.
+    fn note(&self, key: String, n: u64, uses: u8) {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(key, (n, uses));
+    }
 }
 
 impl crate::audit::AuditKeys for YcsbKeys {
     fn ledger_id(&self, id: &Bson) -> Option<u64> {
-        self.pending
+        let mut pending = self
+            .pending
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(id.as_str()?)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let key = id.as_str()?;
+        let (n, uses) = pending.get_mut(key)?;
+        let n = *n;
+        *uses -= 1;
+        if *uses == 0 {
+            pending.remove(key);
+        }
+        Some(n)
     }
 
     fn key(&self, id: u64) -> Bson {
@@ -77,8 +109,11 @@ pub struct Ycsb {
     field_length: usize,
     field_type: YcsbFieldType,
     max_scan: i64,
-    /// Record numbers: the next to insert is also the number of records.
+    /// Record numbers: the next to insert is also the number of records
+    /// inserted.
     inserts: BoundedInserts,
+    /// `max_docs`: records are stored in slot `n mod slots`; 0: unbounded.
+    slots: u64,
     /// Key chooser, built once (zeta is O(record_count)) and cloned per
     /// worker.
     keys: KeyGen,
@@ -89,6 +124,40 @@ pub struct Ycsb {
 }
 
 impl Ycsb {
+    /// Record `n`'s slot: its key number.
+    fn slot(&self, n: u64) -> u64 {
+        if self.slots == 0 {
+            n
+        } else {
+            n % self.slots
+        }
+    }
+
+    /// The insert of record `n` (operation `op`): under the bound, the
+    /// slot's previous record is deleted first once there is one.
+    fn insert(&self, op: usize, rng: &mut SmallRng, n: u64) -> Op {
+        let slot = self.slot(n);
+        let evict = self.slots > 0 && n >= self.slots;
+        if let Some(audit) = self.audit.get() {
+            audit.note(key_name(slot), slot, 1 + u8::from(evict));
+        }
+        let insert = Action::InsertOne {
+            collection: COLL,
+            doc: self.record(rng, slot),
+        };
+        match (self.slots, evict) {
+            (0, _) => Op::one(op, insert),
+            (_, false) => Op::steps(op, vec![Request::new(1, insert)]),
+            (_, true) => {
+                let delete = Action::DeleteOne {
+                    collection: COLL,
+                    filter: doc! { "_id": key_name(slot) },
+                };
+                Op::steps(op, vec![Request::new(0, delete), Request::new(1, insert)])
+            }
+        }
+    }
+
     fn record(&self, rng: &mut SmallRng, n: u64) -> Document {
         let mut d = Document::new();
         d.insert("_id", key_name(n));
@@ -126,6 +195,10 @@ pub fn build(cfg: &YcsbConfig, seed: u64) -> Built<Ycsb> {
         .iter()
         .map(|op| match op {
             YcsbOp::ReadModifyWrite => OpSpec::with_steps(op.label(), &RMW_STEPS),
+            YcsbOp::Insert if cfg.bound() > 0 => OpSpec {
+                evict_step: Some(0),
+                ..OpSpec::with_steps(op.label(), &BOUNDED_INSERT_STEPS)
+            },
             _ => OpSpec::single(op.label()),
         })
         .collect();
@@ -136,6 +209,7 @@ pub fn build(cfg: &YcsbConfig, seed: u64) -> Built<Ycsb> {
         field_type: cfg.field_type,
         max_scan: cfg.max_scan_length.max(1),
         inserts: BoundedInserts::counted(COLL, cfg.record_count),
+        slots: cfg.bound(),
         keys: KeyGen::new(cfg.distribution(), cfg.record_count),
         mix,
         audit: std::sync::OnceLock::new(),
@@ -177,7 +251,7 @@ struct Source {
 impl Source {
     fn existing_key(&mut self) -> String {
         let n = self.ycsb.inserts.present().end;
-        key_name(self.keys.next_key(&mut self.rng, n))
+        key_name(self.ycsb.slot(self.keys.next_key(&mut self.rng, n)))
     }
 
     fn update(&mut self, key: String) -> Action {
@@ -208,17 +282,8 @@ impl OpSource for Source {
                 self.update(key)
             }
             YcsbOp::Insert => {
-                let rng = &mut self.rng;
-                return y.inserts.insert_one(op, |n| {
-                    if let Some(audit) = y.audit.get() {
-                        audit
-                            .pending
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
-                            .insert(key_name(n), n);
-                    }
-                    y.record(rng, n)
-                });
+                let n = y.inserts.next_key();
+                return y.insert(op, &mut self.rng, n);
             }
             YcsbOp::Scan => {
                 let len = self.rng.random_range(1..=y.max_scan);

@@ -143,9 +143,17 @@ pub struct YcsbConfig {
     pub max_scan_length: i64,
     /// Records per insert call during the prepare step.
     pub load_batch: usize,
+    /// The most records kept by the inserts of D and E: past it record
+    /// `n` takes the key of record `n - max_docs`, deleted first (step
+    /// `evict` of `insert`). Absent: ten times `record_count` (at least
+    /// [`DEFAULT_MAX_DOCS_FLOOR`]); 0: unbounded, as YCSB itself.
+    pub max_docs: Option<u64>,
     /// The collection (YCSB's `table`).
     pub collection: String,
 }
+
+/// The smallest default bound of `ycsb` (`max_docs` absent).
+pub const DEFAULT_MAX_DOCS_FLOOR: u64 = 10_000;
 
 impl Default for YcsbConfig {
     fn default() -> Self {
@@ -158,12 +166,27 @@ impl Default for YcsbConfig {
             request_distribution: None,
             max_scan_length: 100,
             load_batch: 100,
+            max_docs: None,
             collection: "usertable".into(),
         }
     }
 }
 
 impl YcsbConfig {
+    /// The bound inserts keep to: `max_docs`, else ten times
+    /// `record_count` (at least [`DEFAULT_MAX_DOCS_FLOOR`]); 0: unbounded.
+    /// Workloads that never insert have none.
+    pub fn bound(&self) -> u64 {
+        if !self.inserts() {
+            return 0;
+        }
+        self.max_docs.unwrap_or_else(|| {
+            self.record_count
+                .saturating_mul(10)
+                .max(DEFAULT_MAX_DOCS_FLOOR)
+        })
+    }
+
     /// The request distribution in effect.
     pub fn distribution(&self) -> KeyDist {
         self.request_distribution
@@ -192,6 +215,17 @@ impl Kind for YcsbConfig {
         at_least_one("field_count", u64::from(self.field_count))?;
         at_least_one("load_batch", self.load_batch as u64)?;
         at_least_one("max_scan_length", self.max_scan_length.max(0) as u64)?;
+        if let Some(max) = self.max_docs.filter(|m| *m > 0) {
+            crate::workload::validate::check_bound(max, self.record_count).map_err(|_| {
+                KeyError::new(
+                    "max_docs",
+                    format!(
+                        "{max} is below record_count {}; use 0 (unbounded) or a bound ≥ record_count",
+                        self.record_count
+                    ),
+                )
+            })?;
+        }
         // Saturating: a huge field_length is an error here, not an overflow.
         if u64::from(self.field_count).saturating_mul(self.field_length as u64) > MAX_DOC_SIZE / 2 {
             return Err(KeyError::new(
@@ -204,7 +238,7 @@ impl Kind for YcsbConfig {
 
     fn describe(&self) -> String {
         format!(
-            "  workload: {}, record_count: {}, fields: {} × {} bytes ({}), distribution: {:?}, collection: {}{}\n",
+            "  workload: {}, record_count: {}, fields: {} × {} bytes ({}), distribution: {:?}, collection: {}{}{}\n",
             self.workload.as_str(),
             self.record_count,
             self.field_count,
@@ -216,12 +250,18 @@ impl Kind for YcsbConfig {
                 format!(", max_scan_length: {}", self.max_scan_length)
             } else {
                 String::new()
+            },
+            match (self.inserts(), self.max_docs, self.bound()) {
+                (false, _, _) => String::new(),
+                (true, _, 0) => ", max_docs: unbounded".to_owned(),
+                (true, None, b) => format!(", max_docs: {b} (the default: 10 × record_count)"),
+                (true, Some(_), b) => format!(", max_docs: {b}"),
             }
         )
     }
 
-    /// Workloads D and E insert (5 % of their operations), never delete,
-    /// and have no bound.
+    /// Workloads D and E insert (5 % of their operations) up to their
+    /// bound, past which an insert replaces the oldest record.
     fn footprint(&self) -> Option<crate::workload::footprint::Footprint> {
         let inserts: f64 = self
             .workload
@@ -234,7 +274,7 @@ impl Kind for YcsbConfig {
             doc_bytes: f64::from(self.field_count) * (self.field_length as f64 + 10.0) + 30.0,
             initial_docs: self.record_count,
             net_docs_per_op: inserts,
-            bound: None,
+            bound: (self.bound() > 0).then(|| self.bound()),
         })
     }
 

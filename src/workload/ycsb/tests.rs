@@ -1,6 +1,7 @@
 //! The `ycsb` kind's generator on plain values.
 
 use super::*;
+use crate::workload::kind::Kind;
 use crate::workload::{bson_len, PrepareStep, Workload};
 
 fn cfg(letter: YcsbLetter) -> YcsbConfig {
@@ -66,7 +67,7 @@ fn audited_inserts_are_ledgered_by_record_number() {
     let mut seen = Vec::new();
     while seen.len() < 3 {
         let op = src.next_op();
-        let Some(a @ Action::InsertOne { .. }) = op.action() else {
+        let Some(a @ Action::InsertOne { .. }) = inserted(&op) else {
             continue;
         };
         let Effect::Insert {
@@ -87,6 +88,114 @@ fn audited_inserts_are_ledgered_by_record_number() {
     assert_eq!(keys.ledger_id(&keys.key(1000)), None);
 }
 
+/// An operation's insert request: the only one of an unbounded insert,
+/// the last of a bounded one.
+fn inserted(op: &Op) -> Option<&Action> {
+    op.action()
+        .or_else(|| op.requests().last().map(|r| &r.action))
+        .filter(|a| matches!(a, Action::InsertOne { .. }))
+}
+
+#[test]
+fn d_and_e_are_bounded_by_default_and_wrap_into_the_oldest_slot() {
+    use crate::audit::{ids::effect, Effect, Ids};
+    let small = YcsbConfig {
+        max_docs: Some(1000),
+        ..cfg(YcsbLetter::E)
+    };
+    assert_eq!(cfg(YcsbLetter::E).bound(), 10_000);
+    assert_eq!(cfg(YcsbLetter::D).bound(), 10_000);
+    assert_eq!(cfg(YcsbLetter::A).bound(), 0, "A never inserts");
+    let w = build(&small, 1);
+    let spec = &w.ops()[w.op_names().iter().position(|n| *n == "insert").unwrap()];
+    assert_eq!(spec.evict_step, Some(0));
+    assert_eq!(&*spec.steps[0], EVICT);
+    let keys = w.audit_keys();
+    let mut src = w.worker(0, 2);
+    // record_count = max_docs: the first insert (record 1000) replaces
+    // record 0 in slot 0, the eviction first.
+    let op = loop {
+        let op = src.next_op();
+        if inserted(&op).is_some() {
+            break op;
+        }
+    };
+    let [evict, insert] = op.requests() else {
+        panic!("{op:?}")
+    };
+    assert_eq!((evict.step, insert.step), (0, 1));
+    assert_eq!(
+        evict.action,
+        Action::DeleteOne {
+            collection: 0,
+            filter: doc! {"_id": key_name(0)}
+        }
+    );
+    let Action::InsertOne { doc, .. } = &insert.action else {
+        panic!()
+    };
+    assert_eq!(doc.get_str("_id").unwrap(), key_name(0));
+    // The audit stops checking slot 0 at the eviction and checks it again
+    // once the insert is acknowledged.
+    assert_eq!(
+        effect(&evict.action, keys.as_ref()),
+        Effect::Delete {
+            collection: 0,
+            ids: Ids::One(0)
+        }
+    );
+    assert_eq!(
+        effect(&insert.action, keys.as_ref()),
+        Effect::Insert {
+            collection: 0,
+            ids: Ids::One(0)
+        }
+    );
+    // Reads and scans only name slots below the bound.
+    let slots: std::collections::HashSet<String> = (0..1000).map(key_name).collect();
+    for _ in 0..2000 {
+        let op = src.next_op();
+        let filter = match op.action() {
+            Some(Action::Find { filter, .. }) => filter.get_document("_id").unwrap().clone(),
+            _ => continue,
+        };
+        assert!(slots.contains(filter.get_str("$gte").unwrap()), "{filter}");
+    }
+    assert!(w.next_key().bound() > 1050, "the inserts went on");
+
+    // 0: unbounded, as YCSB itself: one request, a fresh key.
+    let w = build(
+        &YcsbConfig {
+            max_docs: Some(0),
+            ..cfg(YcsbLetter::E)
+        },
+        1,
+    );
+    let mut src = w.worker(0, 1);
+    let op = loop {
+        let op = src.next_op();
+        if inserted(&op).is_some() {
+            break op;
+        }
+    };
+    let Some(Action::InsertOne { doc, .. }) = op.action() else {
+        panic!("{op:?}")
+    };
+    assert_eq!(doc.get_str("_id").unwrap(), key_name(1000));
+}
+
+#[test]
+fn a_bound_below_record_count_is_refused() {
+    let err = YcsbConfig {
+        max_docs: Some(999),
+        ..cfg(YcsbLetter::D)
+    }
+    .validate()
+    .unwrap_err();
+    assert_eq!(err.key, "max_docs");
+    assert!(err.to_string().contains("record_count 1000"), "{err}");
+}
+
 fn shares(letter: YcsbLetter) -> Vec<(String, f64)> {
     let w = build(&cfg(letter), 1);
     let mut src = w.worker(0, 2);
@@ -96,7 +205,7 @@ fn shares(letter: YcsbLetter) -> Vec<(String, f64)> {
         let op = src.next_op();
         counts[op.op] += 1;
         let ok = matches!(
-            (w.op_names()[op.op], op.action()),
+            (w.op_names()[op.op], op.action().or(inserted(&op))),
             ("read", Some(Action::FindOne { .. }))
                 | ("update", Some(Action::UpdateOne { .. }))
                 | ("insert", Some(Action::InsertOne { .. }))
@@ -157,7 +266,7 @@ fn f_reads_then_updates_the_same_key_and_e_scans_up_to_100() {
     let mut src = w.worker(0, 1);
     let mut lens = Vec::new();
     while lens.len() < 2000 {
-        if let Action::Find { limit, sort, .. } = src.next_op().into_action().unwrap() {
+        if let Some(Action::Find { limit, sort, .. }) = src.next_op().into_action() {
             assert_eq!(sort, Some(doc! {"_id": 1}));
             lens.push(limit);
         }
@@ -174,7 +283,7 @@ fn d_reads_the_latest_records() {
     let recent: std::collections::HashSet<String> = (990..1000).map(key_name).collect();
     let (mut reads, mut hits) = (0, 0);
     for _ in 0..5000 {
-        if let Action::FindOne { filter, .. } = src.next_op().into_action().unwrap() {
+        if let Some(Action::FindOne { filter, .. }) = src.next_op().into_action() {
             reads += 1;
             // Inserts move the newest keys; count reads of the 10
             // loaded last or anything inserted since.
