@@ -5,6 +5,7 @@
 //! through [`live`]; the report task ([`writer`]) writes the reports.
 
 pub mod compare;
+pub mod html;
 pub mod live;
 pub mod merge;
 pub mod samples;
