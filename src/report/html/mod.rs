@@ -30,9 +30,9 @@ pub struct Run<'a> {
     pub reports: &'a [StageReport],
 }
 
-/// Line colours, one per operation (cycled).
-const PALETTE: [&str; 8] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
+/// Line colours, one per operation (cycled); red is the failovers'.
+pub const PALETTE: [&str; 8] = [
+    "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#17becf", "#8c564b", "#e377c2", "#bcbd22",
 ];
 
 const STYLE: &str = r#"
@@ -156,7 +156,9 @@ pub fn spectrum(h: &hdrhistogram::Histogram<u64>) -> Vec<(f64, f64)> {
 /// Operation `op`'s histograms over `reports` added up (`None` when none
 /// is readable).
 fn merged_histogram(reports: &[&StageReport], op: &str) -> Option<hdrhistogram::Histogram<u64>> {
-    let mut all: Option<hdrhistogram::Histogram<u64>> = None;
+    // A decoded histogram does not grow: add them all to one that does.
+    let mut all = hdrhistogram::Histogram::<u64>::new(3).ok()?;
+    let mut any = false;
     for r in reports {
         let Some(o) = r.ops.iter().find(|o| o.op == op) else {
             continue;
@@ -164,12 +166,10 @@ fn merged_histogram(reports: &[&StageReport], op: &str) -> Option<hdrhistogram::
         let Some(h) = o.histogram.as_deref().and_then(decode_histogram) else {
             continue;
         };
-        match &mut all {
-            Some(a) => a.add(&h).ok()?,
-            None => all = Some(h),
-        }
+        all.add(&h).ok()?;
+        any = true;
     }
-    all
+    any.then_some(all)
 }
 
 /// The marks of a workload's run on its time charts: stage starts,
@@ -704,6 +704,30 @@ mod tests {
         assert!((at(1.0) - 9.0).abs() < 0.01, "{}", at(1.0));
         assert!((at(2.0) - 9.9).abs() < 0.01, "{}", at(2.0));
         assert!(spectrum(&hdrhistogram::Histogram::<u64>::new(3).unwrap()).is_empty());
+    }
+
+    #[test]
+    fn an_ops_histograms_add_up_over_its_stages() {
+        let encoded = |values: std::ops::RangeInclusive<u64>| {
+            let mut h = crate::report::decode_histogram(&crate::report::stats::encode_histogram(
+                &hdrhistogram::Histogram::<u64>::new(3).unwrap(),
+            ))
+            .unwrap();
+            h.auto(true);
+            for v in values {
+                h.record(v).unwrap();
+            }
+            crate::report::stats::encode_histogram(&h)
+        };
+        let mut a = with_ops(report("w", "a", 60, 3.0, 1), &["insert"]);
+        let mut b = a.clone();
+        a.ops[0].histogram = Some(encoded(1..=100));
+        // The second stage's values are far beyond the first's range.
+        b.ops[0].histogram = Some(encoded(1_000_000_000..=1_000_000_099));
+        let h = merged_histogram(&[&a, &b], "insert").unwrap();
+        assert_eq!(h.len(), 200);
+        assert!(h.max() >= 1_000_000_000);
+        assert!(merged_histogram(&[&a, &b], "find").is_none());
     }
 
     #[test]
