@@ -647,7 +647,7 @@ mod tests {
         assert_eq!(html.matches(r#"<path class="series""#).count(), 6);
         assert!(html.contains(r#"data-series="insert""#));
         // The stage table's cells are report's.
-        for cell in &table::stage_rows(&[r.clone()])[0] {
+        for cell in &table::stage_rows(std::slice::from_ref(&r))[0] {
             assert!(html.contains(&format!(">{}</td>", escape(cell))), "{cell}");
         }
         // Nothing leaves the file.
