@@ -377,4 +377,19 @@ check = "p99 < 20s"
     );
     assert!(html.contains(r#"data-series="find (base)""#));
     assert!(html.contains(r#"<pre class="comparison">"#));
+
+    // An HTML file that cannot be written: exit 2, naming the file.
+    let unwritable = out_dir.join("no-such-dir").join("r.html");
+    let out = Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(["report", "--html"])
+        .arg(&unwritable)
+        .arg(&log)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot write the HTML report") && err.contains("no-such-dir/r.html"),
+        "{err}"
+    );
 }

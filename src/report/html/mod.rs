@@ -731,6 +731,26 @@ mod tests {
     }
 
     #[test]
+    fn a_run_log_without_samples_or_histograms_still_makes_a_page() {
+        // mongoload 0.1's lines, or merged cluster rows: tables, no lines.
+        let mut r = report("w", "hold", 60, 3.0, 1);
+        r.ops = with_ops(report("w", "hold", 60, 3.0, 1), &["find"]).ops;
+        r.ops[0].samples = None;
+        r.ops[0].histogram = None;
+        r.samples = None;
+        let runs = [Run {
+            role: "",
+            source: "old.jsonl",
+            reports: std::slice::from_ref(&r),
+        }];
+        let html = page(&runs, None);
+        assert_eq!(html.matches("<svg").count(), 3);
+        assert_eq!(html.matches(r#" d="""#).count(), 3, "{html}");
+        assert!(html.contains(r#"<table class="stages">"#));
+        assert!(html.ends_with("</html>\n"));
+    }
+
+    #[test]
     fn threshold_values_read_as_their_figure() {
         assert_eq!(threshold_value("p99 < 50ms", Some(0.0123)), "12.3 ms");
         assert_eq!(
