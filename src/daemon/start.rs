@@ -272,6 +272,7 @@ fn run_info(
         tap,
         name: config.run.name.clone(),
         config_hash: Some(config.hash()),
+        config: Some(config.describe()),
         ..crate::report::RunInfo::new(config.run.log.clone())
     };
     let report_to = match &run_info.log {

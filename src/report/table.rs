@@ -186,6 +186,7 @@ pub(crate) mod tests {
             run_name: None,
             version: None,
             config_hash: None,
+            config: None,
             run_started: "2026-11-29T12:00:00.000Z".into(),
             workload: workload.into(),
             stage: stage.into(),

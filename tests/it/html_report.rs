@@ -14,6 +14,7 @@ use mongoload::report::StageReport;
 use mongoload::sim::{self, FaultConfig, LatencyDist, ReplSetConfig, SimConfig};
 
 const CHROMIUM: &str = "chromium";
+const PASSWORD: &str = "html-s3cret-pw";
 
 /// Debian's chromium, or a loud notice (a failure when `CI` is set).
 fn chromium() -> Option<PathBuf> {
@@ -142,12 +143,17 @@ async fn the_html_report_of_a_failover_run_renders_offline_with_the_run_logs_fig
             latency: Some(LatencyDist::Fixed(Duration::from_millis(3))),
             ..Default::default()
         },
+        // A password in the URI: the report shows the config without it.
+        auth: Some(sim::AuthUser {
+            user: "htmluser".into(),
+            password: PASSWORD.into(),
+        }),
         ..Default::default()
     };
     let sim = sim::start_replset(config, set).await.unwrap();
     let set = sim.replset().unwrap().clone();
     let uri = format!(
-        "mongodb://{},{}/?replicaSet=rs0",
+        "mongodb://htmluser:{PASSWORD}@{},{}/?replicaSet=rs0",
         set.hosts()[0],
         set.hosts()[1]
     );
@@ -228,9 +234,21 @@ check = "p99 < 20s"
     assert!(out.status.success(), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("drill"));
     let html = std::fs::read_to_string(&html_path).unwrap();
-    // Nothing to fetch: no URL, no src or href, no script.
+    // The run's config, as check-config prints it, without the password.
+    assert!(!html.contains(PASSWORD), "the password is in the page");
+    assert!(html.contains(r#"<pre class="config">"#), "no config shown");
+    assert!(
+        html.contains("htmluser:***@"),
+        "the config's URI is not shown redacted"
+    );
+    assert!(
+        html.contains("mlthtml"),
+        "the config's database is not shown"
+    );
+    // Nothing to fetch: no URL (the config text has an `http:` section,
+    // not a URL), no src or href, no script, no CSS import.
     for bad in [
-        "http:", "https:", "src=", "href=", "<script", "@import", "url(",
+        "http://", "https://", "file://", "src=", "href=", "<script", "@import", "url(",
     ] {
         assert!(!html.contains(bad), "the page has {bad:?}");
     }

@@ -496,6 +496,30 @@ fn identity(out: &mut String, runs: &[Run]) {
     );
 }
 
+/// Each run's config as its run log keeps it (the plan `check-config`
+/// prints, password redacted), or a note where the log has none.
+fn config(out: &mut String, runs: &[Run]) {
+    for run in runs {
+        let ids = ordered(run.reports.iter().map(|r| r.run_id.as_str()));
+        for id in ids {
+            let text = run
+                .reports
+                .iter()
+                .filter(|r| r.run_id == id)
+                .find_map(|r| r.config.as_deref());
+            let _ = write!(out, "<h3>Config of run {}</h3>", escape(id));
+            match text {
+                Some(text) => {
+                    let _ = write!(out, r#"<pre class="config">{}</pre>"#, escape(text));
+                }
+                None => out.push_str(
+                    "<p>This run log has no config text (mongoload before 0.3, or the run's first line is not in it), only its hash: <code>mongoload check-config</code> prints a config file's plan and hash to match.</p>",
+                ),
+            }
+        }
+    }
+}
+
 /// The whole page. One run (or several runs, each its own charts), or,
 /// with `comparison` (the text `report --compare` prints), two runs
 /// overlaid, base first.
@@ -513,9 +537,6 @@ pub fn page(runs: &[Run], comparison: Option<&str>) -> String {
     );
     out.push_str("<h2>Run</h2>");
     identity(&mut out, runs);
-    out.push_str(
-        "<p>The run log keeps the config's hash, not its text: <code>mongoload check-config</code> on the config file prints the hash to match.</p>",
-    );
     if let Some(text) = comparison {
         let _ = write!(
             out,
@@ -542,6 +563,8 @@ pub fn page(runs: &[Run], comparison: Option<&str>) -> String {
     for run in runs {
         run_tables(&mut out, run);
     }
+    out.push_str("<h2>Config</h2>");
+    config(&mut out, runs);
     out.push_str(
         "<p class=\"legend\">Dashed grey lines: stage starts (@N a cycle of a repeating schedule, * cut short); red: failovers; purple: acknowledged writes the audit found missing; shaded: a stage where a threshold failed or was breached. Latency includes failed operations; throughput counts successful ones.</p></body></html>\n",
     );
@@ -613,6 +636,7 @@ mod tests {
             &["<img src=x onerror=alert(2)>"],
         );
         r.run_name = Some("</title><script>".into());
+        r.config = Some("target: mongodb://h/<script>".into());
         r.failovers = vec![FailoverReport {
             at: "2026-11-29T12:00:01.000Z".into(),
             from: Some("<a>".into()),
@@ -631,6 +655,7 @@ mod tests {
         assert!(!html.contains("<a>"), "{html}");
         assert!(html.contains("&lt;script&gt;x&lt;/script&gt;"));
         assert!(html.contains("&lt;img src=x onerror=alert(2)&gt;"));
+        assert!(html.contains(r#"<pre class="config">target: mongodb://h/&lt;script&gt;</pre>"#));
     }
 
     #[test]
@@ -651,7 +676,7 @@ mod tests {
             assert!(html.contains(&format!(">{}</td>", escape(cell))), "{cell}");
         }
         // Nothing leaves the file.
-        assert!(!html.contains("http:") && !html.contains("https:"));
+        assert!(!html.contains("http://") && !html.contains("https://"));
         // Overlaid: twice the series, the base dashed.
         let runs = [
             Run {
