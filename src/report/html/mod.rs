@@ -179,6 +179,7 @@ fn marks(
     reports: &[&StageReport],
     origin: Option<DateTime<Utc>>,
     prefix: &str,
+    row: u8,
 ) -> (Vec<Marker>, Vec<Band>) {
     let mut markers = Vec::new();
     let mut bands = Vec::new();
@@ -192,6 +193,7 @@ fn marks(
                 kind: MarkerKind::Stage,
                 label: format!("{prefix}{stage}"),
                 title: format!("{prefix}stage {stage} ({}) from {}", r.mode, r.start),
+                row,
             });
         }
         for f in &r.failovers {
@@ -213,6 +215,7 @@ fn marks(
                     kind: MarkerKind::Failover,
                     label: format!("{prefix}failover"),
                     title,
+                    row,
                 });
             }
         }
@@ -226,6 +229,7 @@ fn marks(
                         "{prefix}audit of stage {stage}: {} acknowledged writes found missing ({} checked)",
                         a.missing, a.checked
                     ),
+                    row,
                 });
             }
         }
@@ -285,13 +289,15 @@ fn workload_section(out: &mut String, workload: &str, runs: &[Run]) {
     }
     let mut markers = Vec::new();
     let mut bands = Vec::new();
-    for (run, (rs, o)) in runs.iter().zip(&per_run) {
+    for (i, (run, (rs, o))) in runs.iter().zip(&per_run).enumerate() {
         let prefix = if overlay {
             format!("{}: ", run.role)
         } else {
             String::new()
         };
-        let (m, b) = marks(rs, *o, &prefix);
+        // The base's labels a line below the new run's.
+        let row = u8::from(overlay && i == 0);
+        let (m, b) = marks(rs, *o, &prefix, row);
         markers.extend(m);
         bands.extend(b);
     }

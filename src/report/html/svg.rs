@@ -166,6 +166,8 @@ pub struct Marker {
     pub kind: MarkerKind,
     pub label: String,
     pub title: String,
+    /// The label's line (0 first): a second run's marks below the first's.
+    pub row: u8,
 }
 
 /// A shaded span of the x axis (a stage whose thresholds failed).
@@ -318,6 +320,7 @@ impl Chart {
                 HEIGHT - BOTTOM,
                 x + 3.0,
                 TOP - 2.0
+                    + 12.0 * f64::from(m.row)
                     + if m.kind == MarkerKind::Stage {
                         0.0
                     } else {
@@ -454,6 +457,7 @@ mod tests {
                 kind: MarkerKind::Failover,
                 label: "failover".into(),
                 title: "a → b".into(),
+                row: 0,
             }],
             bands: Vec::new(),
         };
