@@ -714,10 +714,10 @@ async fn the_simulators_freeze_fault_reads_as_long_as_its_record() {
     );
 }
 
-/// A replica set whose primary a fault may silence, with a 2 s election
-/// timeout (MongoDB's is 10 s: the drill keeps the test short).
-async fn set_with_election_timeout() -> SimHandle {
-    let mut set = ReplSetConfig::new("rs0", 3);
+/// A replica set of `members` whose primary a fault may silence, with a
+/// 2 s election timeout (MongoDB's is 10 s: the drill keeps the test short).
+async fn set_with_election_timeout(members: usize) -> SimHandle {
+    let mut set = ReplSetConfig::new("rs0", members);
     set.election_timeout = Duration::from_secs(2);
     mongoload::sim::start_replset(SimConfig::default(), set)
         .await
@@ -735,7 +735,7 @@ struct DrillRun {
 }
 
 /// A run of `w` at [`RATE`] ops/s for `secs` against `uri` with a 1 s
-/// `operation_timeout` and a run log.
+/// `operation_timeout`, `max_inflight` 128 and a run log.
 fn drill_run(uri: &str, secs: u32) -> DrillRun {
     let http = free_port();
     let dir = tempfile::tempdir().unwrap();
@@ -746,6 +746,7 @@ fn drill_run(uri: &str, secs: u32) -> DrillRun {
     )
     .replace("listen = \"127.0.0.1:0\"", &format!("listen = \"{http}\""))
     .replace("operation_timeout = \"2s\"", "operation_timeout = \"1s\"")
+    .replace("max_inflight = 32", "max_inflight = 128")
     .replace("[run]\n", &format!("[run]\nlog = \"{}\"\n", log.display()));
     let file = write_config(&toml);
     let (child, stderr) = spawn_run(&file, "info");
@@ -780,7 +781,7 @@ fn assert_accounted(r: &StageReport, secs: u32) {
 /// operation is accounted for and no counter goes backwards.
 async fn silent_primary_drill(fault: SimFault) {
     const SECS: u32 = 14;
-    let sim = set_with_election_timeout().await;
+    let sim = set_with_election_timeout(3).await;
     let set = sim.replset().unwrap().clone();
     let mut run = drill_run(&set.uri(), SECS);
     let (stderr_path, log) = (run.stderr.clone(), run.log.clone());
@@ -867,8 +868,9 @@ async fn a_blackholed_primary_is_replaced_after_the_election_timeout() {
 }
 
 /// Every connection reset (RST) for 2 s, new ones too: the failures are
-/// counted as network errors (or as the server selection and timeouts
-/// they cause), the load is back at its rate within 1 s of the record's
+/// counted under the classes a lost server gives (the driver retries a
+/// read or write that met the reset once, so most fail its server
+/// selection, not as `network`), the load is back at its rate within 1 s of the record's
 /// end, every scheduled operation is accounted for and no counter goes
 /// backwards.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -916,8 +918,8 @@ async fn a_reset_is_counted_by_class_and_the_load_is_back_within_a_second() {
         record.length().as_secs_f64()
     );
     assert!(
-        errors.get("network").is_some_and(|&n| n > 0.0),
-        "no network error counted: {errors:?}: {context}"
+        errors.values().sum::<f64>() > 0.0,
+        "the reset was not felt: {context}"
     );
     for kind in errors.keys() {
         assert!(
@@ -943,25 +945,30 @@ async fn a_reset_is_counted_by_class_and_the_load_is_back_within_a_second() {
     assert_accounted(&reports[0], SECS);
 }
 
-/// One slow secondary (200 ms on every command) with reads sent to the
-/// secondaries: the reads that land on it are slow, the writes (on the
-/// primary) are not.
+/// A two-member set whose secondary is slow (300 ms on every command),
+/// with reads sent to the secondary: the reads are slow, the writes (on
+/// the primary) are not. (With two secondaries the driver sends few reads
+/// to the slow one: it picks the member with fewer operations in flight.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_member_slows_only_what_reads_from_it() {
     let _serial = serial().await;
     const SECS: u32 = 8;
-    let slow = Duration::from_millis(200);
-    let sim = set_with_election_timeout().await;
+    let slow = Duration::from_millis(300);
+    let sim = set_with_election_timeout(2).await;
     let set = sim.replset().unwrap().clone();
-    assert!(set.faults(2).slow(slow));
+    assert!(set.faults(1).slow(slow));
     let uri = format!("{}&readPreference=secondary", set.uri());
     let mut run = drill_run(&uri, SECS);
     let (stderr_path, log) = (run.stderr.clone(), run.log.clone());
+    wait_status(run.http, "/readyz", 200, Duration::from_secs(30)).await;
+    let (stop, watcher) = watch_counters(run.http);
     let status = wait_exit(&mut run.child, Duration::from_secs(60)).await;
-    assert!(set.faults(2).end(SimFault::Slow(slow)));
+    let _ = stop.send(());
+    watcher.await.expect("no counter went backwards");
+    assert!(set.faults(1).end(SimFault::Slow(slow)));
     let stderr = std::fs::read_to_string(&stderr_path).unwrap();
     assert!(status.success(), "{stderr}");
-    let record = set.faults(2).records()[0].clone();
+    let record = set.faults(1).records()[0].clone();
     assert_eq!(record.kind, "slow");
     let reports = read_run_log(&log);
     let stage = &reports[0];
@@ -988,9 +995,8 @@ async fn a_slow_member_slows_only_what_reads_from_it() {
         ms(insert.p50),
         ms(insert.p99)
     );
-    // About half the reads go to the slow secondary: p95 carries its
-    // latency; the writes never do.
-    assert!(find.p95 >= slow.as_nanos() as u64, "{find:?}: {stderr}");
+    // Every read goes to the slow secondary; no write does.
+    assert!(find.p50 >= slow.as_nanos() as u64, "{find:?}: {stderr}");
     assert!(
         insert.p99 < slow.as_nanos() as u64 / 2,
         "{insert:?}: {stderr}"
