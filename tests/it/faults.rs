@@ -775,7 +775,8 @@ fn assert_accounted(r: &StageReport, secs: u32) {
 }
 
 /// A primary silenced by `fault` (frozen, or blackholed) for 3 s is
-/// replaced by member 1 once the 2 s election timeout passes; mongoload's
+/// replaced by member 1 once the 2 s election timeout passes and refuses
+/// writes when it answers again; mongoload's
 /// write outage and time without a primary match the simulator's record
 /// of the fault (its start to the election) within 0.5 s; every scheduled
 /// operation is accounted for and no counter goes backwards.
@@ -793,6 +794,19 @@ async fn silent_primary_drill(fault: SimFault) {
     assert!(set.faults(0).begin(fault));
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(set.faults(0).end(fault));
+    // Back, the old primary knows the new term: it refuses a write sent
+    // to it alone, never acting as a second primary.
+    let old = driver_client(&set.member_uri(0), false, Duration::from_secs(5)).await;
+    let refused = old
+        .database("mltest")
+        .collection::<mongodb::bson::Document>("m")
+        .insert_one(mongodb::bson::doc! {"second_primary": true})
+        .await;
+    assert_eq!(
+        refused.as_ref().err().and_then(error_code),
+        Some(10107),
+        "{fault:?}: {refused:?}"
+    );
 
     let status = wait_exit(&mut run.child, Duration::from_secs(30)).await;
     let _ = stop.send(());

@@ -178,3 +178,34 @@ async fn a_primary_silent_past_the_election_timeout_is_replaced_and_steps_down_a
     assert_eq!(set.faults(2).records()[0].election, None);
     sim.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_silent_primarys_held_back_writes_are_rolled_back_at_the_election() {
+    let sim = set_with_timeout(Duration::from_millis(200)).await;
+    let set = sim.replset().unwrap().clone();
+    set.set_rollback_writes(2);
+    let (c, _) = set.0.members[0].shared.store.collection_or_create("d", "c");
+    for i in 0..3 {
+        wlock(&c).insert(bson::doc! {"_id": i}).unwrap();
+    }
+    let on = |m: usize| {
+        let (c, _) = set.0.members[m].shared.store.collection_or_create("d", "c");
+        let n = (0..3)
+            .filter(|&i| rlock(&c).get(&Key(Bson::Int32(i))).is_some())
+            .count();
+        n
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!((on(0), on(1)), (3, 1), "two writes held back");
+    assert!(set.faults(0).freeze());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while set.primary() != Some(1) {
+        assert!(Instant::now() < deadline, "never replaced");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let f = &set.failovers()[0];
+    assert_eq!(f.rolled_back.len(), 2, "{f:?}");
+    assert_eq!((on(0), on(1), on(2)), (1, 1, 1));
+    assert!(set.faults(0).thaw());
+    sim.shutdown().await;
+}
