@@ -1017,3 +1017,67 @@ async fn a_slow_member_slows_only_what_reads_from_it() {
     );
     sim.shutdown().await;
 }
+
+/// Runs `mongoload sim ARGS…` on free ports for `secs` and returns its log.
+fn sim_log(args: &[&str], secs: u64) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stderr");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(["sim", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&path).unwrap())
+        .spawn()
+        .expect("start mongoload sim");
+    let mut child = ChildGuard::new(child);
+    std::thread::sleep(Duration::from_secs(secs));
+    sigterm(child.id());
+    let _ = child.take().wait();
+    std::fs::read_to_string(&path).unwrap()
+}
+
+/// The fault flags repeat their fault with its true start and end in the
+/// log; a blackholed primary is replaced after `--election-timeout`, and
+/// the log says when.
+#[test]
+fn the_fault_flags_log_each_fault_from_its_start_to_its_end() {
+    let log = sim_log(
+        &[
+            "--replset",
+            "rs0",
+            "--election-timeout",
+            "400ms",
+            "--blackhole",
+            "1s/1500ms",
+        ],
+        3,
+    );
+    for line in [
+        "fault blackhole began",
+        "the other members elected a new primary",
+        "new primary elected",
+        "fault blackhole ended after 1.",
+    ] {
+        assert!(log.contains(line), "no {line:?} in\n{log}");
+    }
+    let log = sim_log(
+        &[
+            "--reset",
+            "200ms/1s",
+            "--slow",
+            "300ms/1s",
+            "--slow-latency",
+            "5ms",
+        ],
+        2,
+    );
+    for line in [
+        "fault reset began",
+        "fault reset ended after 0.",
+        "fault slow began: every command but the handshake 5ms slower",
+        "fault slow ended after 0.",
+    ] {
+        assert!(log.contains(line), "no {line:?} in\n{log}");
+    }
+}

@@ -602,6 +602,31 @@ mod tests {
             (Duration::from_secs(3), Duration::from_secs(60))
         );
         assert!(parse(&["--freeze", "60s/3s"]).is_err());
+        let a = parse(&[
+            "--blackhole",
+            "2s/30s",
+            "--reset",
+            "1s/20s",
+            "--slow",
+            "5s/60s",
+            "--slow-latency",
+            "250ms",
+        ])
+        .unwrap();
+        let every = |d, p| Stall {
+            duration: Duration::from_secs(d),
+            period: Duration::from_secs(p),
+        };
+        assert_eq!(
+            a.periodic_faults(),
+            [
+                (Fault::Blackhole, every(2, 30)),
+                (Fault::Reset, every(1, 20)),
+                (Fault::Slow(Duration::from_millis(250)), every(5, 60)),
+            ]
+        );
+        assert!(parse(&[]).unwrap().periodic_faults().is_empty());
+        assert!(parse(&["--blackhole", "2s"]).is_err());
         assert!(parse(&["--latency-dist", "gauss:1ms"]).is_err());
         assert!(parse(&["--latency", "2ms", "--latency-dist", "exp:1ms"]).is_err());
     }
