@@ -127,13 +127,13 @@ async fn set_with_timeout(timeout: Duration) -> crate::SimHandle {
 
 #[tokio::test]
 async fn a_primary_silent_past_the_election_timeout_is_replaced_and_steps_down_after() {
-    let sim = set_with_timeout(Duration::from_millis(300)).await;
+    let sim = set_with_timeout(Duration::from_millis(500)).await;
     let set = sim.replset().unwrap().clone();
     // A freeze shorter than the timeout changes nothing.
     assert!(set.faults(0).freeze());
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(set.faults(0).thaw());
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!((set.primary(), set.term()), (Some(0), 1));
     assert_eq!(set.faults(0).records()[0].election, None);
     // One longer: member 1 is elected once the timeout passes, in term 2,
@@ -155,7 +155,7 @@ async fn a_primary_silent_past_the_election_timeout_is_replaced_and_steps_down_a
         .expect("the record says when")
         .duration_since(r.start);
     assert!(
-        after >= Duration::from_millis(300) && after < Duration::from_millis(600),
+        after >= Duration::from_millis(500) && after < Duration::from_secs(2),
         "{after:?}"
     );
     assert!(set.faults(0).thaw());
