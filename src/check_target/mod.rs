@@ -27,7 +27,7 @@ use rand::Rng;
 use crate::config::scrub;
 use crate::config::{self, uri_hosts, uri_user, Config, UriUser};
 use crate::error_kind::ErrorKind;
-use crate::mongo::classify;
+use crate::mongo::{classify, explain};
 use report::{
     AuthStatus, Authentication, PrivilegeStep, Privileges, Reachability, Report, Status,
     TargetInfo, Topology, WriteConcernInfo, EXIT_CONFIG,
@@ -489,57 +489,6 @@ fn with_configured_concerns(uri: WriteConcernInfo, config: &Config) -> WriteConc
     info
 }
 
-/// A short, plain reason for a driver error: TLS and connection problems
-/// by name, server errors by code name.
-pub fn explain(e: &Error) -> String {
-    match e.kind.as_ref() {
-        DriverKind::Io(io) => explain_io(io),
-        DriverKind::Authentication { message, .. } => message.clone(),
-        DriverKind::Command(c) => format!("{} ({}): {}", c.code_name, c.code, c.message),
-        DriverKind::DnsResolve { message, .. } => format!("DNS: {message}"),
-        DriverKind::InvalidArgument { message, .. } => message.clone(),
-        DriverKind::ServerSelection { message, .. } => message.clone(),
-        DriverKind::ConnectionPoolCleared { message, .. } => message.clone(),
-        _ => e.to_string(),
-    }
-}
-
-fn explain_io(io: &std::io::Error) -> String {
-    use std::io::ErrorKind as Io;
-    if let Some(tls) = io
-        .get_ref()
-        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-    {
-        return explain_tls(tls);
-    }
-    match io.kind() {
-        Io::ConnectionRefused => "connection refused (is mongod/mongos listening on that port?)".into(),
-        Io::TimedOut => "timed out".into(),
-        Io::UnexpectedEof | Io::ConnectionReset | Io::BrokenPipe => {
-            "the server closed the connection during the handshake (does it require TLS? then add tls=true)".into()
-        }
-        _ => io.to_string(),
-    }
-}
-
-fn explain_tls(e: &rustls::Error) -> String {
-    use rustls::{CertificateError as Cert, Error as Tls};
-    let hint = match e {
-        Tls::InvalidCertificate(Cert::UnknownIssuer) => {
-            "; the server's certificate is not signed by a CA this host trusts: set tlsCAFile to the CA that signed it"
-        }
-        Tls::InvalidCertificate(Cert::NotValidForName | Cert::NotValidForNameContext { .. }) => {
-            "; the server's certificate does not name the host in the URI"
-        }
-        Tls::InvalidCertificate(Cert::Expired | Cert::ExpiredContext { .. }) => {
-            "; the server's certificate has expired"
-        }
-        Tls::InvalidMessage(_) => "; the server does not answer in TLS (is TLS enabled on it?)",
-        _ => "",
-    };
-    format!("TLS handshake failed: {e}{hint}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -608,22 +557,6 @@ mod tests {
         );
         assert_eq!(set.source, "target.write_concern");
         assert_eq!(set.effective, "w=majority; workloads' own: a: w=1");
-    }
-
-    #[test]
-    fn tls_failures_are_named() {
-        let io = std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer),
-        );
-        let text = explain(&Error::from(io));
-        assert!(
-            text.starts_with("TLS handshake failed: invalid peer certificate: UnknownIssuer; "),
-            "{text}"
-        );
-        assert!(text.contains("tlsCAFile"), "{text}");
-        let refused = Error::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
-        assert!(explain(&refused).starts_with("connection refused"));
     }
 
     #[test]

@@ -169,27 +169,3 @@ mod tests {
         tracing::info!(workload = "w", "still logging");
     }
 }
-
-/// A figure for a log field, rounded to `decimals` places: `2.494` seconds,
-/// not `2.4937794699999998` (the metrics and the run log keep full
-/// precision).
-pub fn round(x: f64, decimals: i32) -> f64 {
-    let scale = 10f64.powi(decimals);
-    let r = (x * scale).round() / scale;
-    if r.is_finite() {
-        r
-    } else {
-        x
-    }
-}
-
-#[cfg(test)]
-mod round_tests {
-    #[test]
-    fn log_fields_print_short() {
-        assert_eq!(super::round(2.4937794699999998, 3).to_string(), "2.494");
-        assert_eq!(super::round(0.1 + 0.2, 3).to_string(), "0.3");
-        assert_eq!(super::round(12.0, 3).to_string(), "12");
-        assert_eq!(super::round(1234.56789, 1).to_string(), "1234.6");
-    }
-}

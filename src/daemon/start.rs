@@ -13,7 +13,7 @@ use super::*;
 /// heartbeat, watchdog, STATUS= line; [`finish`] stops them in order.
 pub async fn start_with(
     config: Config,
-    tap: Option<Arc<crate::progress::ReportTap>>,
+    tap: Option<Arc<crate::report::ReportTap>>,
 ) -> Result<Running, StartError> {
     let started = Instant::now();
     let mut base = Base::set_up(&config).await?;
@@ -264,10 +264,7 @@ fn announce(config: &Config, hosts: &str, http_addr: SocketAddr) {
 }
 
 /// This run's identity and where its stage reports go (logged).
-fn run_info(
-    config: &Config,
-    tap: Option<Arc<crate::progress::ReportTap>>,
-) -> crate::report::RunInfo {
+fn run_info(config: &Config, tap: Option<Arc<crate::report::ReportTap>>) -> crate::report::RunInfo {
     let run_info = crate::report::RunInfo {
         tap,
         name: config.run.name.clone(),

@@ -119,7 +119,7 @@ pub(crate) async fn prepare_steps(
                     prepare_metrics.record_error(kind);
                     // The driver's reason in a sentence, not its
                     // `Kind: …, labels: {}, source: None` dump.
-                    let reason = crate::check_target::explain(&e);
+                    let reason = crate::mongo::explain(&e);
                     tracing::warn!(
                         workload = %run.name,
                         step = n,

@@ -221,12 +221,12 @@ impl Failover {
         let attached = self.state().attach_outage(start, length);
         match attached {
             Some(primary) => tracing::info!(
-                outage_s = crate::daemon::logging::round(secs, 3),
+                outage_s = mongoload_loglimit::round(secs, 3),
                 primary = %primary,
                 "write outage over after {secs:.3}s: writes acknowledged by the new primary {primary}"
             ),
             None => tracing::info!(
-                outage_s = crate::daemon::logging::round(secs, 3),
+                outage_s = mongoload_loglimit::round(secs, 3),
                 "write outage over after {secs:.3}s (no primary change)"
             ),
         }
@@ -321,7 +321,7 @@ impl Failover {
                 tracing::warn!(
                     from = from.as_deref().unwrap_or("-"),
                     to = %p,
-                    no_primary_s = crate::daemon::logging::round(gap.map_or(0.0, |g| g.as_secs_f64()), 3),
+                    no_primary_s = mongoload_loglimit::round(gap.map_or(0.0, |g| g.as_secs_f64()), 3),
                     "failover: new primary {p} (was {}){}",
                     from.as_deref().unwrap_or("unknown"),
                     gap.map_or(String::new(), |g| format!(", {:.3}s without a primary", g.as_secs_f64())),

@@ -1,4 +1,5 @@
-//! Classifies driver errors into the classes of `mongoload_errors_total`.
+//! Classifies driver errors into the classes of `mongoload_errors_total`,
+//! and [`explain`]s one in a short line for people.
 //! The driver's `ErrorKind` is `#[non_exhaustive]`: match what we know and
 //! fall through to `Other`, so a new driver variant is counted, not lost.
 
@@ -100,6 +101,57 @@ fn server_code(err: &Error) -> Option<i32> {
     }
 }
 
+/// A short, plain reason for a driver error: TLS and connection problems
+/// by name, server errors by code name.
+pub fn explain(e: &Error) -> String {
+    match e.kind.as_ref() {
+        DriverKind::Io(io) => explain_io(io),
+        DriverKind::Authentication { message, .. } => message.clone(),
+        DriverKind::Command(c) => format!("{} ({}): {}", c.code_name, c.code, c.message),
+        DriverKind::DnsResolve { message, .. } => format!("DNS: {message}"),
+        DriverKind::InvalidArgument { message, .. } => message.clone(),
+        DriverKind::ServerSelection { message, .. } => message.clone(),
+        DriverKind::ConnectionPoolCleared { message, .. } => message.clone(),
+        _ => e.to_string(),
+    }
+}
+
+fn explain_io(io: &std::io::Error) -> String {
+    use std::io::ErrorKind as Io;
+    if let Some(tls) = io
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    {
+        return explain_tls(tls);
+    }
+    match io.kind() {
+        Io::ConnectionRefused => "connection refused (is mongod/mongos listening on that port?)".into(),
+        Io::TimedOut => "timed out".into(),
+        Io::UnexpectedEof | Io::ConnectionReset | Io::BrokenPipe => {
+            "the server closed the connection during the handshake (does it require TLS? then add tls=true)".into()
+        }
+        _ => io.to_string(),
+    }
+}
+
+fn explain_tls(e: &rustls::Error) -> String {
+    use rustls::{CertificateError as Cert, Error as Tls};
+    let hint = match e {
+        Tls::InvalidCertificate(Cert::UnknownIssuer) => {
+            "; the server's certificate is not signed by a CA this host trusts: set tlsCAFile to the CA that signed it"
+        }
+        Tls::InvalidCertificate(Cert::NotValidForName | Cert::NotValidForNameContext { .. }) => {
+            "; the server's certificate does not name the host in the URI"
+        }
+        Tls::InvalidCertificate(Cert::Expired | Cert::ExpiredContext { .. }) => {
+            "; the server's certificate has expired"
+        }
+        Tls::InvalidMessage(_) => "; the server does not answer in TLS (is TLS enabled on it?)",
+        _ => "",
+    };
+    format!("TLS handshake failed: {e}{hint}")
+}
+
 #[cfg(test)]
 mod tests {
     use mongodb::bson::{doc, from_document};
@@ -152,5 +204,21 @@ mod tests {
     #[test]
     fn unknown_errors_are_other() {
         assert_eq!(classify(&Error::custom(5u8)), ErrorKind::Other);
+    }
+
+    #[test]
+    fn tls_failures_are_named() {
+        let io = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer),
+        );
+        let text = explain(&Error::from(io));
+        assert!(
+            text.starts_with("TLS handshake failed: invalid peer certificate: UnknownIssuer; "),
+            "{text}"
+        );
+        assert!(text.contains("tlsCAFile"), "{text}");
+        let refused = Error::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        assert!(explain(&refused).starts_with("connection refused"));
     }
 }

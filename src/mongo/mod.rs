@@ -18,7 +18,7 @@ use mongodb::{Client, ClientSession, Collection, Database, IndexModel};
 
 use crate::workload::{Action, PrepareStep, Workload};
 
-pub use errors::classify;
+pub use errors::{classify, explain};
 
 /// A workload's view of the deployment: its database and collection handles,
 /// resolved once so the hot path does no name lookups.

@@ -11,9 +11,8 @@
 pub mod render;
 pub mod terminal;
 
-use std::collections::VecDeque;
 use std::io::IsTerminal;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -22,7 +21,7 @@ use crate::daemon::supervisor::Slots;
 use crate::daemon::Running;
 use crate::error_kind::ErrorKind;
 use crate::failover::{Failover, UNCONFIRMED_GRACE};
-use crate::report::StageReport;
+use crate::report::ReportTap;
 use render::WorkloadSample;
 pub use terminal::Terminal;
 
@@ -31,9 +30,6 @@ const TICK: Duration = Duration::from_secs(1);
 
 /// A failover whose write outage has not ended by then is shown anyway.
 const FAILOVER_GIVE_UP: Duration = Duration::from_secs(60);
-
-/// Stage reports kept for the table at exit (the newest).
-const KEEP_REPORTS: usize = 1000;
 
 /// The progress options of `run` and `demo`.
 #[derive(Debug, Clone, clap::Args)]
@@ -75,36 +71,6 @@ fn wanted(
     term: Option<&std::ffi::OsStr>,
 ) -> bool {
     !no_progress && terminal && !journal && term.is_none_or(|t| t != "dumb")
-}
-
-/// Keeps a copy of each stage report of the run (the newest
-/// [`KEEP_REPORTS`], without their histograms) for the table at exit.
-#[derive(Debug, Default)]
-pub struct ReportTap(Mutex<VecDeque<StageReport>>);
-
-impl ReportTap {
-    /// Keeps a copy of `r`.
-    pub fn keep(&self, r: &StageReport) {
-        let mut r = r.clone();
-        r.histogram = None;
-        for op in &mut r.ops {
-            op.histogram = None;
-            for step in &mut op.steps {
-                step.histogram = None;
-            }
-        }
-        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if kept.len() == KEEP_REPORTS {
-            kept.pop_front();
-        }
-        kept.push_back(r);
-    }
-
-    /// The reports kept, oldest first.
-    pub fn reports(&self) -> Vec<StageReport> {
-        let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        kept.iter().cloned().collect()
-    }
 }
 
 /// Progress for one run, before the daemon starts.
@@ -254,7 +220,8 @@ fn sample(slots: &Slots) -> Vec<WorkloadSample> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{RunInfo, StageMeta, StageStats};
+    use crate::report::tap::KEEP_REPORTS;
+    use crate::report::{RunInfo, StageMeta, StageReport, StageStats};
     use crate::workload::OpSpec;
 
     #[test]

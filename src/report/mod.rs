@@ -12,6 +12,7 @@ pub mod samples;
 pub mod significance;
 mod stats;
 pub mod table;
+pub mod tap;
 pub mod writer;
 
 use std::io::{BufRead, Write};
@@ -25,6 +26,7 @@ use crate::error_kind::ErrorKind;
 use crate::workload::OpSpec;
 
 pub use stats::{decode_histogram, merged_latency, rate_reached, LatencyNs, OpStats, StageStats};
+pub use tap::ReportTap;
 
 /// Identifies one run of the daemon in its run log lines.
 #[derive(Debug, Clone)]
@@ -36,7 +38,7 @@ pub struct RunInfo {
     /// The JSON-lines file stage reports are appended to, if any.
     pub log: Option<PathBuf>,
     /// Also keeps a copy of each report (the terminal's table at exit).
-    pub tap: Option<std::sync::Arc<crate::progress::ReportTap>>,
+    pub tap: Option<std::sync::Arc<ReportTap>>,
     /// `[run] name`, if set.
     pub name: Option<String>,
     /// The config's hash ([`crate::config::Config::hash`]).

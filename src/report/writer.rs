@@ -157,7 +157,7 @@ async fn write(run: &RunInfo, r: StageReport) {
 /// The journal lines of a report: the stage, its count-based batches if
 /// any, and one line per scheduled operation with its steps.
 fn journal(r: &StageReport) {
-    use crate::daemon::logging::round;
+    use mongoload_loglimit::round;
     let l = &r.latency_ns;
     let ms = |ns: u64| ns as f64 / 1e6;
     // Log fields rounded (ms to the microsecond, seconds to the

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 use mongoload::report::StageReport;
-use mongoload::sim::{ErrorFault, SimHandle, Stall};
+use mongoload::sim::{ErrorFault, Fault as SimFault, ReplSetConfig, SimConfig, SimHandle, Stall};
 
 /// The scheduled rate: easily sustained by a debug build on a busy 2-core
 /// machine.
@@ -712,4 +712,372 @@ async fn the_simulators_freeze_fault_reads_as_long_as_its_record() {
     eprintln!(
         "freeze fault: recorded {freeze:.3}s, write outage {outage:.3}s, back at rate {back:.2}s after the thaw"
     );
+}
+
+/// A replica set of `members` whose primary a fault may silence, with a
+/// 2 s election timeout (MongoDB's is 10 s: the drill keeps the test short).
+async fn set_with_election_timeout(members: usize) -> SimHandle {
+    let mut set = ReplSetConfig::new("rs0", members);
+    set.election_timeout = Duration::from_secs(2);
+    mongoload::sim::start_replset(SimConfig::default(), set)
+        .await
+        .expect("the replica set starts")
+}
+
+/// A run of `w` as its own process; the files live as long as it.
+struct DrillRun {
+    _file: ConfigFile,
+    _dir: tempfile::TempDir,
+    child: ChildGuard,
+    stderr: std::path::PathBuf,
+    http: std::net::SocketAddr,
+    log: std::path::PathBuf,
+}
+
+/// A run of `w` at [`RATE`] ops/s for `secs` against `uri` with a 1 s
+/// `operation_timeout`, `max_inflight` 128 and a run log.
+fn drill_run(uri: &str, secs: u32) -> DrillRun {
+    let http = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.jsonl");
+    let toml = config_toml(
+        uri,
+        &format!("[[workloads.stages]]\nname = \"drill\"\nrate = {RATE}\nduration = \"{secs}s\"\n"),
+    )
+    .replace("listen = \"127.0.0.1:0\"", &format!("listen = \"{http}\""))
+    .replace("operation_timeout = \"2s\"", "operation_timeout = \"1s\"")
+    .replace("max_inflight = 32", "max_inflight = 128")
+    .replace("[run]\n", &format!("[run]\nlog = \"{}\"\n", log.display()));
+    let file = write_config(&toml);
+    let (child, stderr) = spawn_run(&file, "info");
+    DrillRun {
+        _file: file,
+        _dir: dir,
+        child,
+        stderr,
+        http,
+        log,
+    }
+}
+
+/// Every scheduled operation of a timed stage is accounted for once: ok,
+/// failed or missed.
+fn assert_accounted(r: &StageReport, secs: u32) {
+    let scheduled = RATE as u64 * u64::from(secs);
+    let seen = r.operations.ok + r.operations.error + r.missed;
+    assert!(
+        seen.abs_diff(scheduled) <= 1,
+        "ok {} + errors {} + missed {} = {seen}, scheduled {scheduled}",
+        r.operations.ok,
+        r.operations.error,
+        r.missed
+    );
+}
+
+/// A primary silenced by `fault` (frozen, or blackholed) for 3 s is
+/// replaced by member 1 once the 2 s election timeout passes and refuses
+/// writes when it answers again; mongoload's
+/// write outage and time without a primary match the simulator's record
+/// of the fault (its start to the election) within 0.5 s; every scheduled
+/// operation is accounted for and no counter goes backwards.
+async fn silent_primary_drill(fault: SimFault) {
+    const SECS: u32 = 14;
+    let sim = set_with_election_timeout(3).await;
+    let set = sim.replset().unwrap().clone();
+    let mut run = drill_run(&set.uri(), SECS);
+    let (stderr_path, log) = (run.stderr.clone(), run.log.clone());
+    let http = run.http;
+    wait_status(http, "/readyz", 200, Duration::from_secs(30)).await;
+    let (stop, watcher) = watch_counters(http);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    assert!(set.faults(0).begin(fault));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(set.faults(0).end(fault));
+    // Back, the old primary knows the new term: it refuses a write sent
+    // to it alone, never acting as a second primary.
+    let old = driver_client(&set.member_uri(0), false, Duration::from_secs(5)).await;
+    let refused = old
+        .database("mltest")
+        .collection::<mongodb::bson::Document>("m")
+        .insert_one(mongodb::bson::doc! {"second_primary": true})
+        .await;
+    assert_eq!(
+        refused.as_ref().err().and_then(error_code),
+        Some(10107),
+        "{fault:?}: {refused:?}"
+    );
+
+    let status = wait_exit(&mut run.child, Duration::from_secs(30)).await;
+    let _ = stop.send(());
+    let pages = watcher.await.expect("no counter went backwards");
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    let records = set.faults(0).records();
+    let context = format!("{fault:?}: {records:?}\n{stderr}");
+    assert!(status.success(), "{context}");
+    assert!(pages >= 10, "{pages} scrapes: {context}");
+    // The simulator's record: the fault, and the election 2 s into it.
+    assert_eq!(records.len(), 1, "{context}");
+    let r = &records[0];
+    assert_eq!(r.kind, fault.name());
+    let elected = r.election.expect("the record holds the election") - r.start;
+    let elected = elected.as_secs_f64();
+    assert!(
+        r.end.is_some() && (1.99..3.0).contains(&elected),
+        "{context}"
+    );
+    // The frozen member came back a secondary: one election, one term.
+    assert_eq!((set.primary(), set.term()), (Some(1), 2), "{context}");
+    assert_eq!(set.failovers().len(), 1, "{context}");
+
+    let reports = read_run_log(&log);
+    assert_eq!(reports.len(), 1, "{reports:#?}");
+    let stage = &reports[0];
+    assert_accounted(stage, SECS);
+    assert!(
+        stage.operations.error > 0,
+        "the fault was not felt: {context}"
+    );
+    let f = &stage.failovers;
+    assert_eq!(f.len(), 1, "{f:?}: {context}");
+    assert_eq!(f[0].to, set.hosts()[1]);
+    let outage = f[0]
+        .write_outage_seconds
+        .expect("a write outage in the report");
+    // The driver knew no primary only between noticing the silence (if
+    // it did) and hearing of the election: never longer than the record.
+    let no_primary = f[0].no_primary_seconds.unwrap_or(0.0);
+    eprintln!(
+        "{fault:?} primary: recorded election {elected:.3}s after the start, fault {:.3}s; \
+         write outage {outage:.3}s, no primary {no_primary:.3}s; errors {:?}",
+        r.length().as_secs_f64(),
+        stage.errors
+    );
+    assert!(
+        (outage - elected).abs() <= 0.5,
+        "write outage {outage:.3}s, election {elected:.3}s into the fault: {context}"
+    );
+    assert!(
+        no_primary <= elected + 0.5,
+        "no primary {no_primary:.3}s, election {elected:.3}s into the fault: {context}"
+    );
+    sim.shutdown().await;
+}
+
+/// A frozen primary (a paused VM) is replaced after the election timeout,
+/// as a real set does, and the write outage reads as the simulator's
+/// record of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_primary_is_replaced_after_the_election_timeout() {
+    let _serial = serial().await;
+    silent_primary_drill(SimFault::Freeze).await;
+}
+
+/// A blackholed primary (a partition: connects hang, sockets silent) is
+/// replaced after the election timeout; the outage reads as the record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blackholed_primary_is_replaced_after_the_election_timeout() {
+    let _serial = serial().await;
+    silent_primary_drill(SimFault::Blackhole).await;
+}
+
+/// Every connection reset (RST) for 2 s, new ones too: the failures are
+/// counted under the classes a lost server gives (the driver retries a
+/// read or write that met the reset once, so most fail its server
+/// selection, not as `network`), the load is back at its rate within 1 s of the record's
+/// end, every scheduled operation is accounted for and no counter goes
+/// backwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_is_counted_by_class_and_the_load_is_back_within_a_second() {
+    let _serial = serial().await;
+    const SECS: u32 = 12;
+    let sim = sim().await;
+    let mut run = drill_run(&sim.uri(), SECS);
+    let (stderr_path, log) = (run.stderr.clone(), run.log.clone());
+    let http = run.http;
+    wait_status(http, "/readyz", 200, Duration::from_secs(30)).await;
+    let (stop, watcher) = watch_counters(http);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let before = scrape(http).await;
+
+    assert!(sim.faults().reset());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(sim.faults().end(SimFault::Reset));
+    let record = sim.faults().records()[0].clone();
+    let ended = record.end.expect("the record's end");
+
+    // (seconds since the record's end, ok) every 100 ms for 3 s.
+    let mut seen = Vec::new();
+    while ended.elapsed() < Duration::from_secs(3) {
+        let page = scrape(http).await;
+        seen.push((ended.elapsed().as_secs_f64(), ok_ops(&page)));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let after = scrape(http).await;
+    let status = wait_exit(&mut run.child, Duration::from_secs(30)).await;
+    let _ = stop.send(());
+    watcher.await.expect("no counter went backwards");
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    let context = format!("{record:?}, seen {seen:?}\n{stderr}");
+    assert!(status.success(), "{context}");
+    assert_eq!(record.kind, "reset");
+
+    let mut errors = errors_by_kind(&after);
+    for (kind, n) in errors_by_kind(&before) {
+        *errors.entry(kind).or_default() -= n;
+    }
+    errors.retain(|_, n| *n > 0.0);
+    eprintln!(
+        "reset {:.3}s: errors by class {errors:?}",
+        record.length().as_secs_f64()
+    );
+    assert!(
+        errors.values().sum::<f64>() > 0.0,
+        "the reset was not felt: {context}"
+    );
+    for kind in errors.keys() {
+        assert!(
+            ["network", "server_selection", "timeout"].contains(&kind.as_str()),
+            "{kind} counted for a reset: {errors:?}: {context}"
+        );
+    }
+    let back = seen
+        .iter()
+        .find(|&&(t, ok)| {
+            seen.iter()
+                .find(|&&(u, _)| u >= t + 0.5)
+                .is_some_and(|&(u, ok2)| (ok2 - ok) / (u - t) >= 0.85 * RATE)
+        })
+        .map(|&(t, _)| t)
+        .unwrap_or(f64::INFINITY);
+    eprintln!("reset: back at rate {back:.2}s after the record's end");
+    assert!(
+        back <= 1.0 + SLACK,
+        "not back at rate within 1 s ({back:.2}s): {context}"
+    );
+    let reports = read_run_log(&log);
+    assert_accounted(&reports[0], SECS);
+}
+
+/// A two-member set whose secondary is slow (300 ms on every command),
+/// with reads sent to the secondary: the reads are slow, the writes (on
+/// the primary) are not. (With two secondaries the driver sends few reads
+/// to the slow one: it picks the member with fewer operations in flight.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_member_slows_only_what_reads_from_it() {
+    let _serial = serial().await;
+    const SECS: u32 = 8;
+    let slow = Duration::from_millis(300);
+    let sim = set_with_election_timeout(2).await;
+    let set = sim.replset().unwrap().clone();
+    assert!(set.faults(1).slow(slow));
+    let uri = format!("{}&readPreference=secondary", set.uri());
+    let mut run = drill_run(&uri, SECS);
+    let (stderr_path, log) = (run.stderr.clone(), run.log.clone());
+    wait_status(run.http, "/readyz", 200, Duration::from_secs(30)).await;
+    let (stop, watcher) = watch_counters(run.http);
+    let status = wait_exit(&mut run.child, Duration::from_secs(60)).await;
+    let _ = stop.send(());
+    watcher.await.expect("no counter went backwards");
+    assert!(set.faults(1).end(SimFault::Slow(slow)));
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    assert!(status.success(), "{stderr}");
+    let record = set.faults(1).records()[0].clone();
+    assert_eq!(record.kind, "slow");
+    let reports = read_run_log(&log);
+    let stage = &reports[0];
+    assert_accounted(stage, SECS);
+    let started = chrono::DateTime::parse_from_rfc3339(&stage.start).unwrap();
+    assert!(
+        std::time::SystemTime::from(started) >= record.started,
+        "the stage ran inside the fault: {record:?}"
+    );
+    let op = |name: &str| {
+        stage
+            .ops
+            .iter()
+            .find(|o| o.op == name)
+            .unwrap_or_else(|| panic!("no {name} in {stage:?}"))
+            .latency_ns
+    };
+    let (find, insert) = (op("find"), op("insert"));
+    let ms = |ns: u64| ns as f64 / 1e6;
+    eprintln!(
+        "slow member {slow:?}: find p50 {:.1} ms p95 {:.1} ms, insert p50 {:.1} ms p99 {:.1} ms",
+        ms(find.p50),
+        ms(find.p95),
+        ms(insert.p50),
+        ms(insert.p99)
+    );
+    // Every read goes to the slow secondary; no write does.
+    assert!(find.p50 >= slow.as_nanos() as u64, "{find:?}: {stderr}");
+    assert!(
+        insert.p99 < slow.as_nanos() as u64 / 2,
+        "{insert:?}: {stderr}"
+    );
+    sim.shutdown().await;
+}
+
+/// Runs `mongoload sim ARGS…` on free ports for `secs` and returns its log.
+fn sim_log(args: &[&str], secs: u64) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stderr");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(["sim", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&path).unwrap())
+        .spawn()
+        .expect("start mongoload sim");
+    let mut child = ChildGuard::new(child);
+    std::thread::sleep(Duration::from_secs(secs));
+    sigterm(child.id());
+    let _ = child.take().wait();
+    std::fs::read_to_string(&path).unwrap()
+}
+
+/// The fault flags repeat their fault with its true start and end in the
+/// log; a blackholed primary is replaced after `--election-timeout`, and
+/// the log says when.
+#[test]
+fn the_fault_flags_log_each_fault_from_its_start_to_its_end() {
+    let log = sim_log(
+        &[
+            "--replset",
+            "rs0",
+            "--election-timeout",
+            "400ms",
+            "--blackhole",
+            "1s/1500ms",
+        ],
+        3,
+    );
+    for line in [
+        "fault blackhole began",
+        "the other members elected a new primary",
+        "new primary elected",
+        "fault blackhole ended after 1.",
+    ] {
+        assert!(log.contains(line), "no {line:?} in\n{log}");
+    }
+    let log = sim_log(
+        &[
+            "--reset",
+            "200ms/1s",
+            "--slow",
+            "300ms/1s",
+            "--slow-latency",
+            "5ms",
+        ],
+        2,
+    );
+    for line in [
+        "fault reset began",
+        "fault reset ended after 0.",
+        "fault slow began: every command but the handshake 5ms slower",
+        "fault slow ended after 0.",
+    ] {
+        assert!(log.contains(line), "no {line:?} in\n{log}");
+    }
 }

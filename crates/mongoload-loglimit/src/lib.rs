@@ -6,11 +6,25 @@
 //! outage logs a few lines however many operations were in flight.
 //! Lock-free: one compare-and-swap per logged line. A leaf crate of the
 //! workspace: the daemon (`mongoload`) and the simulator (`mongoload-sim`)
-//! both use it and neither depends on the other for it.
+//! both use it and neither depends on the other for it. [`round`] makes
+//! a figure readable in a log field.
 #![forbid(unsafe_code)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+/// A figure for a log field, rounded to `decimals` places: `2.494` seconds,
+/// not `2.4937794699999998` (the metrics and the run log keep full
+/// precision).
+pub fn round(x: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    let r = (x * scale).round() / scale;
+    if r.is_finite() {
+        r
+    } else {
+        x
+    }
+}
 
 /// At most one line per class in this interval.
 pub const LOG_INTERVAL: Duration = Duration::from_secs(10);
@@ -115,5 +129,16 @@ mod tests {
         }
         assert_eq!(logged.load(Ordering::Relaxed), 1);
         assert_eq!(l.classes[0].suppressed.load(Ordering::Relaxed), 7999);
+    }
+}
+
+#[cfg(test)]
+mod round_tests {
+    #[test]
+    fn log_fields_print_short() {
+        assert_eq!(super::round(2.4937794699999998, 3).to_string(), "2.494");
+        assert_eq!(super::round(0.1 + 0.2, 3).to_string(), "0.3");
+        assert_eq!(super::round(12.0, 3).to_string(), "12");
+        assert_eq!(super::round(1234.56789, 1).to_string(), "1234.6");
     }
 }

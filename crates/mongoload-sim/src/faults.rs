@@ -4,7 +4,7 @@
 //! faults while the server runs.
 
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -219,16 +219,64 @@ pub struct Decision {
     pub drop: bool,
 }
 
+/// A fault with a true start and end (see [`Faults::begin`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The server stops reading and answering and accepts nothing;
+    /// connections stay open (a VM pause, a stuck disk, SIGSTOP).
+    Freeze,
+    /// The server is unreachable: new connections hang unanswered in the
+    /// kernel's backlog, open ones go silent (nothing read or answered);
+    /// a network partition.
+    Blackhole,
+    /// Every open connection is reset (RST) and new ones are reset as soon
+    /// as they are accepted: a crashed process, a firewall rejecting.
+    Reset,
+    /// Every command but the handshake waits this long more (one slow
+    /// member: a slow disk, a noisy neighbour).
+    Slow(Duration),
+}
+
+impl Fault {
+    /// `freeze`, `blackhole`, `reset` or `slow`: the record's kind.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::Freeze => "freeze",
+            Fault::Blackhole => "blackhole",
+            Fault::Reset => "reset",
+            Fault::Slow(_) => "slow",
+        }
+    }
+
+    /// What the server does meanwhile, for the log line.
+    fn doing(self) -> String {
+        match self {
+            Fault::Freeze => "reading and answering nothing".to_owned(),
+            Fault::Blackhole => "unreachable: connects hang, open sockets silent".to_owned(),
+            Fault::Reset => "connections reset (RST), new ones too".to_owned(),
+            Fault::Slow(d) => format!(
+                "every command but the handshake {} slower",
+                humantime::format_duration(d)
+            ),
+        }
+    }
+}
+
 /// One fault as it really happened: its kind, and when it began and ended
 /// (wall clock and monotonic), as the simulator logged it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FaultRecord {
-    /// `freeze`.
+    /// `freeze`, `blackhole`, `reset` or `slow` ([`Fault::name`]).
     pub kind: &'static str,
     pub started: std::time::SystemTime,
     pub start: Instant,
     /// `None` while the fault lasts.
     pub end: Option<Instant>,
+    /// A replica-set primary frozen or blackholed for the election timeout
+    /// is replaced: when the other members elected a new primary (`None`:
+    /// no election, as for a secondary or a fault shorter than the
+    /// timeout).
+    pub election: Option<Instant>,
 }
 
 impl FaultRecord {
@@ -240,11 +288,29 @@ impl FaultRecord {
     }
 }
 
+/// Whether the server is silent: frozen or blackholed, connections read
+/// and answer nothing and the listener accepts nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Gate {
+    pub(crate) frozen: bool,
+    pub(crate) blackhole: bool,
+}
+
+impl Gate {
+    /// Frozen or blackholed: nothing read, answered or accepted.
+    pub(crate) fn silent(self) -> bool {
+        self.frozen || self.blackhole
+    }
+}
+
 struct Inner {
     config: RwLock<FaultConfig>,
-    /// Frozen: connections read and answer nothing, the listener accepts
-    /// nothing (a VM pause, a stuck disk, SIGSTOP); connections stay open.
-    frozen: tokio::sync::watch::Sender<bool>,
+    /// Frozen or blackholed ([`Gate`]); connections stay open.
+    gate: tokio::sync::watch::Sender<Gate>,
+    /// Resetting: connections are reset (RST) when accepted.
+    reset: AtomicBool,
+    /// A slow member's added latency in nanoseconds; 0: not slow.
+    slow: AtomicU64,
     /// Every fault with a start and an end, in order.
     records: Mutex<Vec<FaultRecord>>,
     /// Fast path: no lock taken while no fault is configured.
@@ -285,7 +351,9 @@ impl Faults {
             config: RwLock::new(FaultConfig::default()),
             active: AtomicBool::new(false),
             stall_anchor: RwLock::new(Instant::now()),
-            frozen: tokio::sync::watch::channel(false).0,
+            gate: tokio::sync::watch::channel(Gate::default()).0,
+            reset: AtomicBool::new(false),
+            slow: AtomicU64::new(0),
             records: Mutex::new(Vec::new()),
             kill: Mutex::new(root.child_token()),
             root,
@@ -361,47 +429,108 @@ impl Faults {
     /// backlog), until [`Faults::thaw`]; open connections stay open. The
     /// true start is recorded and logged. Returns false if already frozen.
     pub fn freeze(&self) -> bool {
-        let began = self
-            .0
-            .frozen
-            .send_if_modified(|f| !std::mem::replace(f, true));
-        if began {
-            lock(&self.0.records).push(FaultRecord {
-                kind: "freeze",
-                started: std::time::SystemTime::now(),
-                start: Instant::now(),
-                end: None,
-            });
-            tracing::info!(
-                fault = "freeze",
-                "fault freeze began: reading and answering nothing"
-            );
-        }
-        began
+        self.begin(Fault::Freeze)
     }
 
     /// Ends a freeze: connections read and answer again (the messages that
     /// arrived meanwhile first). The true end is recorded and logged.
     /// Returns false if not frozen.
     pub fn thaw(&self) -> bool {
-        let ended = self
-            .0
-            .frozen
-            .send_if_modified(|f| std::mem::replace(f, false));
+        self.end(Fault::Freeze)
+    }
+
+    /// Makes the server unreachable until [`Faults::end`]: as a freeze,
+    /// new connections hang and open ones read and answer nothing; a
+    /// replica-set primary is replaced after the election timeout.
+    pub fn blackhole(&self) -> bool {
+        self.begin(Fault::Blackhole)
+    }
+
+    /// Resets every open connection (RST) and every new one until
+    /// [`Faults::end`].
+    pub fn reset(&self) -> bool {
+        self.begin(Fault::Reset)
+    }
+
+    /// Makes every command but the handshake `latency` slower until
+    /// [`Faults::end`] (on top of `--latency`).
+    pub fn slow(&self, latency: Duration) -> bool {
+        self.begin(Fault::Slow(latency))
+    }
+
+    /// Begins `fault`; its true start is recorded and logged. Returns
+    /// false (and changes nothing) if a fault of that kind already lasts.
+    pub fn begin(&self, fault: Fault) -> bool {
+        let began = match fault {
+            Fault::Freeze => self
+                .0
+                .gate
+                .send_if_modified(|g| !std::mem::replace(&mut g.frozen, true)),
+            Fault::Blackhole => self
+                .0
+                .gate
+                .send_if_modified(|g| !std::mem::replace(&mut g.blackhole, true)),
+            Fault::Reset => !self.0.reset.swap(true, Ordering::AcqRel),
+            Fault::Slow(d) => {
+                let nanos = (d.as_nanos().min(u64::MAX as u128) as u64).max(1);
+                self.0
+                    .slow
+                    .compare_exchange(0, nanos, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+            }
+        };
+        if began {
+            lock(&self.0.records).push(FaultRecord {
+                kind: fault.name(),
+                started: std::time::SystemTime::now(),
+                start: Instant::now(),
+                end: None,
+                election: None,
+            });
+            if fault == Fault::Reset {
+                self.drop_connections();
+            }
+            tracing::info!(
+                fault = fault.name(),
+                "fault {} began: {}",
+                fault.name(),
+                fault.doing()
+            );
+        }
+        began
+    }
+
+    /// Ends the fault of `fault`'s kind (a slow member's latency is
+    /// ignored); its true end is recorded and logged. Returns false if no
+    /// such fault lasts.
+    pub fn end(&self, fault: Fault) -> bool {
+        let ended = match fault {
+            Fault::Freeze => self
+                .0
+                .gate
+                .send_if_modified(|g| std::mem::replace(&mut g.frozen, false)),
+            Fault::Blackhole => self
+                .0
+                .gate
+                .send_if_modified(|g| std::mem::replace(&mut g.blackhole, false)),
+            Fault::Reset => self.0.reset.swap(false, Ordering::AcqRel),
+            Fault::Slow(_) => self.0.slow.swap(0, Ordering::AcqRel) != 0,
+        };
         if ended {
             let now = Instant::now();
+            let kind = fault.name();
             let mut records = lock(&self.0.records);
             if let Some(r) = records
                 .iter_mut()
                 .rev()
-                .find(|r| r.kind == "freeze" && r.end.is_none())
+                .find(|r| r.kind == kind && r.end.is_none())
             {
                 r.end = Some(now);
                 let secs = r.length().as_secs_f64();
                 tracing::info!(
-                    fault = "freeze",
+                    fault = kind,
                     length_s = secs,
-                    "fault freeze ended after {secs:.3}s"
+                    "fault {kind} ended after {secs:.3}s"
                 );
             }
         }
@@ -410,7 +539,25 @@ impl Faults {
 
     /// Whether the server is frozen now.
     pub fn frozen(&self) -> bool {
-        *self.0.frozen.borrow()
+        self.0.gate.borrow().frozen
+    }
+
+    /// Whether the server is blackholed now.
+    pub fn blackholed(&self) -> bool {
+        self.0.gate.borrow().blackhole
+    }
+
+    /// Whether connections are being reset now.
+    pub fn resetting(&self) -> bool {
+        self.0.reset.load(Ordering::Acquire)
+    }
+
+    /// The slow member's added latency now, if slow.
+    pub fn slowed(&self) -> Option<Duration> {
+        match self.0.slow.load(Ordering::Acquire) {
+            0 => None,
+            n => Some(Duration::from_nanos(n)),
+        }
     }
 
     /// Every fault with a start and an end so far (the simulator's own
@@ -419,13 +566,38 @@ impl Faults {
         lock(&self.0.records).clone()
     }
 
-    /// Returns once the server is not frozen (at once when it is not).
-    pub(crate) async fn while_frozen(&self) {
-        if !self.frozen() {
+    /// Notes on the lasting freeze or blackhole that the set elected
+    /// another primary now; returns when, if there was one.
+    pub(crate) fn record_election(&self) -> Option<Instant> {
+        let now = Instant::now();
+        let mut records = lock(&self.0.records);
+        let r = records.iter_mut().rev().find(|r| {
+            matches!(r.kind, "freeze" | "blackhole") && r.end.is_none() && r.election.is_none()
+        })?;
+        r.election = Some(now);
+        let after = now.saturating_duration_since(r.start).as_secs_f64();
+        tracing::info!(
+            fault = r.kind,
+            after_s = after,
+            "fault {}: the other members elected a new primary {after:.3}s after it began",
+            r.kind
+        );
+        Some(now)
+    }
+
+    /// The silence state (frozen, blackholed), to wait on.
+    pub(crate) fn gate(&self) -> tokio::sync::watch::Receiver<Gate> {
+        self.0.gate.subscribe()
+    }
+
+    /// Returns once the server is neither frozen nor blackholed (at once
+    /// when it is not).
+    pub(crate) async fn while_silent(&self) {
+        if !self.0.gate.borrow().silent() {
             return;
         }
-        let mut rx = self.0.frozen.subscribe();
-        let _ = rx.wait_for(|f| !*f).await;
+        let mut rx = self.0.gate.subscribe();
+        let _ = rx.wait_for(|g| !g.silent()).await;
     }
 
     /// Closes every connection open now (new ones are unaffected).
@@ -452,15 +624,25 @@ impl Faults {
 
     /// Decides the fate of one command named `command`.
     pub fn decide(&self, command: &str, rng: &mut impl Rng) -> Decision {
+        let handshake = is_handshake(command);
+        let slow = match self.slowed() {
+            Some(d) if !handshake => d,
+            _ => Duration::ZERO,
+        };
         if !self.0.active.load(Ordering::Acquire) {
-            return Decision::default();
+            return Decision {
+                delay: slow,
+                ..Decision::default()
+            };
         }
         let c = self.0.config.read().unwrap_or_else(|e| e.into_inner());
-        let handshake = is_handshake(command);
-        let mut d = Decision::default();
+        let mut d = Decision {
+            delay: slow,
+            ..Decision::default()
+        };
         if !handshake {
             if let Some(l) = &c.latency {
-                d.delay = l.sample(rng);
+                d.delay += l.sample(rng);
             }
             if c.drop_rate > 0.0 && rng.random::<f64>() < c.drop_rate {
                 d.drop = true;
@@ -503,7 +685,7 @@ mod tests {
     async fn a_freeze_is_recorded_from_its_start_to_its_end() {
         let f = Faults::new(FaultConfig::default());
         assert!(!f.frozen());
-        f.while_frozen().await;
+        f.while_silent().await;
         assert!(f.freeze());
         assert!(!f.freeze(), "already frozen");
         assert!(f.frozen());
@@ -513,7 +695,7 @@ mod tests {
         // A waiter is released by the thaw, not before.
         let waiter = {
             let f = f.clone();
-            tokio::spawn(async move { f.while_frozen().await })
+            tokio::spawn(async move { f.while_silent().await })
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!waiter.is_finished());
@@ -527,6 +709,50 @@ mod tests {
         let end = r[0].end.expect("ended");
         assert!(end - r[0].start >= Duration::from_millis(50));
         assert_eq!(r[0].length(), end - r[0].start);
+    }
+
+    #[test]
+    fn blackhole_reset_and_slow_are_recorded_each_by_kind() {
+        let mut rng = SmallRng::seed_from_u64(4);
+        let f = Faults::new(FaultConfig::default());
+        assert!(f.blackhole());
+        assert!(!f.blackhole(), "already blackholed");
+        assert!(f.blackholed() && !f.frozen() && f.gate().borrow().silent());
+        assert!(f.freeze());
+        assert!(f.thaw());
+        assert!(f.gate().borrow().silent(), "still blackholed");
+        assert!(f.end(Fault::Blackhole));
+        assert!(!f.gate().borrow().silent());
+        assert!(f.reset());
+        assert!(f.resetting());
+        assert!(f.end(Fault::Reset));
+        assert!(!f.resetting());
+        // A slow member's latency goes on every command but the handshake,
+        // on top of the configured latency.
+        f.set_latency(Some(LatencyDist::Fixed(Duration::from_millis(2))));
+        assert!(f.slow(Duration::from_millis(50)));
+        assert!(!f.slow(Duration::from_millis(10)), "already slow");
+        assert_eq!(f.decide("find", &mut rng).delay, Duration::from_millis(52));
+        assert_eq!(f.decide("hello", &mut rng).delay, Duration::ZERO);
+        f.clear();
+        assert_eq!(f.decide("find", &mut rng).delay, Duration::from_millis(50));
+        assert!(f.end(Fault::Slow(Duration::ZERO)));
+        assert!(!f.end(Fault::Slow(Duration::ZERO)));
+        assert_eq!(f.decide("find", &mut rng), Decision::default());
+        let kinds: Vec<_> = f
+            .records()
+            .iter()
+            .map(|r| (r.kind, r.end.is_some(), r.election))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("blackhole", true, None),
+                ("freeze", true, None),
+                ("reset", true, None),
+                ("slow", true, None)
+            ]
+        );
     }
 
     #[test]

@@ -34,9 +34,12 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use auth::AuthUser;
-pub use faults::{Decision, ErrorFault, FaultConfig, FaultRecord, Faults, LatencyDist, Stall};
+pub use faults::{
+    Decision, ErrorFault, Fault, FaultConfig, FaultRecord, Faults, LatencyDist, Stall,
+};
 pub use replset::{
     ElectionTime, Failover, ReplSet, ReplSetConfig, RolledBack, StepDown, StepDownError, WriteKind,
+    DEFAULT_ELECTION_TIMEOUT,
 };
 use server::Shared;
 pub use tls::TlsFiles;
@@ -249,9 +252,24 @@ pub struct SimArgs {
     /// Hold every reply for D once every P, written D/P (e.g. 1s/10s).
     #[arg(long)]
     pub stall: Option<Stall>,
-    /// Freeze for D once every P, written D/P (e.g. 3s/60s): read and answer nothing, accept no connection, keep connections open (a VM pause); with --replset, the member that is primary when the freeze begins. Each freeze's true start and end is logged.
+    /// Freeze for D once every P, written D/P (e.g. 3s/60s): read and answer nothing, accept no connection, keep connections open (a VM pause); with --replset, the member that is primary when the freeze begins (or --fault-member); a primary frozen past --election-timeout is replaced. Each freeze's true start and end is logged.
     #[arg(long)]
     pub freeze: Option<Stall>,
+    /// Blackhole for D once every P, written D/P: unreachable, new connections hang unanswered and open ones go silent (a network partition); with --replset, the primary when it begins (or --fault-member). Each one's true start and end is logged.
+    #[arg(long)]
+    pub blackhole: Option<Stall>,
+    /// Reset for D once every P, written D/P: every open connection is reset (RST) as it begins, and every new one while it lasts; with --replset, the primary when it begins (or --fault-member). Logged as freeze is.
+    #[arg(long)]
+    pub reset: Option<Stall>,
+    /// Slow for D once every P, written D/P: every command but the handshake waits --slow-latency more; with --replset, the primary when it begins (or --fault-member). Logged as freeze is.
+    #[arg(long)]
+    pub slow: Option<Stall>,
+    /// The added latency of --slow.
+    #[arg(long, default_value = "100ms", value_parser = humantime::parse_duration)]
+    pub slow_latency: Duration,
+    /// With --replset: --freeze, --blackhole, --reset and --slow hit member N (0 is the first) instead of the primary.
+    #[arg(long, value_name = "N", requires = "replset")]
+    pub fault_member: Option<usize>,
     /// Probability (0..=1) of answering a command with --error-code instead of running it.
     #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
     pub error_rate: f64,
@@ -314,6 +332,9 @@ pub struct SimArgs {
     /// Secondaries apply each write this long after the primary (e.g. 500ms).
     #[arg(long, default_value = "0s", value_parser = humantime::parse_duration, requires = "replset", help_heading = "Replica set")]
     pub replication_lag: Duration,
+    /// A primary frozen or blackholed this long is replaced by an election among the other members (MongoDB's electionTimeoutMillis).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, requires = "replset", help_heading = "Replica set")]
+    pub election_timeout: Duration,
 }
 
 fn parse_rate(s: &str) -> Result<f64, String> {
@@ -343,7 +364,22 @@ impl SimArgs {
             failover_every: self.failover_every,
             rollback_writes: self.rollback_writes,
             replication_lag: self.replication_lag,
+            election_timeout: self.election_timeout,
         })
+    }
+
+    /// The faults with a start and an end the flags repeat, each with its
+    /// length and period.
+    pub fn periodic_faults(&self) -> Vec<(Fault, Stall)> {
+        [
+            (Fault::Freeze, self.freeze),
+            (Fault::Blackhole, self.blackhole),
+            (Fault::Reset, self.reset),
+            (Fault::Slow(self.slow_latency), self.slow),
+        ]
+        .into_iter()
+        .filter_map(|(f, every)| Some((f, every?)))
+        .collect()
     }
 
     /// The fault configuration these flags describe.
@@ -376,6 +412,12 @@ pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .try_init();
+    if let Some(m) = args.fault_member.filter(|&m| m >= args.members.into()) {
+        anyhow::bail!(
+            "--fault-member {m}: the set has {} members, numbered from 0",
+            args.members
+        );
+    }
     let faults = args.fault_config();
     let config = SimConfig {
         listen: args.listen,
@@ -424,18 +466,22 @@ pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
         tls = args.tls_files().is_some(),
         "mongoload sim listening (an in-memory test double, not a database)"
     );
-    if let Some(every) = args.freeze {
+    for (fault, every) in args.periodic_faults() {
         let (base, set) = (handle.faults().clone(), handle.replset().cloned());
+        let member = args.fault_member;
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(every.period.saturating_sub(every.duration)).await;
-                let faults = match set.as_ref().and_then(|s| Some((s, s.primary()?))) {
+                let target = set
+                    .as_ref()
+                    .and_then(|s| Some((s, member.or_else(|| s.primary())?)));
+                let faults = match target {
                     Some((s, m)) => s.faults(m).clone(),
                     None => base.clone(),
                 };
-                faults.freeze();
+                faults.begin(fault);
                 tokio::time::sleep(every.duration).await;
-                faults.thaw();
+                faults.end(fault);
             }
         });
     }
@@ -556,6 +602,31 @@ mod tests {
             (Duration::from_secs(3), Duration::from_secs(60))
         );
         assert!(parse(&["--freeze", "60s/3s"]).is_err());
+        let a = parse(&[
+            "--blackhole",
+            "2s/30s",
+            "--reset",
+            "1s/20s",
+            "--slow",
+            "5s/60s",
+            "--slow-latency",
+            "250ms",
+        ])
+        .unwrap();
+        let every = |d, p| Stall {
+            duration: Duration::from_secs(d),
+            period: Duration::from_secs(p),
+        };
+        assert_eq!(
+            a.periodic_faults(),
+            [
+                (Fault::Blackhole, every(2, 30)),
+                (Fault::Reset, every(1, 20)),
+                (Fault::Slow(Duration::from_millis(250)), every(5, 60)),
+            ]
+        );
+        assert!(parse(&[]).unwrap().periodic_faults().is_empty());
+        assert!(parse(&["--blackhole", "2s"]).is_err());
         assert!(parse(&["--latency-dist", "gauss:1ms"]).is_err());
         assert!(parse(&["--latency", "2ms", "--latency-dist", "exp:1ms"]).is_err());
     }
@@ -576,6 +647,8 @@ mod tests {
             "50",
             "--replication-lag",
             "500ms",
+            "--election-timeout",
+            "2s",
         ])
         .unwrap();
         assert_eq!(
@@ -590,6 +663,7 @@ mod tests {
                 failover_every: Some(Duration::from_secs(60)),
                 rollback_writes: 50,
                 replication_lag: Duration::from_millis(500),
+                election_timeout: Duration::from_secs(2),
             })
         );
         assert_eq!(
@@ -599,6 +673,8 @@ mod tests {
         // Replica-set flags need --replset; member counts are bounded.
         assert!(parse(&["--members", "3"]).is_err());
         assert!(parse(&["--replication-lag", "1s"]).is_err());
+        assert!(parse(&["--election-timeout", "1s"]).is_err());
+        assert!(parse(&["--fault-member", "1"]).is_err());
         assert!(parse(&["--replset", "rs", "--members", "0"]).is_err());
         assert!(parse(&["--replset", "rs", "--members", "51"]).is_err());
         assert!(parse(&["--replset", "rs", "--election", "5s..1s"]).is_err());

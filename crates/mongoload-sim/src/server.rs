@@ -100,11 +100,11 @@ pub async fn accept_loop(
     root: CancellationToken,
 ) {
     loop {
-        // A frozen server accepts nothing: new connections wait in the
-        // kernel's backlog, as with a stopped process.
+        // A frozen or blackholed server accepts nothing: new connections
+        // wait in the kernel's backlog, as with a stopped process.
         tokio::select! {
             _ = stop.cancelled() => return,
-            () = shared.faults.while_frozen() => {}
+            () = shared.faults.while_silent() => {}
         }
         let accepted = tokio::select! {
             _ = stop.cancelled() => return,
@@ -112,6 +112,12 @@ pub async fn accept_loop(
         };
         match accepted {
             Ok((stream, peer)) => {
+                if shared.faults.resetting() {
+                    // Closed with SO_LINGER 0: an RST, not a FIN.
+                    let _ = stream.set_zero_linger();
+                    drop(stream);
+                    continue;
+                }
                 if shared.faults.refusing() {
                     tracing::debug!(%peer, "refusing connection (fault injection)");
                     drop(stream);
@@ -127,7 +133,12 @@ pub async fn accept_loop(
                         // Expected ends: the client left, or we closed it
                         // (shutdown, fault injection): no line at INFO.
                         Ok(()) => tracing::debug!(%peer, connection = id, "connection closed"),
-                        Err(reason @ (Closed::Shutdown | Closed::Killed | Closed::Dropped)) => {
+                        Err(
+                            reason @ (Closed::Shutdown
+                            | Closed::Killed
+                            | Closed::Dropped
+                            | Closed::Reset),
+                        ) => {
                             tracing::debug!(%peer, connection = id, %reason, "connection closed")
                         }
                         Err(reason) => {
@@ -162,6 +173,8 @@ enum Closed {
     Dropped,
     #[error("all connections dropped by request")]
     Killed,
+    #[error("reset by fault injection")]
+    Reset,
     #[error("simulator shut down")]
     Shutdown,
     #[error("TLS handshake failed: {0}")]
@@ -225,10 +238,15 @@ async fn serve_tcp(
             let (rd, wr) = tokio::io::split(stream);
             serve(rd, wr, shared, connection_id, root).await
         }
-        // Plain TCP keeps the lock-free owned halves.
+        // Plain TCP keeps the lock-free owned halves; a connection closed
+        // by a reset fault is closed with an RST (TLS ones with a FIN).
         None => {
-            let (rd, wr) = stream.into_split();
-            serve(rd, wr, shared, connection_id, root).await
+            let (mut rd, mut wr) = stream.into_split();
+            let r = serve(&mut rd, &mut wr, shared, connection_id, root).await;
+            if matches!(r, Err(Closed::Reset)) {
+                let _ = rd.as_ref().set_zero_linger();
+            }
+            r
         }
     }
 }
@@ -251,6 +269,8 @@ async fn serve(
     let reason = || {
         if root.is_cancelled() {
             Closed::Shutdown
+        } else if shared.faults.resetting() {
+            Closed::Reset
         } else {
             Closed::Killed
         }
@@ -262,9 +282,9 @@ async fn serve(
             biased;
             _ = &mut closed => return Err(reason()),
             r = async {
-                // A frozen server reads nothing (the messages wait in the
+                // A frozen or blackholed server reads nothing (the messages wait in the
                 // socket) and answers nothing.
-                shared.faults.while_frozen().await;
+                shared.faults.while_silent().await;
                 read_frame(&mut reader, &mut frame).await
             } => r?,
         };
@@ -319,7 +339,7 @@ async fn serve(
         // first in this biased select: it is ready at once when not frozen.
         tokio::select! {
             biased;
-            () = shared.faults.while_frozen() => {}
+            () = shared.faults.while_silent() => {}
             _ = &mut closed => return Err(reason()),
         }
         out.clear();

@@ -54,7 +54,14 @@ pub struct ReplSetConfig {
     pub rollback_writes: usize,
     /// Secondaries apply a write this long after the primary made it.
     pub replication_lag: Duration,
+    /// A primary frozen or blackholed this long (no heartbeats) is
+    /// replaced by an election among the members that answer, as
+    /// MongoDB's `electionTimeoutMillis` (10 s by default).
+    pub election_timeout: Duration,
 }
+
+/// MongoDB's default `electionTimeoutMillis`.
+pub const DEFAULT_ELECTION_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl ReplSetConfig {
     /// `members` members named `name`; 2 s elections, no lag, no rollback,
@@ -67,6 +74,7 @@ impl ReplSetConfig {
             failover_every: None,
             rollback_writes: 0,
             replication_lag: Duration::ZERO,
+            election_timeout: DEFAULT_ELECTION_TIMEOUT,
         }
     }
 }
@@ -378,6 +386,9 @@ pub(crate) async fn start(
         }
     }
     tokio::spawn(replicate(inner.clone()));
+    for m in 0..inner.members.len() {
+        tokio::spawn(election_timeout(inner.clone(), m, config.election_timeout));
+    }
     if let Some(every) = config.failover_every {
         tokio::spawn(failover_every(inner.clone(), every));
     }
@@ -478,6 +489,31 @@ async fn replicate(inner: Arc<Inner>) {
     }
 }
 
+/// Watches member `m`: once it has been silent (frozen or blackholed) for
+/// `timeout` while primary, the members that answer elect another.
+async fn election_timeout(inner: Arc<Inner>, m: usize, timeout: Duration) {
+    let faults = inner.members[m].shared.faults.clone();
+    let mut gate = faults.gate();
+    loop {
+        tokio::select! {
+            _ = inner.tasks.cancelled() => return,
+            r = gate.wait_for(|g| g.silent()) => if r.is_err() { return },
+        }
+        let answered = tokio::select! {
+            _ = inner.tasks.cancelled() => return,
+            _ = tokio::time::sleep(timeout) => false,
+            r = gate.wait_for(|g| !g.silent()) => r.is_ok(),
+        };
+        if !answered && inner.primary() == Some(m) {
+            inner.replace_silent(m);
+        }
+        tokio::select! {
+            _ = inner.tasks.cancelled() => return,
+            r = gate.wait_for(|g| !g.silent()) => if r.is_err() { return },
+        }
+    }
+}
+
 async fn failover_every(inner: Arc<Inner>, every: Duration) {
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -515,11 +551,42 @@ impl Inner {
         self: &Arc<Self>,
         to: Option<usize>,
     ) -> Result<StepDown, StepDownError> {
-        let n = self.members.len();
-        if let Some(t) = to.filter(|&t| t >= n) {
+        if let Some(t) = to.filter(|&t| t >= self.members.len()) {
             return Err(StepDownError::NoSuchMember(t));
         }
         let election = lock(&self.election).sample(&mut *lock(&self.rng));
+        self.remove_primary(to, Some(election))
+    }
+
+    /// Primary `m` has been silent for the election timeout: the members
+    /// that answer elect the next of them at once (their votes take
+    /// milliseconds), it keeps its connections (it hears of the new term
+    /// when it answers again, and refuses writes from then on), and the
+    /// writes it held back from the others are rolled back.
+    fn replace_silent(self: &Arc<Self>, m: usize) {
+        let n = self.members.len();
+        let Some(next) = (1..n)
+            .map(|i| (m + i) % n)
+            .find(|&c| !self.members[c].shared.faults.gate().borrow().silent())
+        else {
+            tracing::warn!(set = %self.name, primary = %self.members[m].name, "the primary is silent past the election timeout, but no other member answers: no election");
+            return;
+        };
+        if self.remove_primary(Some(next), None).is_ok() {
+            self.members[m].shared.faults.record_election();
+        }
+    }
+
+    /// Takes the primary away (rolling back what it held back, catching
+    /// the others up) and elects `to` (default: the member after it) after
+    /// `election`, or at once when `None` (a silent primary, which keeps
+    /// its connections).
+    fn remove_primary(
+        self: &Arc<Self>,
+        to: Option<usize>,
+        election: Option<Duration>,
+    ) -> Result<StepDown, StepDownError> {
+        let n = self.members.len();
         // Waits for the writes running on the primary, then refuses new ones.
         let old = {
             let mut topo = wlock(&self.topology);
@@ -543,7 +610,9 @@ impl Inner {
             self.catch_up(m);
         }
         self.core.progress.send_modify(|v| *v += 1);
-        self.members[old].shared.faults.drop_connections();
+        if election.is_some() {
+            self.members[old].shared.faults.drop_connections();
+        }
         let rolled_back: Vec<RolledBack> = rolled
             .iter()
             .filter_map(|e| match &e.change {
@@ -570,28 +639,42 @@ impl Inner {
             stepped_down: SystemTime::now(),
             elected: None,
             term: None,
-            election,
+            election: election.unwrap_or_default(),
             rolled_back: rolled_back.clone(),
         });
-        tracing::info!(
-            set = %self.name,
-            old_primary = %self.members[old].name,
-            next_primary = %self.members[next].name,
-            election_ms = election.as_millis() as u64,
-            rolled_back = rolled_back.len(),
-            "primary stepped down"
-        );
-        let inner = self.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = inner.tasks.cancelled() => {}
-                _ = tokio::time::sleep(election) => inner.elect(next),
+        match election {
+            Some(election) => {
+                tracing::info!(
+                    set = %self.name,
+                    old_primary = %self.members[old].name,
+                    next_primary = %self.members[next].name,
+                    election_ms = election.as_millis() as u64,
+                    rolled_back = rolled_back.len(),
+                    "primary stepped down"
+                );
+                let inner = self.clone();
+                tokio::spawn(async move {
+                    tokio::select! {
+                        _ = inner.tasks.cancelled() => {}
+                        _ = tokio::time::sleep(election) => inner.elect(next),
+                    }
+                });
             }
-        });
+            None => {
+                tracing::info!(
+                    set = %self.name,
+                    old_primary = %self.members[old].name,
+                    next_primary = %self.members[next].name,
+                    rolled_back = rolled_back.len(),
+                    "the primary has been silent for the election timeout: the others elect a new one"
+                );
+                self.elect(next);
+            }
+        }
         Ok(StepDown {
             old_primary: old,
             new_primary: next,
-            election,
+            election: election.unwrap_or_default(),
             rolled_back,
         })
     }

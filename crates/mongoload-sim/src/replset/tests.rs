@@ -114,3 +114,98 @@ fn changes_apply_and_undo_on_a_store() {
     );
     assert!(store.collection("d", "c").is_none());
 }
+
+async fn set_with_timeout(timeout: Duration) -> crate::SimHandle {
+    let mut config = ReplSetConfig::new("rs", 3);
+    config.election_timeout = timeout;
+    let sim = crate::SimConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        ..crate::SimConfig::default()
+    };
+    crate::start_replset(sim, config).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_primary_silent_past_the_election_timeout_is_replaced_and_steps_down_after() {
+    let sim = set_with_timeout(Duration::from_millis(500)).await;
+    let set = sim.replset().unwrap().clone();
+    // A freeze shorter than the timeout changes nothing.
+    assert!(set.faults(0).freeze());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(set.faults(0).thaw());
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!((set.primary(), set.term()), (Some(0), 1));
+    assert_eq!(set.faults(0).records()[0].election, None);
+    // One longer: member 1 is elected once the timeout passes, in term 2,
+    // and member 0 is not primary when it thaws.
+    assert!(set.faults(0).freeze());
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert_eq!(set.primary(), Some(0), "replaced before the timeout");
+    let p = set.wait_for_primary(Duration::ZERO).await;
+    assert_eq!(p, Some(0));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while set.primary() != Some(1) {
+        assert!(Instant::now() < deadline, "never replaced");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(set.term(), 2);
+    let r = set.faults(0).records()[1].clone();
+    let after = r
+        .election
+        .expect("the record says when")
+        .duration_since(r.start);
+    assert!(
+        after >= Duration::from_millis(500) && after < Duration::from_secs(2),
+        "{after:?}"
+    );
+    assert!(set.faults(0).thaw());
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!((set.primary(), set.term()), (Some(1), 2));
+    let f = set.failovers();
+    assert_eq!((f.len(), f[0].old_primary, f[0].new_primary), (1, 0, 1));
+    // A blackholed primary likewise; a silent member is not elected.
+    assert!(set.faults(2).blackhole());
+    assert!(set.faults(1).blackhole());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while set.primary() != Some(0) {
+        assert!(Instant::now() < deadline, "never replaced");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let r = set.faults(1).records()[0].clone();
+    assert_eq!(r.kind, "blackhole");
+    assert!(r.election.is_some());
+    // A silent secondary is never "replaced".
+    assert_eq!(set.faults(2).records()[0].election, None);
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_silent_primarys_held_back_writes_are_rolled_back_at_the_election() {
+    let sim = set_with_timeout(Duration::from_millis(200)).await;
+    let set = sim.replset().unwrap().clone();
+    set.set_rollback_writes(2);
+    let (c, _) = set.0.members[0].shared.store.collection_or_create("d", "c");
+    for i in 0..3 {
+        wlock(&c).insert(bson::doc! {"_id": i}).unwrap();
+    }
+    let on = |m: usize| {
+        let (c, _) = set.0.members[m].shared.store.collection_or_create("d", "c");
+        let n = (0..3)
+            .filter(|&i| rlock(&c).get(&Key(Bson::Int32(i))).is_some())
+            .count();
+        n
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!((on(0), on(1)), (3, 1), "two writes held back");
+    assert!(set.faults(0).freeze());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while set.primary() != Some(1) {
+        assert!(Instant::now() < deadline, "never replaced");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let f = &set.failovers()[0];
+    assert_eq!(f.rolled_back.len(), 2, "{f:?}");
+    assert_eq!((on(0), on(1), on(2)), (1, 1, 1));
+    assert!(set.faults(0).thaw());
+    sim.shutdown().await;
+}
