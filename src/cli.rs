@@ -101,6 +101,13 @@ pub struct ReportArgs {
     /// Also one row per operation and per step (request) of each stage.
     #[arg(long)]
     pub steps: bool,
+    /// Also write an HTML report to this file: charts over time with
+    /// stages, failovers, audit findings and threshold breaches marked,
+    /// latency by percentile, the tables and thresholds' verdicts (with
+    /// --compare, the base run overlaid dashed). Self-contained: opens
+    /// offline.
+    #[arg(long, value_name = "OUT.html")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -392,12 +399,39 @@ fn report(args: &ReportArgs) -> ExitCode {
         } else {
             ExitCode::SUCCESS
         };
+        if let Some(out) = &args.html {
+            let (b, n) = (pair[0].display().to_string(), pair[1].display().to_string());
+            let runs = [
+                report::html::Run {
+                    role: "base",
+                    source: &b,
+                    reports: &base,
+                },
+                report::html::Run {
+                    role: "new",
+                    source: &n,
+                    reports: &new,
+                },
+            ];
+            if let Err(code) = write_html(out, &report::html::page(&runs, Some(&text))) {
+                return code;
+            }
+        }
         return emit_then(&text, code);
     }
     let mut all = Vec::new();
+    // The run log each run was first read from, for the HTML report.
+    let mut sources: Vec<(String, String)> = Vec::new();
     for path in &args.files {
         match read(path) {
-            Ok(r) => all.extend(r),
+            Ok(r) => {
+                for s in &r {
+                    if !sources.iter().any(|(id, _)| *id == s.run_id) {
+                        sources.push((s.run_id.clone(), path.display().to_string()));
+                    }
+                }
+                all.extend(r)
+            }
             Err(code) => return code,
         }
     }
@@ -408,7 +442,35 @@ fn report(args: &ReportArgs) -> ExitCode {
         text.push('\n');
         text.push_str(&table::steps_table(&all));
     }
+    if let Some(out) = &args.html {
+        let split = report::html::split_runs(&all);
+        let runs: Vec<report::html::Run> = split
+            .iter()
+            .map(|reports| report::html::Run {
+                role: "",
+                source: sources
+                    .iter()
+                    .find(|(id, _)| reports.first().is_some_and(|r| r.run_id == *id))
+                    .map_or("", |(_, path)| path.as_str()),
+                reports,
+            })
+            .collect();
+        if let Err(code) = write_html(out, &report::html::page(&runs, None)) {
+            return code;
+        }
+    }
     emit_then(&text, ExitCode::SUCCESS)
+}
+
+/// Writes the HTML report; a failure names the file (exit 2).
+fn write_html(path: &Path, html: &str) -> Result<(), ExitCode> {
+    std::fs::write(path, html).map_err(|e| {
+        eprintln!(
+            "mongoload report: cannot write the HTML report {}: {e}",
+            path.display()
+        );
+        ExitCode::from(EXIT_BAD_INPUT)
+    })
 }
 
 fn block_on(f: impl Future<Output = ExitCode>) -> ExitCode {

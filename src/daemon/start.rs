@@ -269,6 +269,7 @@ fn run_info(config: &Config, tap: Option<Arc<crate::report::ReportTap>>) -> crat
         tap,
         name: config.run.name.clone(),
         config_hash: Some(config.hash()),
+        config: Some(config.describe()),
         ..crate::report::RunInfo::new(config.run.log.clone())
     };
     let report_to = match &run_info.log {

@@ -5,6 +5,7 @@
 //! through [`live`]; the report task ([`writer`]) writes the reports.
 
 pub mod compare;
+pub mod html;
 pub mod live;
 pub mod merge;
 pub mod samples;
@@ -42,6 +43,12 @@ pub struct RunInfo {
     pub name: Option<String>,
     /// The config's hash ([`crate::config::Config::hash`]).
     pub config_hash: Option<String>,
+    /// The plan as `check-config` prints it (the URI's password
+    /// redacted), as the daemon started; the first stage report written to
+    /// the run log carries it ([`RunInfo::take_config`]).
+    pub config: Option<String>,
+    /// Whether [`RunInfo::take_config`] gave the config away.
+    pub(crate) config_taken: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl RunInfo {
@@ -60,7 +67,16 @@ impl RunInfo {
             tap: None,
             name: None,
             config_hash: None,
+            config: None,
+            config_taken: Default::default(),
         }
+    }
+
+    /// The config, the first time only: once per run in the run log.
+    pub fn take_config(&self) -> Option<String> {
+        use std::sync::atomic::Ordering;
+        let config = self.config.as_ref()?;
+        (!self.config_taken.swap(true, Ordering::Relaxed)).then(|| config.clone())
     }
 
     /// The run's label: its name, else its id.
@@ -147,6 +163,11 @@ pub struct StageReport {
     /// The hash of the run's config (absent before 0.3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_hash: Option<String>,
+    /// The run's plan as `check-config` prints it (the URI's password
+    /// redacted): on the run's first line in the run log only (absent
+    /// before 0.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<String>,
     /// RFC 3339, UTC.
     pub run_started: String,
     pub workload: String,
@@ -323,6 +344,7 @@ impl StageReport {
             run_name: run.name.clone(),
             version: Some(env!("CARGO_PKG_VERSION").to_owned()),
             config_hash: run.config_hash.clone(),
+            config: None,
             run_started: rfc3339(run.started),
             workload: meta.workload.clone(),
             stage: meta.stage.clone(),
@@ -503,6 +525,8 @@ mod tests {
             tap: None,
             name: None,
             config_hash: None,
+            config: None,
+            config_taken: Default::default(),
         };
         let r = StageReport::build(
             &run,
@@ -526,6 +550,18 @@ mod tests {
         assert_eq!(r.start, "2026-11-29T12:00:00.000Z");
         assert_eq!(r.end, "2026-11-29T12:00:15.000Z");
         assert_eq!(r.run_started, "2026-11-29T11:59:00.000Z");
+    }
+
+    #[test]
+    fn the_config_is_given_once_per_run() {
+        let run = RunInfo {
+            config: Some("target: mongodb://u:<redacted>@h".into()),
+            ..RunInfo::new(None)
+        };
+        let shared = run.clone();
+        assert_eq!(shared.take_config().as_deref(), run.config.as_deref());
+        assert_eq!(run.take_config(), None);
+        assert_eq!(RunInfo::new(None).take_config(), None);
     }
 
     #[test]

@@ -47,7 +47,13 @@ pub fn stage_label(r: &StageReport) -> String {
 
 /// One row per report, in the given order.
 pub fn stage_table(reports: &[StageReport]) -> String {
-    let rows: Vec<Vec<String>> = reports
+    render(&STAGE_COLUMNS, &stage_rows(reports), 2)
+}
+
+/// The cells of [`stage_table`] (under [`STAGE_COLUMNS`]), unaligned: the
+/// HTML report shows the same figures.
+pub fn stage_rows(reports: &[StageReport]) -> Vec<Vec<String>> {
+    reports
         .iter()
         .map(|r| {
             vec![
@@ -67,8 +73,7 @@ pub fn stage_table(reports: &[StageReport]) -> String {
                 r.errors_total().to_string(),
             ]
         })
-        .collect();
-    render(&STAGE_COLUMNS, &rows, 2)
+        .collect()
 }
 
 /// The columns of [`steps_table`], in order.
@@ -82,6 +87,11 @@ pub const STEP_COLUMNS: [&str; 12] = [
 /// it (its requests: count and request duration). Stages of run logs
 /// without steps (mongoload 0.1) show their operations only.
 pub fn steps_table(reports: &[StageReport]) -> String {
+    render(&STEP_COLUMNS, &steps_rows(reports), 4)
+}
+
+/// The cells of [`steps_table`] (under [`STEP_COLUMNS`]), unaligned.
+pub fn steps_rows(reports: &[StageReport]) -> Vec<Vec<String>> {
     let mut rows: Vec<Vec<String>> = Vec::new();
     let row =
         |r: &StageReport, op: &str, step: &str, ok: u64, rate: f64, l: &LatencyNs, err: u64| {
@@ -126,7 +136,7 @@ pub fn steps_table(reports: &[StageReport]) -> String {
             }
         }
     }
-    render(&STEP_COLUMNS, &rows, 4)
+    rows
 }
 
 /// Aligns `rows` under `header`: the first `left` columns left-aligned
@@ -176,6 +186,7 @@ pub(crate) mod tests {
             run_name: None,
             version: None,
             config_hash: None,
+            config: None,
             run_started: "2026-11-29T12:00:00.000Z".into(),
             workload: workload.into(),
             stage: stage.into(),

@@ -83,6 +83,8 @@ impl ReportWriter {
         {
             journal(&r);
             if let Some(path) = &self.run.log {
+                let mut r = r;
+                r.config = self.run.take_config();
                 if let Err(e) = append(path, &r) {
                     tracing::warn!(workload = %r.workload, stage = %r.stage, "cannot append the stage report to the run log: {e}");
                 }
@@ -137,6 +139,8 @@ async fn write(run: &RunInfo, r: StageReport) {
     let Some(path) = run.log.clone() else {
         return;
     };
+    let mut r = r;
+    r.config = run.take_config();
     let (workload, stage) = (r.workload.clone(), r.stage.clone());
     let written = tokio::task::spawn_blocking(move || append(&path, &r)).await;
     match written {

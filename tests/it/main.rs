@@ -22,6 +22,7 @@ mod doc_links;
 mod etc_files;
 mod failover;
 mod faults;
+mod html_report;
 mod http_metrics;
 mod isolation;
 mod kubernetes;

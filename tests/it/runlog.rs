@@ -109,6 +109,16 @@ duration = "2s"
     assert_eq!(lines.len(), 2, "{lines:#?}");
     let (open, closed) = (&lines[0], &lines[1]);
     assert_eq!(open.run_id, closed.run_id);
+    // The run's config, once: on its first line, as check-config prints it.
+    let config = open
+        .config
+        .as_deref()
+        .expect("the config on the first line");
+    assert!(
+        config.contains("stages (") && config.contains("open: rate 200/s"),
+        "{config}"
+    );
+    assert_eq!(closed.config, None);
     assert_eq!((open.stage.as_str(), open.stage_index), ("open", 0));
     assert_eq!((closed.stage.as_str(), closed.stage_index), ("closed", 1));
     assert_eq!(open.mode, "rate");
