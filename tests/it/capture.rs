@@ -147,3 +147,109 @@ async fn captured_shapes_run_against_the_simulator_in_their_proportions() {
     }
     sim.shutdown().await;
 }
+
+/// The simulator records like mongod: `profile` answers with the settings
+/// before, `system.profile` holds the documented fields and the driver
+/// reads it with `find`, and `--log` gets "Slow query" entries that
+/// `capture`'s own log reader takes (the same reader the real fixtures
+/// pass through).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_simulator_profiles_and_logs_like_mongod() {
+    use futures::TryStreamExt;
+    use mongodb::bson::{doc, Document};
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mongod.log");
+    let sim = common::sim_with(mongoload::sim::SimConfig {
+        profile: mongoload::sim::ProfileConfig {
+            slowms: 0,
+            log: Some(log.clone()),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await;
+    let uri = format!("{}?appName=shop", sim.uri());
+    let client = common::driver_client(&uri, false, Duration::from_secs(5)).await;
+    let db = client.database("shop");
+    let reply = db.run_command(doc! { "profile": 2 }).await.unwrap();
+    assert_eq!(reply.get_i32("was").unwrap(), 0);
+    assert_eq!(reply.get_i64("slowms").unwrap(), 0);
+    assert_eq!(reply.get_f64("sampleRate").unwrap(), 1.0);
+    assert_eq!(reply.get_f64("ok").unwrap(), 1.0);
+    let err = db.run_command(doc! { "profile": 5 }).await.unwrap_err();
+    assert_eq!(common::error_code(&err), Some(2));
+    let orders = db.collection::<Document>("orders");
+    orders
+        .insert_one(doc! { "_id": 1, "total": 5 })
+        .await
+        .unwrap();
+    orders
+        .update_one(doc! { "_id": 1 }, doc! { "$inc": { "total": 1 } })
+        .await
+        .unwrap();
+    let found: Vec<Document> = orders
+        .find(doc! { "total": { "$gte": 2 } })
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    let profile: Vec<Document> = db
+        .collection::<Document>("system.profile")
+        .find(doc! { "ns": "shop.orders" })
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let ops: Vec<&str> = profile.iter().map(|d| d.get_str("op").unwrap()).collect();
+    assert_eq!(ops, ["insert", "update", "query"], "{profile:#?}");
+    let q = &profile[2];
+    for field in [
+        "op",
+        "ns",
+        "command",
+        "keysExamined",
+        "docsExamined",
+        "nreturned",
+        "millis",
+        "ts",
+        "appName",
+        "planSummary",
+        "client",
+    ] {
+        assert!(q.contains_key(field), "{field} missing from {q:#?}");
+    }
+    assert_eq!(q.get_str("appName").unwrap(), "shop");
+    assert_eq!(q.get_str("planSummary").unwrap(), "COLLSCAN");
+    assert_eq!(q.get_i64("docsExamined").unwrap(), 1);
+    assert_eq!(q.get_i64("nreturned").unwrap(), 1);
+    assert_eq!(q.get_str("client").unwrap(), "127.0.0.1");
+    assert_eq!(
+        profile[1].get_document("command").unwrap(),
+        &doc! { "q": { "_id": 1 }, "u": { "$inc": { "total": 1 } }, "multi": false, "upsert": false }
+    );
+    assert_eq!(profile[1].get_str("planSummary").unwrap(), "IDHACK");
+    // The insert is recorded without its documents, as mongod does.
+    assert!(!profile[0]
+        .get_document("command")
+        .unwrap()
+        .contains_key("documents"));
+
+    // The log: every operation at or above slowms (0 here), one JSON
+    // document per line, read by capture's parser.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut seen = Vec::new();
+    for line in text.lines() {
+        match mongoload::capture::log::parse_line(line) {
+            mongoload::capture::log::Line::Slow(e) if e.ns == "shop.orders" => {
+                assert_eq!(e.app_name.as_deref(), Some("shop"));
+                seen.push(e.kind.clone());
+            }
+            mongoload::capture::log::Line::Bad(why) => panic!("{why}: {line}"),
+            _ => {}
+        }
+    }
+    assert_eq!(seen, ["command", "update", "command"], "{text}");
+}
