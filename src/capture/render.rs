@@ -162,10 +162,14 @@ pub fn render(c: &Capture, o: &Options) -> Result<Rendered, String> {
             );
         }
         let _ = writeln!(t, "document = {}", toml_value(&document));
-        for keys in indexes(&gs) {
+        let (keys_found, whence) = match c.listed_indexes.get(&(db.clone(), coll.to_owned())) {
+            Some(listed) => (listed.clone(), "listIndexes"),
+            None => (indexes(&gs), "the plans seen (planSummary)"),
+        };
+        for keys in keys_found {
             let _ = writeln!(
                 t,
-                "\n# From the plans seen (planSummary).\n[[workloads.custom.indexes]]\nkeys = {}",
+                "\n# From {whence}.\n[[workloads.custom.indexes]]\nkeys = {}",
                 toml_value(&keys)
             );
         }
