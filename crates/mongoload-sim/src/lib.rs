@@ -431,6 +431,7 @@ pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
             slowms: args.slowms,
             sample_rate: 1.0,
             log: args.log.clone(),
+            ..ProfileConfig::default()
         },
     };
     // Unreadable TLS files (InvalidInput) name the file themselves.

@@ -23,8 +23,9 @@ use super::store::{rlock, wlock, Key};
 
 /// mongod's default `slowms`.
 pub const DEFAULT_SLOWMS: i64 = 100;
-/// mongod's default size of `system.profile` (1 MiB), as here: the oldest
-/// entries go first once the entries' BSON sizes exceed it.
+/// mongod's default size of `system.profile` (1 MiB), the default here
+/// ([`ProfileConfig::cap_bytes`]): the oldest entries go first once the
+/// entries' BSON sizes exceed it.
 pub const PROFILE_CAP_BYTES: usize = 1024 * 1024;
 /// The log id of mongod's "Slow query" entries.
 pub const SLOW_QUERY_ID: i32 = 51803;
@@ -39,6 +40,9 @@ pub struct ProfileConfig {
     pub sample_rate: f64,
     /// Append "Slow query" entries to this file (mongod's JSON log format).
     pub log: Option<PathBuf>,
+    /// The size of each `system.profile` (mongod's is 1 MiB unless the
+    /// collection is recreated larger).
+    pub cap_bytes: usize,
 }
 
 impl Default for ProfileConfig {
@@ -48,6 +52,7 @@ impl Default for ProfileConfig {
             slowms: DEFAULT_SLOWMS,
             sample_rate: 1.0,
             log: None,
+            cap_bytes: PROFILE_CAP_BYTES,
         }
     }
 }
@@ -97,6 +102,7 @@ struct State {
     /// Per database: the entries of `system.profile`, oldest first, and
     /// their total size.
     capped: HashMap<String, (VecDeque<(Key, usize)>, usize)>,
+    cap_bytes: usize,
 }
 
 /// The profiler and slow-query log of one server.
@@ -131,6 +137,7 @@ impl Profiler {
                 slowms: config.slowms,
                 sample_rate: config.sample_rate,
                 capped: HashMap::new(),
+                cap_bytes: config.cap_bytes,
             }),
             log,
         }
@@ -254,12 +261,13 @@ impl Profiler {
         let key = Key(Bson::ObjectId(id));
         let (c, _) = shared.store.collection_or_create(db, "system.profile");
         let mut st = self.state();
+        let cap = st.cap_bytes;
         let (queue, total) = st.capped.entry(db.to_owned()).or_default();
         let mut c = wlock(&c);
         c.put(&key, Some(with_id));
         queue.push_back((key, size));
         *total += size;
-        while *total > PROFILE_CAP_BYTES && queue.len() > 1 {
+        while *total > cap && queue.len() > 1 {
             if let Some((old, n)) = queue.pop_front() {
                 c.put(&old, None);
                 *total -= n;
