@@ -110,6 +110,12 @@ pub enum SlotStats {
         max_age: i64,
     },
     ObjectId,
+    Binary {
+        min_len: usize,
+        max_len: usize,
+        sum_len: usize,
+        n: u64,
+    },
     Array {
         min_len: usize,
         max_len: usize,
@@ -144,6 +150,12 @@ impl SlotStats {
                 max_age: t - ms,
             },
             Obs::ObjectId => SlotStats::ObjectId,
+            Obs::Binary(l) => SlotStats::Binary {
+                min_len: *l,
+                max_len: *l,
+                sum_len: *l,
+                n: 1,
+            },
             Obs::Array(a) => {
                 let mut of: Option<Box<SlotStats>> = None;
                 for e in a {
@@ -195,6 +207,20 @@ impl SlotStats {
             ) => {
                 *seen_true |= *b;
                 *seen_false |= !*b;
+            }
+            (
+                SlotStats::Binary {
+                    min_len,
+                    max_len,
+                    sum_len,
+                    n,
+                },
+                Obs::Binary(l),
+            ) => {
+                *min_len = (*min_len).min(*l);
+                *max_len = (*max_len).max(*l);
+                *sum_len += l;
+                *n += 1;
             }
             (SlotStats::Date { min_age, max_age }, Obs::Date(ms)) => {
                 *min_age = (*min_age).min(t - ms);
@@ -390,8 +416,8 @@ impl Capture {
     }
 }
 
-/// A literal `--keep-literals` can write back (TOML has no ObjectId or
-/// date literal: those always draw).
+/// A literal `--keep-literals` can write back (TOML has no ObjectId,
+/// date or binary literal: those always draw).
 fn literal(o: &Obs) -> Option<Value> {
     match o {
         Obs::Int(i) => Some(Value::from(*i)),
@@ -403,7 +429,7 @@ fn literal(o: &Obs) -> Option<Value> {
             .map(literal)
             .collect::<Option<Vec<_>>>()
             .map(Value::Array),
-        Obs::Date(_) | Obs::ObjectId => None,
+        Obs::Date(_) | Obs::ObjectId | Obs::Binary(_) => None,
     }
 }
 

@@ -468,6 +468,10 @@ pub fn generator(s: &SlotStats) -> Value {
         }
         SlotStats::Date { .. } => json!({ "$gen": "date" }),
         SlotStats::ObjectId => json!({ "$gen": "objectid" }),
+        SlotStats::Binary { sum_len, n, .. } => {
+            let len = (*sum_len as f64 / (*n).max(1) as f64).round() as u64;
+            json!({ "$gen": "binary", "length": len })
+        }
         SlotStats::Array {
             min_len,
             max_len,

@@ -514,3 +514,27 @@ fn profiler_windows() {
     assert_eq!(ts.get_datetime("$lt").unwrap().timestamp_millis(), 2);
     assert!(Window::default().filter().is_empty());
 }
+
+/// Binary values (YCSB's fields) are captured as their length, never
+/// their bytes, in both extended-JSON forms.
+#[test]
+fn binary_values_draw_random_bytes_of_the_observed_length() {
+    let line = |b64: &str| {
+        format!(
+            r#"{{"t":{{"$date":"2024-01-01T00:00:00.000+00:00"}},"s":"I","c":"WRITE","id":51803,"ctx":"conn1","msg":"Slow query","attr":{{"type":"update","ns":"db.usertable","command":{{"q":{{"_id":"user1"}},"u":{{"$set":{{"field3":{{"$binary":{{"base64":"{b64}","subType":"0"}}}}}}}},"multi":false,"upsert":false}},"durationMillis":0}}}}"#
+        )
+    };
+    let text = [line("AAECAwQFBgcICQ=="), line("AAECAwQFBgcICQoL")].join("\n");
+    let mut c = Capture::read(&text, "mongoload");
+    c.last_ms = Some(1_704_067_201_000);
+    assert_eq!(c.groups.len(), 1, "{:?}", c.skipped);
+    let g = &c.groups[0];
+    assert_eq!(g.stmt.obs[1].type_name(), "binary");
+    assert_eq!(
+        render::generator(&g.slots[1]),
+        json!({ "$gen": "binary", "length": 11 })
+    );
+    let legacy = r#"{"t":{"$date":"2024-01-01T00:00:00.000+00:00"},"s":"I","c":"WRITE","id":51803,"ctx":"conn1","msg":"Slow query","attr":{"type":"update","ns":"db.u","command":{"q":{"_id":1},"u":{"$set":{"f":{"$binary":"AAEC","$type":"00"}}}},"durationMillis":0}}"#;
+    let c = Capture::read(legacy, "mongoload");
+    assert_eq!(c.groups.len(), 1, "{:?}", c.skipped);
+}

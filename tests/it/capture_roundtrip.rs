@@ -50,9 +50,6 @@ seed = 7
 [workloads.ycsb]
 workload = "B"
 record_count = 300
-# `custom` has no binary generator yet: capture lists binary values as
-# unsupported, so YCSB's fields are strings here.
-field_type = "string"
 
 [[workloads.stages]]
 name = "run"
