@@ -253,3 +253,88 @@ async fn the_simulator_profiles_and_logs_like_mongod() {
     }
     assert_eq!(seen, ["command", "update", "command"], "{text}");
 }
+
+/// `capture --profile` changes no profiling level unless told; with
+/// `--profile-for` it profiles the window at level 2 and puts each
+/// database's old level back, and reads only that window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capture_profile_for_restores_the_level_it_found() {
+    use mongodb::bson::{doc, Document};
+    let sim = common::sim().await;
+    let uri = format!("{}?appName=shop-api", sim.uri());
+    let client = common::driver_client(&uri, false, Duration::from_secs(5)).await;
+    let db = client.database("shop");
+    db.run_command(doc! { "profile": 1, "slowms": 50 })
+        .await
+        .unwrap();
+    let orders = db.collection::<Document>("orders");
+    for i in 0..20 {
+        orders.insert_one(doc! { "_id": i, "n": i }).await.unwrap();
+    }
+    let capture = tokio::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args([
+            "capture",
+            "--profile",
+            "shop",
+            "--profile-for",
+            "2s",
+            "--uri",
+        ])
+        .arg(sim.uri())
+        .env_remove("MONGOLOAD_URI")
+        .output();
+    let traffic = async {
+        // Traffic during the window, once capture has set level 2.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let r = db.run_command(doc! { "profile": -1 }).await.unwrap();
+            if r.get_i32("was").unwrap() == 2 {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "capture sets level 2"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for i in 0..50 {
+            orders.find_one(doc! { "_id": i % 20 }).await.unwrap();
+        }
+    };
+    let (out, ()) = tokio::join!(capture, traffic);
+    let out = out.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let config = String::from_utf8_lossy(&out.stdout);
+    // The window's finds only: the inserts came before it.
+    assert!(config.contains("op = \"find\""), "{config}");
+    assert!(!config.contains("op = \"insert\""), "{config}");
+    assert!(config.contains("weight = 50"), "{config}");
+    let r = db.run_command(doc! { "profile": -1 }).await.unwrap();
+    assert_eq!(r.get_i32("was").unwrap(), 1, "the level capture found");
+    assert_eq!(r.get_i64("slowms").unwrap(), 50);
+
+    // Without --profile-for, reading changes nothing.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(["capture", "--profile", "shop", "--uri"])
+        .arg(sim.uri())
+        .env_remove("MONGOLOAD_URI")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = db.run_command(doc! { "profile": -1 }).await.unwrap();
+    assert_eq!(r.get_i32("was").unwrap(), 1);
+
+    // No deployment named: a usage error (exit 2) saying what to give.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(["capture", "--profile", "shop"])
+        .env_remove("MONGOLOAD_URI")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--uri"));
+}
