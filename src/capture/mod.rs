@@ -277,7 +277,7 @@ pub struct Capture {
     /// Lines that are not logv2 entries: (line number, reason), the first few.
     pub bad: Vec<(usize, String)>,
     pub bad_total: u64,
-    /// "Slow query" entries read.
+    /// Entries read ("Slow query" lines, or `system.profile` documents).
     pub entries: u64,
     /// Statements counted into shapes.
     pub statements: u64,
@@ -288,6 +288,8 @@ pub struct Capture {
     /// Index key patterns by (database, collection), from `listIndexes`
     /// when connected (otherwise the plans seen name them).
     pub listed_indexes: BTreeMap<(String, String), Vec<Value>>,
+    /// Read from `system.profile` (not a log).
+    pub from_profiler: bool,
     own_app: String,
 }
 
@@ -574,6 +576,7 @@ async fn from_profiler(
         }
     }
     let mut capture = Capture::new(&args.own_app_name);
+    capture.from_profiler = true;
     for e in &entries {
         let Some(mut q) = profile::to_slow_query(e) else {
             continue;
