@@ -49,7 +49,7 @@ pub enum Command {
     /// Write a `custom` workload config from mongod's JSON log ("Slow
     /// query" entries): the deployment's own query shapes, proportions and
     /// rate (x --scale), values synthesized.
-    Capture(crate::capture::CaptureArgs),
+    Capture(Box<crate::capture::CaptureArgs>),
     /// Print one row per stage from run logs, or compare two runs with
     /// statistics (exit 1 on a significant regression beyond a gate, 2 on
     /// unreadable input).
@@ -263,7 +263,7 @@ pub fn run(cli: Cli) -> ExitCode {
             block_on(demo(args, progress))
         }
         Command::Report(args) => report(&args),
-        Command::Capture(args) => crate::capture::run_cli(&args),
+        Command::Capture(args) => block_on(async move { crate::capture::run_cli(&args).await }),
         Command::Ctl(args) => block_on(ctl(args)),
         Command::Man(args) => man(args),
     }

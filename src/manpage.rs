@@ -36,6 +36,11 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "sim: USER:PASSWORD when --auth is not given, keeping the password off the command line.",
     ),
     (
+        "MONGOLOAD_URI",
+        "capture --profile: the deployment when --uri and --config are not given, keeping the \
+         password off the command line.",
+    ),
+    (
         "HOSTNAME",
         "cluster.index when neither the key nor its variable sets it: the hostname's trailing -N \
          (else /proc/sys/kernel/hostname's); a member's heartbeat records it.",

@@ -9,6 +9,7 @@
 //! `--keep-literals`), a comment per operation.
 
 pub mod log;
+pub mod profile;
 pub mod render;
 pub mod shape;
 #[cfg(test)]
@@ -29,8 +30,36 @@ use shape::{Obs, Skip, Stmt};
 pub struct CaptureArgs {
     /// mongod's structured JSON log (4.4+); "Slow query" entries are read
     /// (set slowms = 0 for a window to log every operation).
+    #[arg(long, value_name = "FILE", required_unless_present = "profile")]
+    pub log: Option<PathBuf>,
+    /// Read the profiler's system.profile of these databases instead
+    /// (comma-separated; needs --uri or --config and the `read` role).
+    #[arg(long, value_name = "DB", value_delimiter = ',', conflicts_with = "log")]
+    pub profile: Vec<String>,
+    /// The deployment to read the profiler of (the password never shown).
+    #[arg(
+        long,
+        env = "MONGOLOAD_URI",
+        hide_env_values = true,
+        conflicts_with = "config"
+    )]
+    pub uri: Option<String>,
+    /// Take the deployment from this config's [target].
     #[arg(long, value_name = "FILE")]
-    pub log: PathBuf,
+    pub config: Option<PathBuf>,
+    /// Entries at or after this: an RFC 3339 time or a duration ago (15m).
+    #[arg(long, requires = "profile")]
+    pub since: Option<String>,
+    /// Entries before this: an RFC 3339 time or a duration ago.
+    #[arg(long, requires = "profile")]
+    pub until: Option<String>,
+    /// Only the newest N entries of each database (of the window).
+    #[arg(long, value_name = "N", requires = "profile")]
+    pub last: Option<u64>,
+    /// Profile every operation (level 2, which needs dbAdmin) for this long
+    /// first, then put each database's level back and read that window.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, requires = "profile")]
+    pub profile_for: Option<std::time::Duration>,
     /// Write the config here instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -81,6 +110,12 @@ pub enum SlotStats {
         max_age: i64,
     },
     ObjectId,
+    Binary {
+        min_len: usize,
+        max_len: usize,
+        sum_len: usize,
+        n: u64,
+    },
     Array {
         min_len: usize,
         max_len: usize,
@@ -115,6 +150,12 @@ impl SlotStats {
                 max_age: t - ms,
             },
             Obs::ObjectId => SlotStats::ObjectId,
+            Obs::Binary(l) => SlotStats::Binary {
+                min_len: *l,
+                max_len: *l,
+                sum_len: *l,
+                n: 1,
+            },
             Obs::Array(a) => {
                 let mut of: Option<Box<SlotStats>> = None;
                 for e in a {
@@ -166,6 +207,20 @@ impl SlotStats {
             ) => {
                 *seen_true |= *b;
                 *seen_false |= !*b;
+            }
+            (
+                SlotStats::Binary {
+                    min_len,
+                    max_len,
+                    sum_len,
+                    n,
+                },
+                Obs::Binary(l),
+            ) => {
+                *min_len = (*min_len).min(*l);
+                *max_len = (*max_len).max(*l);
+                *sum_len += l;
+                *n += 1;
             }
             (SlotStats::Date { min_age, max_age }, Obs::Date(ms)) => {
                 *min_age = (*min_age).min(t - ms);
@@ -222,7 +277,7 @@ pub struct Capture {
     /// Lines that are not logv2 entries: (line number, reason), the first few.
     pub bad: Vec<(usize, String)>,
     pub bad_total: u64,
-    /// "Slow query" entries read.
+    /// Entries read ("Slow query" lines, or `system.profile` documents).
     pub entries: u64,
     /// Statements counted into shapes.
     pub statements: u64,
@@ -230,6 +285,11 @@ pub struct Capture {
     pub envelopes: BTreeMap<(String, String, String), u64>,
     pub first_ms: Option<i64>,
     pub last_ms: Option<i64>,
+    /// Index key patterns by (database, collection), from `listIndexes`
+    /// when connected (otherwise the plans seen name them).
+    pub listed_indexes: BTreeMap<(String, String), Vec<Value>>,
+    /// Read from `system.profile` (not a log).
+    pub from_profiler: bool,
     own_app: String,
 }
 
@@ -358,8 +418,8 @@ impl Capture {
     }
 }
 
-/// A literal `--keep-literals` can write back (TOML has no ObjectId or
-/// date literal: those always draw).
+/// A literal `--keep-literals` can write back (TOML has no ObjectId,
+/// date or binary literal: those always draw).
 fn literal(o: &Obs) -> Option<Value> {
     match o {
         Obs::Int(i) => Some(Value::from(*i)),
@@ -371,7 +431,7 @@ fn literal(o: &Obs) -> Option<Value> {
             .map(literal)
             .collect::<Option<Vec<_>>>()
             .map(Value::Array),
-        Obs::Date(_) | Obs::ObjectId => None,
+        Obs::Date(_) | Obs::ObjectId | Obs::Binary(_) => None,
     }
 }
 
@@ -385,18 +445,29 @@ fn bson_size(d: &Value) -> Option<usize> {
 }
 
 /// Runs `mongoload capture`.
-pub fn run_cli(args: &CaptureArgs) -> ExitCode {
-    let read = std::fs::File::open(&args.log)
-        .and_then(|f| Capture::read_from(std::io::BufReader::new(f), &args.own_app_name));
-    let capture = match read {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("mongoload capture: {}: {e}", args.log.display());
-            return ExitCode::from(crate::exit::Exit::Usage.code());
+pub async fn run_cli(args: &CaptureArgs) -> ExitCode {
+    let (capture, source) = match &args.log {
+        Some(path) => {
+            let read = std::fs::File::open(path)
+                .and_then(|f| Capture::read_from(std::io::BufReader::new(f), &args.own_app_name));
+            match read {
+                Ok(c) => (c, path.display().to_string()),
+                Err(e) => {
+                    eprintln!("mongoload capture: {}: {e}", path.display());
+                    return ExitCode::from(crate::exit::Exit::Usage.code());
+                }
+            }
         }
+        None => match from_profiler(args).await {
+            Ok(c) => c,
+            Err((e, code)) => {
+                eprintln!("mongoload capture: {e}");
+                return ExitCode::from(code.code());
+            }
+        },
     };
     let opts = render::Options {
-        source: args.log.display().to_string(),
+        source: source.clone(),
         scale: args.scale,
         keep_literals: args.keep_literals,
         database: args.database.clone(),
@@ -406,7 +477,7 @@ pub fn run_cli(args: &CaptureArgs) -> ExitCode {
     let out = match render::render(&capture, &opts) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("mongoload capture: {}: {e}", args.log.display());
+            eprintln!("mongoload capture: {source}: {e}");
             return ExitCode::from(crate::exit::Exit::Failure.code());
         }
     };
@@ -427,4 +498,124 @@ pub fn run_cli(args: &CaptureArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Documents drawn per collection for the inserts' shapes and sizes.
+const SAMPLE_DOCS: i64 = 200;
+
+/// `--profile`: connects, optionally profiles a window, reads each
+/// database's `system.profile`, draws the inserted collections' document
+/// shapes (`$sample`) and lists their indexes.
+async fn from_profiler(
+    args: &CaptureArgs,
+) -> Result<(Capture, String), (String, crate::exit::Exit)> {
+    use crate::exit::Exit;
+    let usage = |e: String| (e, Exit::Usage);
+    let uri = match (&args.uri, &args.config) {
+        (Some(u), _) => crate::config::SecretUri::new(u.clone()),
+        (None, Some(path)) => crate::config::load(path)
+            .and_then(|c| c.target.resolve_uri())
+            .map_err(|e| usage(format!("{}: {e}", path.display())))?,
+        (None, None) => return Err(usage(
+            "--profile reads a deployment's profiler: give --uri (or MONGOLOAD_URI) or --config"
+                .into(),
+        )),
+    };
+    let now = chrono::Utc::now().timestamp_millis();
+    let mut window = profile::Window {
+        since_ms: args
+            .since
+            .as_deref()
+            .map(|s| profile::parse_time(s, now))
+            .transpose()
+            .map_err(|e| usage(format!("--since: {e}")))?,
+        until_ms: args
+            .until
+            .as_deref()
+            .map(|s| profile::parse_time(s, now))
+            .transpose()
+            .map_err(|e| usage(format!("--until: {e}")))?,
+        last: args.last,
+    };
+    let failure = |e: String| (e, Exit::Failure);
+    let client = crate::mongo::connect(
+        uri.expose(),
+        "mongoload-capture",
+        2,
+        crate::mongo::Timeouts {
+            connect: std::time::Duration::from_secs(10),
+            server_selection: std::time::Duration::from_secs(10),
+        },
+        crate::mongo::Handlers::default(),
+    )
+    .await
+    .map_err(|e| usage(format!("--uri {}: {e}", uri.redacted())))?;
+    if let Some(d) = args.profile_for {
+        let start = chrono::Utc::now().timestamp_millis();
+        profile::profile_for(&client, &args.profile, d)
+            .await
+            .map_err(failure)?;
+        window.since_ms = Some(window.since_ms.map_or(start, |s| s.max(start)));
+    }
+    let mut entries = Vec::new();
+    for db in &args.profile {
+        entries.extend(profile::read(&client, db, &window).await.map_err(failure)?);
+    }
+    // The profiler records inserts without their documents: their shapes
+    // and sizes come from the collections themselves.
+    let mut samples: BTreeMap<(String, String), (Vec<Value>, usize)> = BTreeMap::new();
+    for e in &entries {
+        if e.get_str("op") == Ok("insert") {
+            if let Some((db, coll)) = e.get_str("ns").ok().and_then(|n| n.split_once('.')) {
+                let key = (db.to_owned(), coll.to_owned());
+                if let std::collections::btree_map::Entry::Vacant(v) = samples.entry(key) {
+                    let docs = profile::sample(&client, db, coll, SAMPLE_DOCS).await;
+                    v.insert((docs, 0));
+                }
+            }
+        }
+    }
+    let mut capture = Capture::new(&args.own_app_name);
+    capture.from_profiler = true;
+    for e in &entries {
+        let Some(mut q) = profile::to_slow_query(e) else {
+            continue;
+        };
+        if e.get_str("op") == Ok("insert") {
+            let n = e
+                .get_i64("ninserted")
+                .or(e.get_i32("ninserted").map(i64::from))
+                .unwrap_or(1);
+            if let Some((db, coll)) = q.ns.split_once('.') {
+                if let Some((docs, next)) = samples.get_mut(&(db.to_owned(), coll.to_owned())) {
+                    if !docs.is_empty() {
+                        let mut drawn = Vec::new();
+                        for _ in 0..n.clamp(1, 100) {
+                            drawn.push(docs[*next % docs.len()].clone());
+                            *next += 1;
+                        }
+                        if let Some(c) = q.command.as_object_mut() {
+                            c.insert("documents".into(), Value::Array(drawn));
+                        }
+                    }
+                }
+            }
+        }
+        capture.add(&q);
+    }
+    let colls: std::collections::BTreeSet<(String, String)> = capture
+        .groups
+        .iter()
+        .map(|g| (g.stmt.db.clone(), g.stmt.coll.clone()))
+        .collect();
+    for (db, coll) in colls {
+        let keys = profile::list_indexes(&client, &db, &coll).await;
+        capture.listed_indexes.insert((db, coll), keys);
+    }
+    let source = format!(
+        "system.profile of {} ({} entries)",
+        args.profile.join(", "),
+        entries.len()
+    );
+    Ok((capture, source))
 }

@@ -19,6 +19,8 @@ pub enum Obs {
     /// ms since the epoch.
     Date(i64),
     ObjectId,
+    /// Binary data (any subtype): its length in bytes.
+    Binary(usize),
     /// An array of scalar literals (of one type).
     Array(Vec<Obs>),
 }
@@ -33,6 +35,7 @@ impl Obs {
             Obs::Bool(_) => "bool".into(),
             Obs::Date(_) => "date".into(),
             Obs::ObjectId => "objectId".into(),
+            Obs::Binary(_) => "binary".into(),
             Obs::Array(a) => match a.first() {
                 Some(e) => format!("array<{}>", e.type_name()),
                 None => "array<>".into(),
@@ -460,9 +463,15 @@ const NAME_KEYS: &[&str] = &[
     "groupBy",
 ];
 
+/// The decoded length of a base64 text.
+fn base64_len(b64: &str) -> usize {
+    let t = b64.trim_end_matches('=');
+    t.len() * 3 / 4
+}
+
 /// The extended-JSON wrappers of scalar types.
 fn ejson_scalar(o: &Map<String, Value>) -> Option<Result<Obs, Skip>> {
-    if o.len() != 1 && !(o.len() == 2 && o.contains_key("$regex")) {
+    if o.len() != 1 && !(o.len() == 2 && (o.contains_key("$regex") || o.contains_key("$binary"))) {
         return None;
     }
     let (k, v) = o.iter().next()?;
@@ -480,8 +489,14 @@ fn ejson_scalar(o: &Map<String, Value>) -> Option<Result<Obs, Skip>> {
             None => unsupported("a malformed $date"),
         },
         "$oid" => Ok(Obs::ObjectId),
-        "$numberDecimal" | "$binary" | "$uuid" | "$regularExpression" | "$timestamp"
-        | "$minKey" | "$maxKey" | "$undefined" | "$symbol" | "$code" | "$dbPointer" => {
+        // Canonical {"$binary": {"base64": …, "subType": …}}, or the legacy
+        // {"$binary": "…", "$type": "…"} form.
+        "$binary" => match v.get("base64").or(Some(v)).and_then(Value::as_str) {
+            Some(b64) => Ok(Obs::Binary(base64_len(b64))),
+            None => unsupported("a malformed $binary"),
+        },
+        "$numberDecimal" | "$uuid" | "$regularExpression" | "$timestamp" | "$minKey"
+        | "$maxKey" | "$undefined" | "$symbol" | "$code" | "$dbPointer" => {
             unsupported(format!("{} values", &k[1..]))
         }
         _ => {

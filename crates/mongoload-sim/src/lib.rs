@@ -18,6 +18,7 @@ pub mod commands;
 pub mod compress;
 pub mod cursor;
 pub mod faults;
+pub mod profile;
 pub mod query;
 pub mod replset;
 pub mod server;
@@ -37,6 +38,7 @@ pub use auth::AuthUser;
 pub use faults::{
     Decision, ErrorFault, Fault, FaultConfig, FaultRecord, Faults, LatencyDist, Stall,
 };
+pub use profile::ProfileConfig;
 pub use replset::{
     ElectionTime, Failover, ReplSet, ReplSetConfig, RolledBack, StepDown, StepDownError, WriteKind,
     DEFAULT_ELECTION_TIMEOUT,
@@ -59,6 +61,8 @@ pub struct SimConfig {
     /// them the driver sends no session ids and refuses explicit sessions,
     /// as with a server that has none.
     pub sessions: bool,
+    /// The profiler's start settings and the slow-query log file.
+    pub profile: ProfileConfig,
 }
 
 impl Default for SimConfig {
@@ -69,6 +73,7 @@ impl Default for SimConfig {
             auth: None,
             tls: None,
             sessions: true,
+            profile: ProfileConfig::default(),
         }
     }
 }
@@ -88,7 +93,8 @@ pub struct SimHandle {
 /// connections. Unreadable TLS files are an `InvalidInput` error naming the file.
 pub async fn start(config: SimConfig) -> std::io::Result<SimHandle> {
     let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
-    let shared = Arc::new(new_shared(&config, &tls));
+    let log = open_log(&config)?;
+    let shared = Arc::new(new_shared(&config, &tls, &log));
     let root = shared.faults.root().clone();
     let (addr, stop, task) = server::listen(config.listen, shared.clone(), &root).await?;
     tokio::spawn(server::reap_cursors(shared.clone(), root.clone()));
@@ -108,7 +114,8 @@ pub async fn start(config: SimConfig) -> std::io::Result<SimHandle> {
 /// member 0's; [`SimHandle::uri`] is the seed list.
 pub async fn start_replset(config: SimConfig, set: ReplSetConfig) -> std::io::Result<SimHandle> {
     let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
-    let started = replset::start(config.listen, &|| new_shared(&config, &tls), set).await?;
+    let log = open_log(&config)?;
+    let started = replset::start(config.listen, &|| new_shared(&config, &tls, &log), set).await?;
     let (addr, shared, root, stop, task) = started.first;
     Ok(SimHandle {
         addr,
@@ -119,10 +126,34 @@ pub async fn start_replset(config: SimConfig, set: ReplSetConfig) -> std::io::Re
     })
 }
 
+/// Opens the slow-query log for appending (an `InvalidInput` error naming
+/// the file when it cannot be).
+fn open_log(config: &SimConfig) -> std::io::Result<Option<Arc<Mutex<std::fs::File>>>> {
+    let Some(path) = &config.profile.log else {
+        return Ok(None);
+    };
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("--log {}: {e}", path.display()),
+            )
+        })?;
+    Ok(Some(Arc::new(Mutex::new(f))))
+}
+
 /// One server's state as `config` describes it (faults, user, TLS); a
 /// replica set makes one per member.
-fn new_shared(config: &SimConfig, tls: &Option<tokio_rustls::TlsAcceptor>) -> Shared {
+fn new_shared(
+    config: &SimConfig,
+    tls: &Option<tokio_rustls::TlsAcceptor>,
+    log: &Option<Arc<Mutex<std::fs::File>>>,
+) -> Shared {
     let mut shared = Shared::new(Faults::new(config.faults.clone()));
+    shared.profiler = profile::Profiler::new(&config.profile, log.clone());
     shared.auth = config.auth.as_ref().map(auth::Credentials::new);
     shared.tls = tls.clone();
     shared.sessions = config.sessions;
@@ -335,6 +366,18 @@ pub struct SimArgs {
     /// A primary frozen or blackholed this long is replaced by an election among the other members (MongoDB's electionTimeoutMillis).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, requires = "replset", help_heading = "Replica set")]
     pub election_timeout: Duration,
+    /// Append mongod's "Slow query" log entries (structured JSON) for
+    /// operations at or above the slow threshold to FILE.
+    #[arg(long, value_name = "FILE", help_heading = "Profiler")]
+    pub log: Option<std::path::PathBuf>,
+    /// The slow-operation threshold (mongod's --slowms): what the log and
+    /// profiling level 1 record.
+    #[arg(long, default_value_t = profile::DEFAULT_SLOWMS, value_name = "MS", help_heading = "Profiler")]
+    pub slowms: i64,
+    /// The profiling level of every database at start (mongod's --profile):
+    /// 0 off, 1 operations at or above --slowms, 2 all.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(i32).range(0..=2), help_heading = "Profiler")]
+    pub profile: i32,
 }
 
 fn parse_rate(s: &str) -> Result<f64, String> {
@@ -425,6 +468,13 @@ pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
         auth: args.auth.clone(),
         tls: args.tls_files(),
         sessions: !args.no_sessions,
+        profile: ProfileConfig {
+            level: args.profile,
+            slowms: args.slowms,
+            sample_rate: 1.0,
+            log: args.log.clone(),
+            ..ProfileConfig::default()
+        },
     };
     // Unreadable TLS files (InvalidInput) name the file themselves.
     let handle = match args.replset_config() {

@@ -19,6 +19,7 @@ use super::auth::{self, Credentials, Session};
 use super::commands::{self, command_name};
 use super::cursor::{Cursors, IDLE_TIMEOUT};
 use super::faults::Faults;
+use super::profile::Client;
 use super::store::Store;
 use super::wire::{self, Request, WireError, HEADER_LEN};
 use mongoload_loglimit::{LogLimiter, LOG_INTERVAL};
@@ -70,6 +71,8 @@ pub struct Shared {
     pub(crate) replset: OnceLock<super::replset::Link>,
     /// Whether `hello` announces logical sessions.
     pub sessions: bool,
+    /// The profiler and the slow-query log.
+    pub profiler: super::profile::Profiler,
     next_connection: AtomicI64,
     next_request: AtomicI64,
 }
@@ -86,6 +89,7 @@ impl Shared {
             tls: None,
             replset: OnceLock::new(),
             sessions: true,
+            profiler: super::profile::Profiler::default(),
             next_connection: AtomicI64::new(1),
             next_request: AtomicI64::new(1),
         }
@@ -230,19 +234,24 @@ async fn serve_tcp(
     root: &CancellationToken,
 ) -> Result<(), Closed> {
     stream.set_nodelay(true)?;
+    let client = Client::new(
+        stream
+            .peer_addr()
+            .map_or_else(|_| String::new(), |a| a.to_string()),
+    );
     match &shared.tls {
         Some(acceptor) => {
             let stream = super::tls::accept(acceptor, stream)
                 .await
                 .map_err(Closed::Tls)?;
             let (rd, wr) = tokio::io::split(stream);
-            serve(rd, wr, shared, connection_id, root).await
+            serve(rd, wr, shared, connection_id, root, client).await
         }
         // Plain TCP keeps the lock-free owned halves; a connection closed
         // by a reset fault is closed with an RST (TLS ones with a FIN).
         None => {
             let (mut rd, mut wr) = stream.into_split();
-            let r = serve(&mut rd, &mut wr, shared, connection_id, root).await;
+            let r = serve(&mut rd, &mut wr, shared, connection_id, root, client).await;
             if matches!(r, Err(Closed::Reset)) {
                 let _ = rd.as_ref().set_zero_linger();
             }
@@ -257,6 +266,7 @@ async fn serve(
     shared: &Shared,
     connection_id: i64,
     root: &CancellationToken,
+    mut client: Client,
 ) -> Result<(), Closed> {
     let mut session = Session::default();
     let mut reader = BufReader::with_capacity(64 * 1024, rd);
@@ -327,7 +337,7 @@ async fn serve(
             // A reply already computed is sent even if the connection is
             // being closed (a replSetStepDown answers, then closes).
             biased;
-            r = respond(shared, connection_id, body, &mut rng, &mut session) => r?,
+            r = respond(shared, connection_id, body, &mut rng, &mut session, &mut client) => r?,
             _ = &mut closed => return Err(reason()),
         };
         if no_reply {
@@ -367,8 +377,13 @@ async fn respond(
     body: Document,
     rng: &mut SmallRng,
     session: &mut Session,
+    client: &mut Client,
 ) -> Result<Document, Closed> {
+    let started = Instant::now();
     let name = command_name(&body).to_owned();
+    if matches!(name.as_str(), "hello" | "isMaster" | "ismaster") {
+        client.observe(&body);
+    }
     let decision = shared.faults.decide(&name, rng);
     if decision.drop {
         return Err(Closed::Dropped);
@@ -399,10 +414,19 @@ async fn respond(
         auth::Verdict::Reply(reply) => return Ok(reply),
         auth::Verdict::Run { fields } => fields,
     };
+    // mongod's profiler and slow-query log see the command as run.
+    let db = body.get_str("$db").unwrap_or("test");
+    let kept = shared.profiler.wants(db).then(|| body.clone());
     let reply = match shared.replset.get() {
         Some(member) => member.respond(shared, connection_id, body).await,
         None => commands::execute(shared, connection_id, body),
     };
+    if let Some(cmd) = kept {
+        let took = started.elapsed();
+        shared
+            .profiler
+            .record(shared, &cmd, &reply, took, connection_id, client);
+    }
     Ok(auth::finish(reply, fields))
 }
 

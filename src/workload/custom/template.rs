@@ -20,7 +20,7 @@
 
 use mongodb::bson::{Bson, DateTime, Document};
 use rand::rngs::SmallRng;
-use rand::Rng;
+use rand::{Rng, RngCore};
 use serde_json::Value;
 
 use crate::config::types::KeyError;
@@ -61,6 +61,8 @@ pub enum Gen {
     Double { min: f64, max: f64 },
     /// Random ASCII.
     Str { len: usize },
+    /// Random bytes (BSON binary, subtype 0).
+    Bin { len: usize },
     /// A date uniform in `[from, to)` (ms), or in the last `within` ms
     /// before now, or now.
     Date {
@@ -244,7 +246,7 @@ impl Gen {
         };
         let allowed: &[&str] = match kind {
             "uniform" | "zipfian" | "latest" | "sequential" | "double" => &["min", "max"],
-            "string" => &["length"],
+            "string" | "binary" => &["length"],
             "date" => &["from", "to", "within"],
             "array" => &["of", "min", "max"],
             "choice" => &["values"],
@@ -252,7 +254,7 @@ impl Gen {
             _ => {
                 return err(
                     &format!("{at}.$gen"),
-                    format!("unknown generator {kind:?}; known: uniform, zipfian, latest, sequential, double, string, date, array, choice, objectid"),
+                    format!("unknown generator {kind:?}; known: uniform, zipfian, latest, sequential, double, string, binary, date, array, choice, objectid"),
                 )
             }
         };
@@ -311,7 +313,7 @@ impl Gen {
                 }
                 Gen::Double { min, max }
             }
-            "string" => {
+            "string" | "binary" => {
                 let len = int_of(g, "length", at)?.ok_or_else(|| KeyError {
                     key: format!("{at}.length"),
                     reason: "is required".into(),
@@ -322,7 +324,11 @@ impl Gen {
                         format!("must be between 0 and 16MiB, got {len}"),
                     );
                 }
-                Gen::Str { len: len as usize }
+                if kind == "binary" {
+                    Gen::Bin { len: len as usize }
+                } else {
+                    Gen::Str { len: len as usize }
+                }
             }
             "date" => {
                 let from = date_of(g, "from", at)?;
@@ -425,6 +431,14 @@ impl Gen {
             }
             Gen::Double { min, max } => Bson::Double(ctx.rng.random_range(*min..*max)),
             Gen::Str { len } => Bson::String(ctx.pad.pad(ctx.rng, *len)),
+            Gen::Bin { len } => {
+                let mut bytes = vec![0u8; *len];
+                ctx.rng.fill_bytes(&mut bytes);
+                Bson::Binary(mongodb::bson::Binary {
+                    subtype: mongodb::bson::spec::BinarySubtype::Generic,
+                    bytes,
+                })
+            }
             Gen::ObjectId => {
                 Bson::ObjectId(mongodb::bson::oid::ObjectId::from_bytes(ctx.rng.random()))
             }
@@ -472,6 +486,7 @@ mod tests {
             "e": { "$gen": "date", "from": "2024-01-01T00:00:00Z", "to": "2024-01-02T00:00:00Z" },
             "f": { "$gen": "double", "min": 1.5, "max": 2.5 },
             "g": 42,
+            "h": { "$gen": "binary", "length": 9 },
         });
         let mut t = Template::compile_doc(&v, "document").unwrap();
         let from = DateTime::parse_rfc3339_str("2024-01-01T00:00:00Z").unwrap();
@@ -493,6 +508,8 @@ mod tests {
             assert!((0..86_400_000).contains(&e));
             let f = d.get_f64("f").unwrap();
             assert!((1.5..2.5).contains(&f));
+            let h = d.get_binary_generic("h").unwrap();
+            assert_eq!(h.len(), 9);
             assert_eq!(d.get_i64("g"), Ok(42));
         }
     }

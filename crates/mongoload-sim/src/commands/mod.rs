@@ -213,6 +213,7 @@ pub fn execute(shared: &Shared, connection_id: i64, cmd: Document) -> Document {
         "aggregate" => aggregate(shared, &db, &cmd),
         "distinct" => distinct(shared, &db, &cmd),
         "count" => count(shared, &db, &cmd),
+        "profile" => crate::profile::command(&shared.profiler, &db, &cmd),
         _ => Err(CmdError::new(
             59,
             "CommandNotFound",

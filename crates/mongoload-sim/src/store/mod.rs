@@ -483,6 +483,29 @@ impl Collection {
         s
     }
 
+    /// The plan as mongod's `planSummary` names it (`COLLSCAN`, `IDHACK`,
+    /// `IXSCAN { a: 1, b: -1 }`), and whether it reads every document (a
+    /// collection scan: the profiler's `docsExamined` is then the size).
+    pub fn plan_summary(&self, filter: &Filter, sort: Option<&SortSpec>) -> (String, bool) {
+        let plan = self.plan(filter, sort);
+        let full = |ivs: &[Interval]| {
+            ivs.len() == 1 && ivs[0].lower == Bound::Unbounded && ivs[0].upper == Bound::Unbounded
+        };
+        match &plan.source {
+            Source::Primary(ivs) if full(ivs) && !plan.sorted => ("COLLSCAN".to_owned(), true),
+            Source::Primary(ivs) if full(ivs) => ("IXSCAN { _id: 1 }".to_owned(), true),
+            Source::Primary(_) => ("IDHACK".to_owned(), false),
+            Source::Index(i, _) => {
+                let fields: Vec<String> = self.indexes[*i]
+                    .key
+                    .iter()
+                    .map(|(f, d)| format!("{f}: {d}"))
+                    .collect();
+                (format!("IXSCAN {{ {} }}", fields.join(", ")), false)
+            }
+        }
+    }
+
     fn plan(&self, filter: &Filter, sort: Option<&SortSpec>) -> Plan {
         let all = || {
             vec![Interval {
