@@ -32,6 +32,12 @@ const RATE: f64 = 250.0;
 /// workloads run throughout the window).
 const RUN: &str = "9s";
 const WINDOW: Duration = Duration::from_secs(5);
+/// The replay records three times as long: its shares are compared with
+/// the original's within 2 points, and its own sampling noise (about
+/// 0.85 points for a 10 % shape over 5 s at 250/s) must stay well inside
+/// that for every shape at once.
+const REPLAY_RUN: &str = "19s";
+const REPLAY_WINDOW: Duration = Duration::from_secs(15);
 const SCALE: f64 = 2.0;
 
 const ORIGINAL: &str = r#"
@@ -124,9 +130,9 @@ async fn profiled_sim(log: Option<&Path>) -> SimHandle {
 }
 
 /// Runs `cfg` against `sim`, turning the profiler (level 2) and the log
-/// (slowms 0) on for [`WINDOW`] once every collection is loaded, so that
+/// (slowms 0) on for `window` once every collection is loaded, so that
 /// only the steady mix is recorded, as a capture window would be chosen.
-async fn record(sim: &SimHandle, cfg: config::Config, loaded: &[(&str, u64)]) {
+async fn record(sim: &SimHandle, cfg: config::Config, loaded: &[(&str, u64)], window: Duration) {
     let client = common::driver_client(&sim.uri(), false, Duration::from_secs(5)).await;
     let db = client.database(DB);
     let running = daemon::start(cfg).await.expect("daemon starts");
@@ -148,7 +154,7 @@ async fn record(sim: &SimHandle, cfg: config::Config, loaded: &[(&str, u64)]) {
     db.run_command(doc! { "profile": 2, "slowms": 0 })
         .await
         .unwrap();
-    tokio::time::sleep(WINDOW).await;
+    tokio::time::sleep(window).await;
     db.run_command(doc! { "profile": 0, "slowms": 1_000_000 })
         .await
         .unwrap();
@@ -280,7 +286,7 @@ async fn a_captured_mix_replays_in_its_proportions_sizes_and_rate() {
         .replace("RUN", RUN);
     let cfg = config::parse_with_env(&original, Path::new("original.toml"), std::iter::empty())
         .unwrap_or_else(|e| panic!("{e}"));
-    record(&sim, cfg, &[("usertable", 300), ("orders", 300)]).await;
+    record(&sim, cfg, &[("usertable", 300), ("orders", 300)], WINDOW).await;
     let (want, _) = shares(&sim).await;
     let original_orders = all_docs(&sim, "orders", 300).await;
     let mut literals = BTreeSet::new();
@@ -397,11 +403,11 @@ async fn replay(mut cfg: config::Config, text: &str) -> SimHandle {
         // original's (rate / scale) so a loaded test machine keeps it.
         let rate = rate(w) / SCALE;
         w.stages = vec![serde_json::from_value::<StageConfig>(serde_json::json!({
-            "name": "replay", "rate": rate, "duration": RUN
+            "name": "replay", "rate": rate, "duration": REPLAY_RUN
         }))
         .unwrap()];
     }
     let loaded: Vec<(&str, u64)> = loaded.iter().map(|c| (c.as_str(), 300)).collect();
-    record(&replay_sim, cfg, &loaded).await;
+    record(&replay_sim, cfg, &loaded, REPLAY_WINDOW).await;
     replay_sim
 }
