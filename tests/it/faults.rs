@@ -1081,3 +1081,76 @@ fn the_fault_flags_log_each_fault_from_its_start_to_its_end() {
         assert!(log.contains(line), "no {line:?} in\n{log}");
     }
 }
+
+/// A state-change error comes with its state change, as MongoDB's does:
+/// the primary that answers NotWritablePrimary moves its
+/// `topologyVersion` on, the driver's streaming `hello` hears of it at
+/// once and finds the same primary again, so the driver retries the write
+/// there within milliseconds. Before, the primary's state stood still and
+/// the driver knew no primary until its next heartbeat (5–10 s each time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_change_error_comes_with_its_state_change() {
+    let _serial = serial().await;
+    const SECS: u32 = 12;
+    let sim = set_with_election_timeout(3).await;
+    let set = sim.replset().unwrap().clone();
+    let mut run = drill_run(&set.uri(), SECS);
+    let (stderr_path, log) = (run.stderr.clone(), run.log.clone());
+    let http = run.http;
+    wait_status(http, "/readyz", 200, Duration::from_secs(30)).await;
+    let (stop, watcher) = watch_counters(http);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let term = set.term();
+    set.faults(0).set_error(Some(ErrorFault {
+        rate: 0.05,
+        code: 10107,
+        commands: vec!["insert".into(), "update".into(), "delete".into()],
+    }));
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    set.faults(0).set_error(None);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let page = scrape(http).await;
+    let status = wait_exit(&mut run.child, Duration::from_secs(30)).await;
+    let _ = stop.send(());
+    let pages = watcher.await.expect("no counter went backwards");
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    assert!(status.success(), "{stderr}");
+    assert!(pages >= 5, "{pages} scrapes");
+    // No election: the same primary all along.
+    assert_eq!((set.primary(), set.term()), (Some(0), term));
+    let reports = read_run_log(&log);
+    let stage = &reports[0];
+    assert_accounted(stage, SECS);
+    assert!(stage.failovers.is_empty(), "{:?}", stage.failovers);
+    let errors: u64 = stage
+        .errors
+        .iter()
+        .filter(|(k, _)| k.as_str() != "not_primary")
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(
+        errors, 0,
+        "only the injected class may fail: {:?}\n{stderr}",
+        stage.errors
+    );
+    // The driver retried the writes that met the error on the same
+    // primary at once: the load kept its rate, nothing waited for a
+    // heartbeat.
+    let retried = sum(&page, "mongoload_retried_writes_total", &[]);
+    let errors_seen = sum(&page, "mongoload_errors_total", &[("kind", "not_primary")]);
+    let gaps = sum(&page, "mongoload_no_primary_seconds_count", &[]);
+    let without = sum(&page, "mongoload_no_primary_seconds_sum", &[]);
+    eprintln!(
+        "state-change errors: {retried} writes retried, {errors_seen} failed; \
+         {gaps} periods without a primary, {without:.3}s in all"
+    );
+    assert!(
+        retried + errors_seen >= 3.0,
+        "the fault was not felt: {page}"
+    );
+    assert!(
+        without <= 0.5,
+        "{gaps} periods without a primary, {without:.3}s in all: {stderr}"
+    );
+    sim.shutdown().await;
+}

@@ -405,10 +405,11 @@ async fn respond(
         tokio::time::sleep(decision.delay).await;
     }
     if let Some(code) = decision.error {
-        return Ok(commands::injected_error(
-            code,
-            body.contains_key("txnNumber"),
-        ));
+        let retryable = body.contains_key("txnNumber");
+        return Ok(match shared.replset.get() {
+            Some(member) => member.injected_error(code, retryable),
+            None => commands::injected_error(code, retryable),
+        });
     }
     let fields = match auth::gate(shared, session, &body) {
         auth::Verdict::Reply(reply) => return Ok(reply),

@@ -215,7 +215,29 @@ pub(crate) struct Link {
     index: usize,
 }
 
+/// The codes MongoDB sends for a change of a member's state
+/// (NotWritablePrimary, NotPrimaryNoSecondaryOk, NotPrimaryOrSecondary,
+/// InterruptedDueToReplStateChange, PrimarySteppedDown): the driver reads
+/// each as "this member's state changed" and asks it again.
+pub(crate) const STATE_CHANGE_CODES: [i32; 5] = [10107, 13435, 13436, 11602, 189];
+
 impl Link {
+    /// An injected error with `code` as this member sends it. A state
+    /// change error comes with its state change, as MongoDB's does: the
+    /// member's `topologyVersion` moves on (in the reply, and in what an
+    /// awaitable `hello` waiting on it answers at once), so the driver
+    /// that marks the member unknown learns its state again from that
+    /// `hello` instead of waiting out its heartbeat.
+    pub(crate) fn injected_error(&self, code: i32, retryable_write: bool) -> Document {
+        match self.set.upgrade() {
+            Some(set) if STATE_CHANGE_CODES.contains(&code) => {
+                set.state_changed();
+                member::not_primary(&set, self.index, code, retryable_write)
+            }
+            _ => super::commands::injected_error(code, retryable_write),
+        }
+    }
+
     /// Answers one command as this member.
     pub(crate) async fn respond(
         &self,
@@ -575,6 +597,14 @@ impl Inner {
         if self.remove_primary(Some(next), None).is_ok() {
             self.members[m].shared.faults.record_election();
         }
+    }
+
+    /// Moves `topologyVersion` on without an election: what a member
+    /// that answered a state-change error reports.
+    fn state_changed(&self) {
+        let mut topo = wlock(&self.topology);
+        topo.version += 1;
+        self.version.send_replace(topo.version);
     }
 
     /// Takes the primary away (rolling back what it held back, catching
