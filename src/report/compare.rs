@@ -195,6 +195,9 @@ pub struct Delta {
     pub stage: String,
     /// `None`: the stage's operations together.
     pub op: Option<String>,
+    /// `None`: the operation as a whole; else one step of an operation of
+    /// several steps (its requests).
+    pub step: Option<String>,
     pub base: Option<Pooled>,
     pub new: Option<Pooled>,
     /// Throughput change in per cent (negative: slower); `None` when a side
@@ -224,9 +227,9 @@ impl Comparison {
     }
 }
 
-/// A stage's identity across runs: workload, stage name and op (`-` for
-/// all of them).
-type Key = (String, String, String);
+/// A stage's identity across runs: workload, stage name, op (`-` for
+/// all of them) and step (`-` for the operation as a whole).
+type Key = (String, String, String, String);
 
 /// One key's occurrences in one run: ok count, measured seconds, worst
 /// p99, and the samples (per interval length).
@@ -284,8 +287,16 @@ fn pool(reports: &[StageReport]) -> (Vec<Key>, BTreeMap<Key, Pool>) {
     };
     for r in reports {
         let interval = r.samples.as_ref().map(|s| s.interval_seconds);
+        let key = |op: &str, step: &str| {
+            (
+                r.workload.clone(),
+                r.stage.clone(),
+                op.to_owned(),
+                step.to_owned(),
+            )
+        };
         add(
-            (r.workload.clone(), r.stage.clone(), "-".to_owned()),
+            key("-", "-"),
             r.operations.ok,
             r.duration_seconds,
             r.latency_ns.p99,
@@ -293,12 +304,23 @@ fn pool(reports: &[StageReport]) -> (Vec<Key>, BTreeMap<Key, Pool>) {
         );
         for o in &r.ops {
             add(
-                (r.workload.clone(), r.stage.clone(), o.op.clone()),
+                key(&o.op, "-"),
                 o.operations.ok,
                 r.duration_seconds,
                 o.latency_ns.p99,
                 interval.zip(o.samples.as_ref()),
             );
+            // The steps of an operation of several steps, where the log
+            // has their samples (mongoload 0.3 on).
+            for st in o.steps.iter().filter(|st| st.samples.is_some()) {
+                add(
+                    key(&o.op, &st.step),
+                    st.requests.ok,
+                    r.duration_seconds,
+                    st.latency_ns.p99,
+                    interval.zip(st.samples.as_ref()),
+                );
+            }
         }
     }
     (order, pools)
@@ -381,6 +403,9 @@ pub fn compare(base: &[StageReport], new: &[StageReport], gates: Gates) -> Compa
             keys.push(k);
         }
     }
+    // A step is compared only where both logs have its samples (an older
+    // log has none: that is no news about the step).
+    keys.retain(|k| k.3 == "-" || (base_pools.contains_key(k) && new_pools.contains_key(k)));
     let rows = keys
         .into_iter()
         .map(|key| {
@@ -406,6 +431,7 @@ pub fn compare(base: &[StageReport], new: &[StageReport], gates: Gates) -> Compa
                 workload: key.0,
                 stage: key.1,
                 op: (key.2 != "-").then_some(key.2),
+                step: (key.3 != "-").then_some(key.3),
                 base: b,
                 new: n,
                 throughput_pct,
@@ -457,7 +483,10 @@ pub fn render_comparison(c: &Comparison, ops: bool) -> String {
     ];
     let mut rows: Vec<Vec<String>> = Vec::new();
     for d in &c.rows {
-        let op = d.op.clone().unwrap_or_else(|| "-".to_owned());
+        let mut op = d.op.clone().unwrap_or_else(|| "-".to_owned());
+        if let Some(step) = &d.step {
+            op = format!("{op}/{step}");
+        }
         if d.op.is_some() && !ops && !d.regression {
             continue;
         }
@@ -669,10 +698,10 @@ pub fn render_steps(base: &[StageReport], new: &[StageReport]) -> String {
 mod tests {
     use super::*;
     use crate::report::table::tests::report;
+    use crate::report::{Counts, LatencyNs, OpReport, StepReport};
 
     #[test]
     fn steps_are_compared_by_op_and_step() {
-        use crate::report::{Counts, LatencyNs, OpReport, StepReport};
         let with = |ok: u64, p99: u64| {
             let mut r = report("sb", "run", ok, 10.0, p99);
             r.ops = vec![OpReport {
@@ -696,6 +725,7 @@ mod tests {
                         ..LatencyNs::default()
                     },
                     histogram: None,
+                    samples: None,
                 }],
                 samples: None,
             }];
@@ -894,13 +924,87 @@ mod tests {
         assert!(e.regression, "{e:?}");
     }
 
+    /// `sampled` with one operation `transaction` of two steps whose
+    /// samples are `read` and `write`'s (p99 in ms).
+    fn with_steps(seed: u64, read_p99: f64, write_p99: f64) -> StageReport {
+        let mut r = sampled("open", 60, 1000.0, 20.0, 0, seed);
+        let series = |p99: f64, seed: u64| sampled("open", 60, 1000.0, p99, 0, seed).samples;
+        let step = |name: &str, p99: f64, seed: u64| StepReport {
+            step: name.into(),
+            requests: Counts {
+                ok: 60_000,
+                error: 0,
+            },
+            requests_per_sec: 1000.0,
+            latency_ns: LatencyNs {
+                p99: (p99 * 1e6) as u64,
+                ..LatencyNs::default()
+            },
+            histogram: None,
+            samples: series(p99, seed).map(|s| s.all),
+        };
+        r.ops = vec![OpReport {
+            op: "transaction".into(),
+            operations: r.operations,
+            ops_per_sec: r.ops_per_sec,
+            latency_ns: r.latency_ns,
+            histogram: None,
+            steps: vec![
+                step("read", read_p99, seed + 100),
+                step("write", write_p99, seed + 200),
+            ],
+            samples: r.samples.as_ref().map(|s| s.all.clone()),
+        }];
+        r
+    }
+
+    #[test]
+    fn a_step_is_gated_with_statistics_where_both_logs_have_its_samples() {
+        let base = [with_steps(1, 2.0, 10.0)];
+        let same = [with_steps(2, 2.0, 10.0)];
+        let c = compare(&base, &same, Gates::default());
+        assert_eq!(c.regressions(), 0, "{}", render_comparison(&c, true));
+        let steps: Vec<&str> = c.rows.iter().filter_map(|d| d.step.as_deref()).collect();
+        assert_eq!(steps, ["read", "write"]);
+        // One step 10 % slower, the operation as a whole not beyond its
+        // gate: the step's row is the regression.
+        let slower = [with_steps(3, 2.0, 11.0)];
+        let c = compare(&base, &slower, Gates::default());
+        let regressed: Vec<(Option<&str>, Option<&str>)> = c
+            .rows
+            .iter()
+            .filter(|d| d.regression)
+            .map(|d| (d.op.as_deref(), d.step.as_deref()))
+            .collect();
+        assert_eq!(regressed, [(Some("transaction"), Some("write"))]);
+        let text = render_comparison(&c, false);
+        assert!(
+            text.lines()
+                .any(|l| l.contains("transaction/write") && l.ends_with("REGRESSION")),
+            "{text}"
+        );
+        // A base log without step samples (before 0.3): no step row.
+        let mut old = with_steps(1, 2.0, 10.0);
+        for s in &mut old.ops[0].steps {
+            s.samples = None;
+        }
+        let c = compare(&[old], &slower, Gates::default());
+        assert!(c.rows.iter().all(|d| d.step.is_none()), "{c:?}");
+    }
+
     #[test]
     fn repeated_stages_are_pooled() {
         let mut second = report("w", "peak", 30_000, 60.0, 50_000_000);
         second.cycle = 1;
         let base = [report("w", "peak", 90_000, 60.0, 10_000_000), second];
         let (_, pools) = pool(&base);
-        let p = pools[&("w".to_owned(), "peak".to_owned(), "-".to_owned())].pooled();
+        let key = (
+            "w".to_owned(),
+            "peak".to_owned(),
+            "-".to_owned(),
+            "-".to_owned(),
+        );
+        let p = pools[&key].pooled();
         assert_eq!(p.ops_per_sec, 1000.0);
         assert_eq!(p.p99_ns, 50_000_000);
     }

@@ -231,7 +231,13 @@ impl StageFigures {
                     s.outcome,
                 );
             } else {
-                stats.record_request(s.op as usize, s.step as usize, latency, s.outcome);
+                stats.record_request(
+                    s.op as usize,
+                    s.step as usize,
+                    Duration::from_nanos(s.done_ns),
+                    latency,
+                    s.outcome,
+                );
             }
         }
     }

@@ -152,6 +152,7 @@ fn merge(mut members: Vec<StageReport>) -> StageReport {
                                     .map(|x| (&x.latency_ns, x.histogram.as_deref())),
                             ),
                             histogram: None,
+                            samples: None,
                         }
                     })
                     .collect(),
@@ -207,7 +208,7 @@ mod tests {
             let done = Duration::from_millis(i * 3);
             let lat = Duration::from_millis(1 + i % 1000);
             parts[(i % 3) as usize].record(0, done, lat, Ok(()));
-            parts[(i % 3) as usize].record_request(0, 0, lat, Ok(()));
+            parts[(i % 3) as usize].record_request(0, 0, Duration::ZERO, lat, Ok(()));
             whole.record(0, done, lat, Ok(()));
         }
         let reports: Vec<StageReport> = parts

@@ -148,6 +148,12 @@ pub struct StepReport {
     /// Its histogram, for merging; absent from run logs before clusters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histogram: Option<String>,
+    /// Its per-interval samples (at the stage's
+    /// `samples.interval_seconds`), for `report --compare`'s statistics:
+    /// only the steps of an operation of several steps (a single call's
+    /// step is its operation); absent before mongoload 0.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<samples::SampleSeries>,
 }
 
 /// One line of the run log: what a stage did, after its warm-up.
@@ -337,8 +343,12 @@ impl StageReport {
         let whole = measured.as_secs();
         let per_second = stats.per_second(whole);
         let total = stats.total();
-        let (samples, mut op_samples) = stats.samples(measured);
-        let mut op_samples = op_samples.drain(..).map(Some).collect::<Vec<_>>();
+        let samples::Finished {
+            samples,
+            ops: op_samples,
+            steps: mut step_samples,
+        } = stats.samples(measured);
+        let mut op_samples = op_samples.into_iter().map(Some).collect::<Vec<_>>();
         StageReport {
             run_id: run.id.clone(),
             run_name: run.name.clone(),
@@ -403,6 +413,10 @@ impl StageReport {
                                     requests_per_sec: rate(s.ok),
                                     latency_ns: s.latency(),
                                     histogram: Some(s.encoded_latency()),
+                                    samples: step_samples
+                                        .get_mut(i)
+                                        .and_then(|o| o.get_mut(j))
+                                        .and_then(Option::take),
                                 })
                             })
                             .collect(),

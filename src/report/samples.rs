@@ -95,10 +95,24 @@ struct Open {
 pub struct IntervalRecorder {
     interval_ns: u64,
     open: VecDeque<Open>,
-    /// Per series (0: all, then the ops): ok and failed per interval.
+    /// Per series (0: all, then the ops, then the steps of the operations
+    /// of several steps): ok and failed per interval.
     counts: Vec<(Vec<u64>, Vec<u64>)>,
     /// Per series: the latency of the closed intervals (counts unused).
     closed: Vec<SampleSeries>,
+    /// Per op, per step: its series, for the steps of operations of
+    /// several steps (a single-call operation's step is the operation).
+    steps: Vec<Vec<Option<usize>>>,
+}
+
+/// The samples of a finished stage: the stage's, each operation's, and
+/// each step's of the operations of several steps.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Finished {
+    pub samples: Samples,
+    pub ops: Vec<SampleSeries>,
+    /// Per op, per step (`None` for a single-call operation's step).
+    pub steps: Vec<Vec<Option<SampleSeries>>>,
 }
 
 fn histogram() -> Histogram<u32> {
@@ -107,16 +121,43 @@ fn histogram() -> Histogram<u32> {
 }
 
 impl IntervalRecorder {
-    /// A recorder for `ops` operations cut into `interval`s.
+    /// A recorder for `ops` single-call operations cut into `interval`s.
     pub fn new(ops: usize, interval: Duration) -> Self {
+        IntervalRecorder::with_steps(&vec![1; ops], interval)
+    }
+
+    /// A recorder for operations of `steps[i]` steps each, cut into
+    /// `interval`s: the steps of an operation of several get series of
+    /// their own.
+    pub fn with_steps(steps: &[usize], interval: Duration) -> Self {
+        let mut next = steps.len() + 1;
+        let steps: Vec<Vec<Option<usize>>> = steps
+            .iter()
+            .map(|&n| {
+                (0..n)
+                    .map(|_| {
+                        (n > 1).then(|| {
+                            next += 1;
+                            next - 1
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
         IntervalRecorder {
             interval_ns: u64::try_from(interval.as_nanos())
                 .unwrap_or(u64::MAX)
                 .max(1),
             open: VecDeque::new(),
-            counts: vec![(Vec::new(), Vec::new()); ops + 1],
-            closed: vec![SampleSeries::default(); ops + 1],
+            counts: vec![(Vec::new(), Vec::new()); next],
+            closed: vec![SampleSeries::default(); next],
+            steps,
         }
+    }
+
+    /// The step counts this recorder was made for.
+    pub fn step_counts(&self) -> Vec<usize> {
+        self.steps.iter().map(Vec::len).collect()
     }
 
     pub fn interval(&self) -> Duration {
@@ -126,12 +167,38 @@ impl IntervalRecorder {
     /// Records one operation `op` that finished `done` after the start of
     /// measurement.
     pub fn record(&mut self, op: usize, done: Duration, latency: Duration, ok: bool) {
+        self.record_in([0, op + 1], done, latency, ok);
+    }
+
+    /// Records one request of step `step` of operation `op`, answered
+    /// `done` after the start of measurement (kept only for operations of
+    /// several steps).
+    pub fn record_step(
+        &mut self,
+        op: usize,
+        step: usize,
+        done: Duration,
+        latency: Duration,
+        ok: bool,
+    ) {
+        if let Some(&Some(s)) = self.steps.get(op).and_then(|o| o.get(step)) {
+            self.record_in([s, s], done, latency, ok);
+        }
+    }
+
+    /// Records one result in `series` (the same one twice counts once).
+    fn record_in(&mut self, series: [usize; 2], done: Duration, latency: Duration, ok: bool) {
+        let series: &[usize] = if series[0] == series[1] {
+            &series[..1]
+        } else {
+            &series
+        };
         let index =
             u64::try_from(done.as_nanos() / u128::from(self.interval_ns)).unwrap_or(u64::MAX);
         if index >= MAX_SAMPLES {
             return;
         }
-        for s in [0, op + 1] {
+        for &s in series {
             if let Some((oks, errors)) = self.counts.get_mut(s) {
                 let i = index as usize;
                 if oks.len() <= i {
@@ -161,7 +228,7 @@ impl IntervalRecorder {
         let ns = u64::try_from(latency.as_nanos())
             .unwrap_or(u64::MAX)
             .min(MAX_TRACKABLE_NS);
-        for s in [0, op + 1] {
+        for &s in series {
             if let Some(h) = self.open[pos].series.get_mut(s) {
                 if h.record(ns).is_err() {
                     h.saturating_record(ns);
@@ -196,8 +263,8 @@ impl IntervalRecorder {
     }
 
     /// The samples of the whole intervals of `measured` (a partial last
-    /// interval is left out): (all, per op).
-    pub fn finish(&self, measured: Duration) -> (Samples, Vec<SampleSeries>) {
+    /// interval is left out).
+    pub fn finish(&self, measured: Duration) -> Finished {
         let mut r = self.clone();
         while !r.open.is_empty() {
             r.close_oldest();
@@ -218,15 +285,24 @@ impl IntervalRecorder {
             s.p99_ns.truncate(whole);
             s.p999_ns.truncate(whole);
         }
-        let mut series = r.closed.into_iter();
-        let all = series.next().unwrap_or_default();
-        (
-            Samples {
+        let ops = self.steps.len();
+        let mut series: Vec<Option<SampleSeries>> = r.closed.into_iter().map(Some).collect();
+        let mut take = |i: usize| series.get_mut(i).and_then(Option::take).unwrap_or_default();
+        let all = take(0);
+        let op_series = (1..=ops).map(&mut take).collect();
+        let steps = self
+            .steps
+            .iter()
+            .map(|o| o.iter().map(|s| s.map(&mut take)).collect())
+            .collect();
+        Finished {
+            samples: Samples {
                 interval_seconds: self.interval().as_secs_f64(),
                 all,
             },
-            series.collect(),
-        )
+            ops: op_series,
+            steps,
+        }
     }
 }
 
@@ -271,7 +347,9 @@ mod tests {
         }
         r.record(1, MS * 999, MS * 3, true);
         r.record(1, Duration::from_millis(3500), MS, true);
-        let (s, ops) = r.finish(Duration::from_millis(3900));
+        let Finished {
+            samples: s, ops, ..
+        } = r.finish(Duration::from_millis(3900));
         assert_eq!(s.interval_seconds, 1.0);
         assert_eq!(s.all.ok, [11, 0, 4]);
         assert_eq!(s.all.error, [0, 0, 1]);
@@ -283,7 +361,7 @@ mod tests {
         assert_eq!(s.all.p99_ns[1], 0, "an empty interval has no latency");
         assert!(near(s.all.p50_ns[2], 10));
         // A measured time longer than the results pads with empty intervals.
-        let (s, _) = r.finish(Duration::from_secs(5));
+        let s = r.finish(Duration::from_secs(5)).samples;
         assert_eq!(s.all.ok, [11, 0, 4, 1, 0]);
     }
 
@@ -296,12 +374,44 @@ mod tests {
         // Intervals 0 and 1 are closed by now: a late 50 ms result counts
         // in interval 0, its latency in interval 2.
         r.record(0, Duration::ZERO, MS * 50, true);
-        let (s, _) = r.finish(Duration::from_secs(OPEN as u64 + 2));
+        let s = r.finish(Duration::from_secs(OPEN as u64 + 2)).samples;
         assert_eq!(s.all.ok[..3], [2, 1, 1]);
         assert_eq!(s.all.ok.iter().sum::<u64>(), OPEN as u64 + 3);
         assert!(
             s.all.p50_ns[0] < 2_000_000 && s.all.p999_ns[2] > 49_000_000,
             "{s:?}"
         );
+    }
+
+    #[test]
+    fn the_steps_of_an_operation_of_several_have_their_own_series() {
+        // Op 0 single-call, op 1 of two steps.
+        let mut r = IntervalRecorder::with_steps(&[1, 2], Duration::from_secs(1));
+        r.record(0, MS * 10, MS, true);
+        r.record_step(0, 0, MS * 10, MS, true);
+        for i in 0..4 {
+            r.record_step(1, 0, MS * (100 + i), MS * 2, true);
+            r.record_step(1, 1, Duration::from_secs(1) + MS * i, MS * 20, i != 0);
+            r.record(1, Duration::from_secs(1) + MS * i, MS * 22, i != 0);
+        }
+        let f = r.finish(Duration::from_secs(2));
+        assert_eq!(f.samples.all.ok, [1, 3]);
+        assert_eq!(f.ops[1].ok, [0, 3]);
+        assert!(f.steps[0][0].is_none(), "a single call is its operation");
+        let (read, write) = (
+            f.steps[1][0].as_ref().unwrap(),
+            f.steps[1][1].as_ref().unwrap(),
+        );
+        assert_eq!(
+            (read.ok.clone(), read.error.clone()),
+            (vec![4, 0], vec![0, 0])
+        );
+        assert_eq!(
+            (write.ok.clone(), write.error.clone()),
+            (vec![0, 3], vec![0, 1])
+        );
+        assert!(write.p50_ns[1] > 19_000_000 && read.p50_ns[0] < 3_000_000);
+        // Requests never count in the stage's or the operation's series.
+        assert_eq!(f.samples.all.error, [0, 1]);
     }
 }

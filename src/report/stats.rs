@@ -179,21 +179,25 @@ impl StageStats {
             steps: steps.iter().map(|&n| stats(n)).collect(),
             errors: [0; ErrorKind::ALL.len()],
             missed: 0,
-            samples: super::samples::IntervalRecorder::new(steps.len(), Duration::from_secs(1)),
+            samples: super::samples::IntervalRecorder::with_steps(steps, Duration::from_secs(1)),
         }
     }
 
-    /// Records one request of step `step` of operation `op` that took
-    /// `latency` (from its send); out-of-range indexes are ignored.
+    /// Records one request of step `step` of operation `op`, answered
+    /// `done` after the start of measurement, that took `latency` (from
+    /// its send); out-of-range indexes are ignored.
     pub fn record_request(
         &mut self,
         op: usize,
         step: usize,
+        done: Duration,
         latency: Duration,
         outcome: Result<(), ErrorKind>,
     ) {
         if let Some(s) = self.steps.get_mut(op).and_then(|s| s.get_mut(step)) {
             s.record(latency, outcome.is_ok());
+            self.samples
+                .record_step(op, step, done, latency, outcome.is_ok());
         }
     }
 
@@ -234,15 +238,13 @@ impl StageStats {
     /// Cuts the per-interval samples into intervals of `interval` (before
     /// anything is recorded; 1 s by default).
     pub fn set_sample_interval(&mut self, interval: Duration) {
-        self.samples = super::samples::IntervalRecorder::new(self.ops.len(), interval);
+        self.samples =
+            super::samples::IntervalRecorder::with_steps(&self.samples.step_counts(), interval);
     }
 
-    /// The samples of the whole intervals of `measured`: the stage's and
-    /// each operation's.
-    pub fn samples(
-        &self,
-        measured: Duration,
-    ) -> (super::samples::Samples, Vec<super::samples::SampleSeries>) {
+    /// The samples of the whole intervals of `measured`: the stage's,
+    /// each operation's, and each step's of operations of several steps.
+    pub fn samples(&self, measured: Duration) -> super::samples::Finished {
         self.samples.finish(measured)
     }
 

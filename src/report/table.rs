@@ -256,6 +256,7 @@ pub(crate) mod tests {
                     requests_per_sec: 102.0,
                     latency_ns: latency(400_000),
                     histogram: None,
+                    samples: None,
                 },
                 StepReport {
                     step: "delete".into(),
@@ -263,6 +264,7 @@ pub(crate) mod tests {
                     requests_per_sec: 10.0,
                     latency_ns: latency(1_500_000),
                     histogram: None,
+                    samples: None,
                 },
             ],
             samples: None,

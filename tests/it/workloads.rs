@@ -796,6 +796,25 @@ fn assert_counted_once(
                 o.op,
                 s.step
             );
+            // The steps of an operation of several steps have samples of
+            // their own for `report --compare` (whole intervals only: at
+            // most the step's requests); a single call's step is its op.
+            match (&s.samples, o.steps.len()) {
+                (None, 1) => {}
+                (Some(samples), n) if n > 1 => {
+                    let stage = r.samples.as_ref().expect("the stage's samples");
+                    assert_eq!(samples.len(), stage.all.len(), "{w} {} {}", o.op, s.step);
+                    let sampled: u64 = samples.ok.iter().sum();
+                    assert!(sampled <= s.requests.ok, "{w} {} {}", o.op, s.step);
+                    assert!(
+                        sampled > 0 || s.requests.ok < 10,
+                        "{w} {} {}: {samples:?}",
+                        o.op,
+                        s.step
+                    );
+                }
+                (samples, n) => panic!("{w} {} {}: {n} steps, samples {samples:?}", o.op, s.step),
+            }
         }
     }
     let s = summary.workloads.iter().find(|s| s.name == w).unwrap();
