@@ -132,7 +132,17 @@ async fn profiled_sim(log: Option<&Path>) -> SimHandle {
 /// Runs `cfg` against `sim`, turning the profiler (level 2) and the log
 /// (slowms 0) on for `window` once every collection is loaded, so that
 /// only the steady mix is recorded, as a capture window would be chosen.
-async fn record(sim: &SimHandle, cfg: config::Config, loaded: &[(&str, u64)], window: Duration) {
+///
+/// The original run must keep its rate (the captured rate is checked
+/// against it); a replay may miss operations on a busy machine (`strict`
+/// false): the shares it is checked on do not depend on how many ran.
+async fn record(
+    sim: &SimHandle,
+    cfg: config::Config,
+    loaded: &[(&str, u64)],
+    window: Duration,
+    strict: bool,
+) {
     let client = common::driver_client(&sim.uri(), false, Duration::from_secs(5)).await;
     let db = client.database(DB);
     let running = daemon::start(cfg).await.expect("daemon starts");
@@ -163,7 +173,7 @@ async fn record(sim: &SimHandle, cfg: config::Config, loaded: &[(&str, u64)], wi
         .expect("the run ends");
     for w in &summary.workloads {
         assert_eq!(w.errors, 0, "{w:?}");
-        assert!(w.missed == 0, "the run kept its rate: {w:?}");
+        assert!(!strict || w.missed == 0, "the run kept its rate: {w:?}");
     }
 }
 
@@ -286,7 +296,14 @@ async fn a_captured_mix_replays_in_its_proportions_sizes_and_rate() {
         .replace("RUN", RUN);
     let cfg = config::parse_with_env(&original, Path::new("original.toml"), std::iter::empty())
         .unwrap_or_else(|e| panic!("{e}"));
-    record(&sim, cfg, &[("usertable", 300), ("orders", 300)], WINDOW).await;
+    record(
+        &sim,
+        cfg,
+        &[("usertable", 300), ("orders", 300)],
+        WINDOW,
+        true,
+    )
+    .await;
     let (want, _) = shares(&sim).await;
     let original_orders = all_docs(&sim, "orders", 300).await;
     let mut literals = BTreeSet::new();
@@ -408,6 +425,6 @@ async fn replay(mut cfg: config::Config, text: &str) -> SimHandle {
         .unwrap()];
     }
     let loaded: Vec<(&str, u64)> = loaded.iter().map(|c| (c.as_str(), 300)).collect();
-    record(&replay_sim, cfg, &loaded, REPLAY_WINDOW).await;
+    record(&replay_sim, cfg, &loaded, REPLAY_WINDOW, false).await;
     replay_sim
 }
