@@ -12,6 +12,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -105,10 +106,23 @@ struct State {
     cap_bytes: usize,
 }
 
+impl State {
+    fn settings(&self, db: &str) -> Settings {
+        Settings {
+            level: self.levels.get(db).copied().unwrap_or(self.default_level),
+            slowms: self.slowms,
+            sample_rate: self.sample_rate,
+        }
+    }
+}
+
 /// The profiler and slow-query log of one server.
 #[derive(Debug)]
 pub struct Profiler {
     state: Mutex<State>,
+    /// Whether any database's level is above 0: with none (the usual
+    /// case), a command is not recorded without taking the lock.
+    on: AtomicBool,
     log: Option<Arc<Mutex<std::fs::File>>>,
 }
 
@@ -139,6 +153,7 @@ impl Profiler {
                 capped: HashMap::new(),
                 cap_bytes: config.cap_bytes,
             }),
+            on: AtomicBool::new(config.level > 0),
             log,
         }
     }
@@ -149,12 +164,7 @@ impl Profiler {
 
     /// The settings as `db` sees them.
     pub fn settings(&self, db: &str) -> Settings {
-        let s = self.state();
-        Settings {
-            level: s.levels.get(db).copied().unwrap_or(s.default_level),
-            slowms: s.slowms,
-            sample_rate: s.sample_rate,
-        }
+        self.state().settings(db)
     }
 
     /// Sets `db`'s level (`None`: unchanged) and the server's `slowms` and
@@ -166,10 +176,12 @@ impl Profiler {
         slowms: Option<i64>,
         sample_rate: Option<f64>,
     ) -> Settings {
-        let was = self.settings(db);
         let mut s = self.state();
+        let was = s.settings(db);
         if let Some(l) = level {
             s.levels.insert(db.to_owned(), l);
+            let on = s.default_level > 0 || s.levels.values().any(|&l| l > 0);
+            self.on.store(on, Ordering::Relaxed);
         }
         if let Some(ms) = slowms {
             s.slowms = ms;
@@ -183,7 +195,7 @@ impl Profiler {
     /// Whether an operation on `db` may be recorded (the caller then keeps
     /// a copy of the command for [`Profiler::record`]).
     pub fn wants(&self, db: &str) -> bool {
-        self.log.is_some() || self.settings(db).level > 0
+        self.log.is_some() || (self.on.load(Ordering::Relaxed) && self.settings(db).level > 0)
     }
 
     /// Records one command that took `took`: in `system.profile` when
