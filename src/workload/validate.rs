@@ -55,10 +55,16 @@ pub fn check_doc_size(key: &str, size: ByteSize) -> Result<(), KeyError> {
 /// A `max_docs` bound must leave room for the loaded data, or the first
 /// inserts would delete documents the run expects to find.
 pub fn check_bound(max_docs: u64, initial_docs: u64) -> Result<(), KeyError> {
-    if max_docs > 0 && max_docs < initial_docs {
+    check_bound_of(max_docs, initial_docs, "initial_docs")
+}
+
+/// [`check_bound`] for a kind whose loaded documents are counted by the
+/// key `initial_key` (YCSB's `record_count`).
+pub fn check_bound_of(max_docs: u64, initial: u64, initial_key: &str) -> Result<(), KeyError> {
+    if max_docs > 0 && max_docs < initial {
         return Err(KeyError::new(
             "max_docs",
-            format!("{max_docs} is below initial_docs {initial_docs}; use 0 (unbounded) or a bound ≥ initial_docs"),
+            format!("{max_docs} is below {initial_key} {initial}; use 0 (unbounded) or a bound ≥ {initial_key}"),
         ));
     }
     Ok(())

@@ -138,29 +138,34 @@ impl Ycsb {
     fn insert(&self, op: usize, rng: &mut SmallRng, n: u64) -> Op {
         let slot = self.slot(n);
         let evict = self.slots > 0 && n >= self.slots;
+        let key = key_name(slot);
         if let Some(audit) = self.audit.get() {
-            audit.note(key_name(slot), slot, 1 + u8::from(evict));
+            audit.note(key.clone(), slot, 1 + u8::from(evict));
         }
+        let delete = evict.then(|| Action::DeleteOne {
+            collection: COLL,
+            filter: doc! { "_id": key.clone() },
+        });
         let insert = Action::InsertOne {
             collection: COLL,
-            doc: self.record(rng, slot),
+            doc: self.record_with_key(rng, key),
         };
-        match (self.slots, evict) {
+        match (self.slots, delete) {
             (0, _) => Op::one(op, insert),
-            (_, false) => Op::steps(op, vec![Request::new(1, insert)]),
-            (_, true) => {
-                let delete = Action::DeleteOne {
-                    collection: COLL,
-                    filter: doc! { "_id": key_name(slot) },
-                };
+            (_, None) => Op::steps(op, vec![Request::new(1, insert)]),
+            (_, Some(delete)) => {
                 Op::steps(op, vec![Request::new(0, delete), Request::new(1, insert)])
             }
         }
     }
 
     fn record(&self, rng: &mut SmallRng, n: u64) -> Document {
+        self.record_with_key(rng, key_name(n))
+    }
+
+    fn record_with_key(&self, rng: &mut SmallRng, key: String) -> Document {
         let mut d = Document::new();
-        d.insert("_id", key_name(n));
+        d.insert("_id", key);
         for f in &self.field_names {
             d.insert(f.clone(), self.field(rng));
         }

@@ -215,16 +215,8 @@ impl Kind for YcsbConfig {
         at_least_one("field_count", u64::from(self.field_count))?;
         at_least_one("load_batch", self.load_batch as u64)?;
         at_least_one("max_scan_length", self.max_scan_length.max(0) as u64)?;
-        if let Some(max) = self.max_docs.filter(|m| *m > 0) {
-            crate::workload::validate::check_bound(max, self.record_count).map_err(|_| {
-                KeyError::new(
-                    "max_docs",
-                    format!(
-                        "{max} is below record_count {}; use 0 (unbounded) or a bound ≥ record_count",
-                        self.record_count
-                    ),
-                )
-            })?;
+        if let Some(max) = self.max_docs {
+            crate::workload::validate::check_bound_of(max, self.record_count, "record_count")?;
         }
         // Saturating: a huge field_length is an error here, not an overflow.
         if u64::from(self.field_count).saturating_mul(self.field_length as u64) > MAX_DOC_SIZE / 2 {
