@@ -167,7 +167,7 @@ impl IntervalRecorder {
     /// Records one operation `op` that finished `done` after the start of
     /// measurement.
     pub fn record(&mut self, op: usize, done: Duration, latency: Duration, ok: bool) {
-        self.record_in([0, op + 1], done, latency, ok);
+        self.record_in(&[0, op + 1], done, latency, ok);
     }
 
     /// Records one request of step `step` of operation `op`, answered
@@ -182,17 +182,12 @@ impl IntervalRecorder {
         ok: bool,
     ) {
         if let Some(&Some(s)) = self.steps.get(op).and_then(|o| o.get(step)) {
-            self.record_in([s, s], done, latency, ok);
+            self.record_in(&[s], done, latency, ok);
         }
     }
 
-    /// Records one result in `series` (the same one twice counts once).
-    fn record_in(&mut self, series: [usize; 2], done: Duration, latency: Duration, ok: bool) {
-        let series: &[usize] = if series[0] == series[1] {
-            &series[..1]
-        } else {
-            &series
-        };
+    /// Records one result in each of `series`.
+    fn record_in(&mut self, series: &[usize], done: Duration, latency: Duration, ok: bool) {
         let index =
             u64::try_from(done.as_nanos() / u128::from(self.interval_ns)).unwrap_or(u64::MAX);
         if index >= MAX_SAMPLES {
