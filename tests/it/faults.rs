@@ -760,6 +760,27 @@ fn drill_run(uri: &str, secs: u32) -> DrillRun {
     }
 }
 
+/// A three-member set with a 2 s election timeout, and a [`drill_run`] of
+/// `secs` against it, ready and watched ([`watch_counters`]).
+async fn replset_drill(
+    secs: u32,
+) -> (
+    SimHandle,
+    mongoload::sim::ReplSet,
+    DrillRun,
+    (
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<usize>,
+    ),
+) {
+    let sim = set_with_election_timeout(3).await;
+    let set = sim.replset().unwrap().clone();
+    let run = drill_run(&set.uri(), secs);
+    wait_status(run.http, "/readyz", 200, Duration::from_secs(30)).await;
+    let watch = watch_counters(run.http);
+    (sim, set, run, watch)
+}
+
 /// Every scheduled operation of a timed stage is accounted for once: ok,
 /// failed or missed.
 fn assert_accounted(r: &StageReport, secs: u32) {
@@ -782,13 +803,8 @@ fn assert_accounted(r: &StageReport, secs: u32) {
 /// operation is accounted for and no counter goes backwards.
 async fn silent_primary_drill(fault: SimFault) {
     const SECS: u32 = 14;
-    let sim = set_with_election_timeout(3).await;
-    let set = sim.replset().unwrap().clone();
-    let mut run = drill_run(&set.uri(), SECS);
+    let (sim, set, mut run, (stop, watcher)) = replset_drill(SECS).await;
     let (stderr_path, log) = (run.stderr.clone(), run.log.clone());
-    let http = run.http;
-    wait_status(http, "/readyz", 200, Duration::from_secs(30)).await;
-    let (stop, watcher) = watch_counters(http);
     tokio::time::sleep(Duration::from_secs(3)).await;
 
     assert!(set.faults(0).begin(fault));
@@ -1092,13 +1108,9 @@ fn the_fault_flags_log_each_fault_from_its_start_to_its_end() {
 async fn a_state_change_error_comes_with_its_state_change() {
     let _serial = serial().await;
     const SECS: u32 = 12;
-    let sim = set_with_election_timeout(3).await;
-    let set = sim.replset().unwrap().clone();
-    let mut run = drill_run(&set.uri(), SECS);
+    let (sim, set, mut run, (stop, watcher)) = replset_drill(SECS).await;
     let (stderr_path, log) = (run.stderr.clone(), run.log.clone());
     let http = run.http;
-    wait_status(http, "/readyz", 200, Duration::from_secs(30)).await;
-    let (stop, watcher) = watch_counters(http);
     tokio::time::sleep(Duration::from_secs(2)).await;
     let term = set.term();
     set.faults(0).set_error(Some(ErrorFault {
