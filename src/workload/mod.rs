@@ -21,6 +21,7 @@
 //! makes one or more [`Request`]s, each a single driver call ([`Action`])
 //! labelled with a step of the op ([`OpSpec`]).
 
+pub mod audit_keys;
 pub mod bounded;
 pub mod custom;
 pub mod footprint;
@@ -35,6 +36,7 @@ pub mod sysbench;
 pub mod validate;
 pub mod ycsb;
 
+pub use audit_keys::{AuditKeys, IntKeys};
 pub use bounded::BoundedInserts;
 pub use pick::{Mix, WeightedPick};
 
@@ -396,8 +398,8 @@ pub trait Workload: Send + Sync {
     }
     /// How the acknowledged-write audit maps this workload's `_id`s to its
     /// ledger's integer ids (integer `_id`s unless said otherwise).
-    fn audit_keys(&self) -> Arc<dyn crate::audit::AuditKeys> {
-        Arc::new(crate::audit::IntKeys)
+    fn audit_keys(&self) -> Arc<dyn AuditKeys> {
+        Arc::new(IntKeys)
     }
 }
 
@@ -422,8 +424,8 @@ pub trait Generator: Send + Sync {
     fn source(self: Arc<Self>, worker: u32, rng: SmallRng) -> Box<dyn OpSource>;
     /// How the acknowledged-write audit maps the kind's `_id`s to its
     /// ledger's integer ids (integer `_id`s unless said otherwise).
-    fn audit_keys(&self) -> Arc<dyn crate::audit::AuditKeys> {
-        Arc::new(crate::audit::IntKeys)
+    fn audit_keys(&self) -> Arc<dyn AuditKeys> {
+        Arc::new(IntKeys)
     }
 }
 
@@ -492,7 +494,7 @@ impl<G: Generator> Workload for Built<G> {
         self.keys.iter().map(|k| &**k).collect()
     }
 
-    fn audit_keys(&self) -> Arc<dyn crate::audit::AuditKeys> {
+    fn audit_keys(&self) -> Arc<dyn AuditKeys> {
         self.generator.audit_keys()
     }
 }
