@@ -12,6 +12,7 @@ mod driver;
 pub mod failover;
 pub(crate) mod family;
 mod probe;
+mod threshold;
 mod window;
 mod workload;
 
@@ -26,6 +27,7 @@ use prometheus::{
 pub use audit::AuditFamilies;
 pub use driver::{server_type_label, TopologyView, CHECKOUT_FAILURE_REASONS, SERVER_TYPES};
 pub use probe::{ProbeFamilies, LAG_BUCKETS};
+pub use threshold::ThresholdFamilies;
 pub use window::{LatencySummary, WindowConfig, WINDOW_QUANTILES};
 pub use workload::{OpMetrics, PrepareMetrics, RequestMetrics, WorkloadMetrics};
 
@@ -88,7 +90,7 @@ pub struct Metrics {
     failover: Arc<Failover>,
     audit: AuditFamilies,
     probe: ProbeFamilies,
-    thresholds: crate::threshold::monitor::ThresholdFamilies,
+    thresholds: ThresholdFamilies,
     run_info: IntGaugeVec,
     windows: Arc<WindowCollector>,
     /// The current stage of each workload name, shared by every
@@ -131,7 +133,7 @@ impl Metrics {
         audit.register(&registry)?;
         let probe = ProbeFamilies::with_series()?;
         probe.register(&registry)?;
-        let thresholds = crate::threshold::monitor::ThresholdFamilies::new()?;
+        let thresholds = ThresholdFamilies::new()?;
         thresholds.register(&registry)?;
 
         let windows = Arc::new(WindowCollector::new(window)?);
@@ -167,7 +169,7 @@ impl Metrics {
             failover::FailoverFamilies::NAMES,
             AuditFamilies::NAMES,
             ProbeFamilies::NAMES,
-            crate::threshold::monitor::ThresholdFamilies::NAMES,
+            ThresholdFamilies::NAMES,
             &[window::NAME],
         ]
         .concat()
@@ -249,7 +251,7 @@ impl Metrics {
     }
 
     /// The thresholds' families.
-    pub fn thresholds(&self) -> &crate::threshold::monitor::ThresholdFamilies {
+    pub fn thresholds(&self) -> &ThresholdFamilies {
         &self.thresholds
     }
 
