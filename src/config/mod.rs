@@ -93,7 +93,7 @@ use serde::Deserialize;
 
 pub use crate::workload::custom::{CustomConfig, CustomIndex, CustomOp, CustomOpKind};
 pub use crate::workload::insert_benchmark::InsertBenchmarkConfig;
-pub use crate::workload::kind::KindConfig;
+pub use crate::workload::kinds::KindConfig;
 pub use crate::workload::large_doc::LargeDocConfig;
 pub use crate::workload::mixed::MixedConfig;
 pub use crate::workload::name_num::{NameNumConfig, NameNumMode};
@@ -357,7 +357,7 @@ pub struct WorkloadConfig {
     pub name: String,
     /// The kind and its parameters: `kind = "…"` and the table
     /// `[workloads.<table>]` (defaults when absent).
-    #[serde(deserialize_with = "crate::workload::kind::kind_by_name")]
+    #[serde(deserialize_with = "crate::workload::kinds::kind_by_name")]
     pub kind: KindConfig,
     /// Open loop: at most this many operations in flight.
     #[serde(default = "default_max_inflight")]
@@ -425,7 +425,7 @@ impl<'de> Deserialize<'de> for WorkloadConfig {
                 map: A,
             ) -> Result<WorkloadConfig, A::Error> {
                 let mut tables = Vec::new();
-                let split = crate::workload::kind::split_tables(map, &mut tables);
+                let split = crate::workload::kinds::split_tables(map, &mut tables);
                 let mut w = WorkloadConfig::deserialize(
                     serde::de::value::MapAccessDeserializer::new(split),
                 )?;

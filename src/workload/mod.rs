@@ -28,6 +28,7 @@ pub mod footprint;
 pub mod gen;
 pub mod insert_benchmark;
 pub mod kind;
+pub mod kinds;
 pub mod large_doc;
 pub mod mixed;
 pub mod name_num;
