@@ -76,6 +76,7 @@
 //! keys and are ignored.
 
 mod audit;
+mod build;
 mod concerns;
 mod describe;
 mod load;
@@ -91,6 +92,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use crate::values::{ByteSize, KeyError};
 pub use crate::workload::custom::{CustomConfig, CustomIndex, CustomOp, CustomOpKind};
 pub use crate::workload::insert_benchmark::InsertBenchmarkConfig;
 pub use crate::workload::kinds::KindConfig;
@@ -100,11 +102,12 @@ pub use crate::workload::name_num::{NameNumConfig, NameNumMode};
 pub use crate::workload::sysbench::SysbenchConfig;
 pub use crate::workload::ycsb::{YcsbConfig, YcsbFieldType, YcsbLetter};
 pub use audit::DEFAULT_AUDIT_RATE;
+pub use build::BuildError;
 pub use concerns::{uri_w, ConcernSource, ReadConcernSpec, WriteAck, WriteConcernSpec};
 pub use describe::TIMELINE_HORIZON;
 pub use load::{default_path, load, load_with_env, parse_with_env, ConfigArg};
 pub use probe::LagProbeConfig;
-pub use types::{ByteSize, KeyError, LevelSpec};
+pub use types::LevelSpec;
 pub use uri::{driver_reason, redact_uri, scrub, uri_hosts, uri_user, SecretUri, UriUser};
 pub use workers::{check_workers, MAX_WORKERS};
 

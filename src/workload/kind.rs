@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use super::Workload;
-use crate::config::types::KeyError;
+use crate::values::KeyError;
 
 /// What every kind's parameters provide.
 pub trait Kind {

@@ -22,7 +22,7 @@ use serde::Deserialize as _;
 
 use super::kind::Kind;
 use super::{custom, insert_benchmark, large_doc, mixed, name_num, sysbench, ycsb, Workload};
-use crate::config::types::KeyError;
+use crate::values::KeyError;
 
 /// Declares [`KindConfig`] from one line per kind: its variant, its
 /// parameters type, its name in `kind = "…"` and its table key.

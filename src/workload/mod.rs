@@ -48,8 +48,6 @@ use mongodb::bson::Document;
 use rand::rngs::SmallRng;
 
 use crate::cluster::{Keys, Member};
-use crate::config::types::KeyError;
-use crate::config::WorkloadConfig;
 
 /// An `op` or `step` label: shared, cheap to clone, never leaked.
 pub type Label = Arc<str>;
@@ -506,39 +504,6 @@ impl<G> std::ops::Deref for Built<G> {
     fn deref(&self) -> &G {
         &self.generator
     }
-}
-
-/// A workload config that cannot be built (normally caught by config
-/// validation first): the workload, the key at fault and why.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("workload {workload:?}: {}: {}", .error.key, .error.reason)]
-pub struct BuildError {
-    /// The workload's name.
-    pub workload: String,
-    /// The key within the workload (`mixed.doc_size`) and the reason.
-    pub error: KeyError,
-}
-
-/// The seed of one start of a workload: `seed` when configured, else one
-/// drawn at random for this start. One rule for everything random in a
-/// workload: its documents ([`build_with_seed`]) and its workers' draws use
-/// the same seed (docs/configuration.md: `seed` defaults to random).
-pub fn run_seed(cfg: &WorkloadConfig) -> u64 {
-    cfg.seed.unwrap_or_else(rand::random)
-}
-
-/// Builds the workload a config describes, with its [`run_seed`].
-pub fn build(cfg: &WorkloadConfig) -> Result<Arc<dyn Workload>, BuildError> {
-    build_with_seed(cfg, run_seed(cfg))
-}
-
-/// Builds the workload a config describes, its documents made with `seed`
-/// (the seed its workers get too).
-pub fn build_with_seed(cfg: &WorkloadConfig, seed: u64) -> Result<Arc<dyn Workload>, BuildError> {
-    cfg.kind.build(seed).map_err(|error| BuildError {
-        workload: cfg.name.clone(),
-        error,
-    })
 }
 
 /// The BSON size of a document in bytes.

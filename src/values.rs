@@ -1,0 +1,140 @@
+//! The config's values shared below it: a size in bytes written with a
+//! unit, and the key error every layer reports (a key and a reason, the
+//! file name added by the config). A leaf: the config and the workload
+//! kinds' parameter tables both import it, neither the other for it.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+
+/// A key and reason before the file name is known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyError {
+    /// Dotted path of the key.
+    pub key: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl std::fmt::Display for KeyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.key, self.reason)
+    }
+}
+
+impl std::error::Error for KeyError {}
+
+impl KeyError {
+    pub(crate) fn new(key: impl Into<String>, reason: impl Into<String>) -> KeyError {
+        KeyError {
+            key: key.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The same error with its key under `prefix` (`mixed` + `doc_size`
+    /// = `mixed.doc_size`).
+    pub(crate) fn under(self, prefix: &str) -> KeyError {
+        KeyError {
+            key: format!("{prefix}.{}", self.key),
+            reason: self.reason,
+        }
+    }
+}
+
+/// A size in bytes, written as an integer or a string with a unit: `512`,
+/// `"76KB"`, `"1MiB"`, `"2 MB"`. KB/KiB/K mean 1024 bytes and MB/MiB/M
+/// 1024², as MongoDB documents sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ByteSize(pub u64);
+
+impl ByteSize {
+    /// The number of bytes.
+    pub fn bytes(self) -> u64 {
+        self.0
+    }
+}
+
+impl FromStr for ByteSize {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<ByteSize, String> {
+        let t = s.trim();
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let bad = || format!("not a byte size: {s:?} (e.g. 512, \"76KB\", \"1MiB\")");
+        let n: f64 = num.parse().map_err(|_| bad())?;
+        let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 1,
+            "k" | "kb" | "kib" => 1 << 10,
+            "m" | "mb" | "mib" => 1 << 20,
+            "g" | "gb" | "gib" => 1 << 30,
+            _ => return Err(bad()),
+        };
+        let bytes = n * mult as f64;
+        if !bytes.is_finite() || bytes > u64::MAX as f64 {
+            return Err(bad());
+        }
+        Ok(ByteSize(bytes.round() as u64))
+    }
+}
+
+impl fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0;
+        if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
+            write!(f, "{}MiB", b >> 20)
+        } else if b >= 1 << 10 && b.is_multiple_of(1 << 10) {
+            write!(f, "{}KiB", b >> 10)
+        } else {
+            write!(f, "{b}B")
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ByteSize, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = ByteSize;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a byte size: an integer or a string such as \"76KB\"")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ByteSize, E> {
+                Ok(ByteSize(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ByteSize, E> {
+                u64::try_from(v)
+                    .map(ByteSize)
+                    .map_err(|_| E::custom(format!("must not be negative, got {v}")))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ByteSize, E> {
+                v.parse().map_err(E::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_sizes_parse() {
+        assert_eq!("512".parse::<ByteSize>(), Ok(ByteSize(512)));
+        assert_eq!("76KB".parse::<ByteSize>(), Ok(ByteSize(76 * 1024)));
+        assert_eq!("1MiB".parse::<ByteSize>(), Ok(ByteSize(1 << 20)));
+        assert_eq!("2 mb".parse::<ByteSize>(), Ok(ByteSize(2 << 20)));
+        assert_eq!("1.5k".parse::<ByteSize>(), Ok(ByteSize(1536)));
+        assert!("12 parsecs".parse::<ByteSize>().is_err());
+        assert!("KB".parse::<ByteSize>().is_err());
+        assert!("".parse::<ByteSize>().is_err());
+        assert_eq!(ByteSize(76 * 1024).to_string(), "76KiB");
+        assert_eq!(ByteSize(1000).to_string(), "1000B");
+    }
+}
