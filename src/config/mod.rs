@@ -81,7 +81,6 @@ mod concerns;
 mod describe;
 mod load;
 mod probe;
-pub(crate) mod types;
 mod uri;
 mod validate;
 mod workers;
@@ -92,7 +91,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-pub use crate::values::{ByteSize, KeyError};
+pub use crate::values::{ByteSize, KeyError, LevelSpec};
 pub use crate::workload::custom::{CustomConfig, CustomIndex, CustomOp, CustomOpKind};
 pub use crate::workload::insert_benchmark::InsertBenchmarkConfig;
 pub use crate::workload::kinds::KindConfig;
@@ -107,7 +106,6 @@ pub use concerns::{uri_w, ConcernSource, ReadConcernSpec, WriteAck, WriteConcern
 pub use describe::TIMELINE_HORIZON;
 pub use load::{default_path, load, load_with_env, parse_with_env, ConfigArg};
 pub use probe::LagProbeConfig;
-pub use types::LevelSpec;
 pub use uri::{driver_reason, redact_uri, scrub, uri_hosts, uri_user, SecretUri, UriUser};
 pub use workers::{check_workers, MAX_WORKERS};
 

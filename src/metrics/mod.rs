@@ -12,7 +12,6 @@ mod driver;
 pub mod failover;
 pub(crate) mod family;
 mod probe;
-mod threshold;
 mod window;
 mod workload;
 
@@ -27,7 +26,6 @@ use prometheus::{
 pub use audit::AuditFamilies;
 pub use driver::{server_type_label, TopologyView, CHECKOUT_FAILURE_REASONS, SERVER_TYPES};
 pub use probe::{ProbeFamilies, LAG_BUCKETS};
-pub use threshold::ThresholdFamilies;
 pub use window::{LatencySummary, WindowConfig, WINDOW_QUANTILES};
 pub use workload::{OpMetrics, PrepareMetrics, RequestMetrics, WorkloadMetrics};
 
@@ -376,6 +374,20 @@ families! {
         pub(crate) prepare_errors: IntCounterVec = "mongoload_prepare_errors_total",
             "Failed prepare step attempts by error class.",
             labels ["workload", "kind"];
+    }
+}
+
+families! {
+    /// The thresholds' families (what they judge: [`crate::threshold`]),
+    /// set by each workload's threshold book.
+    #[derive(Clone)]
+    pub struct ThresholdFamilies {
+        pub(crate) ok: IntGaugeVec = "mongoload_threshold_ok",
+            "1 while a threshold passes over its sliding window (or has no data yet), 0 while it fails.",
+            labels ["workload", "threshold"];
+        pub(crate) breaches: IntCounterVec = "mongoload_threshold_breaches_total",
+            "Times a threshold crossed from passing into failing.",
+            labels ["workload", "threshold"];
     }
 }
 

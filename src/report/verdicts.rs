@@ -64,21 +64,8 @@ pub fn stage_verdicts(
 mod tests {
     use super::*;
     use crate::report::table::tests::report;
+    use crate::threshold::tests::threshold;
     use crate::threshold::{AbortScope, ThresholdConfig};
-
-    fn threshold(check: &str) -> Threshold {
-        ThresholdConfig {
-            check: check.into(),
-            op: None,
-            stage: None,
-            window: Duration::from_secs(60),
-            abort_on_fail: false,
-            grace: Duration::ZERO,
-            abort: AbortScope::Run,
-        }
-        .build(&[])
-        .unwrap()
-    }
 
     #[test]
     fn stage_verdicts_read_the_stage_report() {

@@ -429,10 +429,10 @@ impl CountWindow {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn threshold(check: &str) -> Threshold {
+    pub(crate) fn threshold(check: &str) -> Threshold {
         ThresholdConfig {
             check: check.into(),
             op: None,
