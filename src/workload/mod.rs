@@ -7,13 +7,14 @@
 //! (`params.rs`, implementing [`kind::Kind`]: validation, description,
 //! build) and its workload (`mod.rs`: a `build` function returning a
 //! [`Built`] and the kind's [`Generator`], which makes each worker's
-//! [`OpSource`]). [`kind`] lists the kinds; the pieces they share live
+//! [`OpSource`]). [`kinds`] lists the kinds; the pieces they share live
 //! once here: sequence-numbered, optionally bounded inserts
 //! ([`BoundedInserts`]), weighted choice ([`Mix`]), the prepare steps
 //! ([`PrepareStep::index`], [`PrepareStep::load`]), key and value
 //! generators ([`gen`]) and the parameter checks ([`validate`]).
 //!
-//! The engine builds a workload once ([`build`]), runs its
+//! The daemon builds a workload once from its config
+//! (`WorkloadConfig::build`, in `config/build.rs`); the engine runs its
 //! [`Workload::prepare`] steps in order, then asks for one [`OpSource`] per
 //! worker (or per pacer) and calls [`OpSource::next_op`] on the hot path.
 //!
