@@ -411,8 +411,13 @@ impl Catalog {
         &self.databases[db]
     }
 
-    /// The primary shard of `db` (created on first use).
+    /// The primary shard of `db` (created on first use). `admin` and
+    /// `config` are the config server's, not in `config.databases`: the
+    /// first shard answers for them.
     pub fn primary_of(&mut self, db: &str) -> usize {
+        if matches!(db, "admin" | "config") {
+            return 0;
+        }
         self.database(db).primary
     }
 
