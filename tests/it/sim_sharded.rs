@@ -390,7 +390,10 @@ async fn a_shard_step_down_fails_writes_to_that_shard_only() {
     let (mut failed, mut other_ok) = (0, 0);
     let started = Instant::now();
     for i in 0..20 {
-        if coll.insert_one(doc! {"x": -10 - i}).await.is_err() {
+        if let Err(e) = coll.insert_one(doc! {"x": -10 - i}).await {
+            // The old primary's NotWritablePrimary, then no primary to find.
+            let code = common::error_code(&e);
+            assert!(matches!(code, Some(10107 | 133)), "{e}");
             failed += 1;
         }
         coll.insert_one(doc! {"x": 10 + i}).await.unwrap();

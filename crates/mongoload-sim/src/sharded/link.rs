@@ -36,8 +36,8 @@ pub(crate) struct ShardLink {
 
 /// The reply of a shard that could not be reached: a command error, as a
 /// mongos reports it.
-pub(crate) fn unreachable(code: i32, message: String) -> Document {
-    crate::commands::CmdError::new(code, crate::commands::code_name(code), message).to_doc()
+pub(crate) fn unreachable(code: i32, code_name: &'static str, message: String) -> Document {
+    crate::commands::CmdError::new(code, code_name, message).to_doc()
 }
 
 impl ShardLink {
@@ -62,6 +62,7 @@ impl ShardLink {
         let Some(m) = self.find_primary().await else {
             return unreachable(
                 133,
+                "FailedToSatisfyReadPreference",
                 format!(
                     "Could not find host matching read preference {{ mode: \"primary\" }} for set of {}",
                     self.hosts()
@@ -88,6 +89,7 @@ impl ShardLink {
                 self.forget(m);
                 unreachable(
                     6,
+                    "HostUnreachable",
                     format!(
                         "HostUnreachable: connection to {} failed: {e}",
                         self.members[m]

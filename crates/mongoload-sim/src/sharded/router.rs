@@ -78,8 +78,17 @@ fn reply_error(reply: &Document) -> CmdError {
         commands::code_name(code),
         reply.get_str("errmsg").unwrap_or("shard error").to_owned(),
     );
+    // The shard's own codeName (the simulator's table of names is short)
+    // and labels go through as they came.
+    let mut extra = Document::new();
+    if let Ok(name) = reply.get_str("codeName") {
+        extra.insert("codeName", name);
+    }
     if let Ok(labels) = reply.get_array("errorLabels") {
-        e.extra = Some(Box::new(doc! { "errorLabels": labels.clone() }));
+        extra.insert("errorLabels", labels.clone());
+    }
+    if !extra.is_empty() {
+        e.extra = Some(Box::new(extra));
     }
     e
 }
