@@ -124,6 +124,42 @@ async fn driver_sees_mongos_and_hashed_id_spreads_over_shards() {
         assert_eq!(d.get_i32("_id").unwrap(), id);
     }
 
+    // Targeted reads reach one shard each, a scatter-gather read every
+    // shard: the shards' own query counters say so.
+    let queries = |i: usize| {
+        let uri = cluster.shard(i).uri();
+        async move {
+            let s = client(&uri).await;
+            let status = admin(&s, doc! {"serverStatus": 1}).await;
+            status
+                .get_document("opcounters")
+                .unwrap()
+                .get_i64("query")
+                .unwrap()
+        }
+    };
+    let before = [queries(0).await, queries(1).await];
+    for id in 0..50 {
+        coll.find_one(doc! {"_id": id}).await.unwrap().unwrap();
+    }
+    let targeted = [queries(0).await - before[0], queries(1).await - before[1]];
+    assert_eq!(
+        targeted[0] + targeted[1],
+        50,
+        "one shard per read: {targeted:?}"
+    );
+    assert!(targeted[0] > 0 && targeted[1] > 0, "{targeted:?}");
+    all(&coll, doc! {"v": 3}, None).await;
+    let scattered = [
+        queries(0).await - before[0] - targeted[0],
+        queries(1).await - before[1] - targeted[1],
+    ];
+    assert_eq!(
+        scattered,
+        [1, 1],
+        "a filter without the key goes to every shard"
+    );
+
     let config = c.database("config");
     let colls = all(
         &config.collection("collections"),
@@ -413,6 +449,51 @@ async fn a_shard_step_down_fails_writes_to_that_shard_only() {
     .await;
     assert_eq!(on_shard(&sim, high, "w", "t").await, 21);
     assert!(on_shard(&sim, low, "w", "t").await >= 2);
+}
+
+/// A frozen shard stalls the requests routed to it, not those routed to
+/// the other shard; thawed, the stalled write completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_shard_stalls_only_its_own_requests() {
+    let sim = cluster(2, 1, 1).await;
+    let cluster = sim.sharded().unwrap();
+    let c = client(&sim.uri()).await;
+    admin(&c, doc! {"shardCollection": "f.t", "key": {"x": 1}}).await;
+    admin(&c, doc! {"split": "f.t", "middle": {"x": 0}}).await;
+    let low = cluster.chunks("f.t")[0].shard;
+    let high = 1 - low;
+    admin(
+        &c,
+        doc! {"moveChunk": "f.t", "find": {"x": 5}, "to": cluster.shard_name(high)},
+    )
+    .await;
+    let coll = c.database("f").collection::<Document>("t");
+    coll.insert_one(doc! {"x": -1}).await.unwrap();
+    assert!(cluster.shard(low).faults().freeze());
+    let stalled = tokio::spawn({
+        let coll = coll.clone();
+        async move { coll.insert_one(doc! {"x": -2}).await }
+    });
+    let started = Instant::now();
+    for i in 0..20 {
+        coll.insert_one(doc! {"x": 10 + i}).await.unwrap();
+    }
+    assert_eq!(
+        coll.count_documents(doc! {"x": {"$gte": 0}}).await.unwrap(),
+        20
+    );
+    tokio::time::sleep(Duration::from_millis(300).saturating_sub(started.elapsed())).await;
+    assert!(
+        !stalled.is_finished(),
+        "the write to the frozen shard waits"
+    );
+    assert!(cluster.shard(low).faults().thaw());
+    tokio::time::timeout(Duration::from_secs(10), stalled)
+        .await
+        .expect("the stalled write completes once thawed")
+        .unwrap()
+        .unwrap();
+    assert_eq!(on_shard(&sim, low, "f", "t").await, 2);
 }
 
 /// With the balancer on, a running insert and find load loses no
