@@ -604,11 +604,16 @@ fn pymongo_uses_the_sharded_sim_binary() {
     let _sim = spawn_sim(port, &["--sharded", "--shards", "2", "--mongos", "2"]);
     let uri = format!("mongodb://127.0.0.1:{port},127.0.0.1:{}/", port + 1);
     let script = r#"
-import sys
+import sys, time
 from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 c = MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000)
 c.admin.command("ping")
+# Each router is checked by its own monitor: wait until both were.
+deadline = time.monotonic() + 10
+while any(s.server_type_name == "Unknown" for s in c.topology_description.server_descriptions().values()):
+    assert time.monotonic() < deadline, c.topology_description
+    time.sleep(0.05)
 td = c.topology_description
 assert td.topology_type_name == "Sharded", td.topology_type_name
 assert all(s.server_type_name == "Mongos" for s in td.server_descriptions().values()), td
