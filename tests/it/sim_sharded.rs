@@ -270,6 +270,13 @@ async fn ranged_key_split_and_move_chunk_put_a_range_on_the_other_shard() {
         .await
         .unwrap_err();
     assert_eq!(common::error_code(&e), Some(61));
+    // A router is no replica-set member, though its shards are.
+    let e = c
+        .database("admin")
+        .run_command(doc! {"replSetGetStatus": 1})
+        .await
+        .unwrap_err();
+    assert_eq!(common::error_code(&e), Some(59));
 }
 
 /// Targeted and scatter-gather reads (sort, skip, limit, projection,

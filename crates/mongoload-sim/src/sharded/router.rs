@@ -293,8 +293,23 @@ impl Cluster {
             "createIndexes" | "dropIndexes" | "deleteIndexes" => {
                 self.indexes(&db, &name, &body).await
             }
+            // A mongos has no replica-set commands.
+            "replSetGetStatus" | "replSetStepDown" | "replSetGetConfig" | "replSetFreeze"
+            | "replSetReconfig" | "replSetInitiate" => Err(CmdError::new(
+                59,
+                "CommandNotFound",
+                format!("no such cmd: {name}"),
+            )),
             _ => {
-                let primary = lock(&self.catalog).primary_of(&db);
+                // renameCollection runs on admin but belongs to its
+                // namespace's database.
+                let home = match body.get_str("renameCollection") {
+                    Ok(ns) if name == "renameCollection" => {
+                        ns.split_once('.').map_or(db.clone(), |(d, _)| d.to_owned())
+                    }
+                    _ => db.clone(),
+                };
+                let primary = lock(&self.catalog).primary_of(&home);
                 Ok(self.links[primary].run(&forwarded(&body, 0)).await)
             }
         };
