@@ -458,6 +458,53 @@ async fn a_shard_step_down_fails_writes_to_that_shard_only() {
     assert!(on_shard(&sim, low, "w", "t").await >= 2);
 }
 
+/// Clients authenticate to the routers (SCRAM), as to any simulator:
+/// without credentials a router refuses the command, with them it routes
+/// it (the routers reach the shards without authentication).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_authenticate_to_the_routers() {
+    let config = SimConfig {
+        auth: Some(sim::AuthUser {
+            user: "app".into(),
+            password: "s3cret".into(),
+        }),
+        ..SimConfig::default()
+    };
+    let sim = sim::start_sharded(config, ShardedConfig::new(2, 1, 2))
+        .await
+        .unwrap();
+    let anonymous = client(&sim.uri()).await;
+    let e = anonymous
+        .database("a")
+        .collection::<Document>("t")
+        .insert_one(doc! {"x": 1})
+        .await
+        .unwrap_err();
+    assert_eq!(common::error_code(&e), Some(13));
+    let hosts: Vec<String> = sim
+        .sharded()
+        .unwrap()
+        .routers()
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    let c = client(&format!("mongodb://app:s3cret@{}/", hosts.join(","))).await;
+    admin(
+        &c,
+        doc! {"shardCollection": "a.t", "key": {"_id": "hashed"}},
+    )
+    .await;
+    let coll = c.database("a").collection::<Document>("t");
+    coll.insert_many((0..100).map(|i| doc! {"_id": i}))
+        .await
+        .unwrap();
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 100);
+    assert_eq!(
+        on_shard(&sim, 0, "a", "t").await + on_shard(&sim, 1, "a", "t").await,
+        100
+    );
+}
+
 /// A frozen shard stalls the requests routed to it, not those routed to
 /// the other shard; thawed, the stalled write completes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -21,7 +21,7 @@ use crate::wire::{self, Request, HEADER_LEN};
 const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Connections kept open per shard member.
-const POOL_MAX: usize = 64;
+const POOL_MAX: usize = 256;
 
 /// One shard as a router reaches it.
 pub(crate) struct ShardLink {
