@@ -4,10 +4,12 @@
 //! double and demo target, never a database: no persistence, no real
 //! transactions.
 //!
-//! In Rust: [`start`] a simulator (or [`start_replset`] a replica set),
-//! keep the [`SimHandle`], point a driver at [`SimHandle::uri`], change
-//! faults through [`SimHandle::faults`] and drive elections through
-//! [`SimHandle::replset`]. With [`SimConfig::auth`] clients must
+//! In Rust: [`start`] a simulator (or [`start_replset`] a replica set, or
+//! [`start_sharded`] a sharded cluster), keep the [`SimHandle`], point a
+//! driver at [`SimHandle::uri`], change faults through
+//! [`SimHandle::faults`], drive elections through [`SimHandle::replset`]
+//! and reach a cluster's shards, chunks and migrations through
+//! [`SimHandle::sharded`]. With [`SimConfig::auth`] clients must
 //! authenticate (SCRAM), with [`SimConfig::tls`] they connect over TLS
 //! (every member of a replica set alike).
 #![forbid(unsafe_code)]
