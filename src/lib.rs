@@ -24,6 +24,7 @@ pub mod report;
 pub mod schedule;
 pub mod threshold;
 pub mod throttle;
+pub mod values;
 pub mod workload;
 
 /// The simulator, a crate of its own in this workspace (`crates/mongoload-sim`):

@@ -1,53 +1,15 @@
 //! What a request does to the audit's ledger, read off its action: the
 //! `_id`s an insert adds once acknowledged, the `_id`s a delete removes on
-//! purpose (from its filter: a value, `$in`, or a range), and the mapping
-//! between document `_id`s and the ledger's integer ids. Pure: tested on
-//! plain values.
+//! purpose (from its filter: a value, `$in`, or a range), with the
+//! workload's mapping between document `_id`s and the ledger's integer ids
+//! ([`AuditKeys`]). Pure: tested on plain values.
 
 use std::ops::Range;
 
 use mongodb::bson::{Bson, Document};
 
-use crate::workload::Action;
-
-/// Maps a workload's document `_id`s to the ledger's integer ids and back.
-/// Workloads with integer `_id`s (every kind but YCSB) use [`IntKeys`].
-pub trait AuditKeys: Send + Sync {
-    /// The ledger id of the `_id` of a document about to be inserted, or
-    /// named by a delete; `None` for an `_id` the audit does not follow.
-    /// Called once per inserted document (YCSB's keys forget it then).
-    fn ledger_id(&self, id: &Bson) -> Option<u64>;
-    /// The document `_id` of a ledger id.
-    fn key(&self, id: u64) -> Bson;
-    /// Whether ids are integers ordered like the `_id`s, so a delete by
-    /// `_id` range deletes that range of ledger ids.
-    fn ordered(&self) -> bool {
-        true
-    }
-}
-
-/// `_id`s that are non-negative integers: the ledger id is the `_id`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct IntKeys;
-
-impl AuditKeys for IntKeys {
-    fn ledger_id(&self, id: &Bson) -> Option<u64> {
-        int_id(id)
-    }
-
-    fn key(&self, id: u64) -> Bson {
-        Bson::Int64(i64::try_from(id).unwrap_or(i64::MAX))
-    }
-}
-
-fn int_id(id: &Bson) -> Option<u64> {
-    match id {
-        Bson::Int64(i) => u64::try_from(*i).ok(),
-        Bson::Int32(i) => u64::try_from(*i).ok(),
-        Bson::Double(d) if *d >= 0.0 && d.fract() == 0.0 && *d < u64::MAX as f64 => Some(*d as u64),
-        _ => None,
-    }
-}
+use crate::workload::audit_keys::int_id;
+use crate::workload::{Action, AuditKeys};
 
 /// A set of ledger ids.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -217,6 +179,7 @@ fn deleted(filter: &Document, keys: &dyn AuditKeys) -> Option<Option<Ids>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::IntKeys;
     use mongodb::bson::doc;
 
     fn delete(filter: Document) -> Effect {

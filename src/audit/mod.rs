@@ -36,10 +36,10 @@ use tokio::sync::Notify;
 
 use crate::error_kind::ErrorKind;
 use crate::metrics::audit::AuditFamilies;
-use crate::workload::Action;
+use crate::workload::{Action, AuditKeys};
 
 pub use book::Book;
-pub use ids::{AuditKeys, Effect, Ids, IntKeys};
+pub use ids::{Effect, Ids};
 pub use ledger::{Cursor, Ledger};
 
 /// Ids checked by one `find` (`_id: {$in: […]}`).
@@ -345,6 +345,7 @@ impl Audit {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::IntKeys;
     use mongodb::bson::doc;
 
     async fn audit() -> Arc<Audit> {

@@ -5,8 +5,8 @@
 
 use serde::Serialize;
 
-use crate::config::Config;
-use crate::workload::{self, bson_len, PrepareStep};
+use crate::config::{BuildError, Config};
+use crate::workload::{bson_len, PrepareStep};
 
 /// What one collection receives from a workload's prepare steps.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -40,12 +40,12 @@ const SAMPLES: u64 = 5;
 
 /// The prepare plan of every workload of `config`, in config order. A
 /// workload that cannot be built (normally caught by validation) is an error.
-pub fn prepare_plan(config: &Config) -> Result<Vec<WorkloadPlan>, workload::BuildError> {
+pub fn prepare_plan(config: &Config) -> Result<Vec<WorkloadPlan>, BuildError> {
     config
         .workloads
         .iter()
         .map(|w| {
-            let built = workload::build(w)?;
+            let built = w.build()?;
             let names = built.collections();
             let mut collections: Vec<CollectionPlan> = Vec::new();
             for step in built.prepare() {

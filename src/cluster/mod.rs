@@ -11,7 +11,6 @@ pub mod coord;
 pub mod epoch;
 pub mod keys;
 pub mod metrics;
-pub mod prepare;
 mod share;
 
 use std::time::Duration;

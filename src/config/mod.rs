@@ -76,11 +76,11 @@
 //! keys and are ignored.
 
 mod audit;
+mod build;
 mod concerns;
 mod describe;
 mod load;
 mod probe;
-pub(crate) mod types;
 mod uri;
 mod validate;
 mod workers;
@@ -91,20 +91,21 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use crate::values::{ByteSize, KeyError, LevelSpec};
 pub use crate::workload::custom::{CustomConfig, CustomIndex, CustomOp, CustomOpKind};
 pub use crate::workload::insert_benchmark::InsertBenchmarkConfig;
-pub use crate::workload::kind::KindConfig;
+pub use crate::workload::kinds::KindConfig;
 pub use crate::workload::large_doc::LargeDocConfig;
 pub use crate::workload::mixed::MixedConfig;
 pub use crate::workload::name_num::{NameNumConfig, NameNumMode};
 pub use crate::workload::sysbench::SysbenchConfig;
 pub use crate::workload::ycsb::{YcsbConfig, YcsbFieldType, YcsbLetter};
 pub use audit::DEFAULT_AUDIT_RATE;
+pub use build::BuildError;
 pub use concerns::{uri_w, ConcernSource, ReadConcernSpec, WriteAck, WriteConcernSpec};
 pub use describe::TIMELINE_HORIZON;
 pub use load::{default_path, load, load_with_env, parse_with_env, ConfigArg};
 pub use probe::LagProbeConfig;
-pub use types::{ByteSize, KeyError, LevelSpec};
 pub use uri::{driver_reason, redact_uri, scrub, uri_hosts, uri_user, SecretUri, UriUser};
 pub use workers::{check_workers, MAX_WORKERS};
 
@@ -357,7 +358,7 @@ pub struct WorkloadConfig {
     pub name: String,
     /// The kind and its parameters: `kind = "…"` and the table
     /// `[workloads.<table>]` (defaults when absent).
-    #[serde(deserialize_with = "crate::workload::kind::kind_by_name")]
+    #[serde(deserialize_with = "crate::workload::kinds::kind_by_name")]
     pub kind: KindConfig,
     /// Open loop: at most this many operations in flight.
     #[serde(default = "default_max_inflight")]
@@ -425,7 +426,7 @@ impl<'de> Deserialize<'de> for WorkloadConfig {
                 map: A,
             ) -> Result<WorkloadConfig, A::Error> {
                 let mut tables = Vec::new();
-                let split = crate::workload::kind::split_tables(map, &mut tables);
+                let split = crate::workload::kinds::split_tables(map, &mut tables);
                 let mut w = WorkloadConfig::deserialize(
                     serde::de::value::MapAccessDeserializer::new(split),
                 )?;

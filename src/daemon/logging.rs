@@ -37,7 +37,7 @@ pub fn init(default_level: &str) -> LogSink {
 
 /// As [`init`]; outside the journal, records go through `terminal` (live
 /// progress is shown on it) instead of straight to stderr.
-pub fn init_with(default_level: &str, terminal: Option<crate::progress::Terminal>) -> LogSink {
+pub fn init_with(default_level: &str, terminal: Option<super::terminal::Terminal>) -> LogSink {
     let filter = filter(std::env::var("RUST_LOG").ok().as_deref(), default_level);
     if stderr_is_journal() {
         match tracing_journald::layer() {

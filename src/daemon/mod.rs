@@ -12,6 +12,7 @@ pub mod service;
 pub mod side_runtime;
 pub mod status;
 pub mod supervisor;
+pub mod terminal;
 pub mod writable;
 
 mod start;

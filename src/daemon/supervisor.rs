@@ -285,11 +285,12 @@ pub fn build(config: &Config) -> Result<Vec<Built>, ReloadError> {
                 name: w.name.clone(),
                 reason,
             };
-            let seed = crate::workload::run_seed(w);
+            let seed = w.run_seed();
             if w.seed.is_none() {
                 tracing::info!(workload = %w.name, seed, "no seed configured: this start draws {seed}");
             }
-            let workload = crate::workload::build_with_seed(w, seed)
+            let workload = w
+                .build_with_seed(seed)
                 .map_err(|e| err(format!("{}: {}", e.error.key, e.error.reason)))?;
             // A cluster member inserts keys of its own.
             crate::workload::join(workload.as_ref(), config.cluster.member());
@@ -718,7 +719,7 @@ duration = "1m"
             "documents follow the drawn seed, as the workers do"
         );
         for b in &starts {
-            let again = crate::workload::build_with_seed(&b.config, b.seed).unwrap();
+            let again = b.config.build_with_seed(b.seed).unwrap();
             assert_eq!(
                 first_loaded(b.workload.as_ref()),
                 first_loaded(again.as_ref())
@@ -728,7 +729,7 @@ duration = "1m"
         let seeded = parse(&BASE.replacen("kind = \"mixed\"", "kind = \"mixed\"\nseed = 7", 1));
         let b = build(&seeded).unwrap().remove(0);
         assert_eq!(b.seed, 7);
-        let again = crate::workload::build_with_seed(&b.config, 7).unwrap();
+        let again = b.config.build_with_seed(7).unwrap();
         assert_eq!(
             first_loaded(b.workload.as_ref()),
             first_loaded(again.as_ref())

@@ -12,6 +12,7 @@
 mod controller;
 mod count;
 mod prepare;
+mod prepare_lease;
 mod status;
 mod worker;
 
@@ -205,10 +206,11 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
 
     let monitor_stop = cancel.child_token();
     let monitor = run.thresholds.clone().map(|book| {
+        let status = run.status.clone();
         tokio::spawn(crate::threshold::monitor::watch(
             book,
             run.metrics.clone(),
-            run.status.clone(),
+            move || status.totals(),
             monitor_stop.clone(),
             cancel.clone(),
             run.run_cancel.clone(),

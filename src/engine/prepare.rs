@@ -15,12 +15,12 @@ use crate::workload::PrepareStep;
 pub const PREPARE_RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// Runs the prepare steps: all of them alone, in a cluster under the
-/// prepare lease ([`crate::cluster::prepare`]). Returns false when
+/// prepare lease ([`super::prepare_lease`]). Returns false when
 /// cancelled first.
 pub(super) async fn prepare(run: &WorkloadRun, cancel: &CancellationToken) -> bool {
     match &run.cluster {
         None => prepare_steps(run, cancel, &run.workload.prepare()).await,
-        Some(c) => crate::cluster::prepare::run(run, c, cancel).await,
+        Some(c) => super::prepare_lease::run(run, c, cancel).await,
     }
 }
 

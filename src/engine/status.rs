@@ -115,6 +115,15 @@ impl StageState {
 }
 
 impl WorkloadStatus {
+    /// The operations ok, in error and missed so far.
+    pub fn totals(&self) -> (u64, u64, u64) {
+        (
+            self.ok.load(Ordering::Relaxed),
+            self.errors.load(Ordering::Relaxed),
+            self.missed.load(Ordering::Relaxed),
+        )
+    }
+
     pub fn stage(&self) -> StageLabel {
         self.stage.lock().map(|s| s.clone()).unwrap_or_default()
     }

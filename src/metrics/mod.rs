@@ -88,7 +88,7 @@ pub struct Metrics {
     failover: Arc<Failover>,
     audit: AuditFamilies,
     probe: ProbeFamilies,
-    thresholds: crate::threshold::monitor::ThresholdFamilies,
+    thresholds: ThresholdFamilies,
     run_info: IntGaugeVec,
     windows: Arc<WindowCollector>,
     /// The current stage of each workload name, shared by every
@@ -131,7 +131,7 @@ impl Metrics {
         audit.register(&registry)?;
         let probe = ProbeFamilies::with_series()?;
         probe.register(&registry)?;
-        let thresholds = crate::threshold::monitor::ThresholdFamilies::new()?;
+        let thresholds = ThresholdFamilies::new()?;
         thresholds.register(&registry)?;
 
         let windows = Arc::new(WindowCollector::new(window)?);
@@ -167,7 +167,7 @@ impl Metrics {
             failover::FailoverFamilies::NAMES,
             AuditFamilies::NAMES,
             ProbeFamilies::NAMES,
-            crate::threshold::monitor::ThresholdFamilies::NAMES,
+            ThresholdFamilies::NAMES,
             &[window::NAME],
         ]
         .concat()
@@ -249,7 +249,7 @@ impl Metrics {
     }
 
     /// The thresholds' families.
-    pub fn thresholds(&self) -> &crate::threshold::monitor::ThresholdFamilies {
+    pub fn thresholds(&self) -> &ThresholdFamilies {
         &self.thresholds
     }
 
@@ -374,6 +374,20 @@ families! {
         pub(crate) prepare_errors: IntCounterVec = "mongoload_prepare_errors_total",
             "Failed prepare step attempts by error class.",
             labels ["workload", "kind"];
+    }
+}
+
+families! {
+    /// The thresholds' families (what they judge: [`crate::threshold`]),
+    /// set by each workload's threshold book.
+    #[derive(Clone)]
+    pub struct ThresholdFamilies {
+        pub(crate) ok: IntGaugeVec = "mongoload_threshold_ok",
+            "1 while a threshold passes over its sliding window (or has no data yet), 0 while it fails.",
+            labels ["workload", "threshold"];
+        pub(crate) breaches: IntCounterVec = "mongoload_threshold_breaches_total",
+            "Times a threshold crossed from passing into failing.",
+            labels ["workload", "threshold"];
     }
 }
 

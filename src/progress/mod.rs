@@ -9,7 +9,6 @@
 //! through the same [`Terminal`], so the two never cut into each other.
 
 pub mod render;
-pub mod terminal;
 
 use std::io::IsTerminal;
 use std::sync::{Arc, PoisonError};
@@ -18,12 +17,12 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::daemon::supervisor::Slots;
+use crate::daemon::terminal::Terminal;
 use crate::daemon::Running;
 use crate::error_kind::ErrorKind;
 use crate::failover::{Failover, UNCONFIRMED_GRACE};
 use crate::report::ReportTap;
 use render::WorkloadSample;
-pub use terminal::Terminal;
 
 /// How often the bars are redrawn and failovers looked for.
 const TICK: Duration = Duration::from_secs(1);

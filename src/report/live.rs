@@ -288,7 +288,7 @@ impl StageFigures {
         }
         if let Some(book) = &self.ctx.extras.thresholds {
             let breaches = book.stage_breaches(&r.stage);
-            r.thresholds = crate::threshold::stage_verdicts(&r, book.thresholds(), |name| {
+            r.thresholds = super::verdicts::stage_verdicts(&r, book.thresholds(), |name| {
                 book.thresholds()
                     .iter()
                     .position(|t| t.name == name)

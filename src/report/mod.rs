@@ -13,6 +13,7 @@ pub mod significance;
 mod stats;
 pub mod table;
 pub mod tap;
+pub mod verdicts;
 pub mod writer;
 
 use std::io::{BufRead, Write};

@@ -15,25 +15,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use prometheus::{IntCounterVec, IntGaugeVec};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use super::{AbortScope, CountWindow, Figures, Threshold, Tracker};
-use crate::metrics::WorkloadMetrics;
-
-crate::metrics::family::families! {
-    /// `mongoload_threshold_ok` and `mongoload_threshold_breaches_total`.
-    #[derive(Clone)]
-    pub struct ThresholdFamilies {
-        ok: IntGaugeVec = "mongoload_threshold_ok",
-            "1 while a threshold passes over its sliding window (or has no data yet), 0 while it fails.",
-            labels ["workload", "threshold"];
-        breaches: IntCounterVec = "mongoload_threshold_breaches_total",
-            "Times a threshold crossed from passing into failing.",
-            labels ["workload", "threshold"];
-    }
-}
+use crate::metrics::{ThresholdFamilies, WorkloadMetrics};
 
 /// One threshold's state as `/status` shows it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -197,12 +183,14 @@ impl ThresholdBook {
     }
 }
 
-/// Watches `book`'s thresholds once a second until `stop` fires. An
-/// abort cancels `workload` (this workload) or `run` (all of them).
+/// Watches `book`'s thresholds once a second until `stop` fires, the
+/// counts read from `totals` (the workload's operations ok, in error and
+/// missed so far). An abort cancels `workload` (this workload) or `run`
+/// (all of them).
 pub async fn watch(
     book: Arc<ThresholdBook>,
     metrics: WorkloadMetrics,
-    status: Arc<crate::engine::WorkloadStatus>,
+    totals: impl Fn() -> (u64, u64, u64),
     stop: CancellationToken,
     workload: CancellationToken,
     run: CancellationToken,
@@ -239,12 +227,8 @@ pub async fn watch(
             per_op.iter_mut().for_each(CountWindow::clear);
             stage = now_stage;
         }
-        all.push_totals(
-            status.ok.load(Ordering::Relaxed),
-            status.errors.load(Ordering::Relaxed),
-            status.missed.load(Ordering::Relaxed),
-            keep,
-        );
+        let (ok, errors, missed) = totals();
+        all.push_totals(ok, errors, missed, keep);
         for (w, o) in per_op.iter_mut().zip(metrics.ops()) {
             w.push_totals(o.ok_total(), o.error_total(), 0, keep);
         }

@@ -7,13 +7,14 @@
 //! (`params.rs`, implementing [`kind::Kind`]: validation, description,
 //! build) and its workload (`mod.rs`: a `build` function returning a
 //! [`Built`] and the kind's [`Generator`], which makes each worker's
-//! [`OpSource`]). [`kind`] lists the kinds; the pieces they share live
+//! [`OpSource`]). [`kinds`] lists the kinds; the pieces they share live
 //! once here: sequence-numbered, optionally bounded inserts
 //! ([`BoundedInserts`]), weighted choice ([`Mix`]), the prepare steps
 //! ([`PrepareStep::index`], [`PrepareStep::load`]), key and value
 //! generators ([`gen`]) and the parameter checks ([`validate`]).
 //!
-//! The engine builds a workload once ([`build`]), runs its
+//! The daemon builds a workload once from its config
+//! (`WorkloadConfig::build`, in `config/build.rs`); the engine runs its
 //! [`Workload::prepare`] steps in order, then asks for one [`OpSource`] per
 //! worker (or per pacer) and calls [`OpSource::next_op`] on the hot path.
 //!
@@ -21,12 +22,14 @@
 //! makes one or more [`Request`]s, each a single driver call ([`Action`])
 //! labelled with a step of the op ([`OpSpec`]).
 
+pub mod audit_keys;
 pub mod bounded;
 pub mod custom;
 pub mod footprint;
 pub mod gen;
 pub mod insert_benchmark;
 pub mod kind;
+pub mod kinds;
 pub mod large_doc;
 pub mod mixed;
 pub mod name_num;
@@ -35,6 +38,7 @@ pub mod sysbench;
 pub mod validate;
 pub mod ycsb;
 
+pub use audit_keys::{AuditKeys, IntKeys};
 pub use bounded::BoundedInserts;
 pub use pick::{Mix, WeightedPick};
 
@@ -45,8 +49,6 @@ use mongodb::bson::Document;
 use rand::rngs::SmallRng;
 
 use crate::cluster::{Keys, Member};
-use crate::config::types::KeyError;
-use crate::config::WorkloadConfig;
 
 /// An `op` or `step` label: shared, cheap to clone, never leaked.
 pub type Label = Arc<str>;
@@ -396,8 +398,8 @@ pub trait Workload: Send + Sync {
     }
     /// How the acknowledged-write audit maps this workload's `_id`s to its
     /// ledger's integer ids (integer `_id`s unless said otherwise).
-    fn audit_keys(&self) -> Arc<dyn crate::audit::AuditKeys> {
-        Arc::new(crate::audit::IntKeys)
+    fn audit_keys(&self) -> Arc<dyn AuditKeys> {
+        Arc::new(IntKeys)
     }
 }
 
@@ -422,8 +424,8 @@ pub trait Generator: Send + Sync {
     fn source(self: Arc<Self>, worker: u32, rng: SmallRng) -> Box<dyn OpSource>;
     /// How the acknowledged-write audit maps the kind's `_id`s to its
     /// ledger's integer ids (integer `_id`s unless said otherwise).
-    fn audit_keys(&self) -> Arc<dyn crate::audit::AuditKeys> {
-        Arc::new(crate::audit::IntKeys)
+    fn audit_keys(&self) -> Arc<dyn AuditKeys> {
+        Arc::new(IntKeys)
     }
 }
 
@@ -492,7 +494,7 @@ impl<G: Generator> Workload for Built<G> {
         self.keys.iter().map(|k| &**k).collect()
     }
 
-    fn audit_keys(&self) -> Arc<dyn crate::audit::AuditKeys> {
+    fn audit_keys(&self) -> Arc<dyn AuditKeys> {
         self.generator.audit_keys()
     }
 }
@@ -503,39 +505,6 @@ impl<G> std::ops::Deref for Built<G> {
     fn deref(&self) -> &G {
         &self.generator
     }
-}
-
-/// A workload config that cannot be built (normally caught by config
-/// validation first): the workload, the key at fault and why.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("workload {workload:?}: {}: {}", .error.key, .error.reason)]
-pub struct BuildError {
-    /// The workload's name.
-    pub workload: String,
-    /// The key within the workload (`mixed.doc_size`) and the reason.
-    pub error: KeyError,
-}
-
-/// The seed of one start of a workload: `seed` when configured, else one
-/// drawn at random for this start. One rule for everything random in a
-/// workload: its documents ([`build_with_seed`]) and its workers' draws use
-/// the same seed (docs/configuration.md: `seed` defaults to random).
-pub fn run_seed(cfg: &WorkloadConfig) -> u64 {
-    cfg.seed.unwrap_or_else(rand::random)
-}
-
-/// Builds the workload a config describes, with its [`run_seed`].
-pub fn build(cfg: &WorkloadConfig) -> Result<Arc<dyn Workload>, BuildError> {
-    build_with_seed(cfg, run_seed(cfg))
-}
-
-/// Builds the workload a config describes, its documents made with `seed`
-/// (the seed its workers get too).
-pub fn build_with_seed(cfg: &WorkloadConfig, seed: u64) -> Result<Arc<dyn Workload>, BuildError> {
-    cfg.kind.build(seed).map_err(|error| BuildError {
-        workload: cfg.name.clone(),
-        error,
-    })
 }
 
 /// The BSON size of a document in bytes.

@@ -452,10 +452,7 @@ async fn unreachable_at_start_runs_and_becomes_ready_later() {
         std::iter::empty(),
     )
     .unwrap();
-    let steps = mongoload::workload::build(&cfg.workloads[0])
-        .unwrap()
-        .prepare()
-        .len();
+    let steps = cfg.workloads[0].build().unwrap().prepare().len();
     assert_eq!(prepare_steps(&page, "ok"), steps as f64);
     running.stop();
     let _ = tokio::time::timeout(Duration::from_secs(10), running.wait()).await;

@@ -28,6 +28,7 @@ mod http_metrics;
 mod isolation;
 mod kubernetes;
 mod lag_probe;
+mod layers;
 mod packaging;
 mod percentiles;
 mod progress;

@@ -130,7 +130,7 @@ async fn index_keys(db: &Database, coll: &str) -> Vec<Document> {
 }
 
 fn build(kind: KindConfig) -> Arc<dyn Workload> {
-    workload::build(&workload("w", kind, 1.0, 1)).expect("builds")
+    workload("w", kind, 1.0, 1).build().expect("builds")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -22,7 +22,7 @@ use super::gen::PadPool;
 use super::{
     bson_len, Action, BoundedInserts, Built, Generator, Mix, Op, OpSource, OpSpec, PrepareStep,
 };
-use crate::config::types::KeyError;
+use crate::values::KeyError;
 use template::{err, json_to_bson};
 
 const COLL: usize = 0;
@@ -424,7 +424,7 @@ impl OpSource for Source {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::types::ByteSize;
+    use crate::values::ByteSize;
     use crate::workload::Workload;
     use mongodb::bson::doc;
     use serde_json::json;

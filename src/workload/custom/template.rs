@@ -23,7 +23,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, RngCore};
 use serde_json::Value;
 
-use crate::config::types::KeyError;
+use crate::values::KeyError;
 use crate::workload::gen::{KeyDist, KeyGen, PadPool};
 
 pub(super) fn err<T>(key: &str, reason: impl Into<String>) -> Result<T, KeyError> {

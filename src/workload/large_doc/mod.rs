@@ -116,7 +116,7 @@ impl OpSource for Source {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::types::ByteSize;
+    use crate::values::ByteSize;
     use crate::workload::{kind::Kind, PrepareStep, Workload};
 
     #[test]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::config::types::{ByteSize, KeyError};
+use crate::values::{ByteSize, KeyError};
 use crate::workload::kind::Kind;
 use crate::workload::validate::{
     at_least_one, bound, check_bound, check_collection, check_doc_size,

@@ -188,7 +188,7 @@ impl OpSource for Source {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::types::ByteSize;
+    use crate::values::ByteSize;
     use crate::workload::{kind::Kind, Workload};
 
     fn params() -> MixedConfig {

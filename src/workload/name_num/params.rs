@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::config::types::KeyError;
+use crate::values::KeyError;
 use crate::workload::kind::Kind;
 use crate::workload::validate::{at_least_one, bound, check_bound, check_collection, check_weight};
 use crate::workload::Workload;

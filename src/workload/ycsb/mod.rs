@@ -76,7 +76,7 @@ impl YcsbKeys {
     }
 }
 
-impl crate::audit::AuditKeys for YcsbKeys {
+impl crate::workload::AuditKeys for YcsbKeys {
     fn ledger_id(&self, id: &Bson) -> Option<u64> {
         let mut pending = self
             .pending
@@ -242,7 +242,7 @@ impl Generator for Ycsb {
         })
     }
 
-    fn audit_keys(&self) -> Arc<dyn crate::audit::AuditKeys> {
+    fn audit_keys(&self) -> Arc<dyn crate::workload::AuditKeys> {
         self.audit.get_or_init(Arc::default).clone()
     }
 }

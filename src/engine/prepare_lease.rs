@@ -10,9 +10,9 @@ use mongodb::bson::{doc, Bson, Document};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use super::coord::{Lease, SharedProgress, POLL};
-use super::ClusterRun;
-use crate::engine::{prepare_steps, PrepareProgress, WorkloadRun};
+use super::{prepare_steps, PrepareProgress, WorkloadRun};
+use crate::cluster::coord::{Lease, SharedProgress, POLL};
+use crate::cluster::ClusterRun;
 use crate::workload::PrepareStep;
 
 /// Whether a step sets this member's own state rather than the data.

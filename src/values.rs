@@ -1,6 +1,7 @@
 //! Typed config values parsed once at load (byte sizes, stage levels) and
-//! the key error every layer reports: a leaf module, imported by the
-//! workload kinds without going through the whole config.
+//! the key error every layer reports: a leaf module, which the config and
+//! the workload kinds' parameter tables both import (the config
+//! re-exports them).
 
 use std::fmt;
 use std::str::FromStr;
