@@ -60,7 +60,12 @@ pub(super) fn watch_counters_every(
         loop {
             if let Ok(r) = get(addr, "/metrics").await {
                 if r.status == 200 {
-                    let now = counters(&r.body);
+                    // Parsed off the runtime's threads: a page takes a
+                    // debug build a while, and the test's timing must not
+                    // wait behind it.
+                    let now = tokio::task::spawn_blocking(move || counters(&r.body))
+                        .await
+                        .expect("the page parses");
                     for (series, v) in &now {
                         if let Some(before) = last.get(series) {
                             assert!(v >= before, "{series} went backwards: {before} → {v}");
