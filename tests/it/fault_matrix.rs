@@ -628,16 +628,8 @@ async fn run_cell(cell: Cell) -> Figures {
         );
     }
 
-    let context = |f: &Vec<String>| {
-        if f.is_empty() {
-            String::new()
-        } else {
-            format!("{cell:?} {record:?}: {f:?}\n{stderr}")
-        }
-    };
-    let ctx = context(&failed);
-    if !ctx.is_empty() {
-        eprintln!("{ctx}");
+    if !failed.is_empty() {
+        eprintln!("{cell:?} {record:?}: {failed:?}\n{stderr}");
     }
     Figures {
         cell,
