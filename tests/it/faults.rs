@@ -16,7 +16,7 @@ use mongoload::sim::{ErrorFault, Fault as SimFault, ReplSetConfig, SimConfig, Si
 
 /// The scheduled rate: easily sustained by a debug build on a busy 2-core
 /// machine.
-const RATE: f64 = 200.0;
+pub(super) const RATE: f64 = 200.0;
 
 /// Every counter-like series of a page (`*_total`, `*_count`, `*_sum`,
 /// `*_bucket`), keyed by name and labels.
@@ -42,6 +42,17 @@ fn watch_counters(
     tokio::sync::oneshot::Sender<()>,
     tokio::task::JoinHandle<usize>,
 ) {
+    watch_counters_every(addr, Duration::from_millis(250))
+}
+
+/// [`watch_counters`], scraping every `interval`.
+pub(super) fn watch_counters_every(
+    addr: std::net::SocketAddr,
+    interval: Duration,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<usize>,
+) {
     let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         let mut last: HashMap<String, f64> = HashMap::new();
@@ -49,7 +60,12 @@ fn watch_counters(
         loop {
             if let Ok(r) = get(addr, "/metrics").await {
                 if r.status == 200 {
-                    let now = counters(&r.body);
+                    // Parsed off the runtime's threads: a page takes a
+                    // debug build a while, and the test's timing must not
+                    // wait behind it.
+                    let now = tokio::task::spawn_blocking(move || counters(&r.body))
+                        .await
+                        .expect("the page parses");
                     for (series, v) in &now {
                         if let Some(before) = last.get(series) {
                             assert!(v >= before, "{series} went backwards: {before} → {v}");
@@ -61,14 +77,14 @@ fn watch_counters(
             }
             tokio::select! {
                 _ = &mut stopped => return pages,
-                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                _ = tokio::time::sleep(interval) => {}
             }
         }
     });
     (stop, task)
 }
 
-fn errors_by_kind(page: &str) -> HashMap<String, f64> {
+pub(super) fn errors_by_kind(page: &str) -> HashMap<String, f64> {
     let mut out = HashMap::new();
     for s in samples(page, "mongoload_errors_total", &[("workload", "w")]) {
         if s.label("op") != Some("prepare") {
@@ -78,7 +94,7 @@ fn errors_by_kind(page: &str) -> HashMap<String, f64> {
     out
 }
 
-fn ok_ops(page: &str) -> f64 {
+pub(super) fn ok_ops(page: &str) -> f64 {
     sum(
         page,
         "mongoload_operations_total",
@@ -499,7 +515,7 @@ const FREEZE_RATE: f64 = RATE;
 
 /// Slack for a loaded machine: an operation sent at the thaw may be late
 /// by this much on its own, and a scrape there takes up to 0.7 s.
-const SLACK: f64 = 0.5;
+pub(super) const SLACK: f64 = 0.5;
 
 /// Sends `signal` (`STOP`, `CONT`) to process `pid`.
 fn signal(pid: u32, signal: &str) {
@@ -641,15 +657,8 @@ async fn freeze_drill(freezer: Freezer, port: u16, pool: &str) -> (f64, f64, f64
     // Back: the first scrape from which a 500 ms window holds the rate,
     // and no error counted from one operation_timeout after SIGCONT on
     // (only operations sent during the freeze may fail).
-    let back = seen
-        .iter()
-        .find(|&&(t, ok, _)| {
-            seen.iter()
-                .find(|&&(u, _, _)| u >= t + 0.5)
-                .is_some_and(|&(u, ok2, _)| (ok2 - ok) / (u - t) >= 0.85 * FREEZE_RATE)
-        })
-        .map(|&(t, _, _)| t)
-        .unwrap_or(f64::INFINITY);
+    let oks: Vec<(f64, f64)> = seen.iter().map(|&(t, ok, _)| (t, ok)).collect();
+    let back = back_at_rate(&oks, FREEZE_RATE);
     let settled = seen
         .iter()
         .find(|&&(t, _, _)| t >= 1.0 + SLACK)
@@ -717,38 +726,59 @@ async fn the_simulators_freeze_fault_reads_as_long_as_its_record() {
 /// A replica set of `members` whose primary a fault may silence, with a
 /// 2 s election timeout (MongoDB's is 10 s: the drill keeps the test short).
 async fn set_with_election_timeout(members: usize) -> SimHandle {
+    replset_of(SimConfig::default(), members, Duration::from_secs(2)).await
+}
+
+/// A replica set `rs0` of `members`, each with `config`'s faults, whose
+/// primary a fault silenced for `election_timeout` is replaced.
+pub(super) async fn replset_of(
+    config: SimConfig,
+    members: usize,
+    election_timeout: Duration,
+) -> SimHandle {
     let mut set = ReplSetConfig::new("rs0", members);
-    set.election_timeout = Duration::from_secs(2);
-    mongoload::sim::start_replset(SimConfig::default(), set)
+    set.election_timeout = election_timeout;
+    mongoload::sim::start_replset(config, set)
         .await
         .expect("the replica set starts")
 }
 
 /// A run of `w` as its own process; the files live as long as it.
-struct DrillRun {
+pub(super) struct DrillRun {
     _file: ConfigFile,
     _dir: tempfile::TempDir,
-    child: ChildGuard,
-    stderr: std::path::PathBuf,
-    http: std::net::SocketAddr,
-    log: std::path::PathBuf,
+    pub(super) child: ChildGuard,
+    pub(super) stderr: std::path::PathBuf,
+    pub(super) http: std::net::SocketAddr,
+    pub(super) log: std::path::PathBuf,
 }
 
 /// A run of `w` at [`RATE`] ops/s for `secs` against `uri` with a 1 s
 /// `operation_timeout`, `max_inflight` 128 and a run log.
 fn drill_run(uri: &str, secs: u32) -> DrillRun {
+    drill_run_of(uri, &format!("rate = {RATE}"), secs, |t| t)
+}
+
+/// [`drill_run`] at `level` (`rate = N` or `concurrency = N`), `edit`
+/// applied to the config text.
+pub(super) fn drill_run_of(
+    uri: &str,
+    level: &str,
+    secs: u32,
+    edit: impl Fn(String) -> String,
+) -> DrillRun {
     let http = free_port();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs.jsonl");
     let toml = config_toml(
         uri,
-        &format!("[[workloads.stages]]\nname = \"drill\"\nrate = {RATE}\nduration = \"{secs}s\"\n"),
+        &format!("[[workloads.stages]]\nname = \"drill\"\n{level}\nduration = \"{secs}s\"\n"),
     )
     .replace("listen = \"127.0.0.1:0\"", &format!("listen = \"{http}\""))
     .replace("operation_timeout = \"2s\"", "operation_timeout = \"1s\"")
     .replace("max_inflight = 32", "max_inflight = 128")
     .replace("[run]\n", &format!("[run]\nlog = \"{}\"\n", log.display()));
-    let file = write_config(&toml);
+    let file = write_config(&edit(toml));
     let (child, stderr) = spawn_run(&file, "info");
     DrillRun {
         _file: file,
@@ -783,16 +813,37 @@ async fn replset_drill(
 
 /// Every scheduled operation of a timed stage is accounted for once: ok,
 /// failed or missed.
-fn assert_accounted(r: &StageReport, secs: u32) {
+pub(super) fn assert_accounted(r: &StageReport, secs: u32) {
+    if let Err(e) = accounted(r, secs) {
+        panic!("{e}");
+    }
+}
+
+/// [`assert_accounted`] as a value: what does not add up, if anything.
+pub(super) fn accounted(r: &StageReport, secs: u32) -> Result<(), String> {
     let scheduled = RATE as u64 * u64::from(secs);
     let seen = r.operations.ok + r.operations.error + r.missed;
-    assert!(
-        seen.abs_diff(scheduled) <= 1,
+    if seen.abs_diff(scheduled) <= 1 {
+        return Ok(());
+    }
+    Err(format!(
         "ok {} + errors {} + missed {} = {seen}, scheduled {scheduled}",
-        r.operations.ok,
-        r.operations.error,
-        r.missed
-    );
+        r.operations.ok, r.operations.error, r.missed
+    ))
+}
+
+/// When the load was back at `rate`: the first `(seconds, ok)` sample
+/// from which the next one at least 0.5 s later shows 85 % of `rate` in
+/// between (infinite if none does).
+pub(super) fn back_at_rate(seen: &[(f64, f64)], rate: f64) -> f64 {
+    seen.iter()
+        .find(|&&(t, ok)| {
+            seen.iter()
+                .find(|&&(u, _)| u >= t + 0.5)
+                .is_some_and(|&(u, ok2)| (ok2 - ok) / (u - t) >= 0.85 * rate)
+        })
+        .map(|&(t, _)| t)
+        .unwrap_or(f64::INFINITY)
 }
 
 /// A primary silenced by `fault` (frozen, or blackholed) for 3 s is
@@ -957,15 +1008,7 @@ async fn a_reset_is_counted_by_class_and_the_load_is_back_within_a_second() {
             "{kind} counted for a reset: {errors:?}: {context}"
         );
     }
-    let back = seen
-        .iter()
-        .find(|&&(t, ok)| {
-            seen.iter()
-                .find(|&&(u, _)| u >= t + 0.5)
-                .is_some_and(|&(u, ok2)| (ok2 - ok) / (u - t) >= 0.85 * RATE)
-        })
-        .map(|&(t, _)| t)
-        .unwrap_or(f64::INFINITY);
+    let back = back_at_rate(&seen, RATE);
     eprintln!("reset: back at rate {back:.2}s after the record's end");
     assert!(
         back <= 1.0 + SLACK,

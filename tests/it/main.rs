@@ -22,6 +22,7 @@ mod doc_drift;
 mod doc_links;
 mod etc_files;
 mod failover;
+mod fault_matrix;
 mod faults;
 mod html_report;
 mod http_metrics;
