@@ -56,12 +56,8 @@ fn query_stats(shared: &Shared, db: &str, cmd: &Document) -> Option<CmdResult> {
             .is_some_and(|d| d.contains_key("$queryStats"))
     })?;
     let qs = &shared.profiler.query_stats;
-    if !qs.enabled {
-        // An older server: Pipeline::parse answers 40324.
-        return None;
-    }
     Some((|| {
-        if at != 0 {
+        if at != 0 && qs.enabled {
             return Err(CmdError::new(
                 40602,
                 "Location40602",
@@ -69,7 +65,8 @@ fn query_stats(shared: &Shared, db: &str, cmd: &Document) -> Option<CmdResult> {
             ));
         }
         let stages = docs_array(cmd, "pipeline")?;
-        let arg = stages[0].get("$queryStats").cloned().unwrap_or(Bson::Null);
+        // An older server answers 40324 here, wherever the stage is.
+        let arg = stages[at].get("$queryStats").cloned().unwrap_or(Bson::Null);
         let rows = qs.stage(db, cmd, &arg, shared.auth.is_some())?;
         let rest = Pipeline::parse(&stages[1..])?;
         let out = rest.run(rows.into_iter())?;

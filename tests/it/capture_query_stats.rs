@@ -1,0 +1,339 @@
+//! `mongoload capture --query-stats`, all real parts: a known mix of
+//! finds, a distinct and an aggregation runs through the daemon against
+//! the simulator; `capture --query-stats` reads the simulator's
+//! `$queryStats` over the driver; the config passes `check-config` and
+//! runs against a fresh simulator. Checked: each query shape's share of
+//! the replay within 2 points of the original's (both read from the
+//! simulators' `$queryStats` directly, by `key.queryShape`), the rate
+//! within 5 % of the original's (RATE, less what a loaded machine
+//! missed) × `--scale`, no string value of the
+//! original documents in the file, and the file saying that writes are
+//! not seen. And the errors: a server without `$queryStats` (code 40324)
+//! and a user without `queryStatsRead` (code 13), exit 1 naming the way
+//! out.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use futures::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document};
+use mongoload::config::{self, SecretUri, StageConfig};
+use mongoload::daemon;
+use mongoload::sim::{AuthUser, ProfileConfig, SimConfig, SimHandle};
+
+use crate::common;
+
+const DB: &str = "shop";
+const RATE: f64 = 250.0;
+const SCALE: f64 = 2.0;
+const RUN: &str = "8s";
+/// The replay runs at the file's rate (RATE × SCALE) this long: about
+/// 7 500 operations, so its own sampling noise (0.5 points for a 30 %
+/// shape) stays well inside the 2 points for every shape at once.
+const REPLAY_RUN: &str = "15s";
+
+const ORIGINAL: &str = r#"
+[target]
+uri = "URI"
+database = "shop"
+
+[http]
+listen = "127.0.0.1:0"
+
+[[workloads]]
+name = "orders"
+kind = "custom"
+seed = 3
+
+[workloads.custom]
+collection = "orders"
+initial_docs = 300
+document = { customer = { "$gen" = "uniform", min = 1, max = 1000 }, status = { "$gen" = "choice", values = ["new", "paid", "shipped"] }, total = { "$gen" = "double", min = 1.0, max = 500.0 }, note = { "$gen" = "string", length = 60 } }
+
+[[workloads.custom.indexes]]
+keys = { customer = 1 }
+
+[[workloads.custom.operations]]
+op = "find"
+name = "range"
+weight = 30
+filter = { customer = { "$gte" = { "$gen" = "uniform", min = 1, max = 900 }, "$lt" = { "$gen" = "uniform", min = 900, max = 1000 } } }
+
+[[workloads.custom.operations]]
+op = "find"
+name = "top"
+weight = 25
+filter = { status = { "$gen" = "choice", values = ["new", "paid"] } }
+sort = { total = -1 }
+limit = 5
+
+[[workloads.custom.operations]]
+op = "distinct"
+name = "statuses"
+weight = 20
+field = "status"
+filter = { total = { "$gt" = { "$gen" = "double", min = 1.0, max = 400.0 } } }
+
+[[workloads.custom.operations]]
+op = "aggregate"
+name = "revenue"
+weight = 25
+pipeline = [
+  { "$match" = { customer = { "$gen" = "uniform", min = 1, max = 1000 } } },
+  { "$group" = { _id = "$status", revenue = { "$sum" = "$total" } } },
+]
+
+[[workloads.stages]]
+name = "run"
+rate = RATE
+duration = "RUN"
+"#;
+
+fn mongoload(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(args)
+        .env_remove("MONGOLOAD_URI")
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The share of each query shape among `app`'s executions, read from the
+/// simulator's `$queryStats` with the driver.
+async fn shares(sim: &SimHandle, app: &str) -> BTreeMap<String, f64> {
+    let client = common::driver_client(&sim.uri(), false, Duration::from_secs(5)).await;
+    let entries: Vec<Document> = client
+        .database("admin")
+        .aggregate([doc! { "$queryStats": {} }])
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let mut counts: BTreeMap<String, i64> = BTreeMap::new();
+    for e in &entries {
+        let key = e.get_document("key").unwrap();
+        let name = key
+            .get_document("client")
+            .and_then(|c| c.get_document("application"))
+            .and_then(|a| a.get_str("name"));
+        if name != Ok(app) {
+            continue;
+        }
+        let shape = Bson::Document(key.get_document("queryShape").unwrap().clone())
+            .into_relaxed_extjson()
+            .to_string();
+        *counts.entry(shape).or_default() += e
+            .get_document("metrics")
+            .unwrap()
+            .get_i64("execCount")
+            .unwrap();
+    }
+    let total: i64 = counts.values().sum();
+    assert!(total > 0, "$queryStats recorded {app}'s run: {entries:?}");
+    counts
+        .into_iter()
+        .map(|(k, n)| (k, n as f64 / total as f64))
+        .collect()
+}
+
+/// Runs `cfg` to its end; returns the operations done. A loaded test
+/// machine may miss some: the original's rate is taken as what it did.
+async fn run(cfg: config::Config) -> u64 {
+    let running = daemon::start(cfg).await.expect("daemon starts");
+    let summary = tokio::time::timeout(Duration::from_secs(90), running.wait())
+        .await
+        .expect("the run ends");
+    let mut ok = 0;
+    for w in &summary.workloads {
+        assert_eq!(w.errors, 0, "{w:?}");
+        assert!(w.missed * 10 <= w.ok, "the run nearly kept its rate: {w:?}");
+        ok += w.ok;
+    }
+    ok
+}
+
+fn strings(b: &Bson, out: &mut BTreeSet<String>) {
+    match b {
+        Bson::String(s) if s.len() >= 6 => {
+            out.insert(s.clone());
+        }
+        Bson::Document(d) => d.values().for_each(|v| strings(v, out)),
+        Bson::Array(a) => a.iter().for_each(|v| strings(v, out)),
+        _ => {}
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mix_captured_from_query_stats_replays_in_its_proportions_and_rate() {
+    let sim = common::sim().await;
+    let original = ORIGINAL
+        .replace("URI", &format!("{}?appName=original", sim.uri()))
+        .replace("RATE", &RATE.to_string())
+        .replace("RUN", RUN);
+    let cfg = config::parse_with_env(&original, Path::new("original.toml"), std::iter::empty())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let done = run(cfg).await;
+    let run_secs = humantime::parse_duration(RUN).unwrap().as_secs_f64();
+    let want = shares(&sim, "original").await;
+    // The four operations' shapes (and the daemon's one lookup of the
+    // highest `_id`).
+    assert!(
+        want.values().filter(|s| **s > 0.1).count() == 4,
+        "{want:#?}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("query-stats.toml");
+    let (code, _, summary) = mongoload(&[
+        "capture",
+        "--query-stats",
+        "--uri",
+        &sim.uri(),
+        "--scale",
+        &SCALE.to_string(),
+        "--out",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{summary}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        summary.contains("not seen: $queryStats records find, aggregate and distinct only"),
+        "{summary}"
+    );
+    assert!(text.contains("inserts, updates"), "{text}");
+    assert!(text.contains("(--profile DB) or the log"), "{text}");
+    // The original documents' strings (read after the capture, which
+    // would otherwise see this find too).
+    let client = common::driver_client(&sim.uri(), false, Duration::from_secs(5)).await;
+    let docs: Vec<Document> = client
+        .database(DB)
+        .collection::<Document>("orders")
+        .find(doc! {})
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let mut literals = BTreeSet::new();
+    for d in docs {
+        strings(&Bson::Document(d), &mut literals);
+    }
+    assert!(literals.len() >= 300, "{}", literals.len());
+    let (code, _, err) = mongoload(&["check-config", "--config", file.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}\n{text}");
+    for l in &literals {
+        assert!(!text.contains(l.as_str()), "{l:?} copied into\n{text}");
+    }
+    // Each operation came with its latency and how its values draw.
+    assert!(text.contains("latency seen mean"), "{text}");
+    assert!(
+        text.contains("customer drawn like the collection's own values ($sample)"),
+        "{text}"
+    );
+    let mut cfg = config::parse_with_env(&text, &file, std::iter::empty()).unwrap();
+    assert_eq!(cfg.workloads.len(), 1, "{text}");
+    let rate = match &cfg.workloads[0].stages[0].rate {
+        Some(config::LevelSpec::Hold(r)) => *r,
+        other => panic!("a captured stage holds one rate: {other:?}"),
+    };
+    // The original's rate (RATE, less what a loaded machine missed) × scale.
+    let want_rate = done as f64 / run_secs * SCALE;
+    assert!(
+        (rate - want_rate).abs() <= 0.05 * want_rate,
+        "rate {rate}/s, want {want_rate} ± 5 % ({done} operations in {RUN} × {SCALE})\n{summary}\n{text}"
+    );
+
+    // The replay, against a fresh simulator at the file's rate.
+    let replay_sim = common::sim().await;
+    cfg.target.uri = Some(SecretUri::new(format!(
+        "{}?appName=replay",
+        replay_sim.uri()
+    )));
+    cfg.http.listen = "127.0.0.1:0".parse().unwrap();
+    for w in &mut cfg.workloads {
+        let config::KindConfig::Custom(c) = &mut w.kind else {
+            panic!("{text}")
+        };
+        c.initial_docs = 300;
+        w.stages = vec![serde_json::from_value::<StageConfig>(serde_json::json!({
+            "name": "replay", "rate": rate, "duration": REPLAY_RUN
+        }))
+        .unwrap()];
+    }
+    run(cfg).await;
+    let got = shares(&replay_sim, "replay").await;
+    let keys: BTreeSet<&String> = want.keys().chain(got.keys()).collect();
+    let mut report = String::new();
+    for k in &keys {
+        let (w, g) = (
+            want.get(*k).copied().unwrap_or(0.0),
+            got.get(*k).copied().unwrap_or(0.0),
+        );
+        report.push_str(&format!("{:6.2} {:6.2}  {k}\n", w * 100.0, g * 100.0));
+    }
+    for k in &keys {
+        let (w, g) = (
+            want.get(*k).copied().unwrap_or(0.0),
+            got.get(*k).copied().unwrap_or(0.0),
+        );
+        assert!(
+            (w - g).abs() <= 0.02,
+            "shape share off by more than 2 points (original, replay):\n{report}\n{text}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capture_query_stats_names_an_older_server_and_a_missing_privilege() {
+    // A server before 7.1: code 40324, and the way out named.
+    let older = common::sim_with(SimConfig {
+        profile: ProfileConfig {
+            query_stats: false,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await;
+    let (code, out, err) = mongoload(&["capture", "--query-stats", "--uri", &older.uri()]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("this server has no $queryStats"), "{err}");
+    assert!(err.contains("40324"), "{err}");
+    assert!(err.contains("--profile DB"), "{err}");
+
+    // A user without queryStatsRead: code 13, the privilege named; the
+    // password never shown.
+    let denied = common::sim_with(SimConfig {
+        auth: Some(AuthUser {
+            user: "ops".into(),
+            password: "s3cret-pw".into(),
+        }),
+        profile: ProfileConfig {
+            query_stats_read: false,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await;
+    let uri = format!("mongodb://ops:s3cret-pw@{}/", denied.addr());
+    let (code, _, err) = mongoload(&["capture", "--query-stats", "--uri", &uri]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("queryStatsRead"), "{err}");
+    assert!(err.contains("Unauthorized"), "{err}");
+    assert!(!err.contains("s3cret-pw"), "{err}");
+
+    // Neither --uri nor --config: a usage error.
+    let (code, _, err) = mongoload(&["capture", "--query-stats"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--query-stats reads a deployment's $queryStats"),
+        "{err}"
+    );
+}
