@@ -796,3 +796,69 @@ fn query_stats_errors_say_what_to_do() {
         "{denied}"
     );
 }
+
+/// Real `system.profile` documents: tests/fixtures/profile/ (see
+/// PROVENANCE.md there): `mongo/tests/fixtures/system.profile` of
+/// https://github.com/DataDog/integrations-core (BSD 3-Clause License,
+/// Copyright (c) 2016, Datadog, Inc.) at commit
+/// 2ba5c3754a79c65743a253a58b4635755660ade6, unmodified.
+const DATADOG_PROFILE: &str =
+    include_str!("../../tests/fixtures/profile/datadog-system.profile.json");
+
+#[test]
+fn real_profiler_entries_read_without_error() {
+    let docs: Vec<Value> = serde_json::from_str(DATADOG_PROFILE).unwrap();
+    assert_eq!(docs.len(), 4);
+    let mut c = Capture::new("mongoload");
+    c.from_profiler = true;
+    for d in docs {
+        let mongodb::bson::Bson::Document(d) = mongodb::bson::Bson::try_from(d).unwrap() else {
+            panic!("a profiler entry is a document")
+        };
+        let q = profile::to_slow_query(&d).expect("an entry with ns and command");
+        c.add(&q);
+    }
+    assert_eq!(c.entries, 4);
+    // Nothing skipped: the two finds and the two update statements are
+    // shapes custom runs (the test of unsupported entries by name is
+    // `write_statements_count_once_and_unsupported_entries_are_named`).
+    assert!(c.skipped.is_empty(), "{:?}", c.skipped);
+    assert_eq!(c.groups.len(), 2);
+    let find = c
+        .groups
+        .iter()
+        .find(|g| g.stmt.op == CustomOpKind::Find)
+        .unwrap();
+    assert_eq!(find.count, 2);
+    assert_eq!(find.durations_ms, vec![85.0, 14.0]);
+    assert_eq!(find.limits.get(&34), Some(&2));
+    assert_eq!(find.stmt.fixed["sort"], json!({ "name": 1 }));
+    assert_eq!(
+        render::generator(&find.slots[0]),
+        json!({ "$gen": "uniform", "min": 63, "max": 64 })
+    );
+    let update = c
+        .groups
+        .iter()
+        .find(|g| g.stmt.op == CustomOpKind::Update)
+        .unwrap();
+    assert_eq!(update.count, 2);
+    assert!(update.stmt.many);
+    // `{ $set: { subscribed: true } }` and `false`: one shape, both values.
+    assert_eq!(
+        render::generator(&update.slots[1]),
+        json!({ "$gen": "choice", "values": [true, false] })
+    );
+    // 18:41:15.716 to 18:44:27.336.
+    assert_eq!(c.span_secs(), Some(191.62));
+    let out = render::render(&c, &opts()).unwrap();
+    load(&out.config).unwrap_or_else(|e| panic!("{e}\n{}", out.config));
+    // The indexes come from the plans seen.
+    assert!(out.config.contains("keys = { name = 1 }"), "{}", out.config);
+    assert!(out.config.contains("keys = { age = -1 }"), "{}", out.config);
+    assert!(
+        out.config.contains("plan IXSCAN { name: 1 }"),
+        "{}",
+        out.config
+    );
+}
