@@ -337,3 +337,87 @@ async fn capture_query_stats_names_an_older_server_and_a_missing_privilege() {
         "{err}"
     );
 }
+
+/// `--query-stats-for`: two readings apart, what ran between them. A
+/// client runs one find every 10 ms throughout (after an earlier burst of
+/// another shape, which the window must leave out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn query_stats_for_captures_what_ran_between_two_readings() {
+    let sim = common::sim().await;
+    let uri = format!("{}?appName=shop-api", sim.uri());
+    let client = common::driver_client(&uri, false, Duration::from_secs(5)).await;
+    let coll = client.database(DB).collection::<Document>("orders");
+    coll.insert_many((0..50).map(|i| doc! { "_id": i, "customer": i * 10 }))
+        .await
+        .unwrap();
+    // Before the window: a burst of another shape.
+    for i in 0..200 {
+        coll.find_one(doc! { "_id": i % 50 }).await.unwrap();
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = {
+        let stop = stop.clone();
+        let coll = coll.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(10));
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                tick.tick().await;
+                let _: Vec<Document> = coll
+                    .find(doc! { "customer": { "$gte": (n % 400) as i64 } })
+                    .limit(3)
+                    .await
+                    .unwrap()
+                    .try_collect()
+                    .await
+                    .unwrap();
+                n += 1;
+            }
+            n
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("window.toml");
+    let sim_uri = sim.uri();
+    let file_arg = file.to_str().unwrap().to_owned();
+    let (code, _, summary) = tokio::task::spawn_blocking(move || {
+        mongoload(&[
+            "capture",
+            "--query-stats",
+            "--query-stats-for",
+            "3s",
+            "--uri",
+            &sim_uri,
+            "--out",
+            &file_arg,
+        ])
+    })
+    .await
+    .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let ran = load.await.unwrap();
+    assert_eq!(code, Some(0), "{summary}");
+    assert!(ran > 200, "{ran}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("$queryStats read twice 3s apart"), "{text}");
+    // Only the steady find ran in the window; the burst of _id lookups
+    // before it is not in the file.
+    assert_eq!(
+        text.matches("[[workloads.custom.operations]]").count(),
+        1,
+        "{text}"
+    );
+    assert!(text.contains("customer = { \"$gte\""), "{text}");
+    let cfg = config::parse_with_env(&text, &file, std::iter::empty()).unwrap();
+    let rate = match &cfg.workloads[0].stages[0].rate {
+        Some(config::LevelSpec::Hold(r)) => *r,
+        other => panic!("{other:?}"),
+    };
+    // The client's pace: one find per 10 ms (a loaded machine may fall
+    // behind, never ahead).
+    assert!(
+        (60.0..=105.0).contains(&rate),
+        "rate {rate}/s\n{summary}\n{text}"
+    );
+}
