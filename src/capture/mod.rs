@@ -317,6 +317,10 @@ pub struct Capture {
     pub from_profiler: bool,
     /// Read from `$queryStats` (not a log): no writes seen.
     pub from_query_stats: bool,
+    /// Observed operations per second by (database, collection) where the
+    /// source gives each shape its own window (`$queryStats` read once);
+    /// otherwise a collection's count over the capture's span.
+    pub coll_rates: BTreeMap<(String, String), f64>,
     own_app: String,
 }
 

@@ -424,8 +424,9 @@ fn is_placeholder(s: &str) -> bool {
 /// The entries as a [`Capture`]: each entry's shape rebuilt from the
 /// sampled documents of its collection (`samples`, canonical extended
 /// JSON by `(db, collection)`), counted `execCount` times. `window`: the
-/// span of two readings (ms), otherwise the entries' own first and
-/// latest executions.
+/// span of two readings (ms), every shape's rate over it; otherwise each
+/// shape's rate is its count over its own first to latest execution, and
+/// a collection's the sum of its shapes'.
 pub fn to_capture(
     entries: &[Entry],
     samples: &BTreeMap<(String, String), Vec<Value>>,
@@ -436,6 +437,8 @@ pub fn to_capture(
     let mut c = Capture::new(own_app);
     c.from_query_stats = true;
     let empty = Vec::new();
+    // (database, collection, count, first, latest) of each captured entry.
+    let mut windows: Vec<(String, String, u64, i64, i64)> = Vec::new();
     for e in entries {
         c.entries += 1;
         if e.exec_count == 0 {
@@ -467,6 +470,13 @@ pub fn to_capture(
                     );
                 }
                 c.statements += g.count;
+                windows.push((
+                    g.stmt.db.clone(),
+                    g.stmt.coll.clone(),
+                    e.exec_count,
+                    e.first_seen_ms,
+                    e.latest_seen_ms,
+                ));
                 merge(&mut c, g);
             }
             Err(skip) => *c.skipped.entry(skip).or_default() += e.exec_count,
@@ -475,6 +485,19 @@ pub fn to_capture(
     if let Some((from, to)) = window {
         c.first_ms = Some(from);
         c.last_ms = Some(to);
+    } else if let Some(span) = c.span_secs() {
+        // Read once, each shape ran over its own window: a query run once
+        // at midnight must not dilute the rate of the day's steady load.
+        // A shape seen once (or within a second) counts over the whole span.
+        for (db, coll, n, first, latest) in windows {
+            let own = (latest - first) as f64 / 1000.0;
+            let rate = if n >= 2 && own >= 1.0 {
+                n as f64 / own
+            } else {
+                n as f64 / span
+            };
+            *c.coll_rates.entry((db, coll)).or_default() += rate;
+        }
     }
     c
 }

@@ -138,12 +138,18 @@ pub fn render(c: &Capture, o: &Options) -> Result<Rendered, String> {
     for (coll, mut gs) in colls {
         gs.sort_by_key(|g| std::cmp::Reverse(g.count));
         let n: u64 = gs.iter().map(|g| g.count).sum();
-        let rate = n as f64 / span * o.scale;
+        let (observed, how) = match c.coll_rates.get(&(db.clone(), coll.to_owned())) {
+            Some(r) => (
+                *r,
+                " (each shape's count over its own first to latest execution, summed)",
+            ),
+            None => (n as f64 / span, ""),
+        };
+        let rate = observed * o.scale;
         let _ = writeln!(
             t,
-            "# {db}.{coll}: {n} operations ({} % of the capture), {:.3}/s observed.",
+            "# {db}.{coll}: {n} operations ({} % of the capture), {observed:.3}/s observed{how}.",
             pct(n, total),
-            n as f64 / span
         );
         let _ = writeln!(
             t,

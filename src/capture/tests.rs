@@ -730,8 +730,15 @@ fn query_stats_shapes_draw_from_the_sampled_documents() {
     let out = render::render(&c, &opts()).unwrap();
     let cfg = load(&out.config).unwrap_or_else(|e| panic!("{e}\n{}", out.config));
     assert_eq!(cfg.workloads.len(), 1);
-    // 400 executions over 10 s.
-    assert!(out.config.contains("rate = 40.00"), "{}", out.config);
+    // Each shape over its own window: 300 in 10 s and 100 in 8 s.
+    assert!(out.config.contains("rate = 42.50"), "{}", out.config);
+    assert!(
+        out.config.contains(
+            "42.500/s observed (each shape's count over its own first to latest execution, summed)"
+        ),
+        "{}",
+        out.config
+    );
     assert!(
         out.config
             .contains("latency seen mean 1.500 ms, min 0.200 ms, max 9.000 ms"),
@@ -861,4 +868,29 @@ fn real_profiler_entries_read_without_error() {
         "{}",
         out.config
     );
+}
+
+#[test]
+fn a_shape_seen_once_long_before_does_not_dilute_the_rate() {
+    let t0 = 1_700_000_000_000;
+    let steady = qs_entry(
+        json!({ "cmdNs": { "db": "shop", "coll": "orders" }, "command": "find",
+                "filter": { "customer": { "$eq": "?number" } } }),
+        6000,
+        t0,
+        t0 + 60_000,
+    );
+    let nightly = qs_entry(
+        json!({ "cmdNs": { "db": "shop", "coll": "orders" }, "command": "distinct", "key": "status" }),
+        1,
+        t0 - 3_600_000,
+        t0 - 3_600_000,
+    );
+    let c = query_stats::to_capture(&[steady, nightly], &BTreeMap::new(), None, "mongoload", t0);
+    // The span is 61 minutes, but the steady find ran 100/s for its minute.
+    assert_eq!(c.span_secs(), Some(3660.0));
+    let r = c.coll_rates[&("shop".to_owned(), "orders".to_owned())];
+    assert!((r - (100.0 + 1.0 / 3660.0)).abs() < 1e-9, "{r}");
+    let out = render::render(&c, &opts()).unwrap();
+    assert!(out.config.contains("rate = 100.0\n"), "{}", out.config);
 }

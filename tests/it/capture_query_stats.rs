@@ -5,8 +5,7 @@
 //! runs against a fresh simulator. Checked: each query shape's share of
 //! the replay within 2 points of the original's (both read from the
 //! simulators' `$queryStats` directly, by `key.queryShape`), the rate
-//! within 5 % of the original's (RATE, less what a loaded machine
-//! missed) × `--scale`, no string value of the
+//! within 5 % of the original's × `--scale`, no string value of the
 //! original documents in the file, and the file saying that writes are
 //! not seen. And the errors: a server without `$queryStats` (code 40324)
 //! and a user without `queryStatsRead` (code 13), exit 1 naming the way
@@ -143,20 +142,20 @@ async fn shares(sim: &SimHandle, app: &str) -> BTreeMap<String, f64> {
         .collect()
 }
 
-/// Runs `cfg` to its end; returns the operations done. A loaded test
-/// machine may miss some: the original's rate is taken as what it did.
-async fn run(cfg: config::Config) -> u64 {
+/// Runs `cfg` to its end. The original must keep its rate (the captured
+/// rate is checked against it; on a machine too busy for 250/s the test
+/// says so here, as capture_roundtrip's does); a replay may miss
+/// operations (`strict` false): the shares it is checked on do not depend
+/// on how many ran.
+async fn run(cfg: config::Config, strict: bool) {
     let running = daemon::start(cfg).await.expect("daemon starts");
     let summary = tokio::time::timeout(Duration::from_secs(90), running.wait())
         .await
         .expect("the run ends");
-    let mut ok = 0;
     for w in &summary.workloads {
         assert_eq!(w.errors, 0, "{w:?}");
-        assert!(w.missed * 10 <= w.ok, "the run nearly kept its rate: {w:?}");
-        ok += w.ok;
+        assert!(!strict || w.missed == 0, "the run kept its rate: {w:?}");
     }
-    ok
 }
 
 fn strings(b: &Bson, out: &mut BTreeSet<String>) {
@@ -179,8 +178,7 @@ async fn a_mix_captured_from_query_stats_replays_in_its_proportions_and_rate() {
         .replace("RUN", RUN);
     let cfg = config::parse_with_env(&original, Path::new("original.toml"), std::iter::empty())
         .unwrap_or_else(|e| panic!("{e}"));
-    let done = run(cfg).await;
-    let run_secs = humantime::parse_duration(RUN).unwrap().as_secs_f64();
+    run(cfg, true).await;
     let want = shares(&sim, "original").await;
     // The four operations' shapes (and the daemon's one lookup of the
     // highest `_id`).
@@ -243,11 +241,10 @@ async fn a_mix_captured_from_query_stats_replays_in_its_proportions_and_rate() {
         Some(config::LevelSpec::Hold(r)) => *r,
         other => panic!("a captured stage holds one rate: {other:?}"),
     };
-    // The original's rate (RATE, less what a loaded machine missed) × scale.
-    let want_rate = done as f64 / run_secs * SCALE;
+    let want_rate = RATE * SCALE;
     assert!(
         (rate - want_rate).abs() <= 0.05 * want_rate,
-        "rate {rate}/s, want {want_rate} ± 5 % ({done} operations in {RUN} × {SCALE})\n{summary}\n{text}"
+        "rate {rate}/s, want {want_rate} ± 5 %\n{summary}\n{text}"
     );
 
     // The replay, against a fresh simulator at the file's rate.
@@ -267,7 +264,7 @@ async fn a_mix_captured_from_query_stats_replays_in_its_proportions_and_rate() {
         }))
         .unwrap()];
     }
-    run(cfg).await;
+    run(cfg, false).await;
     let got = shares(&replay_sim, "replay").await;
     let keys: BTreeSet<&String> = want.keys().chain(got.keys()).collect();
     let mut report = String::new();

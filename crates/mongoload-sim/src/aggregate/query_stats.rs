@@ -4,9 +4,10 @@
 //! `admin`. Recorded as 8.0 does: `find`, `aggregate` and `distinct`
 //! (writes are not recorded), each under a key of its query shape
 //! (literals replaced by their type: `"?number"`, `"?string"`, …), the
-//! client's handshake metadata and the collection type. The simulator
-//! counts `docsReturned` from the first batch (a later `getMore` is not
-//! added to its command's entry) and reports no `keysExamined`,
+//! client's handshake metadata and the collection type. A command that
+//! leaves a cursor open is recorded when the cursor is exhausted or
+//! killed, its `getMore`s included (`totalExecMicros`, `docsReturned`),
+//! as mongod does. The simulator reports no `keysExamined`,
 //! `docsExamined` or plan flags.
 
 use std::collections::HashMap;
@@ -69,10 +70,26 @@ struct Entry {
     latest_seen: DateTime,
 }
 
+/// An execution whose cursor is still open: recorded when it closes.
+#[derive(Debug, Clone)]
+struct Open {
+    key: Document,
+    first_micros: i64,
+    total_micros: i64,
+    docs: i64,
+    at: DateTime,
+}
+
+/// Open executions kept at most; beyond, the oldest are recorded as they
+/// stand (a client that abandons its cursors).
+const MAX_OPEN: usize = 10_000;
+
 /// The store of one server.
 #[derive(Debug)]
 pub struct QueryStats {
     entries: Mutex<HashMap<String, Entry>>,
+    /// Executions by the id of their open cursor.
+    open: Mutex<HashMap<i64, Open>>,
     /// The server has `$queryStats` (8.0); false: an older server, which
     /// neither records nor knows the stage.
     pub enabled: bool,
@@ -86,28 +103,35 @@ impl Default for QueryStats {
     }
 }
 
-/// Whether `$queryStats` records the command named `name`.
+/// Whether `$queryStats` records the command named `name` (or, for
+/// `getMore` and `killCursors`, adds it to the execution it continues).
 pub fn records(name: &str) -> bool {
-    matches!(name, "find" | "aggregate" | "distinct")
+    matches!(
+        name,
+        "find" | "aggregate" | "distinct" | "getMore" | "killCursors"
+    )
 }
 
 impl QueryStats {
     pub fn new(enabled: bool, read_allowed: bool) -> QueryStats {
         QueryStats {
             entries: Mutex::new(HashMap::new()),
+            open: Mutex::new(HashMap::new()),
             enabled,
             read_allowed,
         }
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.entries)
     }
 
     /// Records one successful `find`, `aggregate` or `distinct` that took
     /// `took`, at `now`; `client` is the connection's handshake `client`
-    /// document. Failed commands, other commands, `$queryStats` itself
-    /// and the system namespaces are not recorded.
+    /// document. One that leaves a cursor open is recorded when a
+    /// `getMore` exhausts it or `killCursors` kills it, with their time
+    /// and documents added. Failed commands, other commands,
+    /// `$queryStats` itself and the system namespaces are not recorded.
     pub fn record(
         &self,
         cmd: &Document,
@@ -116,38 +140,132 @@ impl QueryStats {
         client: Option<&Document>,
         now: DateTime,
     ) {
-        if !self.enabled || !ok(reply) {
+        if !self.enabled {
+            return;
+        }
+        let micros = took.as_micros().min(i64::MAX as u128) as i64;
+        match cmd.keys().next().map(String::as_str) {
+            Some("getMore") => return self.get_more(cmd, reply, micros),
+            Some("killCursors") => return self.kill_cursors(cmd),
+            _ => {}
+        }
+        if !ok(reply) {
             return;
         }
         let Some(key) = key(cmd, client) else {
             return;
         };
-        let returned = docs_returned(reply);
-        let micros = took.as_micros().min(i64::MAX as u128) as i64;
-        let key_hash = hash_b64(&key);
+        let run = Open {
+            key,
+            first_micros: micros,
+            total_micros: micros,
+            docs: docs_returned(reply),
+            at: now,
+        };
+        match cursor_id(reply) {
+            Some(id) if id != 0 => {
+                let mut open = lock(&self.open);
+                if open.len() >= MAX_OPEN {
+                    let mut all: Vec<(i64, Open)> = open.drain().collect();
+                    all.sort_by_key(|(_, o)| o.at);
+                    let keep = all.split_off(all.len() / 2);
+                    open.extend(keep);
+                    drop(open);
+                    for (_, o) in all {
+                        self.add(o);
+                    }
+                    open = lock(&self.open);
+                }
+                open.insert(id, run);
+            }
+            _ => self.add(run),
+        }
+    }
+
+    /// A `getMore`: its time and documents join its cursor's execution,
+    /// recorded once the cursor is exhausted (or the `getMore` fails).
+    fn get_more(&self, cmd: &Document, reply: &Document, micros: i64) {
+        let Some(id) = cmd.get("getMore").and_then(|v| match v {
+            Bson::Int64(n) => Some(*n),
+            Bson::Int32(n) => Some(i64::from(*n)),
+            _ => None,
+        }) else {
+            return;
+        };
+        let mut open = lock(&self.open);
+        let Some(run) = open.get_mut(&id) else {
+            return;
+        };
+        run.total_micros += micros;
+        if !ok(reply) {
+            let run = open.remove(&id);
+            drop(open);
+            self.add(run.expect("present"));
+            return;
+        }
+        if let Ok(b) = reply
+            .get_document("cursor")
+            .and_then(|c| c.get_array("nextBatch"))
+        {
+            run.docs += b.len() as i64;
+        }
+        if cursor_id(reply) == Some(0) {
+            let run = open.remove(&id);
+            drop(open);
+            self.add(run.expect("present"));
+        }
+    }
+
+    /// `killCursors`: the killed cursors' executions are recorded.
+    fn kill_cursors(&self, cmd: &Document) {
+        let Ok(ids) = cmd.get_array("cursors") else {
+            return;
+        };
+        let mut done = Vec::new();
+        {
+            let mut open = lock(&self.open);
+            for id in ids {
+                if let Bson::Int64(id) = id {
+                    done.extend(open.remove(id));
+                }
+            }
+        }
+        for run in done {
+            self.add(run);
+        }
+    }
+
+    /// Adds one finished execution to its key's entry.
+    fn add(&self, run: Open) {
+        let key_hash = hash_b64(&run.key);
         let mut entries = self.lock();
         let e = entries.entry(key_hash.clone()).or_insert_with(|| {
-            let shape = key.get_document("queryShape").cloned().unwrap_or_default();
+            let shape = run
+                .key
+                .get_document("queryShape")
+                .cloned()
+                .unwrap_or_default();
             Entry {
                 query_shape_hash: hash_hex(&shape),
-                key,
+                key: run.key.clone(),
                 key_hash,
                 exec_count: 0,
                 last_execution_micros: 0,
                 total_exec_micros: Agg::default(),
                 first_response_exec_micros: Agg::default(),
                 docs_returned: Agg::default(),
-                first_seen: now,
-                latest_seen: now,
+                first_seen: run.at,
+                latest_seen: run.at,
             }
         });
         let first = e.exec_count == 0;
         e.exec_count += 1;
-        e.last_execution_micros = micros;
-        e.total_exec_micros.add(micros, first);
-        e.first_response_exec_micros.add(micros, first);
-        e.docs_returned.add(returned, first);
-        e.latest_seen = now;
+        e.last_execution_micros = run.total_micros;
+        e.total_exec_micros.add(run.total_micros, first);
+        e.first_response_exec_micros.add(run.first_micros, first);
+        e.docs_returned.add(run.docs, first);
+        e.first_seen = e.first_seen.min(run.at);
+        e.latest_seen = e.latest_seen.max(run.at);
     }
 
     /// The stage's output: one document per entry, read at `now`.
@@ -240,6 +358,19 @@ impl QueryStats {
             ));
         }
         Ok(self.output(DateTime::now()))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The id of the cursor a reply leaves open (0: none).
+fn cursor_id(reply: &Document) -> Option<i64> {
+    match reply.get_document("cursor").ok()?.get("id")? {
+        Bson::Int64(n) => Some(*n),
+        Bson::Int32(n) => Some(i64::from(*n)),
+        _ => None,
     }
 }
 
@@ -730,6 +861,82 @@ mod tests {
         assert_eq!(
             out[0].get_str("queryShapeHash").unwrap(),
             out[1].get_str("queryShapeHash").unwrap()
+        );
+    }
+
+    /// A cursor's getMores join its command's execution, recorded when
+    /// the cursor is exhausted or killed.
+    #[test]
+    fn an_execution_spans_its_cursor() {
+        let qs = QueryStats::default();
+        let t0 = DateTime::from_millis(1_700_000_000_000);
+        let batch = |key: &str, n: usize, id: i64| {
+            let docs: Vec<Bson> = (0..n)
+                .map(|i| Bson::Document(doc! { "i": i as i32 }))
+                .collect();
+            doc! { "cursor": { key: docs, "id": id, "ns": "db.c" }, "ok": 1.0 }
+        };
+        let find = doc! { "find": "c", "filter": { "a": 1 }, "$db": "db" };
+        let more = |id: i64| doc! { "getMore": id, "collection": "c", "$db": "db" };
+        qs.record(
+            &find,
+            &batch("firstBatch", 2, 7),
+            Duration::from_micros(100),
+            None,
+            t0,
+        );
+        assert!(qs.output(t0).is_empty(), "recorded when the cursor closes");
+        qs.record(
+            &more(7),
+            &batch("nextBatch", 3, 7),
+            Duration::from_micros(40),
+            None,
+            t0,
+        );
+        qs.record(
+            &more(7),
+            &batch("nextBatch", 1, 0),
+            Duration::from_micros(10),
+            None,
+            t0,
+        );
+        // Another execution, killed after its first batch.
+        qs.record(
+            &find,
+            &batch("firstBatch", 4, 8),
+            Duration::from_micros(60),
+            None,
+            t0,
+        );
+        qs.record(
+            &doc! { "killCursors": "c", "cursors": [8_i64], "$db": "db" },
+            &doc! { "ok": 1.0 },
+            Duration::from_micros(1),
+            None,
+            t0,
+        );
+        let out = qs.output(t0);
+        assert_eq!(out.len(), 1);
+        let m = out[0].get_document("metrics").unwrap();
+        assert_eq!(m.get_i64("execCount").unwrap(), 2);
+        let total = m.get_document("totalExecMicros").unwrap();
+        assert_eq!(
+            (total.get_i64("sum").unwrap(), total.get_i64("max").unwrap()),
+            (210, 150)
+        );
+        let first = m.get_document("firstResponseExecMicros").unwrap();
+        assert_eq!(
+            (first.get_i64("sum").unwrap(), first.get_i64("max").unwrap()),
+            (160, 100)
+        );
+        let docs = m.get_document("docsReturned").unwrap();
+        assert_eq!(
+            (
+                docs.get_i64("sum").unwrap(),
+                docs.get_i64("max").unwrap(),
+                docs.get_i64("min").unwrap()
+            ),
+            (10, 6, 4)
         );
     }
 
