@@ -47,7 +47,8 @@ pub struct CaptureArgs {
     /// rate between each shape's first and latest execution).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, requires = "query_stats")]
     pub query_stats_for: Option<std::time::Duration>,
-    /// The deployment to read the profiler of (the password never shown).
+    /// The deployment to read the profiler or $queryStats of (the password
+    /// never shown).
     #[arg(
         long,
         env = "MONGOLOAD_URI",

@@ -598,7 +598,7 @@ fn group(e: &Entry, ctx: &mut Ctx, own_app: &str, now_ms: i64) -> Result<Group, 
     let mut g = g.ok_or_else(|| Skip::Unsupported("an empty statement".into()))?;
     if !ctx.sampled.is_empty() {
         g.notes.push(format!(
-            "$queryStats keeps types, not values: {} drawn like the collection's own values ($sample)",
+            "$queryStats keeps types, not values: {} drawn like the values of the collection's sampled documents",
             ctx.sampled.join(", ")
         ));
     }

@@ -747,7 +747,7 @@ fn query_stats_shapes_draw_from_the_sampled_documents() {
     );
     assert!(
         out.config
-            .contains("customer, tags drawn like the collection's own values"),
+            .contains("customer, tags drawn like the values of the collection's sampled documents"),
         "{}",
         out.config
     );

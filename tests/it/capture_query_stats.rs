@@ -232,7 +232,7 @@ async fn a_mix_captured_from_query_stats_replays_in_its_proportions_and_rate() {
     // Each operation came with its latency and how its values draw.
     assert!(text.contains("latency seen mean"), "{text}");
     assert!(
-        text.contains("customer drawn like the collection's own values ($sample)"),
+        text.contains("customer drawn like the values of the collection's sampled documents"),
         "{text}"
     );
     let mut cfg = config::parse_with_env(&text, &file, std::iter::empty()).unwrap();
