@@ -25,13 +25,15 @@ use mongoload::sim::{AuthUser, ProfileConfig, SimConfig, SimHandle};
 use crate::common;
 
 const DB: &str = "shop";
-const RATE: f64 = 250.0;
+/// The original's rate: low enough for a test machine shared with
+/// builds to keep (the captured rate is checked against it).
+const RATE: f64 = 150.0;
 const SCALE: f64 = 2.0;
-const RUN: &str = "8s";
+const RUN: &str = "10s";
 /// The replay runs at the file's rate (RATE × SCALE) this long: about
-/// 7 500 operations, so its own sampling noise (0.5 points for a 30 %
+/// 6 000 operations, so its own sampling noise (0.6 points for a 30 %
 /// shape) stays well inside the 2 points for every shape at once.
-const REPLAY_RUN: &str = "15s";
+const REPLAY_RUN: &str = "20s";
 
 const ORIGINAL: &str = r#"
 [target]
@@ -143,7 +145,7 @@ async fn shares(sim: &SimHandle, app: &str) -> BTreeMap<String, f64> {
 }
 
 /// Runs `cfg` to its end. The original must keep its rate (the captured
-/// rate is checked against it; on a machine too busy for 250/s the test
+/// rate is checked against it; on a machine too busy for RATE the test
 /// says so here, as capture_roundtrip's does); a replay may miss
 /// operations (`strict` false): the shares it is checked on do not depend
 /// on how many ran.
@@ -242,6 +244,7 @@ async fn a_mix_captured_from_query_stats_replays_in_its_proportions_and_rate() {
         other => panic!("a captured stage holds one rate: {other:?}"),
     };
     let want_rate = RATE * SCALE;
+    eprintln!("captured rate {rate}/s, the original's × {SCALE}: {want_rate}/s");
     assert!(
         (rate - want_rate).abs() <= 0.05 * want_rate,
         "rate {rate}/s, want {want_rate} ± 5 %\n{summary}\n{text}"
@@ -275,6 +278,7 @@ async fn a_mix_captured_from_query_stats_replays_in_its_proportions_and_rate() {
         );
         report.push_str(&format!("{:6.2} {:6.2}  {k}\n", w * 100.0, g * 100.0));
     }
+    eprintln!("shares (original, replay):\n{report}");
     for k in &keys {
         let (w, g) = (
             want.get(*k).copied().unwrap_or(0.0),
