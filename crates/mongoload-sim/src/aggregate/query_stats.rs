@@ -87,7 +87,8 @@ const MAX_OPEN: usize = 10_000;
 /// The store of one server.
 #[derive(Debug)]
 pub struct QueryStats {
-    entries: Mutex<HashMap<String, Entry>>,
+    /// Entries by their key's BSON.
+    entries: Mutex<HashMap<Vec<u8>, Entry>>,
     /// Executions by the id of their open cursor.
     open: Mutex<HashMap<i64, Open>>,
     /// The server has `$queryStats` (8.0); false: an older server, which
@@ -122,7 +123,7 @@ impl QueryStats {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Vec<u8>, Entry>> {
         lock(&self.entries)
     }
 
@@ -235,11 +236,12 @@ impl QueryStats {
         }
     }
 
-    /// Adds one finished execution to its key's entry.
+    /// Adds one finished execution to its key's entry. Entries are found
+    /// by the key's BSON; its hashes are computed once, for a new entry.
     fn add(&self, run: Open) {
-        let key_hash = hash_b64(&run.key);
+        let bytes = bson::to_vec(&run.key).unwrap_or_default();
         let mut entries = self.lock();
-        let e = entries.entry(key_hash.clone()).or_insert_with(|| {
+        let e = entries.entry(bytes).or_insert_with(|| {
             let shape = run
                 .key
                 .get_document("queryShape")
@@ -247,8 +249,8 @@ impl QueryStats {
                 .unwrap_or_default();
             Entry {
                 query_shape_hash: hash_hex(&shape),
+                key_hash: hash_b64(&run.key),
                 key: run.key.clone(),
-                key_hash,
                 exec_count: 0,
                 last_execution_micros: 0,
                 total_exec_micros: Agg::default(),
