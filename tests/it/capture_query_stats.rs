@@ -5,7 +5,8 @@
 //! runs against a fresh simulator. Checked: each query shape's share of
 //! the replay within 2 points of the original's (both read from the
 //! simulators' `$queryStats` directly, by `key.queryShape`), the rate
-//! within 5 % of the original's × `--scale`, no string value of the
+//! within 5 % of the original's (as the simulator's profiler recorded it)
+//! × `--scale`, no string value of the
 //! original documents in the file, and the file saying that writes are
 //! not seen. And the errors: a server without `$queryStats` (code 40324)
 //! and a user without `queryStatsRead` (code 13), exit 1 naming the way
@@ -144,11 +145,45 @@ async fn shares(sim: &SimHandle, app: &str) -> BTreeMap<String, f64> {
         .collect()
 }
 
-/// Runs `cfg` to its end. The original must keep its rate (the captured
-/// rate is checked against it; on a machine too busy for RATE the test
-/// says so here, as capture_roundtrip's does); a replay may miss
-/// operations (`strict` false): the shares it is checked on do not depend
-/// on how many ran.
+/// The rate of `app`'s reads (find, aggregate, distinct; not their
+/// getMores) as the simulator's profiler recorded them: their count over
+/// the time from the first to the last.
+async fn profiled_rate(sim: &SimHandle, app: &str) -> f64 {
+    let client = common::driver_client(&sim.uri(), false, Duration::from_secs(5)).await;
+    let entries: Vec<Document> = client
+        .database(DB)
+        .collection::<Document>("system.profile")
+        .find(doc! { "appName": app, "op": { "$in": ["query", "command"] } })
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let mut times: Vec<i64> = entries
+        .iter()
+        .filter(|e| {
+            e.get_document("command").is_ok_and(|c| {
+                ["find", "aggregate", "distinct"]
+                    .iter()
+                    .any(|k| c.contains_key(*k))
+            })
+        })
+        .map(|e| e.get_datetime("ts").unwrap().timestamp_millis())
+        .collect();
+    times.sort();
+    assert!(
+        times.len() > 100,
+        "the profiler recorded the run: {}",
+        times.len()
+    );
+    let span = (times[times.len() - 1] - times[0]) as f64 / 1000.0;
+    times.len() as f64 / span
+}
+
+/// Runs `cfg` to its end. The original must nearly keep its rate (`strict`:
+/// at most 5 % missed; the captured rate is checked against the rate the
+/// server saw, not the configured one); a replay may miss more: the
+/// shares it is checked on do not depend on how many ran.
 async fn run(cfg: config::Config, strict: bool) {
     let running = daemon::start(cfg).await.expect("daemon starts");
     let summary = tokio::time::timeout(Duration::from_secs(90), running.wait())
@@ -156,7 +191,10 @@ async fn run(cfg: config::Config, strict: bool) {
         .expect("the run ends");
     for w in &summary.workloads {
         assert_eq!(w.errors, 0, "{w:?}");
-        assert!(!strict || w.missed == 0, "the run kept its rate: {w:?}");
+        assert!(
+            !strict || w.missed * 20 <= w.ok + w.missed,
+            "the run nearly kept its rate: {w:?}"
+        );
     }
 }
 
@@ -173,7 +211,17 @@ fn strings(b: &Bson, out: &mut BTreeSet<String>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mix_captured_from_query_stats_replays_in_its_proportions_and_rate() {
-    let sim = common::sim().await;
+    // The profiler keeps the server's own account of the original run
+    // (each operation's time), against which the captured rate is checked.
+    let sim = common::sim_with(SimConfig {
+        profile: ProfileConfig {
+            level: 2,
+            cap_bytes: 64 * 1024 * 1024,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await;
     let original = ORIGINAL
         .replace("URI", &format!("{}?appName=original", sim.uri()))
         .replace("RATE", &RATE.to_string())
@@ -181,6 +229,7 @@ async fn a_mix_captured_from_query_stats_replays_in_its_proportions_and_rate() {
     let cfg = config::parse_with_env(&original, Path::new("original.toml"), std::iter::empty())
         .unwrap_or_else(|e| panic!("{e}"));
     run(cfg, true).await;
+    let actual = profiled_rate(&sim, "original").await;
     let want = shares(&sim, "original").await;
     // The four operations' shapes (and the daemon's one lookup of the
     // highest `_id`).
@@ -243,11 +292,21 @@ async fn a_mix_captured_from_query_stats_replays_in_its_proportions_and_rate() {
         Some(config::LevelSpec::Hold(r)) => *r,
         other => panic!("a captured stage holds one rate: {other:?}"),
     };
-    let want_rate = RATE * SCALE;
-    eprintln!("captured rate {rate}/s, the original's × {SCALE}: {want_rate}/s");
+    // The original's rate as the server saw it (a machine busy with
+    // builds may run the 1 500 operations over more than RUN: the daemon
+    // does not count a late operation as missed), × scale.
+    let want_rate = actual * SCALE;
+    eprintln!(
+        "captured rate {rate}/s; the original's, from the profiler, × {SCALE}: {want_rate}/s (configured {})",
+        RATE * SCALE
+    );
     assert!(
         (rate - want_rate).abs() <= 0.05 * want_rate,
         "rate {rate}/s, want {want_rate} ± 5 %\n{summary}\n{text}"
+    );
+    assert!(
+        (actual - RATE).abs() <= 0.2 * RATE,
+        "the original ran at {actual}/s, configured {RATE}/s: too busy a machine"
     );
 
     // The replay, against a fresh simulator at the file's rate.
