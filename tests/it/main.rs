@@ -39,6 +39,7 @@ mod runlog;
 mod sim_driver;
 mod sim_pymongo;
 mod sim_replset;
+mod sim_sharded;
 mod systemd_notify;
 mod thresholds;
 mod windows;

@@ -801,3 +801,56 @@ async fn legacy_op_query_handshake_and_malformed_frames() {
         .await
         .unwrap();
 }
+
+/// The driver's topology worker handed a pool fill (`warm_connection_pool`,
+/// which the daemon calls at start) to the pools and waited for it inline:
+/// against a server that stalls while the pool fills, the fill lasts until
+/// the new connections' handshakes are answered, and meanwhile the worker
+/// applied no topology update and did not hear the shutdown, so the client
+/// did not shut down (the daemon's "did not shut down within 2s" after a
+/// freeze drill on a busy machine). With the patch (the broadcast answered
+/// in the background, vendor/mongodb/src/sdam/topology.rs) the client shuts
+/// down at once; unpatched, it waits for the handshakes' timeout (30 s
+/// here: the test's 5 s bound ends it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_shuts_down_while_its_pool_fills_against_a_frozen_server() {
+    // Without logical sessions the shutdown has no `endSessions` to send
+    // (which would itself wait on the frozen server): what is left to wait
+    // for is the driver's own tasks.
+    let sim = common::sim_with(mongoload::sim::SimConfig {
+        sessions: false,
+        ..Default::default()
+    })
+    .await;
+    let mut opts = mongodb::options::ClientOptions::parse(sim.uri())
+        .await
+        .unwrap();
+    opts.connect_timeout = Some(Duration::from_secs(30));
+    opts.min_pool_size = Some(64);
+    opts.max_pool_size = Some(64);
+    let client = Client::with_options(opts).unwrap();
+    client
+        .database("admin")
+        .run_command(doc! {"ping": 1})
+        .await
+        .unwrap();
+    assert!(sim.faults().freeze());
+    let warm = client.clone();
+    let warming = tokio::spawn(async move { warm.warm_connection_pool().await });
+    // The fill is under way: its first handshakes wait on the frozen server.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !warming.is_finished(),
+        "the pool filled against a frozen server"
+    );
+    let started = Instant::now();
+    let shut =
+        tokio::time::timeout(Duration::from_secs(5), client.shutdown().immediate(true)).await;
+    let took = started.elapsed();
+    assert!(sim.faults().thaw());
+    assert!(
+        shut.is_ok() && took < Duration::from_secs(2),
+        "the client took {took:?} to shut down while its pool filled against a frozen server"
+    );
+    warming.abort();
+}

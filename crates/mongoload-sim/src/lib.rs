@@ -4,10 +4,12 @@
 //! double and demo target, never a database: no persistence, no real
 //! transactions.
 //!
-//! In Rust: [`start`] a simulator (or [`start_replset`] a replica set),
-//! keep the [`SimHandle`], point a driver at [`SimHandle::uri`], change
-//! faults through [`SimHandle::faults`] and drive elections through
-//! [`SimHandle::replset`]. With [`SimConfig::auth`] clients must
+//! In Rust: [`start`] a simulator (or [`start_replset`] a replica set, or
+//! [`start_sharded`] a sharded cluster), keep the [`SimHandle`], point a
+//! driver at [`SimHandle::uri`], change faults through
+//! [`SimHandle::faults`], drive elections through [`SimHandle::replset`]
+//! and reach a cluster's shards, chunks and migrations through
+//! [`SimHandle::sharded`]. With [`SimConfig::auth`] clients must
 //! authenticate (SCRAM), with [`SimConfig::tls`] they connect over TLS
 //! (every member of a replica set alike).
 #![forbid(unsafe_code)]
@@ -22,6 +24,7 @@ pub mod profile;
 pub mod query;
 pub mod replset;
 pub mod server;
+pub mod sharded;
 pub mod store;
 pub mod tls;
 pub mod update;
@@ -44,6 +47,7 @@ pub use replset::{
     DEFAULT_ELECTION_TIMEOUT,
 };
 use server::Shared;
+pub use sharded::{start_sharded, ChunkInfo, Migration, Sharded, ShardedConfig};
 pub use tls::TlsFiles;
 
 /// How to start a simulator.
@@ -87,6 +91,8 @@ pub struct SimHandle {
     root: CancellationToken,
     listener: Mutex<Option<Listener>>,
     replset: Option<ReplSet>,
+    /// Set on a sharded cluster's first router: the cluster.
+    sharded: Option<Box<Sharded>>,
 }
 
 /// Starts a simulator on `config.listen` and returns once it accepts
@@ -104,6 +110,7 @@ pub async fn start(config: SimConfig) -> std::io::Result<SimHandle> {
         root,
         listener: Mutex::new(Some((stop, task))),
         replset: None,
+        sharded: None,
     })
 }
 
@@ -123,12 +130,13 @@ pub async fn start_replset(config: SimConfig, set: ReplSetConfig) -> std::io::Re
         root,
         listener: Mutex::new(Some((stop, task))),
         replset: Some(started.set),
+        sharded: None,
     })
 }
 
 /// Opens the slow-query log for appending (an `InvalidInput` error naming
 /// the file when it cannot be).
-fn open_log(config: &SimConfig) -> std::io::Result<Option<Arc<Mutex<std::fs::File>>>> {
+pub(crate) fn open_log(config: &SimConfig) -> std::io::Result<Option<Arc<Mutex<std::fs::File>>>> {
     let Some(path) = &config.profile.log else {
         return Ok(None);
     };
@@ -147,7 +155,7 @@ fn open_log(config: &SimConfig) -> std::io::Result<Option<Arc<Mutex<std::fs::Fil
 
 /// One server's state as `config` describes it (faults, user, TLS); a
 /// replica set makes one per member.
-fn new_shared(
+pub(crate) fn new_shared(
     config: &SimConfig,
     tls: &Option<tokio_rustls::TlsAcceptor>,
     log: &Option<Arc<Mutex<std::fs::File>>>,
@@ -166,9 +174,13 @@ impl SimHandle {
         self.addr
     }
 
-    /// A connection string for the driver: `mongodb://127.0.0.1:PORT/`, or
-    /// for a replica set the seed list `mongodb://h1,h2,h3/?replicaSet=NAME`.
+    /// A connection string for the driver: `mongodb://127.0.0.1:PORT/`, for
+    /// a replica set the seed list `mongodb://h1,h2,h3/?replicaSet=NAME`,
+    /// for a sharded cluster every router `mongodb://r1,r2/`.
     pub fn uri(&self) -> String {
+        if let Some(cluster) = &self.sharded {
+            return cluster.uri();
+        }
         match &self.replset {
             Some(set) => set.uri(),
             None => format!("mongodb://{}/", self.addr),
@@ -179,6 +191,12 @@ impl SimHandle {
     /// elections, replication lag and rollback.
     pub fn replset(&self) -> Option<&ReplSet> {
         self.replset.as_ref()
+    }
+
+    /// The sharded cluster, when started with [`start_sharded`]: routers,
+    /// shards (each a [`SimHandle`] of its own), chunks and migrations.
+    pub fn sharded(&self) -> Option<&Sharded> {
+        self.sharded.as_deref()
     }
 
     /// The fault-injection handle; changes apply to the next command.
@@ -243,7 +261,9 @@ impl SimHandle {
     }
 
     /// Stops listening, closes every connection and waits for the listener to end.
-    pub async fn shutdown(self) {
+    pub async fn shutdown(mut self) {
+        // A sharded cluster's shards and other routers stop as they drop.
+        drop(self.sharded.take());
         self.root.cancel();
         if let Some(set) = &self.replset {
             set.shutdown();
@@ -270,6 +290,7 @@ impl Drop for SimHandle {
 
 /// `mongoload sim` options.
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("replica").args(["replset", "shard_members"]).multiple(true)))]
 pub struct SimArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:27017")]
@@ -298,8 +319,8 @@ pub struct SimArgs {
     /// The added latency of --slow.
     #[arg(long, default_value = "100ms", value_parser = humantime::parse_duration)]
     pub slow_latency: Duration,
-    /// With --replset: --freeze, --blackhole, --reset and --slow hit member N (0 is the first) instead of the primary.
-    #[arg(long, value_name = "N", requires = "replset")]
+    /// With --replset (or --shard-members): --freeze, --blackhole, --reset and --slow hit member N (0 is the first) instead of the primary (of each shard).
+    #[arg(long, value_name = "N", requires = "replica")]
     pub fault_member: Option<usize>,
     /// Probability (0..=1) of answering a command with --error-code instead of running it.
     #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
@@ -341,13 +362,13 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 3, requires = "replset", value_parser = clap::value_parser!(u16).range(1..=50), help_heading = "Replica set")]
     pub members: u16,
     /// Step the primary down this often (e.g. 60s).
-    #[arg(long, value_parser = humantime::parse_duration, requires = "replset", help_heading = "Replica set")]
+    #[arg(long, value_parser = humantime::parse_duration, requires = "replica", help_heading = "Replica set")]
     pub failover_every: Option<Duration>,
     /// How long a step-down leaves the set without a primary: 2s, or a uniform range 2s..10s.
     #[arg(
         long,
         default_value = "2s",
-        requires = "replset",
+        requires = "replica",
         help_heading = "Replica set"
     )]
     pub election: ElectionTime,
@@ -356,16 +377,33 @@ pub struct SimArgs {
         long,
         value_name = "N",
         default_value_t = 0,
-        requires = "replset",
+        requires = "replica",
         help_heading = "Replica set"
     )]
     pub rollback_writes: usize,
     /// Secondaries apply each write this long after the primary (e.g. 500ms).
-    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration, requires = "replset", help_heading = "Replica set")]
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration, requires = "replica", help_heading = "Replica set")]
     pub replication_lag: Duration,
     /// A primary frozen or blackholed this long is replaced by an election among the other members (MongoDB's electionTimeoutMillis).
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, requires = "replset", help_heading = "Replica set")]
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, requires = "replica", help_heading = "Replica set")]
     pub election_timeout: Duration,
+    /// Run a sharded cluster: --mongos routers on consecutive ports from
+    /// --listen's (their URI lists them all) in front of --shards shards;
+    /// faults and replica-set flags apply to each shard.
+    #[arg(long, conflicts_with = "replset", help_heading = "Sharded cluster")]
+    pub sharded: bool,
+    /// Shards of the cluster (1 to 16), named shard0, shard1, ...
+    #[arg(long, default_value_t = 2, requires = "sharded", value_parser = clap::value_parser!(u16).range(1..=16), help_heading = "Sharded cluster")]
+    pub shards: u16,
+    /// Members of each shard: 1 (the default) a standalone, more a replica set named as the shard.
+    #[arg(long, value_name = "M", requires = "sharded", value_parser = clap::value_parser!(u16).range(1..=50), help_heading = "Sharded cluster")]
+    pub shard_members: Option<u16>,
+    /// Routers (mongos) of the cluster (1 to 16).
+    #[arg(long, default_value_t = 1, requires = "sharded", value_parser = clap::value_parser!(u16).range(1..=16), help_heading = "Sharded cluster")]
+    pub mongos: u16,
+    /// Run a balancer round this often (e.g. 10s): one chunk from the shard with most chunks to the one with fewest, per sharded collection; off by default.
+    #[arg(long, value_name = "D", value_parser = humantime::parse_duration, requires = "sharded", help_heading = "Sharded cluster")]
+    pub balance_every: Option<Duration>,
     /// Append mongod's "Slow query" log entries (structured JSON) for
     /// operations at or above the slow threshold to FILE.
     #[arg(long, value_name = "FILE", help_heading = "Profiler")]
@@ -419,6 +457,29 @@ impl SimArgs {
         })
     }
 
+    /// The sharded cluster these flags describe, if `--sharded` is given.
+    pub fn sharded_config(&self) -> Option<ShardedConfig> {
+        if !self.sharded {
+            return None;
+        }
+        let members = self.shard_members.unwrap_or(1).into();
+        Some(ShardedConfig {
+            shards: self.shards.into(),
+            shard_members: members,
+            mongos: self.mongos.into(),
+            balance_every: self.balance_every,
+            replset: ReplSetConfig {
+                name: "shard".into(),
+                members,
+                election: self.election,
+                failover_every: self.failover_every,
+                rollback_writes: self.rollback_writes,
+                replication_lag: self.replication_lag,
+                election_timeout: self.election_timeout,
+            },
+        })
+    }
+
     /// The faults with a start and an end the flags repeat, each with its
     /// length and period.
     pub fn periodic_faults(&self) -> Vec<(Fault, Stall)> {
@@ -463,11 +524,12 @@ pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .try_init();
-    if let Some(m) = args.fault_member.filter(|&m| m >= args.members.into()) {
-        anyhow::bail!(
-            "--fault-member {m}: the set has {} members, numbered from 0",
-            args.members
-        );
+    let set_members = match args.sharded {
+        true => args.shard_members.unwrap_or(1),
+        false => args.members,
+    };
+    if let Some(m) = args.fault_member.filter(|&m| m >= set_members.into()) {
+        anyhow::bail!("--fault-member {m}: the set has {set_members} members, numbered from 0");
     }
     let faults = args.fault_config();
     let config = SimConfig {
@@ -487,8 +549,20 @@ pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
         },
     };
     // Unreadable TLS files (InvalidInput) name the file themselves.
-    let handle = match args.replset_config() {
-        Some(set) => {
+    let handle = match (args.sharded_config(), args.replset_config()) {
+        (Some(cluster), _) => {
+            let routers = cluster.mongos;
+            start_sharded(config, cluster)
+                .await
+                .map_err(|e| match e.kind() {
+                    std::io::ErrorKind::InvalidInput => anyhow::anyhow!("{e}"),
+                    _ => anyhow::anyhow!(
+                        "cannot listen on {routers} consecutive ports from {}: {e}",
+                        args.listen
+                    ),
+                })?
+        }
+        (None, Some(set)) => {
             let members = set.members;
             start_replset(config, set)
                 .await
@@ -500,7 +574,7 @@ pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
                     ),
                 })?
         }
-        None => start(config).await.map_err(|e| match e.kind() {
+        (None, None) => start(config).await.map_err(|e| match e.kind() {
             std::io::ErrorKind::InvalidInput => anyhow::anyhow!("{e}"),
             _ => anyhow::anyhow!("cannot listen on {}: {e}", args.listen),
         })?,
@@ -518,6 +592,19 @@ pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
             "replica set: member 0 is primary"
         );
     }
+    if let Some(cluster) = handle.sharded() {
+        let shards: Vec<String> = (0..cluster.shards())
+            .map(|i| format!("{}={}", cluster.shard_name(i), cluster.shard(i).uri()))
+            .collect();
+        tracing::info!(
+            routers = cluster.routers().len(),
+            shards = ?shards,
+            balance_every = %args
+                .balance_every
+                .map_or("never".to_owned(), |d| humantime::format_duration(d).to_string()),
+            "sharded cluster: routers in front of shards"
+        );
+    }
     tracing::info!(
         addr = %handle.addr(),
         uri = %handle.uri(),
@@ -526,8 +613,21 @@ pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
         tls = args.tls_files().is_some(),
         "mongoload sim listening (an in-memory test double, not a database)"
     );
-    for (fault, every) in args.periodic_faults() {
-        let (base, set) = (handle.faults().clone(), handle.replset().cloned());
+    // The periodic faults hit the simulator, or each shard of a cluster.
+    let targets: Vec<(Faults, Option<ReplSet>)> = match handle.sharded() {
+        Some(cluster) => (0..cluster.shards())
+            .map(|i| {
+                let shard = cluster.shard(i);
+                (shard.faults().clone(), shard.replset().cloned())
+            })
+            .collect(),
+        None => vec![(handle.faults().clone(), handle.replset().cloned())],
+    };
+    for ((fault, every), (base, set)) in args
+        .periodic_faults()
+        .into_iter()
+        .flat_map(|f| targets.iter().map(move |t| (f, t.clone())))
+    {
         let member = args.fault_member;
         tokio::spawn(async move {
             loop {
@@ -689,6 +789,46 @@ mod tests {
         assert!(parse(&["--blackhole", "2s"]).is_err());
         assert!(parse(&["--latency-dist", "gauss:1ms"]).is_err());
         assert!(parse(&["--latency", "2ms", "--latency-dist", "exp:1ms"]).is_err());
+    }
+
+    #[test]
+    fn sharded_cluster_flags() {
+        assert_eq!(parse(&[]).unwrap().sharded_config(), None);
+        let a = parse(&[
+            "--sharded",
+            "--shards",
+            "3",
+            "--shard-members",
+            "3",
+            "--mongos",
+            "2",
+            "--balance-every",
+            "10s",
+            "--failover-every",
+            "30s",
+            "--fault-member",
+            "1",
+        ])
+        .unwrap();
+        let c = a.sharded_config().unwrap();
+        assert_eq!((c.shards, c.shard_members, c.mongos), (3, 3, 2));
+        assert_eq!(c.balance_every, Some(Duration::from_secs(10)));
+        assert_eq!(c.replset.failover_every, Some(Duration::from_secs(30)));
+        assert_eq!(c.replset.members, 3);
+        let d = parse(&["--sharded"]).unwrap().sharded_config().unwrap();
+        assert_eq!(
+            (d.shards, d.shard_members, d.mongos, d.balance_every),
+            (2, 1, 1, None)
+        );
+        // Cluster flags need --sharded; a cluster is not also a replica set.
+        assert!(parse(&["--shards", "2"]).is_err());
+        assert!(parse(&["--mongos", "2"]).is_err());
+        assert!(parse(&["--balance-every", "1s"]).is_err());
+        assert!(parse(&["--sharded", "--replset", "rs"]).is_err());
+        assert!(parse(&["--sharded", "--shards", "0"]).is_err());
+        assert!(parse(&["--sharded", "--shards", "17"]).is_err());
+        // Replica-set flags apply to the shards' sets.
+        assert!(parse(&["--sharded", "--shard-members", "3", "--election", "1s"]).is_ok());
     }
 
     #[test]

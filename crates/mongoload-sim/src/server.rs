@@ -69,6 +69,8 @@ pub struct Shared {
     pub tls: Option<tokio_rustls::TlsAcceptor>,
     /// Set when this server is a replica-set member.
     pub(crate) replset: OnceLock<super::replset::Link>,
+    /// Set when this server is a sharded cluster's router.
+    pub(crate) router: OnceLock<Arc<super::sharded::Cluster>>,
     /// Whether `hello` announces logical sessions.
     pub sessions: bool,
     /// The profiler and the slow-query log.
@@ -88,6 +90,7 @@ impl Shared {
             auth: None,
             tls: None,
             replset: OnceLock::new(),
+            router: OnceLock::new(),
             sessions: true,
             profiler: super::profile::Profiler::default(),
             next_connection: AtomicI64::new(1),
@@ -418,9 +421,10 @@ async fn respond(
     // mongod's profiler and slow-query log see the command as run.
     let db = body.get_str("$db").unwrap_or("test");
     let kept = shared.profiler.wants(db, &name).then(|| body.clone());
-    let reply = match shared.replset.get() {
-        Some(member) => member.respond(shared, connection_id, body).await,
-        None => commands::execute(shared, connection_id, body),
+    let reply = match (shared.router.get(), shared.replset.get()) {
+        (Some(router), _) => router.respond(shared, connection_id, body).await,
+        (None, Some(member)) => member.respond(shared, connection_id, body).await,
+        (None, None) => commands::execute(shared, connection_id, body),
     };
     if let Some(cmd) = kept {
         let took = started.elapsed();

@@ -316,7 +316,7 @@ impl TopologyWorker {
                     _ = self.shutdown.token.cancelled() => break,
                     Some(update) = self.update_receiver.recv() => {
                         let (update, ack) = update.into_parts();
-                        let ack = Some(ack);
+                        let mut ack = Some(ack);
                         let changed = match update {
                             UpdateMessage::AdvanceClusterTime(to) => {
                                 self.advance_cluster_time(to);
@@ -337,12 +337,22 @@ impl TopologyWorker {
                                 phase,
                             } => self.handle_application_error(address, error, phase).await,
                             UpdateMessage::Broadcast(msg) => {
+                                // The pools answer in the background: filling a pool
+                                // (`warm_connection_pool`) lasts as long as its connections
+                                // take to establish, against a stalled server until it answers
+                                // again, and meanwhile this loop must go on applying updates
+                                // and hear the shutdown.
                                 let rxen: FuturesUnordered<_> = self
                                     .servers
                                     .values()
                                     .map(|v| v.pool.broadcast(msg.clone()))
                                     .collect();
-                                let _: Vec<_> = rxen.collect().await;
+                                if let Some(ack) = ack.take() {
+                                    runtime::spawn(async move {
+                                        let _: Vec<_> = rxen.collect().await;
+                                        ack.acknowledge(false);
+                                    });
+                                }
                                 false
                             }
                         };

@@ -1,0 +1,338 @@
+//! The simulator as a sharded cluster: K routers (each answering `hello`
+//! as a mongos does) in front of N shards, each shard a standalone or a
+//! replica set started with the same configuration as `start` or
+//! `start_replset` would (faults, replica-set settings), so every fault
+//! and `--replset` flag applies per shard. Routers reach shards over TCP
+//! through the wire protocol (no authentication or TLS inside the
+//! cluster); clients authenticate to the routers as to any simulator.
+//!
+//! One file per part: the catalog and chunk table (`catalog`, pure), the
+//! merge of the shards' answers (`merge`, pure), a router's connection to
+//! a shard (`link`) and the router's commands, migrations and balancer
+//! (`router`).
+
+pub mod catalog;
+mod link;
+pub mod merge;
+mod router;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bson::Document;
+
+pub use catalog::{Catalog, KeyKind, ShardKey};
+pub(crate) use router::Cluster;
+pub use router::Migration;
+
+use super::{new_shared, open_log, server, ReplSetConfig, SimConfig, SimHandle};
+
+/// Shards and routers a sharded cluster may have.
+pub const MAX_SHARDS: usize = 16;
+pub const MAX_ROUTERS: usize = 16;
+
+/// How to start a sharded cluster (beside the [`SimConfig`] every router
+/// and shard is started with).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardedConfig {
+    /// Shards (1 to [`MAX_SHARDS`]), named `shard0`, `shard1`, ...
+    pub shards: usize,
+    /// Members per shard: 1, a standalone; more, a replica set named as
+    /// the shard, with `replset`'s settings.
+    pub shard_members: usize,
+    /// Routers (1 to [`MAX_ROUTERS`]), on consecutive ports from the
+    /// config's `listen` (each on a free port when it is 0).
+    pub mongos: usize,
+    /// Run a balancer round this often; none: no balancer (`moveChunk`
+    /// still moves chunks).
+    pub balance_every: Option<Duration>,
+    /// Each replica-set shard's settings (its `name` and `members` are
+    /// the shard's name and `shard_members`).
+    pub replset: ReplSetConfig,
+}
+
+impl ShardedConfig {
+    /// `shards` shards of `shard_members` members behind `mongos` routers,
+    /// no balancer, default replica-set settings.
+    pub fn new(shards: usize, shard_members: usize, mongos: usize) -> ShardedConfig {
+        ShardedConfig {
+            shards,
+            shard_members,
+            mongos,
+            balance_every: None,
+            replset: ReplSetConfig::new("shard", shard_members.max(1)),
+        }
+    }
+}
+
+/// A chunk of a sharded collection, for inspection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkInfo {
+    pub min: Document,
+    pub max: Document,
+    /// The owning shard's index (see [`Sharded::shard`]).
+    pub shard: usize,
+}
+
+/// A running sharded cluster, from [`SimHandle::sharded`]: the routers,
+/// each shard as the simulator it is, the chunk tables and migrations.
+pub struct Sharded {
+    cluster: Arc<Cluster>,
+    routers: Vec<SocketAddr>,
+    /// Routers after the first (the first is the [`SimHandle`] itself).
+    other_routers: Vec<SimHandle>,
+    shards: Vec<SimHandle>,
+    names: Vec<String>,
+}
+
+fn invalid(message: String) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidInput, message)
+}
+
+/// Starts a sharded cluster: `sharded.shards` shards (standalones, or
+/// replica sets of `sharded.shard_members`) on free ports of
+/// `config.listen`'s address, each with `config`'s faults, then
+/// `sharded.mongos` routers on consecutive ports from `config.listen`
+/// (free ones when its port is 0) with `config`'s authentication, TLS and
+/// profiler. The handle's [`SimHandle::addr`] is the first router's,
+/// [`SimHandle::uri`] lists every router, [`SimHandle::sharded`] gives the
+/// cluster.
+pub async fn start_sharded(
+    config: SimConfig,
+    sharded: ShardedConfig,
+) -> std::io::Result<SimHandle> {
+    if !(1..=MAX_SHARDS).contains(&sharded.shards) {
+        return Err(invalid(format!(
+            "a sharded cluster has 1 to {MAX_SHARDS} shards, not {}",
+            sharded.shards
+        )));
+    }
+    if !(1..=MAX_ROUTERS).contains(&sharded.mongos) {
+        return Err(invalid(format!(
+            "a sharded cluster has 1 to {MAX_ROUTERS} routers, not {}",
+            sharded.mongos
+        )));
+    }
+    if !(1..=50).contains(&sharded.shard_members) {
+        return Err(invalid(format!(
+            "a shard has 1 to 50 members, not {}",
+            sharded.shard_members
+        )));
+    }
+    let shard_config = SimConfig {
+        listen: SocketAddr::new(config.listen.ip(), 0),
+        faults: config.faults.clone(),
+        auth: None,
+        tls: None,
+        sessions: config.sessions,
+        profile: super::ProfileConfig {
+            log: None,
+            ..config.profile.clone()
+        },
+    };
+    let mut shards = Vec::new();
+    let mut names = Vec::new();
+    let mut links = Vec::new();
+    let mut hosts = Vec::new();
+    for i in 0..sharded.shards {
+        let name = format!("shard{i}");
+        let handle = if sharded.shard_members > 1 {
+            let set = ReplSetConfig {
+                name: name.clone(),
+                members: sharded.shard_members,
+                ..sharded.replset.clone()
+            };
+            super::start_replset(shard_config.clone(), set).await?
+        } else {
+            super::start(shard_config.clone()).await?
+        };
+        let (members, host) = match handle.replset() {
+            Some(set) => (
+                (0..set.members()).map(|m| set.addr(m)).collect(),
+                format!("{name}/{}", set.hosts().join(",")),
+            ),
+            None => (vec![handle.addr()], handle.addr().to_string()),
+        };
+        links.push(link::ShardLink::new(members));
+        hosts.push((name.clone(), host));
+        names.push(name);
+        shards.push(handle);
+    }
+    let cluster = Arc::new(Cluster::new(
+        Catalog::new(hosts),
+        links,
+        sharded.balance_every.is_some(),
+    ));
+    let tls = config.tls.as_ref().map(super::tls::acceptor).transpose()?;
+    let log = open_log(&config)?;
+    let mut routers = Vec::new();
+    for k in 0..sharded.mongos {
+        let mut listen = config.listen;
+        if listen.port() != 0 {
+            listen.set_port(listen.port().checked_add(k as u16).ok_or_else(|| {
+                invalid(format!("no port for router {k} after {}", config.listen))
+            })?);
+        }
+        // Faults are the shards' (a router's own may be set through its handle).
+        let router_config = SimConfig {
+            faults: super::FaultConfig::default(),
+            ..config.clone()
+        };
+        let shared = new_shared(&router_config, &tls, &log);
+        let _ = shared.router.set(cluster.clone());
+        let shared = Arc::new(shared);
+        let root = shared.faults.root().clone();
+        let (addr, stop, task) = server::listen(listen, shared.clone(), &root).await?;
+        tokio::spawn(server::reap_cursors(shared.clone(), root.clone()));
+        routers.push(SimHandle {
+            addr,
+            shared,
+            root,
+            listener: Mutex::new(Some((stop, task))),
+            replset: None,
+            sharded: None,
+        });
+    }
+    let mut first = routers.remove(0);
+    if let Some(every) = sharded.balance_every {
+        tokio::spawn(router::balancer(cluster.clone(), every, first.root.clone()));
+    }
+    let addrs = std::iter::once(first.addr)
+        .chain(routers.iter().map(|r| r.addr))
+        .collect();
+    first.sharded = Some(Box::new(Sharded {
+        cluster,
+        routers: addrs,
+        other_routers: routers,
+        shards,
+        names,
+    }));
+    Ok(first)
+}
+
+impl Sharded {
+    /// The routers' addresses (the first is the [`SimHandle`]'s).
+    pub fn routers(&self) -> &[SocketAddr] {
+        &self.routers
+    }
+
+    /// A connection string listing every router.
+    pub fn uri(&self) -> String {
+        let hosts: Vec<String> = self.routers.iter().map(SocketAddr::to_string).collect();
+        format!("mongodb://{}/", hosts.join(","))
+    }
+
+    /// Router `k` (0 is the [`SimHandle`] itself, so `k` from 1): its
+    /// faults and listener.
+    pub fn router(&self, k: usize) -> Option<&SimHandle> {
+        k.checked_sub(1).and_then(|k| self.other_routers.get(k))
+    }
+
+    /// How many shards.
+    pub fn shards(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Shard `i` as the simulator it is: a standalone, or a replica set
+    /// ([`SimHandle::replset`]), with its faults and its own URI (for
+    /// reading what it holds directly).
+    pub fn shard(&self, i: usize) -> &SimHandle {
+        &self.shards[i]
+    }
+
+    /// Shard `i`'s name (`shard0`, ...), as `listShards` and
+    /// `config.chunks` give it.
+    pub fn shard_name(&self, i: usize) -> &str {
+        &self.names[i]
+    }
+
+    /// The sharded collections' namespaces.
+    pub fn collections(&self) -> Vec<String> {
+        router::lock(&self.cluster.catalog)
+            .collections
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// `ns`'s shard key pattern, when sharded.
+    pub fn shard_key(&self, ns: &str) -> Option<Document> {
+        router::lock(&self.cluster.catalog)
+            .collections
+            .get(ns)
+            .map(|c| c.key.pattern())
+    }
+
+    /// `ns`'s chunks in key order (empty when not sharded).
+    pub fn chunks(&self, ns: &str) -> Vec<ChunkInfo> {
+        let catalog = router::lock(&self.cluster.catalog);
+        catalog.collections.get(ns).map_or_else(Vec::new, |c| {
+            c.chunks
+                .iter()
+                .map(|ch| ChunkInfo {
+                    min: c.key.bound(&ch.min),
+                    max: c.key.bound(&ch.max),
+                    shard: ch.shard,
+                })
+                .collect()
+        })
+    }
+
+    /// Moves the chunk of `ns` holding the document `find` (its shard
+    /// key's fields; hashed as the pattern says) to shard `to`, as
+    /// `moveChunk` does. `Ok(None)`: it was there already.
+    pub async fn move_chunk(
+        &self,
+        ns: &str,
+        find: &Document,
+        to: usize,
+    ) -> Result<Option<Migration>, String> {
+        if to >= self.shards.len() {
+            return Err(format!(
+                "no shard {to}: the cluster has {}",
+                self.shards.len()
+            ));
+        }
+        let i = router::lock(&self.cluster.catalog)
+            .find_chunk(ns, Some(find), None)
+            .map_err(|e| e.message)?;
+        self.cluster
+            .move_chunk(ns, i, to, false)
+            .await
+            .map_err(|e| e.message)
+    }
+
+    /// Runs one balancer round now (whether or not the balancer is on)
+    /// and returns the migrations it made.
+    pub async fn balance_round(&self) -> Vec<Migration> {
+        self.cluster.balance_round().await
+    }
+
+    /// Turns the balancer on or off (`balancerStart`/`balancerStop`); it
+    /// only runs rounds when started with a `balance_every`.
+    pub fn set_balancer(&self, on: bool) {
+        self.cluster
+            .balancer_on
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Every migration so far, in the order they ended, each with its
+    /// true start and end.
+    pub fn migrations(&self) -> Vec<Migration> {
+        router::lock(&self.cluster.migrations).clone()
+    }
+
+    /// Documents of `db.coll` on shard `i`, as its primary counts them
+    /// (the truth of where documents are, not what a router says).
+    pub async fn shard_documents(&self, i: usize, db: &str, coll: &str) -> Result<i64, String> {
+        let r = self.cluster.links[i]
+            .run(&bson::doc! { "count": coll, "$db": db })
+            .await;
+        match r.get("n") {
+            Some(bson::Bson::Int32(n)) => Ok((*n).into()),
+            Some(bson::Bson::Int64(n)) => Ok(*n),
+            _ => Err(format!("count on {}: {r}", self.names[i])),
+        }
+    }
+}
