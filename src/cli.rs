@@ -47,8 +47,8 @@ pub enum Command {
     /// Control a running daemon through its control socket ([control] socket).
     Ctl(CtlArgs),
     /// Write a `custom` workload config from mongod's JSON log ("Slow
-    /// query" entries): the deployment's own query shapes, proportions and
-    /// rate (x --scale), values synthesized.
+    /// query" entries), the profiler or $queryStats: the deployment's own
+    /// query shapes, proportions and rate (x --scale), values synthesized.
     Capture(Box<crate::capture::CaptureArgs>),
     /// Print one row per stage from run logs, or compare two runs with
     /// statistics (exit 1 on a significant regression beyond a gate, 2 on

@@ -10,6 +10,7 @@
 
 pub mod log;
 pub mod profile;
+pub mod query_stats;
 pub mod render;
 pub mod shape;
 #[cfg(test)]
@@ -30,13 +31,24 @@ use shape::{Obs, Skip, Stmt};
 pub struct CaptureArgs {
     /// mongod's structured JSON log (4.4+); "Slow query" entries are read
     /// (set slowms = 0 for a window to log every operation).
-    #[arg(long, value_name = "FILE", required_unless_present = "profile")]
+    #[arg(long, value_name = "FILE", required_unless_present_any = ["profile", "query_stats"])]
     pub log: Option<PathBuf>,
     /// Read the profiler's system.profile of these databases instead
     /// (comma-separated; needs --uri or --config and the `read` role).
     #[arg(long, value_name = "DB", value_delimiter = ',', conflicts_with = "log")]
     pub profile: Vec<String>,
-    /// The deployment to read the profiler of (the password never shown).
+    /// Read the server's $queryStats instead (MongoDB 7.1+/8.0; needs
+    /// --uri or --config and the queryStatsRead privilege): find,
+    /// aggregate and distinct shapes with their counts, no writes.
+    #[arg(long, conflicts_with_all = ["log", "profile"])]
+    pub query_stats: bool,
+    /// Read $queryStats twice this long apart and capture what ran
+    /// between (the default: everything since the server started, at the
+    /// rate between each shape's first and latest execution).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, requires = "query_stats")]
+    pub query_stats_for: Option<std::time::Duration>,
+    /// The deployment to read the profiler or $queryStats of (the password
+    /// never shown).
     #[arg(
         long,
         env = "MONGOLOAD_URI",
@@ -265,6 +277,20 @@ pub struct Group {
     pub limits: BTreeMap<i64, u64>,
     /// BSON sizes of documents inserts carried in the log.
     pub doc_sizes: Vec<usize>,
+    /// The execution times a source reports only in sum (`$queryStats`);
+    /// `durations_ms` is then empty.
+    pub exec: Option<ExecStats>,
+    /// What the operation's comment must say of how it was drawn.
+    pub notes: Vec<String>,
+}
+
+/// Execution times in sum: `$queryStats`' `totalExecMicros`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExecStats {
+    pub count: u64,
+    pub sum_micros: f64,
+    pub min_micros: i64,
+    pub max_micros: i64,
 }
 
 /// What a log yielded: the shapes, what was skipped, the time span.
@@ -290,6 +316,12 @@ pub struct Capture {
     pub listed_indexes: BTreeMap<(String, String), Vec<Value>>,
     /// Read from `system.profile` (not a log).
     pub from_profiler: bool,
+    /// Read from `$queryStats` (not a log): no writes seen.
+    pub from_query_stats: bool,
+    /// Observed operations per second by (database, collection) where the
+    /// source gives each shape its own window (`$queryStats` read once);
+    /// otherwise a collection's count over the capture's span.
+    pub coll_rates: BTreeMap<(String, String), f64>,
     own_app: String,
 }
 
@@ -371,6 +403,8 @@ impl Capture {
                         plans: BTreeMap::new(),
                         limits: BTreeMap::new(),
                         doc_sizes: Vec::new(),
+                        exec: None,
+                        notes: Vec::new(),
                     });
                     self.index.insert(key, self.groups.len() - 1);
                     self.groups.len() - 1
@@ -458,6 +492,13 @@ pub async fn run_cli(args: &CaptureArgs) -> ExitCode {
                 }
             }
         }
+        None if args.query_stats => match from_query_stats(args).await {
+            Ok(c) => c,
+            Err((e, code)) => {
+                eprintln!("mongoload capture: {e}");
+                return ExitCode::from(code.code());
+            }
+        },
         None => match from_profiler(args).await {
             Ok(c) => c,
             Err((e, code)) => {
@@ -511,16 +552,6 @@ async fn from_profiler(
 ) -> Result<(Capture, String), (String, crate::exit::Exit)> {
     use crate::exit::Exit;
     let usage = |e: String| (e, Exit::Usage);
-    let uri = match (&args.uri, &args.config) {
-        (Some(u), _) => crate::config::SecretUri::new(u.clone()),
-        (None, Some(path)) => crate::config::load(path)
-            .and_then(|c| c.target.resolve_uri())
-            .map_err(|e| usage(format!("{}: {e}", path.display())))?,
-        (None, None) => return Err(usage(
-            "--profile reads a deployment's profiler: give --uri (or MONGOLOAD_URI) or --config"
-                .into(),
-        )),
-    };
     let now = chrono::Utc::now().timestamp_millis();
     let mut window = profile::Window {
         since_ms: args
@@ -538,18 +569,7 @@ async fn from_profiler(
         last: args.last,
     };
     let failure = |e: String| (e, Exit::Failure);
-    let client = crate::mongo::connect(
-        uri.expose(),
-        "mongoload-capture",
-        2,
-        crate::mongo::Timeouts {
-            connect: std::time::Duration::from_secs(10),
-            server_selection: std::time::Duration::from_secs(10),
-        },
-        crate::mongo::Handlers::default(),
-    )
-    .await
-    .map_err(|e| usage(format!("--uri {}: {e}", uri.redacted())))?;
+    let client = connect(args, "--profile reads a deployment's profiler").await?;
     if let Some(d) = args.profile_for {
         let start = chrono::Utc::now().timestamp_millis();
         profile::profile_for(&client, &args.profile, d)
@@ -618,4 +638,102 @@ async fn from_profiler(
         entries.len()
     );
     Ok((capture, source))
+}
+
+/// Connects to the deployment of `--uri` or `--config` (`what` says why
+/// one is needed when neither is given).
+async fn connect(
+    args: &CaptureArgs,
+    what: &str,
+) -> Result<mongodb::Client, (String, crate::exit::Exit)> {
+    let usage = |e: String| (e, crate::exit::Exit::Usage);
+    let uri = match (&args.uri, &args.config) {
+        (Some(u), _) => crate::config::SecretUri::new(u.clone()),
+        (None, Some(path)) => crate::config::load(path)
+            .and_then(|c| c.target.resolve_uri())
+            .map_err(|e| usage(format!("{}: {e}", path.display())))?,
+        (None, None) => {
+            return Err(usage(format!(
+                "{what}: give --uri (or MONGOLOAD_URI) or --config"
+            )))
+        }
+    };
+    crate::mongo::connect(
+        uri.expose(),
+        "mongoload-capture",
+        2,
+        crate::mongo::Timeouts {
+            connect: std::time::Duration::from_secs(10),
+            server_selection: std::time::Duration::from_secs(10),
+        },
+        crate::mongo::Handlers::default(),
+    )
+    .await
+    .map_err(|e| usage(format!("--uri {}: {e}", uri.redacted())))
+}
+
+/// `--query-stats`: connects, reads `$queryStats` (twice, `--query-stats-for`
+/// apart, when given), draws each captured collection's documents
+/// (`$sample`) for the literals' types and ranges and lists its indexes.
+async fn from_query_stats(
+    args: &CaptureArgs,
+) -> Result<(Capture, String), (String, crate::exit::Exit)> {
+    use crate::exit::Exit;
+    let failure = |e: String| (e, Exit::Failure);
+    let client = connect(args, "--query-stats reads a deployment's $queryStats").await?;
+    let (entries, window) = match args.query_stats_for {
+        None => (query_stats::read(&client).await.map_err(failure)?, None),
+        Some(d) => {
+            let before = query_stats::read(&client).await.map_err(failure)?;
+            let from = chrono::Utc::now().timestamp_millis();
+            eprintln!(
+                "mongoload capture: reading $queryStats again in {}",
+                humantime::format_duration(d)
+            );
+            tokio::select! {
+                _ = tokio::time::sleep(d) => {}
+                _ = tokio::signal::ctrl_c() => eprintln!("mongoload capture: interrupted; reading $queryStats now"),
+            }
+            let after = query_stats::read(&client).await.map_err(failure)?;
+            let to = chrono::Utc::now().timestamp_millis();
+            (query_stats::deltas(&before, after), Some((from, to)))
+        }
+    };
+    let read = entries.len();
+    let mut samples = BTreeMap::new();
+    for e in &entries {
+        let own = e
+            .app_name
+            .as_deref()
+            .is_some_and(|a| a.starts_with(&args.own_app_name));
+        let key = (e.db.clone(), e.coll.clone());
+        if own || shape_is_system(&e.db, &e.coll) || samples.contains_key(&key) {
+            continue;
+        }
+        let docs = profile::sample(&client, &e.db, &e.coll, SAMPLE_DOCS).await;
+        samples.insert(key, docs);
+    }
+    let now = chrono::Utc::now().timestamp_millis();
+    let mut capture = query_stats::to_capture(&entries, &samples, window, &args.own_app_name, now);
+    let colls: std::collections::BTreeSet<(String, String)> = capture
+        .groups
+        .iter()
+        .map(|g| (g.stmt.db.clone(), g.stmt.coll.clone()))
+        .collect();
+    for (db, coll) in colls {
+        let keys = profile::list_indexes(&client, &db, &coll).await;
+        capture.listed_indexes.insert((db, coll), keys);
+    }
+    let source = match args.query_stats_for {
+        Some(d) => format!(
+            "$queryStats read twice {} apart ({read} shapes ran between)",
+            humantime::format_duration(d)
+        ),
+        None => format!("$queryStats ({read} entries)"),
+    };
+    Ok((capture, source))
+}
+
+fn shape_is_system(db: &str, coll: &str) -> bool {
+    matches!(db, "admin" | "config" | "local") || coll.starts_with("system.")
 }

@@ -646,7 +646,7 @@ fn without_nulls(v: Value) -> Value {
 }
 
 /// A scalar literal as an observation; None for documents and arrays.
-fn scalar_obs(v: &Value) -> Option<Obs> {
+pub fn scalar_obs(v: &Value) -> Option<Obs> {
     match v {
         Value::Bool(b) => Some(Obs::Bool(*b)),
         Value::Number(n) => Some(match n.as_i64() {

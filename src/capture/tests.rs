@@ -538,3 +538,359 @@ fn binary_values_draw_random_bytes_of_the_observed_length() {
     let c = Capture::read(legacy, "mongoload");
     assert_eq!(c.groups.len(), 1, "{:?}", c.skipped);
 }
+
+/// The untransformed `find` entry of MongoDB's `$queryStats` page
+/// (https://www.mongodb.com/docs/manual/reference/operator/aggregation/queryStats/,
+/// "Untransformed Example"; CC BY-NC-SA 3.0, quoted as the test needs
+/// it), its shell types written as canonical extended JSON.
+const QUERY_STATS_DOC_EXAMPLE: &str = r#"{
+  "key": {
+    "queryShape": {
+      "cmdNs": { "db": "test", "coll": "products" },
+      "command": "find",
+      "filter": { "item": { "$eq": "?string" } }
+    },
+    "client": {
+      "driver": { "name": "nodejs|mongosh", "version": "5.1.0" },
+      "os": { "type": "Darwin", "name": "darwin", "architecture": "arm64", "version": "22.6.0" },
+      "platform": "Node.js v16.19.1, LE (unified)",
+      "version": "5.1.0|1.8.0",
+      "application": { "name": "mongosh 1.8.0" }
+    },
+    "collectionType": "collection"
+  },
+  "keyHash": "dsoJ+LHAru0z6MJ1/IygJnnLTrlpVYYmPnlmNZbZrLI=",
+  "queryShapeHash": "uxMLCvpiJ5N/IRqt4c28/0A8F01C8AA16CA805FF5C1A5737535F97E40C2A90CE91A82CCB7A74C7CCB9C48",
+  "metrics": {
+    "lastExecutionMicros": { "$numberLong": "4254" },
+    "execCount": { "$numberLong": "1" },
+    "totalExecMicros": {
+      "sum": { "$numberLong": "4254" }, "max": { "$numberLong": "4254" },
+      "min": { "$numberLong": "4254" }, "sumOfSquares": { "$numberDecimal": "18096516" }
+    },
+    "firstResponseExecMicros": {
+      "sum": { "$numberLong": "4254" }, "max": { "$numberLong": "4254" },
+      "min": { "$numberLong": "4254" }, "sumOfSquares": { "$numberDecimal": "18096516" }
+    },
+    "docsReturned": {
+      "sum": { "$numberLong": "1" }, "max": { "$numberLong": "1" },
+      "min": { "$numberLong": "1" }, "sumOfSquares": { "$numberDecimal": "1" }
+    },
+    "firstSeenTimestamp": { "$date": "2023-09-14T12:30:27.989Z" },
+    "latestSeenTimestamp": { "$date": "2023-09-14T12:30:27.989Z" }
+  },
+  "asOf": { "$timestamp": { "t": 1694695007, "i": 0 } }
+}"#;
+
+fn qs_doc(text: &str) -> mongodb::bson::Document {
+    let v: Value = serde_json::from_str(text).unwrap();
+    match mongodb::bson::Bson::try_from(v).unwrap() {
+        mongodb::bson::Bson::Document(d) => d,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// An entry as the simulator writes one, from the example's figures.
+fn qs_entry(shape: Value, exec_count: u64, first_ms: i64, latest_ms: i64) -> query_stats::Entry {
+    let Value::Object(shape) = shape else {
+        panic!()
+    };
+    query_stats::Entry {
+        key_hash: format!("{shape:?}"),
+        db: "shop".into(),
+        coll: "orders".into(),
+        app_name: Some("shop-api".into()),
+        shape,
+        exec_count,
+        exec_micros: (exec_count as f64 * 1500.0, 200, 9000),
+        docs_returned: (exec_count * 3, 5),
+        first_seen_ms: first_ms,
+        latest_seen_ms: latest_ms,
+    }
+}
+
+#[test]
+fn the_documented_query_stats_entry_reads() {
+    let e = query_stats::parse(&qs_doc(QUERY_STATS_DOC_EXAMPLE)).unwrap();
+    assert_eq!((e.db.as_str(), e.coll.as_str()), ("test", "products"));
+    assert_eq!(e.app_name.as_deref(), Some("mongosh 1.8.0"));
+    assert_eq!(e.exec_count, 1);
+    assert_eq!(e.exec_micros, (4254.0, 4254, 4254));
+    assert_eq!(e.docs_returned, (1, 1));
+    assert_eq!(e.first_seen_ms, 1_694_694_627_989);
+    assert_eq!(e.shape["filter"], json!({ "item": { "$eq": "?string" } }));
+    // Without a sample, the string draws the type's default length; the
+    // one execution has no span to take a rate from.
+    let c = query_stats::to_capture(&[e], &BTreeMap::new(), None, "mongoload", 1_700_000_000_000);
+    assert_eq!(c.groups.len(), 1);
+    let g = &c.groups[0];
+    assert_eq!(g.stmt.op, CustomOpKind::Find);
+    assert_eq!(
+        render::generator(&g.slots[0]),
+        json!({ "$gen": "string", "length": query_stats::DEFAULT_STRING_LEN })
+    );
+    assert!(
+        g.notes
+            .iter()
+            .any(|n| n.contains("no sampled document has item")),
+        "{:?}",
+        g.notes
+    );
+    let err = render::render(&c, &opts()).unwrap_err();
+    assert!(err.contains("span no time"), "{err}");
+    // A missing field is named.
+    let mut d = qs_doc(QUERY_STATS_DOC_EXAMPLE);
+    d.get_document_mut("metrics").unwrap().remove("execCount");
+    let err = query_stats::parse(&d).unwrap_err();
+    assert!(err.contains("metrics.execCount"), "{err}");
+}
+
+#[test]
+fn query_stats_shapes_draw_from_the_sampled_documents() {
+    let t0 = 1_700_000_000_000;
+    let entries = vec![
+        qs_entry(
+            json!({ "cmdNs": { "db": "shop", "coll": "orders" }, "command": "find",
+                    "filter": { "customer": { "$gte": "?number", "$lt": "?number" }, "tags": { "$in": "?array<?string>" } },
+                    "sort": { "total": -1 }, "limit": "?number" }),
+            300,
+            t0,
+            t0 + 10_000,
+        ),
+        qs_entry(
+            json!({ "cmdNs": { "db": "shop", "coll": "orders" }, "command": "aggregate",
+                    "pipeline": [{ "$match": { "placed": { "$gte": "?date" } } },
+                                 { "$group": { "_id": "$status", "n": { "$sum": "?number" } } }] }),
+            100,
+            t0 + 1000,
+            t0 + 9000,
+        ),
+        qs_entry(
+            json!({ "cmdNs": { "db": "shop", "coll": "orders" }, "command": "distinct",
+                    "key": "status", "query": { "note": { "$regex": "?regex" } } }),
+            50,
+            t0,
+            t0 + 20_000,
+        ),
+    ];
+    let samples: BTreeMap<(String, String), Vec<Value>> = [(
+        ("shop".to_owned(), "orders".to_owned()),
+        vec![
+            json!({ "customer": { "$numberInt": "17" }, "tags": ["gift-wrap", "express"], "placed": { "$date": { "$numberLong": (t0 - 3_600_000).to_string() } } }),
+            json!({ "customer": { "$numberInt": "930" }, "tags": ["x"], "placed": { "$date": { "$numberLong": (t0 - 60_000).to_string() } } }),
+            json!({ "customer": { "$numberInt": "402" } }),
+        ],
+    )]
+    .into_iter()
+    .collect();
+    let c = query_stats::to_capture(&entries, &samples, None, "mongoload", t0 + 10_000);
+    assert_eq!(c.groups.len(), 2);
+    assert_eq!(c.statements, 400);
+    // The regex shape is unsupported and counted by its executions.
+    assert_eq!(
+        c.skipped.get(&Skip::Unsupported("regex values".into())),
+        Some(&50)
+    );
+    // The span: the counted entries' first to latest execution.
+    assert_eq!(c.span_secs(), Some(10.0));
+    let find = &c.groups[0];
+    assert_eq!(find.count, 300);
+    assert_eq!(
+        render::generator(&find.slots[0]),
+        json!({ "$gen": "uniform", "min": 17, "max": 931 })
+    );
+    // The most documents one execution returned stands for the limit.
+    assert_eq!(find.limits.get(&5), Some(&300));
+    match &find.slots[2] {
+        SlotStats::Array {
+            min_len,
+            max_len,
+            of,
+        } => {
+            assert_eq!((*min_len, *max_len), (1, query_stats::ARRAY_MAX));
+            assert!(
+                matches!(
+                    of.as_deref(),
+                    Some(SlotStats::Str {
+                        min_len: 1,
+                        max_len: 9,
+                        ..
+                    })
+                ),
+                "{of:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let agg = &c.groups[1];
+    assert_eq!(
+        render::generator(&agg.slots[0]),
+        json!({ "$gen": "date", "within": "1h 10s" })
+    );
+    let out = render::render(&c, &opts()).unwrap();
+    let cfg = load(&out.config).unwrap_or_else(|e| panic!("{e}\n{}", out.config));
+    assert_eq!(cfg.workloads.len(), 1);
+    // Each shape over its own window: 300 in 10 s and 100 in 8 s.
+    assert!(out.config.contains("rate = 42.50"), "{}", out.config);
+    assert!(
+        out.config.contains(
+            "42.500/s observed (each shape's count over its own first to latest execution, summed)"
+        ),
+        "{}",
+        out.config
+    );
+    assert!(
+        out.config
+            .contains("latency seen mean 1.500 ms, min 0.200 ms, max 9.000 ms"),
+        "{}",
+        out.config
+    );
+    assert!(
+        out.config
+            .contains("customer, tags drawn like the values of the collection's sampled documents"),
+        "{}",
+        out.config
+    );
+    assert!(out.config.contains("{ \"$sum\" = 1 }"), "{}", out.config);
+    for l in ["gift-wrap", "express"] {
+        assert!(!out.config.contains(l), "{l} copied into\n{}", out.config);
+    }
+    assert!(
+        out.summary
+            .contains("not seen: $queryStats records find, aggregate and distinct only"),
+        "{}",
+        out.summary
+    );
+    assert!(
+        out.config
+            .contains("# deletes and other commands are not in this capture"),
+        "{}",
+        out.config
+    );
+
+    // Two readings: what ran between, over the readings' window.
+    let mut later = entries.clone();
+    later[0].exec_count = 420;
+    later[0].exec_micros.0 += 120.0 * 1000.0;
+    let d = query_stats::deltas(&entries, later);
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].exec_count, 120);
+    let c = query_stats::to_capture(&d, &samples, Some((t0, t0 + 60_000)), "mongoload", t0);
+    assert_eq!(c.span_secs(), Some(60.0));
+    assert_eq!(c.groups[0].exec.unwrap().sum_micros, 120_000.0);
+    // mongoload's own traffic is skipped.
+    let mut own = entries[0].clone();
+    own.app_name = Some("mongoload-capture".into());
+    let c = query_stats::to_capture(&[own], &samples, None, "mongoload", t0);
+    assert_eq!(c.skipped.get(&Skip::OwnTraffic), Some(&300));
+}
+
+#[test]
+fn query_stats_errors_say_what_to_do() {
+    let older = query_stats::explain_error(
+        Some(40324),
+        "Unrecognized pipeline stage name: '$queryStats'",
+    );
+    assert!(
+        older.contains("no $queryStats")
+            && older.contains("--profile DB")
+            && older.contains("--log FILE"),
+        "{older}"
+    );
+    let denied = query_stats::explain_error(Some(13), "not authorized on admin");
+    assert!(
+        denied.contains("queryStatsRead") && denied.contains("clusterMonitor"),
+        "{denied}"
+    );
+}
+
+/// Real `system.profile` documents: tests/fixtures/profile/ (see
+/// PROVENANCE.md there): `mongo/tests/fixtures/system.profile` of
+/// https://github.com/DataDog/integrations-core (BSD 3-Clause License,
+/// Copyright (c) 2016, Datadog, Inc.) at commit
+/// 2ba5c3754a79c65743a253a58b4635755660ade6, unmodified.
+const DATADOG_PROFILE: &str =
+    include_str!("../../tests/fixtures/profile/datadog-system.profile.json");
+
+#[test]
+fn real_profiler_entries_read_without_error() {
+    let docs: Vec<Value> = serde_json::from_str(DATADOG_PROFILE).unwrap();
+    assert_eq!(docs.len(), 4);
+    let mut c = Capture::new("mongoload");
+    c.from_profiler = true;
+    for d in docs {
+        let mongodb::bson::Bson::Document(d) = mongodb::bson::Bson::try_from(d).unwrap() else {
+            panic!("a profiler entry is a document")
+        };
+        let q = profile::to_slow_query(&d).expect("an entry with ns and command");
+        c.add(&q);
+    }
+    assert_eq!(c.entries, 4);
+    // Nothing skipped: the two finds and the two update statements are
+    // shapes custom runs (the test of unsupported entries by name is
+    // `write_statements_count_once_and_unsupported_entries_are_named`).
+    assert!(c.skipped.is_empty(), "{:?}", c.skipped);
+    assert_eq!(c.groups.len(), 2);
+    let find = c
+        .groups
+        .iter()
+        .find(|g| g.stmt.op == CustomOpKind::Find)
+        .unwrap();
+    assert_eq!(find.count, 2);
+    assert_eq!(find.durations_ms, vec![85.0, 14.0]);
+    assert_eq!(find.limits.get(&34), Some(&2));
+    assert_eq!(find.stmt.fixed["sort"], json!({ "name": 1 }));
+    assert_eq!(
+        render::generator(&find.slots[0]),
+        json!({ "$gen": "uniform", "min": 63, "max": 64 })
+    );
+    let update = c
+        .groups
+        .iter()
+        .find(|g| g.stmt.op == CustomOpKind::Update)
+        .unwrap();
+    assert_eq!(update.count, 2);
+    assert!(update.stmt.many);
+    // `{ $set: { subscribed: true } }` and `false`: one shape, both values.
+    assert_eq!(
+        render::generator(&update.slots[1]),
+        json!({ "$gen": "choice", "values": [true, false] })
+    );
+    // 18:41:15.716 to 18:44:27.336.
+    assert_eq!(c.span_secs(), Some(191.62));
+    let out = render::render(&c, &opts()).unwrap();
+    load(&out.config).unwrap_or_else(|e| panic!("{e}\n{}", out.config));
+    // The indexes come from the plans seen.
+    assert!(out.config.contains("keys = { name = 1 }"), "{}", out.config);
+    assert!(out.config.contains("keys = { age = -1 }"), "{}", out.config);
+    assert!(
+        out.config.contains("plan IXSCAN { name: 1 }"),
+        "{}",
+        out.config
+    );
+}
+
+#[test]
+fn a_shape_seen_once_long_before_does_not_dilute_the_rate() {
+    let t0 = 1_700_000_000_000;
+    let steady = qs_entry(
+        json!({ "cmdNs": { "db": "shop", "coll": "orders" }, "command": "find",
+                "filter": { "customer": { "$eq": "?number" } } }),
+        6000,
+        t0,
+        t0 + 60_000,
+    );
+    let nightly = qs_entry(
+        json!({ "cmdNs": { "db": "shop", "coll": "orders" }, "command": "distinct", "key": "status" }),
+        1,
+        t0 - 3_600_000,
+        t0 - 3_600_000,
+    );
+    let c = query_stats::to_capture(&[steady, nightly], &BTreeMap::new(), None, "mongoload", t0);
+    // The span is 61 minutes, but the steady find ran 100/s for its minute.
+    assert_eq!(c.span_secs(), Some(3660.0));
+    let r = c.coll_rates[&("shop".to_owned(), "orders".to_owned())];
+    assert!((r - (100.0 + 1.0 / 3660.0)).abs() < 1e-9, "{r}");
+    let out = render::render(&c, &opts()).unwrap();
+    assert!(out.config.contains("rate = 100.0\n"), "{}", out.config);
+}

@@ -9,6 +9,7 @@ mod audit;
 mod auth_tls;
 mod bad_input;
 mod capture;
+mod capture_query_stats;
 mod capture_roundtrip;
 mod check_target;
 mod cli;

@@ -416,6 +416,14 @@ pub struct SimArgs {
     /// 0 off, 1 operations at or above --slowms, 2 all.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(i32).range(0..=2), help_heading = "Profiler")]
     pub profile: i32,
+    /// Answer as a server before 7.1: no `$queryStats` (code 40324) and
+    /// nothing recorded for it.
+    #[arg(long, help_heading = "Profiler")]
+    pub no_query_stats: bool,
+    /// The --auth user lacks the `queryStatsRead` privilege (it holds
+    /// every other): `$queryStats` answers code 13 Unauthorized.
+    #[arg(long, requires = "auth", help_heading = "Profiler")]
+    pub no_query_stats_read: bool,
 }
 
 fn parse_rate(s: &str) -> Result<f64, String> {
@@ -535,6 +543,8 @@ pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
             slowms: args.slowms,
             sample_rate: 1.0,
             log: args.log.clone(),
+            query_stats: !args.no_query_stats,
+            query_stats_read: !args.no_query_stats_read,
             ..ProfileConfig::default()
         },
     };

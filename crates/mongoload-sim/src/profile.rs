@@ -44,6 +44,11 @@ pub struct ProfileConfig {
     /// The size of each `system.profile` (mongod's is 1 MiB unless the
     /// collection is recreated larger).
     pub cap_bytes: usize,
+    /// The server has `$queryStats` (as 8.0); false: an older server.
+    pub query_stats: bool,
+    /// The `--auth` user holds `queryStatsRead` (it holds every other
+    /// privilege).
+    pub query_stats_read: bool,
 }
 
 impl Default for ProfileConfig {
@@ -54,6 +59,8 @@ impl Default for ProfileConfig {
             sample_rate: 1.0,
             log: None,
             cap_bytes: PROFILE_CAP_BYTES,
+            query_stats: true,
+            query_stats_read: true,
         }
     }
 }
@@ -65,6 +72,9 @@ pub struct Client {
     pub app_name: Option<String>,
     /// The peer's `ip:port`.
     pub remote: String,
+    /// The handshake's whole `client` document (driver, os, platform,
+    /// application), as `$queryStats` keys show it.
+    pub metadata: Option<Document>,
 }
 
 impl Client {
@@ -72,11 +82,15 @@ impl Client {
         Client {
             app_name: None,
             remote,
+            metadata: None,
         }
     }
 
     /// Learns the appName from a handshake (`hello`/`isMaster` with `client`).
     pub fn observe(&mut self, cmd: &Document) {
+        if let Ok(c) = cmd.get_document("client") {
+            self.metadata = Some(c.clone());
+        }
         if let Ok(name) = cmd
             .get_document("client")
             .and_then(|c| c.get_document("application"))
@@ -124,6 +138,8 @@ pub struct Profiler {
     /// case), a command is not recorded without taking the lock.
     on: AtomicBool,
     log: Option<Arc<Mutex<std::fs::File>>>,
+    /// `$queryStats`' store.
+    pub query_stats: super::aggregate::query_stats::QueryStats,
 }
 
 impl Default for Profiler {
@@ -155,6 +171,10 @@ impl Profiler {
             }),
             on: AtomicBool::new(config.level > 0),
             log,
+            query_stats: super::aggregate::query_stats::QueryStats::new(
+                config.query_stats,
+                config.query_stats_read,
+            ),
         }
     }
 
@@ -192,10 +212,12 @@ impl Profiler {
         was
     }
 
-    /// Whether an operation on `db` may be recorded (the caller then keeps
-    /// a copy of the command for [`Profiler::record`]).
-    pub fn wants(&self, db: &str) -> bool {
-        self.log.is_some() || (self.on.load(Ordering::Relaxed) && self.settings(db).level > 0)
+    /// Whether the command `name` on `db` may be recorded (the caller then
+    /// keeps a copy of the command for [`Profiler::record`]).
+    pub fn wants(&self, db: &str, name: &str) -> bool {
+        self.log.is_some()
+            || (self.query_stats.enabled && super::aggregate::query_stats::records(name))
+            || (self.on.load(Ordering::Relaxed) && self.settings(db).level > 0)
     }
 
     /// Records one command that took `took`: in `system.profile` when
@@ -213,6 +235,9 @@ impl Profiler {
         if SKIPPED.contains(&name) {
             return;
         }
+        let now = DateTime::now();
+        self.query_stats
+            .record(cmd, reply, took, client.metadata.as_ref(), now);
         let db = cmd.get_str("$db").unwrap_or("test");
         let millis = took.as_millis() as i64;
         let set = self.settings(db);
@@ -228,7 +253,6 @@ impl Profiler {
             // Reading the profile is not itself profiled (it would fill it).
             return;
         }
-        let now = DateTime::now();
         if profile {
             for e in entries.iter().filter(|e| e.profiled) {
                 let mut d = doc! { "op": e.op, "ns": &e.ns, "command": e.command.clone() };
@@ -646,6 +670,7 @@ mod tests {
         let client = Client {
             app_name: Some("app".into()),
             remote: "127.0.0.1:5000".into(),
+            metadata: None,
         };
         entries(shared, "db", &cmd, &reply)
             .iter()

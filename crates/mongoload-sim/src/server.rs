@@ -420,7 +420,7 @@ async fn respond(
     };
     // mongod's profiler and slow-query log see the command as run.
     let db = body.get_str("$db").unwrap_or("test");
-    let kept = shared.profiler.wants(db).then(|| body.clone());
+    let kept = shared.profiler.wants(db, &name).then(|| body.clone());
     let reply = match (shared.router.get(), shared.replset.get()) {
         (Some(router), _) => router.respond(shared, connection_id, body).await,
         (None, Some(member)) => member.respond(shared, connection_id, body).await,

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use bson::{Bson, Document};
 
+pub mod query_stats;
+
 use super::query::{
     compare, get_path, Filter, IndexKey, Projection, QueryError, SortSpec, ValueExpr,
 };

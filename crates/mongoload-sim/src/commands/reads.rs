@@ -8,6 +8,9 @@ use bson::{doc, Bson, Document};
 use super::*;
 
 pub(super) fn aggregate(shared: &Shared, db: &str, cmd: &Document) -> CmdResult {
+    if let Some(reply) = query_stats(shared, db, cmd) {
+        return reply;
+    }
     let coll = match cmd.get("aggregate") {
         Some(Bson::String(s)) => s.as_str(),
         _ => {
@@ -41,6 +44,36 @@ pub(super) fn aggregate(shared: &Shared, db: &str, cmd: &Document) -> CmdResult 
     let ns = format!("{db}.{coll}");
     let (first, id) = shared.cursors.open(&ns, out, batch_size(cmd)?, false);
     Ok(cursor_reply(&ns, first, id, true))
+}
+
+/// `{ aggregate: 1, pipeline: [{ $queryStats: {} }, …] }` on `admin`:
+/// the store's entries through the rest of the pipeline; `None` when the
+/// pipeline has no `$queryStats` stage.
+fn query_stats(shared: &Shared, db: &str, cmd: &Document) -> Option<CmdResult> {
+    let stages = cmd.get_array("pipeline").ok()?;
+    let at = stages.iter().position(|s| {
+        s.as_document()
+            .is_some_and(|d| d.contains_key("$queryStats"))
+    })?;
+    let qs = &shared.profiler.query_stats;
+    Some((|| {
+        if at != 0 && qs.enabled {
+            return Err(CmdError::new(
+                40602,
+                "Location40602",
+                "$queryStats is only valid as the first stage in a pipeline",
+            ));
+        }
+        let stages = docs_array(cmd, "pipeline")?;
+        // An older server answers 40324 here, wherever the stage is.
+        let arg = stages[at].get("$queryStats").cloned().unwrap_or(Bson::Null);
+        let rows = qs.stage(db, cmd, &arg, shared.auth.is_some())?;
+        let rest = Pipeline::parse(&stages[1..])?;
+        let out = rest.run(rows.into_iter())?;
+        let ns = "admin.$cmd.aggregate";
+        let (first, id) = shared.cursors.open(ns, out, batch_size(cmd)?, false);
+        Ok(cursor_reply(ns, first, id, true))
+    })())
 }
 
 pub(super) fn distinct(shared: &Shared, db: &str, cmd: &Document) -> CmdResult {
