@@ -223,7 +223,8 @@ pub fn run(cli: Cli) -> ExitCode {
                 Ok(c) => c,
                 Err(e) => return config_error(&e),
             };
-            for w in config.warnings.iter().chain(&config.growth_warnings()) {
+            let (growth, shard) = (config.growth_warnings(), config.shard_warnings());
+            for w in config.warnings.iter().chain(&growth).chain(&shard) {
                 tracing::warn!("{}: {w}", path.display());
             }
             crate::daemon::writable::create_dirs(&config);
@@ -534,7 +535,11 @@ fn check_config(path: &Path) -> ExitCode {
             if let Some(w) = limits::pool_warning(&config) {
                 eprintln!("mongoload: warning: {w}");
             }
-            for w in config.growth_warnings() {
+            for w in config
+                .growth_warnings()
+                .iter()
+                .chain(&config.shard_warnings())
+            {
                 eprintln!("mongoload: warning: {}: {w}", path.display());
             }
             match limits::verdict(budget.needed, limit) {

@@ -34,6 +34,7 @@ pub mod large_doc;
 pub mod mixed;
 pub mod name_num;
 pub mod pick;
+pub mod shard;
 pub mod sysbench;
 pub mod validate;
 pub mod ycsb;
