@@ -625,6 +625,13 @@ async fn run_daemon(
         live.finish().await;
     }
     match finished {
+        Ok(summary) if summary.workloads.iter().any(|w| w.fatal_exit.is_some()) => ExitCode::from(
+            summary
+                .workloads
+                .iter()
+                .find_map(|w| w.fatal_exit)
+                .unwrap_or(1),
+        ),
         Ok(summary) if summary.workloads.iter().any(|w| w.threshold_aborted) => {
             ExitCode::from(crate::threshold::EXIT_THRESHOLD_ABORT)
         }

@@ -10,6 +10,9 @@ use mongodb::bson::{Bson, Document};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
+use std::sync::Arc;
+
+use super::{Keys, OpSource, OpSpec, PrepareStep, Workload};
 use crate::values::KeyError;
 
 /// One field of a shard key: ranged (`1`) or `"hashed"`.
@@ -402,6 +405,51 @@ pub fn same_key(found: &Document, planned: &ShardKey) -> bool {
                     _ => false,
                 }
         })
+}
+
+/// A workload whose collections are sharded: the same workload with
+/// [`PrepareStep::Shard`] first among its prepare steps.
+pub struct Sharded {
+    inner: Arc<dyn Workload>,
+    plan: ShardPlan,
+}
+
+impl Sharded {
+    /// `inner`, sharded as `plan` says.
+    pub fn wrap(inner: Arc<dyn Workload>, plan: ShardPlan) -> Arc<dyn Workload> {
+        Arc::new(Sharded { inner, plan })
+    }
+}
+
+impl Workload for Sharded {
+    fn kind(&self) -> &'static str {
+        self.inner.kind()
+    }
+    fn ops(&self) -> &[OpSpec] {
+        self.inner.ops()
+    }
+    fn op_names(&self) -> Vec<&str> {
+        self.inner.op_names()
+    }
+    fn collections(&self) -> &[String] {
+        self.inner.collections()
+    }
+    fn prepare(&self) -> Vec<PrepareStep> {
+        let mut steps = vec![PrepareStep::Shard {
+            plan: self.plan.clone(),
+        }];
+        steps.extend(self.inner.prepare());
+        steps
+    }
+    fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource> {
+        self.inner.worker(worker_id, seed)
+    }
+    fn keys(&self) -> Vec<&Keys> {
+        self.inner.keys()
+    }
+    fn audit_keys(&self) -> Arc<dyn super::AuditKeys> {
+        self.inner.audit_keys()
+    }
 }
 
 #[cfg(test)]
