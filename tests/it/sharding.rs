@@ -174,3 +174,44 @@ fn check_config_warns_of_a_ranged_key_that_only_grows() {
         .unwrap();
     assert!(!String::from_utf8_lossy(&out.stderr).contains("only grow"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_load_hosts_shard_once() {
+    let sim = cluster().await;
+    let sharded = sim.sharded().unwrap();
+    let base = config(
+        &sim.uri(),
+        "mltwo",
+        "shard_key = { _id = \"hashed\" }\npresplit = 6",
+    );
+    let files: Vec<_> = (0..2)
+        .map(|i| {
+            write_config(&format!(
+                "{base}\n[cluster]\nsize = 2\nindex = {i}\nlease = \"3s\"\n"
+            ))
+        })
+        .collect();
+    let mut children: Vec<_> = files.iter().map(|f| spawn_run(f, "info")).collect();
+    let mut errs = Vec::new();
+    for (child, stderr) in &mut children {
+        let status = wait_exit(child, Duration::from_secs(90)).await;
+        let err = std::fs::read_to_string(&*stderr).unwrap_or_default();
+        assert_eq!(status.code(), Some(0), "{err}");
+        errs.push(err);
+    }
+    let sharding = |e: &String| e.matches("prepare: sharded the collection").count();
+    assert_eq!(
+        errs.iter().map(sharding).sum::<usize>(),
+        1,
+        "one member shards, the other waits for the lease: {errs:?}"
+    );
+    assert!(
+        errs.iter().all(|e| !e.contains("already sharded")),
+        "the waiting member does not shard again: {errs:?}"
+    );
+    assert_eq!(sharded.chunks("mltwo.m").len(), 6);
+    for s in 0..2 {
+        assert!(sharded.shard_documents(s, "mltwo", "m").await.unwrap() > 0);
+    }
+    sim.shutdown().await;
+}
