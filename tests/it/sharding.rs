@@ -215,3 +215,104 @@ async fn two_load_hosts_shard_once() {
     }
     sim.shutdown().await;
 }
+
+/// `mongoload check-target --json` on `text`: exit code and the report.
+async fn check_target(text: &str) -> (Option<i32>, serde_json::Value, String) {
+    let file = write_config(text);
+    let path = file.path.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
+            .args(["check-target", "--json", "--config"])
+            .arg(&path)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let json = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    (
+        out.status.code(),
+        json,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_target_on_the_routers_lists_the_shards_the_balancer_and_the_sharding() {
+    let sim = cluster().await;
+    let sharded = sim.sharded().unwrap();
+    let client = crate::common::driver_client(&sim.uri(), true, Duration::from_secs(5)).await;
+    client
+        .database("admin")
+        .run_command(doc! {"shardCollection": "mlcheck.m", "key": {"k": 1}})
+        .await
+        .unwrap();
+    sharded.set_balancer(false);
+    let planned = config(&sim.uri(), "mlcheck", "shard_key = { _id = \"hashed\" }");
+    let (code, report, err) = check_target(&planned).await;
+    let s = &report["sharding"];
+    assert_eq!(s["mongos"], true, "{report:#}\n{err}");
+    assert_eq!(
+        s["shards"],
+        serde_json::json!(["shard0", "shard1"]),
+        "{report:#}"
+    );
+    assert!(
+        s["balancer"].as_str().unwrap().starts_with("off"),
+        "{report:#}"
+    );
+    // The simulator's user-less server: privileges unknown, not refused.
+    assert!(
+        s["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a[1].is_null()),
+        "{report:#}"
+    );
+    // Sharded on { k: 1 } already, planned hashed _id: exit 78 naming both.
+    let c = &s["collections"][0];
+    assert_eq!(c["namespace"], "mlcheck.m");
+    assert_eq!(c["conflict"], true, "{report:#}");
+    assert_eq!(code, Some(78), "{report:#}");
+    assert!(
+        report["verdict"]
+            .as_str()
+            .unwrap()
+            .contains("{ _id: \"hashed\" }"),
+        "{report:#}"
+    );
+    // The same key: ready, and the text report shows the section.
+    let same = config(&sim.uri(), "mlcheck", "shard_key = { k = 1 }");
+    let (code, report, _) = check_target(&same).await;
+    assert_eq!(code, Some(0), "{report:#}");
+    let file = write_config(&same);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(["check-target", "--config"])
+        .arg(&file.path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("shards         2 (shard0, shard1)")
+            && text.contains("balancer       off")
+            && text.contains("mlcheck.m: now { \"k\": 1 }, planned { k: 1 }"),
+        "{text}"
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_target_refuses_a_shard_key_against_a_replica_set() {
+    let sim = sim::start_replset(SimConfig::default(), sim::ReplSetConfig::new("rs0", 1))
+        .await
+        .unwrap();
+    let text = config(&sim.uri(), "mlcheckrs", "shard_key = { _id = \"hashed\" }");
+    let (code, report, _) = check_target(&text).await;
+    assert_eq!(code, Some(78), "{report:#}");
+    assert!(
+        report["verdict"].as_str().unwrap().contains("not a mongos"),
+        "{report:#}"
+    );
+    sim.shutdown().await;
+}
