@@ -316,3 +316,19 @@ async fn check_target_refuses_a_shard_key_against_a_replica_set() {
     );
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_refused_the_sharding_commands_exits_77_naming_the_action() {
+    let sim = cluster().await;
+    let sharded = sim.sharded().unwrap();
+    sharded.refuse_sharding(true);
+    let text = config(&sim.uri(), "mlrefused", "shard_key = { _id = \"hashed\" }");
+    let (code, err, _) = run(&text).await;
+    assert_eq!(code, Some(77), "{err}");
+    assert!(
+        err.contains("lacks the privilege action \"enableSharding\"") && err.contains("\"w\""),
+        "{err}"
+    );
+    assert_eq!(sharded.shard_key("mlrefused.m"), None);
+    sim.shutdown().await;
+}
