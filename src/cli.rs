@@ -223,7 +223,8 @@ pub fn run(cli: Cli) -> ExitCode {
                 Ok(c) => c,
                 Err(e) => return config_error(&e),
             };
-            for w in config.warnings.iter().chain(&config.growth_warnings()) {
+            let (growth, shard) = (config.growth_warnings(), config.shard_warnings());
+            for w in config.warnings.iter().chain(&growth).chain(&shard) {
                 tracing::warn!("{}: {w}", path.display());
             }
             crate::daemon::writable::create_dirs(&config);
@@ -534,7 +535,11 @@ fn check_config(path: &Path) -> ExitCode {
             if let Some(w) = limits::pool_warning(&config) {
                 eprintln!("mongoload: warning: {w}");
             }
-            for w in config.growth_warnings() {
+            for w in config
+                .growth_warnings()
+                .iter()
+                .chain(&config.shard_warnings())
+            {
                 eprintln!("mongoload: warning: {}: {w}", path.display());
             }
             match limits::verdict(budget.needed, limit) {
@@ -620,6 +625,13 @@ async fn run_daemon(
         live.finish().await;
     }
     match finished {
+        Ok(summary) if summary.workloads.iter().any(|w| w.fatal_exit.is_some()) => ExitCode::from(
+            summary
+                .workloads
+                .iter()
+                .find_map(|w| w.fatal_exit)
+                .unwrap_or(1),
+        ),
         Ok(summary) if summary.workloads.iter().any(|w| w.threshold_aborted) => {
             ExitCode::from(crate::threshold::EXIT_THRESHOLD_ABORT)
         }

@@ -62,12 +62,15 @@ impl Exit {
             }
             Exit::Refused => {
                 "Refused (EX_NOPERM): check-target: the deployment refused the login or a \
-                 privilege the plan needs."
+                 privilege the plan needs; run: sharding a workload's collections was refused \
+                 a privilege action (named)."
             }
             Exit::Config => {
                 "Config (EX_CONFIG): an invalid config (the message names file, key and \
                  reason), a run.log or control.socket path the daemon cannot write, or a \
-                 RLIMIT_NOFILE too low for the plan; the systemd units do not restart on it."
+                 RLIMIT_NOFILE too low for the plan, or (run, at prepare) a shard_key against a \
+                 deployment that is not a sharded cluster, or a collection already sharded on \
+                 another key; the systemd units do not restart on it."
             }
         }
     }

@@ -9,6 +9,7 @@
 
 pub mod plan;
 pub mod report;
+pub mod sharding;
 
 use std::future::IntoFuture;
 use std::path::Path;
@@ -147,6 +148,7 @@ pub async fn check(config: &Config, path: &Path) -> Result<Report, String> {
         ),
         privileges: None,
         prepare,
+        sharding: None,
     };
     if let Some(reason) = unresolved {
         report.reachable.status = Status::Unreachable;
@@ -162,6 +164,9 @@ pub async fn check(config: &Config, path: &Path) -> Result<Report, String> {
     probe
         .run(&mut report, user.as_ref(), &last_server_error)
         .await;
+    if report.topology.is_some() {
+        report.sharding = probe.sharding(config, &report).await;
+    }
     let _ = tokio::time::timeout(Duration::from_secs(2), client.shutdown().immediate(true)).await;
     // An error message may quote the connection string back.
     let secret = uri.expose();
@@ -278,6 +283,63 @@ impl Probe<'_> {
                 }
             }
         }
+    }
+
+    /// The sharding section: for a plan with a `shard_key`, or on a mongos.
+    async fn sharding(&self, config: &Config, report: &Report) -> Option<sharding::Sharding> {
+        let planned = sharding::planned(config);
+        let needed = planned.iter().any(|(_, _, k)| k.is_some());
+        let mongos = report
+            .topology
+            .as_ref()
+            .is_some_and(|t| t.kind == "sharded");
+        if !needed && !mongos {
+            return None;
+        }
+        let admin = self.client.database("admin");
+        let status = self
+            .bounded(admin.run_command(sharding::connection_status()))
+            .await
+            .ok();
+        let mut s = sharding::Sharding {
+            needed,
+            mongos,
+            shards: None,
+            balancer: "unknown".to_owned(),
+            actions: sharding::actions(status.as_ref(), &report.target.database),
+            collections: Vec::new(),
+        };
+        if !mongos {
+            return Some(s);
+        }
+        s.shards = self
+            .bounded(admin.run_command(doc! {"listShards": 1}))
+            .await
+            .ok()
+            .map(|r| crate::workload::shard::shard_names(&r));
+        let balancer = self
+            .bounded(admin.run_command(doc! {"balancerStatus": 1}))
+            .await
+            .ok();
+        s.balancer = sharding::balancer_mode(balancer.as_ref());
+        let colls = self
+            .client
+            .database("config")
+            .collection::<Document>("collections");
+        for (workload, ns, key) in planned {
+            let (current, conflict) = match self.bounded(colls.find_one(doc! {"_id": &ns})).await {
+                Ok(found) => sharding::current(found.as_ref(), key.as_ref()),
+                Err(_) => ("unknown".to_owned(), false),
+            };
+            s.collections.push(sharding::CollectionSharding {
+                workload,
+                namespace: ns,
+                planned: key.map(|k| k.to_string()),
+                current,
+                conflict,
+            });
+        }
+        Some(s)
     }
 
     /// Creates a scratch collection in `database`, writes, reads, indexes

@@ -63,7 +63,9 @@ pub fn prepare_plan(config: &Config) -> Result<Vec<WorkloadPlan>, BuildError> {
                         c.documents += count;
                         c.bytes += estimate_bytes(count, |i| bson_len(&make(i)));
                     }
-                    PrepareStep::SeekKeys { .. } | PrepareStep::CountKeys { .. } => {}
+                    PrepareStep::SeekKeys { .. }
+                    | PrepareStep::CountKeys { .. }
+                    | PrepareStep::Shard { .. } => {}
                 }
             }
             Ok(WorkloadPlan {

@@ -159,6 +159,10 @@ pub struct Report {
     pub write_concern: WriteConcernInfo,
     pub privileges: Option<Privileges>,
     pub prepare: Vec<WorkloadPlan>,
+    /// On a mongos, or for a plan with a `shard_key`: shards, balancer,
+    /// the collections' sharding and the privileges it needs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sharding: Option<super::sharding::Sharding>,
 }
 
 impl Report {
@@ -194,6 +198,10 @@ impl Report {
                     }
                 }
             }
+        };
+        let (code, verdict) = match self.sharding.as_ref().and_then(|s| s.blocker()) {
+            Some(blocker) if code == EXIT_READY => blocker,
+            _ => (code, verdict),
         };
         self.exit_code = code;
         self.ready = code == EXIT_READY;
@@ -256,6 +264,9 @@ impl Report {
                 .as_ref()
                 .map_or("skipped".to_owned(), render_privileges),
         );
+        if let Some(s) = &self.sharding {
+            s.render(&mut line);
+        }
         if self.prepare.is_empty() {
             line("prepare", "no workloads");
         }
@@ -424,6 +435,7 @@ mod tests {
                     present: Some(4),
                 }],
             }],
+            sharding: None,
         }
     }
 

@@ -37,9 +37,14 @@ impl WorkloadConfig {
     /// Builds the workload this config describes, its documents made with
     /// `seed` (the seed its workers get too).
     pub fn build_with_seed(&self, seed: u64) -> Result<Arc<dyn Workload>, BuildError> {
-        self.kind.build(seed).map_err(|error| BuildError {
+        let fail = |error| BuildError {
             workload: self.name.clone(),
             error,
+        };
+        let workload = self.kind.build(seed).map_err(fail)?;
+        Ok(match self.shard_plan().map_err(fail)? {
+            Some(plan) => crate::workload::shard::Sharded::wrap(workload, plan),
+            None => workload,
         })
     }
 }

@@ -86,6 +86,15 @@ impl Config {
             .collect()
     }
 
+    /// One warning per workload sharded on a ranged key that its inserts
+    /// only grow.
+    pub fn shard_warnings(&self) -> Vec<String> {
+        self.workloads
+            .iter()
+            .filter_map(super::WorkloadConfig::shard_warning)
+            .collect()
+    }
+
     /// The resolved plan, as `check-config` prints it: target (redacted),
     /// http, each workload with kind, parameters and stages, and the
     /// timeline of the next 24 hours.
@@ -171,6 +180,9 @@ impl Config {
             out.push_str(&w.kind.params().describe());
             if let Some((growth, _)) = w.data_growth(now) {
                 let _ = writeln!(out, "  data: {growth}");
+            }
+            if let Ok(Some(plan)) = w.shard_plan() {
+                let _ = writeln!(out, "  sharding: {}", plan.describe(w.kind.name()));
             }
             out.push_str(&w.describe_concerns());
             out.push_str(&w.describe_audit());

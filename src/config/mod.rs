@@ -405,6 +405,15 @@ pub struct WorkloadConfig {
     /// window while it runs and over each stage at its end (k6's model).
     #[serde(default)]
     pub thresholds: Vec<crate::threshold::ThresholdConfig>,
+    /// Shard the workload's collections on this key at prepare, through a
+    /// mongos: `{ _id = "hashed" }`, `{ k = 1 }` (docs/sharding.md).
+    #[serde(default)]
+    pub shard_key: Option<crate::workload::shard::ShardKey>,
+    /// With `shard_key`: hashed, the initial chunk count
+    /// (`numInitialChunks`); ranged, the chunks the kind's known key range
+    /// is split into, spread over the shards.
+    #[serde(default)]
+    pub presplit: Option<u32>,
     /// Parameter tables given beside `kind` for another kind, by key:
     /// refused by validation, which names them.
     #[serde(skip)]

@@ -951,3 +951,75 @@ fn unbounded_growth_in_a_repeating_plan_is_warned_about() {
     )
     .is_err());
 }
+
+/// `shard_key` and `presplit` as a file gives them: read in order,
+/// checked with the file, key and reason, described by `check-config`, and
+/// the ranged key that the kind's inserts only grow warned about (derived
+/// from the kind, not the field's name: YCSB's hashed `_id` is not).
+#[test]
+fn shard_keys_are_validated_described_and_warned_about() {
+    let one = |kind: &str, keys: &str| load_one("", &format!("kind = \"{kind}\"\n{keys}"));
+    let hashed = one("mixed", "shard_key = { _id = \"hashed\" }\npresplit = 8").unwrap();
+    let text = hashed.describe();
+    assert!(
+        text.contains("  sharding: every collection on { _id: \"hashed\" }, 8 initial chunks"),
+        "{text}"
+    );
+    assert!(hashed.shard_warnings().is_empty());
+
+    let compound = one("mixed", "shard_key = { k = 1, _id = 1 }").unwrap();
+    assert_eq!(
+        compound.workloads[0]
+            .shard_key
+            .as_ref()
+            .unwrap()
+            .to_string(),
+        "{ k: 1, _id: 1 }"
+    );
+    // `k` is random: no warning.
+    assert!(compound.shard_warnings().is_empty());
+
+    let ranged = one("insert-benchmark", "shard_key = { _id = 1 }").unwrap();
+    let w = ranged.shard_warnings();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].contains("\"a\"") && w[0].contains("only grow"),
+        "{w:?}"
+    );
+    let split = one(
+        "mixed",
+        "shard_key = { _id = 1 }\npresplit = 4\n[workloads.mixed]\ninitial_docs = 1000\nmax_docs = 1000",
+    )
+    .unwrap();
+    assert_eq!(
+        split.workloads[0].shard_plan().unwrap().unwrap().presplit,
+        crate::workload::shard::Presplit::Ranged(vec![250, 500, 750])
+    );
+    assert!(one("ycsb", "shard_key = { _id = 1 }")
+        .unwrap()
+        .shard_warnings()
+        .is_empty());
+
+    for (keys, key, reason) in [
+        ("presplit = 4", "presplit", "needs shard_key"),
+        (
+            "shard_key = { _id = \"hashed\", k = \"hashed\" }",
+            "shard_key",
+            "one hashed field",
+        ),
+        ("shard_key = { _id = -1 }", "shard_key._id", "got -1"),
+        (
+            "shard_key = { _id = 1 }\npresplit = 0",
+            "presplit",
+            "at least 1",
+        ),
+    ] {
+        let e = one("mixed", keys).unwrap_err();
+        assert!(
+            e.contains("t.toml") && e.contains(key) && e.contains(reason),
+            "{keys}: {e}"
+        );
+    }
+    let e = one("ycsb", "shard_key = { _id = 1 }\npresplit = 4").unwrap_err();
+    assert!(e.contains("no known integer range"), "{e}");
+}

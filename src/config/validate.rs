@@ -263,8 +263,35 @@ impl WorkloadConfig {
             ));
         }
         self.kind.validate()?;
+        self.shard_plan()?;
         self.schedule()?;
         self.thresholds().map(|_| ())
+    }
+
+    /// How the workload's collections are sharded (`shard_key`,
+    /// `presplit`), `None` unsharded; errors name the key.
+    pub fn shard_plan(&self) -> Result<Option<crate::workload::shard::ShardPlan>, KeyError> {
+        crate::workload::shard::plan(
+            self.shard_key.as_ref(),
+            self.presplit,
+            self.key_shape(),
+            self.kind.name(),
+        )
+    }
+
+    /// What the kind's key generator says of the shard key's first field.
+    fn key_shape(&self) -> crate::workload::shard::KeyShape {
+        match &self.shard_key {
+            Some(k) => self.kind.params().key_shape(k.first()),
+            None => crate::workload::shard::KeyShape::Unknown,
+        }
+    }
+
+    /// The warning for a ranged shard key whose first field the kind's
+    /// inserts only grow (every insert lands on one shard).
+    pub fn shard_warning(&self) -> Option<String> {
+        let key = self.shard_key.as_ref()?;
+        crate::workload::shard::grows_warning(&self.name, key, self.key_shape(), self.kind.name())
     }
 
     /// The validated thresholds, checked against the kind's operations;

@@ -72,6 +72,10 @@ pub struct WorkloadSnapshot {
     /// A threshold with `abort_on_fail` stopped the workload or the run.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub threshold_aborted: bool,
+    /// Its prepare cannot succeed against this deployment and stopped the
+    /// run with this exit status (78: a `shard_key` without a mongos).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fatal_exit: Option<u8>,
 }
 
 /// Runtime control of a workload: what an operator changed, and the same
@@ -132,6 +136,9 @@ pub struct WorkloadSummary {
     /// A threshold with `abort_on_fail` stopped it (exit 99).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub threshold_aborted: bool,
+    /// Its prepare stopped the run with this exit status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fatal_exit: Option<u8>,
 }
 
 impl From<&WorkloadSnapshot> for WorkloadSummary {
@@ -142,6 +149,7 @@ impl From<&WorkloadSnapshot> for WorkloadSummary {
             errors: w.operations_error,
             missed: w.missed,
             threshold_aborted: w.threshold_aborted,
+            fatal_exit: w.fatal_exit,
         }
     }
 }

@@ -73,6 +73,7 @@ impl Slot {
             audit: self.audit().map(|a| a.summary()),
             thresholds: self.thresholds().map_or_else(Vec::new, |t| t.status()),
             threshold_aborted: self.thresholds().is_some_and(|t| t.aborted()),
+            fatal_exit: self.status.fatal(),
         }
     }
 

@@ -7,6 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{PrepareProgress, WorkloadRun};
 use crate::mongo::classify;
+use crate::mongo::shard::ShardError;
 use crate::workload::PrepareStep;
 
 /// The longest wait between two attempts of a failed prepare step (from
@@ -100,9 +101,28 @@ pub(crate) async fn prepare_steps(
                     tracing::info!(workload = %name, step = n, "prepare: {done}/{total} documents ({percent:.1}%), {rate:.0} docs/s, ETA {eta:.0}s");
                 }
             };
-            let result = tokio::select! {
-                r = run.deployment.prepare(step, progress) => r,
-                _ = cancel.cancelled() => return false,
+            let result = match step {
+                PrepareStep::Shard { plan } => {
+                    let shard = tokio::select! {
+                        r = run.deployment.shard(&run.name, plan) => r,
+                        _ = cancel.cancelled() => return false,
+                    };
+                    match shard {
+                        Ok(()) => Ok(()),
+                        Err(ShardError::Retry(e)) => Err(e),
+                        // Not for retrying: stop the run with its status.
+                        Err(ShardError::Fatal { exit, message }) => {
+                            tracing::error!(workload = %run.name, "prepare: {message}");
+                            run.status.set_fatal(exit.code());
+                            run.run_cancel.cancel();
+                            return false;
+                        }
+                    }
+                }
+                _ => tokio::select! {
+                    r = run.deployment.prepare(step, progress) => r,
+                    _ = cancel.cancelled() => return false,
+                },
             };
             match result {
                 Ok(()) => {

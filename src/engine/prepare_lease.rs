@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::{prepare_steps, PrepareProgress, WorkloadRun};
 use crate::cluster::coord::{Lease, SharedProgress, POLL};
 use crate::cluster::ClusterRun;
+use crate::workload::shard::Presplit;
 use crate::workload::PrepareStep;
 
 /// Whether a step sets this member's own state rather than the data.
@@ -41,7 +42,8 @@ pub fn plan(kind: &str, collections: &[String], steps: &[PrepareStep]) -> String
 
 /// The canonical form of a prepare plan: `{kind, collections, steps}`,
 /// each step one of `{index: {collection, keys, unique, name}}` (`name`
-/// null when the server names it), `{load: {collection, count, batch}}`,
+/// null when the server names it), `{shard: {key, presplit}}`,
+/// `{load: {collection, count, batch}}`,
 /// `{seek_keys: {collection}}`, `{count_keys: {collection}}`; numbers as
 /// 64-bit integers. Changing it makes every cluster prepare once more.
 pub fn canonical(kind: &str, collections: &[String], steps: &[PrepareStep]) -> Document {
@@ -77,6 +79,14 @@ pub fn canonical(kind: &str, collections: &[String], steps: &[PrepareStep]) -> D
                 PrepareStep::CountKeys { collection, .. } => {
                     doc! {"count_keys": {"collection": int(*collection as u64)}}
                 }
+                PrepareStep::Shard { plan } => doc! {"shard": {
+                    "key": plan.key.to_document(),
+                    "presplit": match &plan.presplit {
+                        Presplit::None => Bson::Null,
+                        Presplit::Hashed(n) => Bson::Int64(i64::from(*n)),
+                        Presplit::Ranged(points) => Bson::Array(points.iter().map(|p| Bson::Int64(*p)).collect()),
+                    },
+                }},
             })
         })
         .collect();

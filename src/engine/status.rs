@@ -18,6 +18,10 @@ pub struct WorkloadStatus {
     pub heartbeat: Heartbeat,
     stage: Mutex<StageLabel>,
     prepare: Mutex<PrepareProgress>,
+    /// A prepare that cannot succeed here stopped the run: the exit status
+    /// it asks for (78 a config the deployment cannot take, 77 a missing
+    /// privilege).
+    fatal: Mutex<Option<u8>>,
 }
 
 /// How far the prepare steps are, as `/status` shows it: documents of all
@@ -126,6 +130,18 @@ impl WorkloadStatus {
 
     pub fn stage(&self) -> StageLabel {
         self.stage.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// The exit status a prepare that cannot succeed asked for.
+    pub fn fatal(&self) -> Option<u8> {
+        self.fatal.lock().map(|f| *f).unwrap_or_default()
+    }
+
+    /// Records that the prepare cannot succeed here (exit status `code`).
+    pub fn set_fatal(&self, code: u8) {
+        if let Ok(mut f) = self.fatal.lock() {
+            *f = Some(code);
+        }
     }
 
     /// The prepare progress (final once `done`).

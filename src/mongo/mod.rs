@@ -7,6 +7,7 @@
 //! are the engine's business: this layer never sees one.
 
 pub mod errors;
+pub mod shard;
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
@@ -323,6 +324,15 @@ impl Deployment {
                 }
                 Ok(())
             }
+            // Its errors may be final (not a mongos, another key): the
+            // engine runs it with `Deployment::shard` instead.
+            PrepareStep::Shard { plan } => match self.shard("", plan).await {
+                Ok(()) => Ok(()),
+                Err(shard::ShardError::Retry(e)) => Err(e),
+                Err(shard::ShardError::Fatal { message, .. }) => {
+                    Err(mongodb::error::Error::custom(message))
+                }
+            },
             PrepareStep::CountKeys {
                 collection,
                 counter,

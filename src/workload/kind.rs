@@ -39,4 +39,11 @@ pub trait Kind {
     fn check_audit(&self) -> Result<(), KeyError> {
         Ok(())
     }
+    /// What the kind's key generator says of `field` of its documents
+    /// (whether inserts only grow it, over which loaded range), for
+    /// `shard_key` and `presplit` (docs/sharding.md).
+    fn key_shape(&self, field: &str) -> super::shard::KeyShape {
+        let _ = field;
+        super::shard::KeyShape::Unknown
+    }
 }

@@ -34,6 +34,7 @@ pub mod large_doc;
 pub mod mixed;
 pub mod name_num;
 pub mod pick;
+pub mod shard;
 pub mod sysbench;
 pub mod validate;
 pub mod ycsb;
@@ -325,11 +326,15 @@ pub enum PrepareStep {
         collection: usize,
         counter: Arc<Keys>,
     },
+    /// Shard every collection of the workload as `plan` says, through a
+    /// mongos (docs/sharding.md); first of the steps, before any load.
+    Shard { plan: shard::ShardPlan },
 }
 
 impl fmt::Debug for PrepareStep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            PrepareStep::Shard { plan } => f.debug_struct("Shard").field("plan", plan).finish(),
             PrepareStep::CreateIndex {
                 collection,
                 keys,

@@ -38,6 +38,7 @@ mod prometheus_e2e;
 mod prometheus_rules;
 mod reload;
 mod runlog;
+mod sharding;
 mod sim_driver;
 mod sim_pymongo;
 mod sim_replset;

@@ -144,6 +144,27 @@ impl Kind for InsertBenchmarkConfig {
 
     /// Each operation inserts a batch (an over-budget query worker too):
     /// an upper bound of `batch_size` documents per operation.
+    fn key_shape(&self, field: &str) -> crate::workload::shard::KeyShape {
+        let within = |n: u64| crate::workload::shard::KeyShape::Within {
+            start: 0,
+            end: n.min(i64::MAX as u64) as i64,
+        };
+        match field {
+            "_id" => crate::workload::shard::KeyShape::Grows {
+                range: Some((
+                    0,
+                    self.initial_docs.max(self.max_docs).min(i64::MAX as u64) as i64,
+                )),
+            },
+            // The insert's time.
+            "dateandtime" => crate::workload::shard::KeyShape::Grows { range: None },
+            "cashregisterid" => within(self.cashregisters),
+            "customerid" => within(self.customers),
+            "productid" => within(self.products),
+            "price" => crate::workload::shard::KeyShape::Scattered,
+            _ => crate::workload::shard::KeyShape::Unknown,
+        }
+    }
     fn footprint(&self) -> Option<crate::workload::footprint::Footprint> {
         Some(crate::workload::footprint::Footprint {
             doc_bytes: self.data_length as f64 + DOC_OVERHEAD_ESTIMATE,

@@ -117,6 +117,19 @@ impl Kind for MixedConfig {
         )
     }
 
+    fn key_shape(&self, field: &str) -> crate::workload::shard::KeyShape {
+        match field {
+            // Inserts take the next `_id`; evictions drop the oldest.
+            "_id" => crate::workload::shard::KeyShape::Grows {
+                range: Some((
+                    0,
+                    self.initial_docs.max(self.bound()).min(i64::MAX as u64) as i64,
+                )),
+            },
+            "k" => crate::workload::shard::KeyShape::Scattered,
+            _ => crate::workload::shard::KeyShape::Unknown,
+        }
+    }
     fn footprint(&self) -> Option<crate::workload::footprint::Footprint> {
         let total: f64 = self.weights().iter().map(|(_, w)| w).sum();
         Some(crate::workload::footprint::Footprint {

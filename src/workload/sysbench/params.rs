@@ -95,6 +95,16 @@ impl SysbenchConfig {
 }
 
 impl Kind for SysbenchConfig {
+    fn key_shape(&self, field: &str) -> crate::workload::shard::KeyShape {
+        match field {
+            // `delete_inserts` put back the `_id` they deleted.
+            "_id" => crate::workload::shard::KeyShape::Within {
+                start: 0,
+                end: self.docs_per_collection.min(i64::MAX as u64) as i64,
+            },
+            _ => crate::workload::shard::KeyShape::Unknown,
+        }
+    }
     fn inserts(&self) -> bool {
         !self.read_only && self.delete_inserts > 0
     }

@@ -254,6 +254,13 @@ impl Kind for YcsbConfig {
 
     /// Workloads D and E insert (5 % of their operations) up to their
     /// bound, past which an insert replaces the oldest record.
+    fn key_shape(&self, field: &str) -> crate::workload::shard::KeyShape {
+        match field {
+            // `"user" + fnvhash64(n)`: hashed, in no order.
+            "_id" => crate::workload::shard::KeyShape::Scattered,
+            _ => crate::workload::shard::KeyShape::Unknown,
+        }
+    }
     fn footprint(&self) -> Option<crate::workload::footprint::Footprint> {
         let inserts: f64 = self
             .workload

@@ -317,6 +317,15 @@ impl Sharded {
             .store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Refuses (`true`) or allows the sharding commands (`enableSharding`,
+    /// `shardCollection`, `split`, `moveChunk`) as Unauthorized (13), as
+    /// MongoDB refuses them to a user with only `readWrite`.
+    pub fn refuse_sharding(&self, refuse: bool) {
+        self.cluster
+            .refuse_sharding
+            .store(refuse, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Every migration so far, in the order they ended, each with its
     /// true start and end.
     pub fn migrations(&self) -> Vec<Migration> {

@@ -56,6 +56,9 @@ pub(crate) struct Cluster {
     pub(crate) balancer_on: AtomicBool,
     pub(crate) balancer_rounds: AtomicU64,
     pub(crate) in_round: AtomicBool,
+    /// Refuse the sharding commands of a client as Unauthorized (13), as
+    /// MongoDB does for a user with `readWrite` only (a test's switch).
+    pub(crate) refuse_sharding: AtomicBool,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -188,6 +191,7 @@ impl Cluster {
             gates: Mutex::new(HashMap::new()),
             migrations: Mutex::new(Vec::new()),
             balancer_on: AtomicBool::new(balancer_on),
+            refuse_sharding: AtomicBool::new(false),
             balancer_rounds: AtomicU64::new(0),
             in_round: AtomicBool::new(false),
         }
@@ -254,6 +258,24 @@ impl Cluster {
                 20,
                 "IllegalOperation",
                 "multi-document transactions are not supported by the mongoload sim router",
+            )
+            .to_doc();
+        }
+        let sharding_command = matches!(
+            name.as_str(),
+            "enableSharding"
+                | "enablesharding"
+                | "shardCollection"
+                | "shardcollection"
+                | "split"
+                | "moveChunk"
+                | "movechunk"
+        );
+        if sharding_command && self.refuse_sharding.load(Ordering::Relaxed) {
+            return CmdError::new(
+                13,
+                "Unauthorized",
+                format!("not authorized on {db} to execute command {{ {name}: ... }}"),
             )
             .to_doc();
         }

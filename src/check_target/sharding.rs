@@ -1,0 +1,302 @@
+//! `check-target`'s sharding section (docs/sharding.md): for a plan with a
+//! `shard_key`, whether the target is a mongos, its shards (`listShards`),
+//! the balancer (`balancerStatus`), how each workload's collection is or
+//! would be sharded (`config.collections`), and whether the user holds the
+//! privilege actions sharding needs (`connectionStatus` with
+//! `showPrivileges`; "unknown" where the server does not say).
+
+use mongodb::bson::{doc, Bson, Document};
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::workload::shard::same_key;
+
+/// The privilege actions sharding a workload's collections uses.
+pub const ACTIONS: [&str; 4] = ["enableSharding", "splitChunk", "moveChunk", "listShards"];
+
+/// Roles that hold every action of [`ACTIONS`].
+const ROLES_WITH_ALL: [&str; 4] = ["root", "clusterManager", "clusterAdmin", "__system"];
+
+/// The sharding section of the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sharding {
+    /// Whether a workload has a `shard_key`.
+    pub needed: bool,
+    /// Whether the target answered as a mongos.
+    pub mongos: bool,
+    /// `listShards`' names; `None` where refused or not a mongos.
+    pub shards: Option<Vec<String>>,
+    /// `balancerStatus`' `mode` (`full`, `off`), or `unknown`.
+    pub balancer: String,
+    /// Each privilege action and whether the user has it (`None`: unknown).
+    pub actions: Vec<(String, Option<bool>)>,
+    pub collections: Vec<CollectionSharding>,
+}
+
+/// One workload collection: its planned key and what the cluster has.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CollectionSharding {
+    pub workload: String,
+    pub namespace: String,
+    /// The workload's `shard_key` (`None`: unsharded by the plan).
+    pub planned: Option<String>,
+    /// `config.collections`' key, `unsharded`, or `unknown`.
+    pub current: String,
+    /// Sharded on another key than planned: the run would exit 78.
+    pub conflict: bool,
+}
+
+/// Each workload's collections with their planned key, in config order.
+pub fn planned(config: &Config) -> Vec<(String, String, Option<crate::workload::shard::ShardKey>)> {
+    let db = &config.target.database;
+    config
+        .workloads
+        .iter()
+        .flat_map(|w| {
+            let names: Vec<String> = w
+                .build_with_seed(0)
+                .map(|b| b.collections().to_vec())
+                .unwrap_or_default();
+            names
+                .into_iter()
+                .map(move |c| (w.name.clone(), format!("{db}.{c}"), w.shard_key.clone()))
+        })
+        .collect()
+}
+
+/// Whether the user has each of [`ACTIONS`], from a `connectionStatus`
+/// reply with `showPrivileges: true`: `authenticatedUserPrivileges` where
+/// the server lists them, else a role that holds them all; `None` where
+/// neither says (no user, or privileges not shown).
+pub fn actions(status: Option<&Document>, database: &str) -> Vec<(String, Option<bool>)> {
+    let auth = status.and_then(|s| s.get_document("authInfo").ok());
+    let roles: Vec<&str> = auth
+        .and_then(|a| a.get_array("authenticatedUserRoles").ok())
+        .map(|r| {
+            r.iter()
+                .filter_map(|r| r.as_document()?.get_str("role").ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let privileges = auth.and_then(|a| a.get_array("authenticatedUserPrivileges").ok());
+    ACTIONS
+        .iter()
+        .map(|action| {
+            let granted =
+                if roles.iter().any(|r| ROLES_WITH_ALL.contains(r)) {
+                    Some(true)
+                } else {
+                    privileges.map(|p| {
+                        p.iter().filter_map(Bson::as_document).any(|p| {
+                    let applies = match p.get_document("resource") {
+                        Ok(r) if r.get_bool("cluster") == Ok(true) => *action == "listShards",
+                        Ok(r) => matches!(r.get_str("db"), Ok(d) if d.is_empty() || d == database),
+                        Err(_) => false,
+                    };
+                    applies
+                        && p.get_array("actions")
+                            .is_ok_and(|a| a.iter().any(|x| x.as_str() == Some(action)))
+                })
+                    })
+                };
+            (action.to_string(), granted)
+        })
+        .collect()
+}
+
+/// The `current` text and conflict of a collection from its
+/// `config.collections` document (`None`: not there).
+pub fn current(
+    found: Option<&Document>,
+    planned: Option<&crate::workload::shard::ShardKey>,
+) -> (String, bool) {
+    match found.and_then(|d| d.get_document("key").ok()) {
+        None => ("unsharded".to_owned(), false),
+        Some(key) => (key.to_string(), planned.is_some_and(|p| !same_key(key, p))),
+    }
+}
+
+impl Sharding {
+    /// What stops a sharded plan here: the exit status and the verdict.
+    pub fn blocker(&self) -> Option<(u8, String)> {
+        if !self.needed {
+            return None;
+        }
+        if !self.mongos {
+            return Some((
+                crate::exit::Exit::Config.code(),
+                "a workload has shard_key, but the target is not a mongos".to_owned(),
+            ));
+        }
+        if let Some(c) = self.collections.iter().find(|c| c.conflict) {
+            return Some((
+                crate::exit::Exit::Config.code(),
+                format!(
+                    "{} is sharded on {}, but workload {:?} has shard_key {}",
+                    c.namespace,
+                    c.current,
+                    c.workload,
+                    c.planned.as_deref().unwrap_or("")
+                ),
+            ));
+        }
+        self.actions
+            .iter()
+            .find(|(_, g)| *g == Some(false))
+            .map(|(a, _)| {
+                (
+                    crate::exit::Exit::Refused.code(),
+                    format!("privilege refused: {a} (sharding the plan's collections needs it)"),
+                )
+            })
+    }
+
+    /// The lines of the text report.
+    pub fn render(&self, line: &mut dyn FnMut(&str, &str)) {
+        if !self.mongos {
+            if self.needed {
+                line(
+                    "sharding",
+                    "needed by the plan, but the target is not a mongos",
+                );
+            }
+            return;
+        }
+        line(
+            "shards",
+            &self.shards.as_ref().map_or("unknown".to_owned(), |s| {
+                format!("{} ({})", s.len(), s.join(", "))
+            }),
+        );
+        line("balancer", &self.balancer);
+        for (i, c) in self.collections.iter().enumerate() {
+            line(
+                if i == 0 { "sharding" } else { "" },
+                &format!(
+                    "{}: now {}{}",
+                    c.namespace,
+                    c.current,
+                    match &c.planned {
+                        Some(k) if c.conflict => format!(", planned {k}: CONFLICT"),
+                        Some(k) => format!(", planned {k}"),
+                        None => String::new(),
+                    }
+                ),
+            );
+        }
+        if self.needed {
+            let text: Vec<String> = self
+                .actions
+                .iter()
+                .map(|(a, g)| {
+                    format!(
+                        "{a} {}",
+                        match g {
+                            Some(true) => "yes",
+                            Some(false) => "NO",
+                            None => "unknown",
+                        }
+                    )
+                })
+                .collect();
+            line("shard privs", &text.join(", "));
+        }
+    }
+}
+
+/// `balancerStatus`' mode from its reply.
+pub fn balancer_mode(reply: Option<&Document>) -> String {
+    reply
+        .and_then(|r| r.get_str("mode").ok())
+        .map_or("unknown".to_owned(), |m| {
+            let rounds = reply
+                .and_then(|r| r.get("numBalancerRounds").cloned())
+                .map(|n| format!(", {n} rounds"))
+                .unwrap_or_default();
+            format!("{m}{rounds}")
+        })
+}
+
+/// A `connectionStatus` command that lists the privileges.
+pub fn connection_status() -> Document {
+    doc! { "connectionStatus": 1, "showPrivileges": true }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::shard::{KeyDir, ShardKey};
+
+    #[test]
+    fn actions_come_from_privileges_or_a_role_that_has_them_all() {
+        let root = doc! {"authInfo": {"authenticatedUserRoles": [{"role": "root", "db": "admin"}]}};
+        assert!(actions(Some(&root), "db")
+            .iter()
+            .all(|(_, g)| *g == Some(true)));
+        let rw = doc! {"authInfo": {
+            "authenticatedUserRoles": [{"role": "readWrite", "db": "db"}],
+            "authenticatedUserPrivileges": [
+                {"resource": {"db": "db", "collection": ""}, "actions": ["find", "insert", "enableSharding"]},
+                {"resource": {"cluster": true}, "actions": ["listShards"]},
+            ],
+        }};
+        let a = actions(Some(&rw), "db");
+        assert_eq!(
+            a,
+            vec![
+                ("enableSharding".to_owned(), Some(true)),
+                ("splitChunk".to_owned(), Some(false)),
+                ("moveChunk".to_owned(), Some(false)),
+                ("listShards".to_owned(), Some(true)),
+            ]
+        );
+        // Another database's grant does not count.
+        assert_eq!(actions(Some(&rw), "other")[0].1, Some(false));
+        // No privileges shown, no role that says: unknown.
+        let plain =
+            doc! {"authInfo": {"authenticatedUserRoles": [{"role": "readWrite", "db": "db"}]}};
+        assert!(actions(Some(&plain), "db").iter().all(|(_, g)| g.is_none()));
+        assert!(actions(None, "db").iter().all(|(_, g)| g.is_none()));
+    }
+
+    #[test]
+    fn the_blocker_is_the_topology_then_a_conflict_then_a_privilege() {
+        let key = ShardKey::of(&[("_id", KeyDir::Hashed)]);
+        let (now, conflict) = current(Some(&doc! {"_id": "d.m", "key": {"k": 1}}), Some(&key));
+        assert!(conflict, "{now}");
+        assert_eq!(current(None, Some(&key)), ("unsharded".to_owned(), false));
+        let mut s = Sharding {
+            needed: true,
+            mongos: false,
+            shards: None,
+            balancer: "unknown".into(),
+            actions: vec![("moveChunk".into(), Some(false))],
+            collections: vec![CollectionSharding {
+                workload: "w".into(),
+                namespace: "d.m".into(),
+                planned: Some(key.to_string()),
+                current: now,
+                conflict,
+            }],
+        };
+        assert_eq!(s.blocker().unwrap().0, 78);
+        s.mongos = true;
+        let (code, why) = s.blocker().unwrap();
+        assert_eq!(code, 78);
+        assert!(
+            why.contains("sharded on {") && why.contains("{ _id: \"hashed\" }"),
+            "{why}"
+        );
+        s.collections[0].conflict = false;
+        assert_eq!(
+            s.blocker().unwrap(),
+            (
+                77,
+                "privilege refused: moveChunk (sharding the plan's collections needs it)"
+                    .to_owned()
+            )
+        );
+        s.needed = false;
+        assert_eq!(s.blocker(), None);
+    }
+}
