@@ -45,6 +45,7 @@ pub async fn start_with(
         &reports,
         &base.metrics,
     );
+    spawn_shard_stats(&mut tasks, &config, &db, &base);
     let (statuses, reloader, workloads) = start_engines(&config, &mut base, db, reports, &load);
 
     // HTTP and the control socket run on a thread of their own, so no
@@ -300,6 +301,24 @@ fn spawn_probe(
     );
     tasks.spawn(Task::Probe, |stop| {
         crate::daemon::probe::run(probe, uri, db, run_id, metrics, stop)
+    });
+}
+
+/// Documents per shard of each workload's collections, through a mongos
+/// (`target.shard_stats_interval`; 0: off).
+fn spawn_shard_stats(tasks: &mut Tasks, config: &Config, db: &mongodb::Database, base: &Base) {
+    let interval = config.target.shard_stats_interval;
+    if interval.is_zero() {
+        return;
+    }
+    let workloads = base
+        .built
+        .iter()
+        .map(supervisor::Built::collections)
+        .collect();
+    let (db, metrics) = (db.clone(), base.metrics.clone());
+    tasks.spawn(Task::ShardStats, |stop| {
+        crate::daemon::shard_stats::run(interval, db, workloads, metrics, stop)
     });
 }
 

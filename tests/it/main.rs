@@ -35,6 +35,7 @@ mod prometheus_e2e;
 mod prometheus_rules;
 mod reload;
 mod runlog;
+mod shard_stats;
 mod sim_driver;
 mod sim_pymongo;
 mod sim_replset;

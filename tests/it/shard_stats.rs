@@ -1,0 +1,128 @@
+//! Documents per shard (`mongoload_shard_documents`): the real daemon
+//! loads a collection the test shards itself (hashed `_id`) through the
+//! sharded simulator's router; at the end of each stage and of the run the
+//! gauge per shard equals the documents read from that shard itself (the
+//! truth), and its sum over `shard` equals the collection's count. Against
+//! a replica set the metric is absent.
+
+use std::time::Duration;
+
+use mongodb::bson::{doc, Document};
+use mongoload::sim::{self, ReplSetConfig, ShardedConfig, SimConfig};
+
+use crate::common::{sample, samples};
+
+fn config(uri: &str, db: &str, stages: &str) -> String {
+    format!(
+        r#"[target]
+uri = "{uri}"
+database = "{db}"
+shard_stats_interval = "1s"
+[http]
+listen = "127.0.0.1:0"
+[run]
+shutdown_grace = "2s"
+[[workloads]]
+name = "w"
+kind = "mixed"
+seed = 1
+[workloads.mixed]
+insert = 1
+update = 0
+delete = 0
+find = 0
+doc_size = 64
+initial_docs = 0
+{stages}"#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn documents_per_shard_equal_what_each_shard_holds() {
+    let _serial = crate::common::serial().await;
+    let sim = sim::start_sharded(SimConfig::default(), ShardedConfig::new(2, 1, 1))
+        .await
+        .expect("the sharded cluster starts");
+    let cluster = sim.sharded().unwrap();
+    let client = crate::common::driver_client(&sim.uri(), true, Duration::from_secs(10)).await;
+    client
+        .database("admin")
+        .run_command(doc! {"shardCollection": "shst.mixed", "key": {"_id": "hashed"}})
+        .await
+        .unwrap();
+    let text = config(
+        &sim.uri(),
+        "shst",
+        "[[workloads.stages]]\nrate = 200\nduration = \"2s\"\n[[workloads.stages]]\nrate = 200\nduration = \"2s\"\n",
+    );
+    let (_file, running) = crate::common::start_daemon(&text).await;
+    let addr = running.http_addr;
+    // During the run: both shards appear, each with documents.
+    let seen = crate::common::wait_for("both shards' gauges", Duration::from_secs(10), || async {
+        let text = crate::common::scrape(addr).await;
+        let s = samples(&text, "mongoload_shard_documents", &[("workload", "w")]);
+        (s.len() == 2 && s.iter().all(|s| s.value > 0.0)).then_some(s)
+    })
+    .await;
+    assert_eq!(seen.len(), 2);
+    let metrics = running.metrics.clone();
+    running.wait().await;
+
+    // After the run: the last reading, taken once the load had drained.
+    let text = metrics.encode().unwrap();
+    let coll = client.database("shst").collection::<Document>("mixed");
+    let total = coll.count_documents(doc! {}).await.unwrap() as f64;
+    let mut sum = 0.0;
+    for i in 0..cluster.shards() {
+        let name = cluster.shard_name(i).to_owned();
+        let truth = cluster.shard_documents(i, "shst", "mixed").await.unwrap() as f64;
+        let got = sample(
+            &text,
+            "mongoload_shard_documents",
+            &[("workload", "w"), ("shard", name.as_str())],
+        )
+        .unwrap_or_else(|| panic!("no gauge for {name}:\n{text}"));
+        assert_eq!(got, truth, "shard {name}");
+        assert!(truth > 0.0, "hashed _id puts documents on {name}");
+        sum += got;
+    }
+    assert_eq!(sum, total, "sum over shard = the collection's documents");
+    let inserted = sample(
+        &text,
+        "mongoload_operations_total",
+        &[("workload", "w"), ("op", "insert"), ("outcome", "ok")],
+    )
+    .unwrap();
+    assert_eq!(sum, inserted, "every acknowledged insert counted once");
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn against_a_replica_set_there_is_no_shard_metric() {
+    let sim = sim::start_replset(SimConfig::default(), ReplSetConfig::new("rs0", 3))
+        .await
+        .expect("the replica set starts");
+    let text = config(
+        &sim.uri(),
+        "shst_rs",
+        "[[workloads.stages]]\nrate = 100\nduration = \"3s\"\n",
+    );
+    let (_file, running) = crate::common::start_daemon(&text).await;
+    let metrics = running.metrics.clone();
+    running.wait().await;
+    let text = metrics.encode().unwrap();
+    assert!(
+        samples(&text, "mongoload_shard_documents", &[]).is_empty(),
+        "{text}"
+    );
+    assert!(
+        sample(
+            &text,
+            "mongoload_operations_total",
+            &[("workload", "w"), ("op", "insert"), ("outcome", "ok")]
+        )
+        .unwrap()
+            > 0.0
+    );
+    sim.shutdown().await;
+}
