@@ -34,6 +34,49 @@ const FINAL_READ_TIMEOUT: Duration = Duration::from_secs(4);
 /// Documents per shard name.
 pub type PerShard = BTreeMap<String, i64>;
 
+/// One workload's documents per shard as `/status` shows them.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ShardDocuments {
+    pub workload: String,
+    /// When the last successful reading was taken (RFC 3339, UTC); `null`:
+    /// unknown (not read yet, or the last reading failed).
+    pub read_at: Option<String>,
+    /// Documents of the workload's collections per shard (empty while
+    /// unknown); their sum is the collections' documents.
+    pub shards: PerShard,
+}
+
+/// The last readings, shared by the task (writer) and `/status` (reader):
+/// empty unless the target is a mongos and the task is on.
+#[derive(Debug, Default)]
+pub struct ShardBook(std::sync::Mutex<Vec<ShardDocuments>>);
+
+impl ShardBook {
+    /// The readings now, in the workloads' order.
+    pub fn snapshot(&self) -> Vec<ShardDocuments> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set(&self, workload: &str, read_at: Option<String>, shards: PerShard) {
+        let mut all = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let entry = ShardDocuments {
+            workload: workload.to_owned(),
+            read_at,
+            shards,
+        };
+        match all.iter_mut().find(|d| d.workload == workload) {
+            Some(d) => *d = entry,
+            None => all.push(entry),
+        }
+    }
+}
+
 /// Adds the `$collStats` documents of one collection (each `{shard,
 /// count}`) to `into`. A document without `shard` (a mongod answered) or
 /// without a numeric `count` is an error: the figure would be wrong.
@@ -102,7 +145,7 @@ impl Watched {
         }
     }
 
-    async fn update(&mut self, db: &mongodb::Database, metrics: &Metrics) {
+    async fn update(&mut self, db: &mongodb::Database, metrics: &Metrics, book: &ShardBook) {
         let result = tokio::time::timeout(READ_TIMEOUT, read(db, &self.collections))
             .await
             .unwrap_or_else(|_| Err(format!("no answer within {READ_TIMEOUT:?}")));
@@ -130,7 +173,9 @@ impl Watched {
                         .with_label_values(&[&self.name, shard])
                         .set(*n);
                 }
-                self.shown = per_shard.into_keys().collect();
+                self.shown = per_shard.keys().cloned().collect();
+                let now = crate::report::rfc3339(chrono::Utc::now());
+                book.set(&self.name, Some(now), per_shard);
             }
             Err(reason) => {
                 if !self.failing {
@@ -141,6 +186,7 @@ impl Watched {
                     self.failing = true;
                 }
                 self.forget(metrics);
+                book.set(&self.name, None, PerShard::new());
             }
         }
     }
@@ -153,6 +199,7 @@ pub async fn run(
     db: mongodb::Database,
     workloads: Vec<(String, Vec<String>)>,
     metrics: Arc<Metrics>,
+    book: Arc<ShardBook>,
     stop: CancellationToken,
 ) {
     if interval.is_zero() || workloads.is_empty() {
@@ -203,7 +250,7 @@ pub async fn run(
             let changed = stage != w.stage;
             w.stage = stage;
             if all || changed {
-                w.update(&db, &metrics).await;
+                w.update(&db, &metrics, &book).await;
             }
         }
     }
@@ -211,7 +258,7 @@ pub async fn run(
     // a task gets to stop.
     let last = async {
         for w in &mut watched {
-            w.update(&db, &metrics).await;
+            w.update(&db, &metrics, &book).await;
         }
     };
     let _ = tokio::time::timeout(FINAL_READ_TIMEOUT, last).await;

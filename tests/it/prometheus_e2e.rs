@@ -1103,6 +1103,9 @@ fn the_shards_row_and_imbalance_read_a_sharded_cluster() {
             }
         }
     }
-    assert!(operands_checked >= 1, "no MongoloadShardImbalance operand checked");
+    assert!(
+        operands_checked >= 1,
+        "no MongoloadShardImbalance operand checked"
+    );
     drop(client);
 }

@@ -2,8 +2,9 @@
 //! loads a collection the test shards itself (hashed `_id`) through the
 //! sharded simulator's router; at the end of each stage and of the run the
 //! gauge per shard equals the documents read from that shard itself (the
-//! truth), and its sum over `shard` equals the collection's count. Against
-//! a replica set the metric is absent.
+//! truth), and its sum over `shard` equals the collection's count; `/status`
+//! shows the reading. Against a replica set the metric is absent and
+//! `/status` lists no shards.
 
 use std::time::Duration;
 
@@ -65,6 +66,28 @@ async fn documents_per_shard_equal_what_each_shard_holds() {
     })
     .await;
     assert_eq!(seen.len(), 2);
+    // /status: the same workload, two shards, a reading time; the
+    // documents it counts are there (read before the count, which only grows).
+    let status: serde_json::Value =
+        serde_json::from_str(&crate::common::must_get(addr, "/status").await.body).unwrap();
+    let shards = &status["shard_documents"];
+    assert_eq!(shards.as_array().map(Vec::len), Some(1), "{status}");
+    assert_eq!(shards[0]["workload"], "w");
+    assert!(shards[0]["read_at"].is_string(), "{shards}");
+    let per: Vec<i64> = shards[0]["shards"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    assert_eq!(per.len(), 2, "{shards}");
+    let counted = client
+        .database("shst")
+        .collection::<Document>("mixed")
+        .count_documents(doc! {})
+        .await
+        .unwrap() as i64;
+    assert!(per.iter().sum::<i64>() <= counted, "{shards} vs {counted}");
     let metrics = running.metrics.clone();
     running.wait().await;
 
@@ -108,6 +131,14 @@ async fn against_a_replica_set_there_is_no_shard_metric() {
         "[[workloads.stages]]\nrate = 100\nduration = \"3s\"\n",
     );
     let (_file, running) = crate::common::start_daemon(&text).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let status: serde_json::Value = serde_json::from_str(
+        &crate::common::must_get(running.http_addr, "/status")
+            .await
+            .body,
+    )
+    .unwrap();
+    assert_eq!(status["shard_documents"], serde_json::json!([]), "{status}");
     let metrics = running.metrics.clone();
     running.wait().await;
     let text = metrics.encode().unwrap();
