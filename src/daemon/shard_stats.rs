@@ -30,6 +30,8 @@ const READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest the last reading at the run's end may take (a task gets 5 s
 /// to stop).
 const FINAL_READ_TIMEOUT: Duration = Duration::from_secs(4);
+/// The longest a stage report waits for its reading.
+const REPORT_READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Documents per shard name.
 pub type PerShard = BTreeMap<String, i64>;
@@ -192,14 +194,58 @@ impl Watched {
     }
 }
 
+/// The stage reports' reader (the report task asks it for each report):
+/// the same reading as the task's, which also updates the gauge and
+/// `/status`, so a report and the metric agree at that moment.
+struct Counter {
+    db: mongodb::Database,
+    workloads: Vec<(String, Vec<String>)>,
+    metrics: Arc<Metrics>,
+    book: Arc<ShardBook>,
+}
+
+impl std::fmt::Debug for Counter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Counter")
+            .field("workloads", &self.workloads)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where the report task finds its [`ShardCounter`].
+pub type ReportCounter = Arc<std::sync::OnceLock<Arc<dyn crate::report::ShardCounter>>>;
+
+impl crate::report::ShardCounter for Counter {
+    fn documents<'a>(&'a self, workload: &'a str) -> crate::report::ShardReading<'a> {
+        Box::pin(async move {
+            let (_, collections) = self.workloads.iter().find(|(n, _)| n == workload)?;
+            let per_shard = tokio::time::timeout(REPORT_READ_TIMEOUT, read(&self.db, collections))
+                .await
+                .ok()?
+                .ok()?;
+            for (shard, n) in &per_shard {
+                self.metrics
+                    .shard_documents()
+                    .with_label_values(&[workload, shard])
+                    .set(*n);
+            }
+            let now = crate::report::rfc3339(chrono::Utc::now());
+            self.book.set(workload, Some(now), per_shard.clone());
+            Some(per_shard)
+        })
+    }
+}
+
 /// Runs until `stop`: spawn it as a task. `workloads`: each workload's
-/// name and collections.
+/// name and collections; `reports`: given the stage reports' reader once
+/// the target is known to be a mongos.
 pub async fn run(
     interval: Duration,
     db: mongodb::Database,
     workloads: Vec<(String, Vec<String>)>,
     metrics: Arc<Metrics>,
     book: Arc<ShardBook>,
+    reports: ReportCounter,
     stop: CancellationToken,
 ) {
     if interval.is_zero() || workloads.is_empty() {
@@ -225,6 +271,13 @@ pub async fn run(
             }
         }
     }
+    let counter = Counter {
+        db: db.clone(),
+        workloads: workloads.clone(),
+        metrics: metrics.clone(),
+        book: book.clone(),
+    };
+    let _ = reports.set(Arc::new(counter));
     let mut watched: Vec<Watched> = workloads
         .into_iter()
         .map(|(name, collections)| Watched {

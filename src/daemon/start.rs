@@ -46,7 +46,13 @@ pub async fn start_with(
         &base.metrics,
     );
     let shard_book = Arc::new(crate::daemon::shard_stats::ShardBook::default());
-    spawn_shard_stats(&mut tasks, &config, &db, &base, &shard_book);
+    spawn_shard_stats(
+        &mut tasks,
+        &config,
+        &db,
+        &base,
+        (&shard_book, reports.run().shards.clone()),
+    );
     let (statuses, reloader, workloads) = start_engines(&config, &mut base, db, reports, &load);
 
     // HTTP and the control socket run on a thread of their own, so no
@@ -319,7 +325,10 @@ fn spawn_shard_stats(
     config: &Config,
     db: &mongodb::Database,
     base: &Base,
-    book: &Arc<crate::daemon::shard_stats::ShardBook>,
+    (book, reports): (
+        &Arc<crate::daemon::shard_stats::ShardBook>,
+        crate::daemon::shard_stats::ReportCounter,
+    ),
 ) {
     let interval = config.target.shard_stats_interval;
     if interval.is_zero() {
@@ -332,7 +341,7 @@ fn spawn_shard_stats(
         .collect();
     let (db, metrics, book) = (db.clone(), base.metrics.clone(), book.clone());
     tasks.spawn(Task::ShardStats, |stop| {
-        crate::daemon::shard_stats::run(interval, db, workloads, metrics, book, stop)
+        crate::daemon::shard_stats::run(interval, db, workloads, metrics, book, reports, stop)
     });
 }
 

@@ -222,6 +222,7 @@ pub(crate) mod tests {
             failovers: Vec::new(),
             audit: None,
             thresholds: Vec::new(),
+            shard_documents: None,
         }
     }
 

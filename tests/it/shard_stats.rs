@@ -3,7 +3,8 @@
 //! sharded simulator's router; at the end of each stage and of the run the
 //! gauge per shard equals the documents read from that shard itself (the
 //! truth), and its sum over `shard` equals the collection's count; `/status`
-//! shows the reading. Against a replica set the metric is absent and
+//! shows the reading and the run log's stage reports carry it (the last,
+//! written after the load drained, equal to the shards' counts). Against a replica set the metric is absent and
 //! `/status` lists no shards.
 
 use std::time::Duration;
@@ -13,7 +14,7 @@ use mongoload::sim::{self, ReplSetConfig, ShardedConfig, SimConfig};
 
 use crate::common::{sample, samples};
 
-fn config(uri: &str, db: &str, stages: &str) -> String {
+fn config(uri: &str, db: &str, stages: &str, log: &std::path::Path) -> String {
     format!(
         r#"[target]
 uri = "{uri}"
@@ -23,6 +24,7 @@ shard_stats_interval = "1s"
 listen = "127.0.0.1:0"
 [run]
 shutdown_grace = "2s"
+log = "{log}"
 [[workloads]]
 name = "w"
 kind = "mixed"
@@ -34,8 +36,25 @@ delete = 0
 find = 0
 doc_size = 64
 initial_docs = 0
-{stages}"#
+{stages}"#,
+        log = log.display()
     )
+}
+
+/// The run log's lines, each validated against etc/runlog.schema.json.
+fn run_log(path: &std::path::Path) -> Vec<serde_json::Value> {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../etc/runlog.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let text = std::fs::read_to_string(path).expect("the run log exists");
+    text.lines()
+        .map(|line| {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{errors:?}\n{line}");
+            v
+        })
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -51,10 +70,13 @@ async fn documents_per_shard_equal_what_each_shard_holds() {
         .run_command(doc! {"shardCollection": "shst.mixed", "key": {"_id": "hashed"}})
         .await
         .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.jsonl");
     let text = config(
         &sim.uri(),
         "shst",
         "[[workloads.stages]]\nrate = 200\nduration = \"2s\"\n[[workloads.stages]]\nrate = 200\nduration = \"2s\"\n",
+        &log,
     );
     let (_file, running) = crate::common::start_daemon(&text).await;
     let addr = running.http_addr;
@@ -117,6 +139,29 @@ async fn documents_per_shard_equal_what_each_shard_holds() {
     )
     .unwrap();
     assert_eq!(sum, inserted, "every acknowledged insert counted once");
+
+    // The run log: both stages carry documents per shard; the last one,
+    // written once the load had drained, equals the shards' own counts.
+    let lines = run_log(&log);
+    assert_eq!(lines.len(), 2, "two stage reports");
+    for l in &lines {
+        let per = l["shard_documents"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{l}"));
+        assert_eq!(per.len(), 2, "{l}");
+    }
+    let last = &lines[1]["shard_documents"];
+    for i in 0..cluster.shards() {
+        let truth = cluster.shard_documents(i, "shst", "mixed").await.unwrap();
+        assert_eq!(last[cluster.shard_name(i)].as_i64(), Some(truth), "{last}");
+    }
+    let first: i64 = lines[0]["shard_documents"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_i64().unwrap())
+        .sum();
+    assert!(first > 0 && first <= sum as i64, "{first} then {sum}");
     sim.shutdown().await;
 }
 
@@ -125,10 +170,13 @@ async fn against_a_replica_set_there_is_no_shard_metric() {
     let sim = sim::start_replset(SimConfig::default(), ReplSetConfig::new("rs0", 3))
         .await
         .expect("the replica set starts");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.jsonl");
     let text = config(
         &sim.uri(),
         "shst_rs",
         "[[workloads.stages]]\nrate = 100\nduration = \"3s\"\n",
+        &log,
     );
     let (_file, running) = crate::common::start_daemon(&text).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -146,6 +194,9 @@ async fn against_a_replica_set_there_is_no_shard_metric() {
         samples(&text, "mongoload_shard_documents", &[]).is_empty(),
         "{text}"
     );
+    let lines = run_log(&log);
+    assert!(!lines.is_empty());
+    assert!(lines.iter().all(|l| l.get("shard_documents").is_none()));
     assert!(
         sample(
             &text,
