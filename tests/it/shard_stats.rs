@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use mongodb::bson::{doc, Document};
-use mongoload::sim::{self, ReplSetConfig, ShardedConfig, SimConfig};
+use mongoload::sim::{self, ErrorFault, ReplSetConfig, ShardedConfig, SimConfig};
 
 use crate::common::{sample, samples};
 
@@ -206,5 +206,74 @@ async fn against_a_replica_set_there_is_no_shard_metric() {
         .unwrap()
             > 0.0
     );
+    sim.shutdown().await;
+}
+
+/// `$collStats` refused by the router (13 Unauthorized, as for a user
+/// without `read`): the figure is unknown — no series, `/status` with no
+/// reading time and no shards — and the load runs on; once the router
+/// answers again the documents per shard come back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_read_is_unknown_and_recovers() {
+    let _serial = crate::common::serial().await;
+    let sim = sim::start_sharded(SimConfig::default(), ShardedConfig::new(2, 1, 1))
+        .await
+        .expect("the sharded cluster starts");
+    let client = crate::common::driver_client(&sim.uri(), true, Duration::from_secs(10)).await;
+    client
+        .database("admin")
+        .run_command(doc! {"shardCollection": "shst_refused.mixed", "key": {"_id": "hashed"}})
+        .await
+        .unwrap();
+    sim.faults().set_error(Some(ErrorFault {
+        rate: 1.0,
+        code: 13,
+        commands: vec!["aggregate".into()],
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let text = config(
+        &sim.uri(),
+        "shst_refused",
+        "[[workloads.stages]]\nrate = 100\nduration = \"1h\"\n",
+        &dir.path().join("runs.jsonl"),
+    );
+    let (_file, running) = crate::common::start_daemon(&text).await;
+    let addr = running.http_addr;
+    // Three readings' worth (interval 1 s), all refused.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let text = crate::common::scrape(addr).await;
+    assert!(
+        samples(&text, "mongoload_shard_documents", &[]).is_empty(),
+        "{text}"
+    );
+    assert!(
+        sample(
+            &text,
+            "mongoload_operations_total",
+            &[("workload", "w"), ("op", "insert"), ("outcome", "ok")]
+        )
+        .unwrap()
+            > 0.0
+    );
+    let status: serde_json::Value =
+        serde_json::from_str(&crate::common::must_get(addr, "/status").await.body).unwrap();
+    let shards = &status["shard_documents"][0];
+    assert_eq!(shards["workload"], "w", "{status}");
+    assert!(shards["read_at"].is_null(), "{shards}");
+    assert_eq!(shards["shards"], serde_json::json!({}), "{shards}");
+
+    sim.faults().set_error(None);
+    crate::common::wait_for(
+        "the documents per shard again",
+        Duration::from_secs(10),
+        || async {
+            let text = crate::common::scrape(addr).await;
+            (samples(&text, "mongoload_shard_documents", &[("workload", "w")]).len() == 2)
+                .then_some(())
+        },
+    )
+    .await;
+    running.stop();
+    running.wait().await;
     sim.shutdown().await;
 }
