@@ -162,6 +162,26 @@ async fn documents_per_shard_equal_what_each_shard_holds() {
         .map(|v| v.as_i64().unwrap())
         .sum();
     assert!(first > 0 && first <= sum as i64, "{first} then {sum}");
+
+    // `mongoload report` shows the run log's figures, one row per shard.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .arg("report")
+        .arg(&log)
+        .output()
+        .expect("mongoload report runs");
+    assert!(out.status.success(), "{out:?}");
+    let printed = String::from_utf8(out.stdout).unwrap();
+    for i in 0..cluster.shards() {
+        let name = cluster.shard_name(i);
+        let n = last[name].as_i64().unwrap();
+        assert!(
+            printed.lines().any(|l| {
+                let cells: Vec<&str> = l.split_whitespace().collect();
+                cells.len() >= 5 && cells[2] == name && cells[3] == n.to_string()
+            }),
+            "no row for {name} with {n}:\n{printed}"
+        );
+    }
     sim.shutdown().await;
 }
 
