@@ -237,7 +237,14 @@ pub struct TargetConfig {
     /// each command and reply (BENCHMARKS.md). Absent: on when a workload
     /// writes ([`Config::command_events`]).
     pub command_events: Option<bool>,
+    /// Through a mongos: how often the documents per shard of each
+    /// workload's collections are read (`$collStats`); 0: never.
+    #[serde(with = "humantime_serde")]
+    pub shard_stats_interval: Duration,
 }
+
+/// The default of `target.shard_stats_interval`.
+pub const SHARD_STATS_INTERVAL: Duration = Duration::from_secs(30);
 
 impl Default for TargetConfig {
     fn default() -> Self {
@@ -253,6 +260,7 @@ impl Default for TargetConfig {
             write_concern: None,
             read_concern: None,
             command_events: None,
+            shard_stats_interval: SHARD_STATS_INTERVAL,
         }
     }
 }

@@ -1022,4 +1022,26 @@ fn shard_keys_are_validated_described_and_warned_about() {
     }
     let e = one("ycsb", "shard_key = { _id = 1 }\npresplit = 4").unwrap_err();
     assert!(e.contains("no known integer range"), "{e}");
+#[test]
+fn shard_stats_interval_is_off_or_at_least_a_second() {
+    let c = parse(BASE).unwrap();
+    assert_eq!(c.target.shard_stats_interval, SHARD_STATS_INTERVAL);
+    let with = |v: &str| {
+        BASE.replace(
+            "[target]",
+            &format!("[target]\nshard_stats_interval = \"{v}\""),
+        )
+    };
+    assert!(parse(&with("0s"))
+        .unwrap()
+        .target
+        .shard_stats_interval
+        .is_zero());
+    assert_eq!(
+        parse(&with("5s")).unwrap().target.shard_stats_interval,
+        Duration::from_secs(5)
+    );
+    let msg = err_at(&with("100ms"), "target.shard_stats_interval");
+    assert!(msg.contains("at least 1s"), "{msg}");
+    err_at(&with("often"), "target.shard_stats_interval");
 }

@@ -4,6 +4,7 @@
 //! [`Schedule`] the engine runs. Errors carry the full dotted key.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use super::{
     check_uri_scheme, Config, KeyError, LevelSpec, SecretUri, StageConfig, WindowConfig,
@@ -84,6 +85,16 @@ impl Config {
             if d.is_zero() {
                 return Err(KeyError::new(key, "must be greater than zero"));
             }
+        }
+        let shard_stats = self.target.shard_stats_interval;
+        if !shard_stats.is_zero() && shard_stats < Duration::from_secs(1) {
+            return Err(KeyError::new(
+                "target.shard_stats_interval",
+                format!(
+                    "must be 0 (off) or at least 1s, not {}",
+                    humantime::format_duration(shard_stats)
+                ),
+            ));
         }
         if self.workloads.is_empty() {
             return Err(KeyError::new(

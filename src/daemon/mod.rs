@@ -9,6 +9,7 @@ pub mod limits;
 pub mod logging;
 pub mod probe;
 pub mod service;
+pub mod shard_stats;
 pub mod side_runtime;
 pub mod status;
 pub mod supervisor;
@@ -75,6 +76,8 @@ enum Task {
     Heartbeat,
     /// The replication-lag probe.
     Probe,
+    /// Documents per shard, through a mongos.
+    ShardStats,
     /// `/metrics`, `/healthz`, `/readyz`, `/status`.
     Http,
     /// The control socket (its file goes with it).
@@ -87,13 +90,14 @@ enum Task {
 /// loops, then the last reports, then what serves and measures, so a
 /// scrape during the drain still answers. HTTP and the control socket run
 /// on the side runtime, which stops after them.
-const STOP_ORDER: [Task; 9] = [
+const STOP_ORDER: [Task; 10] = [
     Task::Status,
     Task::Watchdog,
     Task::Reports,
     Task::Ping,
     Task::Heartbeat,
     Task::Probe,
+    Task::ShardStats,
     Task::Http,
     Task::Control,
     Task::Window,

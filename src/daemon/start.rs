@@ -45,6 +45,14 @@ pub async fn start_with(
         &reports,
         &base.metrics,
     );
+    let shard_book = Arc::new(crate::daemon::shard_stats::ShardBook::default());
+    spawn_shard_stats(
+        &mut tasks,
+        &config,
+        &db,
+        &base,
+        (&shard_book, reports.run().shards.clone()),
+    );
     let (statuses, reloader, workloads) = start_engines(&config, &mut base, db, reports, &load);
 
     // HTTP and the control socket run on a thread of their own, so no
@@ -53,7 +61,14 @@ pub async fn start_with(
     let control_path = control_socket.as_ref().map(|c| c.path().to_path_buf());
     let control = control_socket.map(|socket| (socket, control_handler(&base, &statuses)));
     let target_up = Arc::new(AtomicBool::new(false));
-    let state = http_state(&config, &base, &statuses, &target_up, started, run_status);
+    let state = http_state(
+        &config,
+        &base,
+        &statuses,
+        &target_up,
+        started,
+        (run_status, shard_book),
+    );
     serve_side(&mut tasks, &side, control, (listener, http_addr, state));
     spawn_background(&mut tasks, &config, &base, &target_up);
     if let Some(c) = &base.cluster {
@@ -303,6 +318,33 @@ fn spawn_probe(
     });
 }
 
+/// Documents per shard of each workload's collections, through a mongos
+/// (`target.shard_stats_interval`; 0: off).
+fn spawn_shard_stats(
+    tasks: &mut Tasks,
+    config: &Config,
+    db: &mongodb::Database,
+    base: &Base,
+    (book, reports): (
+        &Arc<crate::daemon::shard_stats::ShardBook>,
+        crate::daemon::shard_stats::ReportCounter,
+    ),
+) {
+    let interval = config.target.shard_stats_interval;
+    if interval.is_zero() {
+        return;
+    }
+    let workloads = base
+        .built
+        .iter()
+        .map(supervisor::Built::collections)
+        .collect();
+    let (db, metrics, book) = (db.clone(), base.metrics.clone(), book.clone());
+    tasks.spawn(Task::ShardStats, |stop| {
+        crate::daemon::shard_stats::run(interval, db, workloads, metrics, book, reports, stop)
+    });
+}
+
 /// What the control socket does with a command: `--all` through the
 /// cluster, anything else answered against this daemon's workloads.
 fn control_handler(base: &Base, slots: &Arc<supervisor::Slots>) -> crate::control::server::Handler {
@@ -340,7 +382,10 @@ fn http_state(
     statuses: &Arc<supervisor::Slots>,
     target_up: &Arc<AtomicBool>,
     started: Instant,
-    run: crate::daemon::status::RunStatus,
+    (run, shard_book): (
+        crate::daemon::status::RunStatus,
+        Arc<crate::daemon::shard_stats::ShardBook>,
+    ),
 ) -> HttpState {
     let (metrics, hosts) = (&base.metrics, &base.hosts);
     let member = config.cluster.member();
@@ -392,6 +437,7 @@ fn http_state(
                 .map(crate::report::FailoverReport::from_record)
                 .collect(),
             workloads: statuses.snapshots(),
+            shard_documents: shard_book.snapshot(),
         };
         serde_json::to_value(snapshot)
             .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }))

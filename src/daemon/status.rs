@@ -21,6 +21,9 @@ pub struct Snapshot {
     /// The last failovers the driver saw (at most 10).
     pub failovers: Vec<crate::report::FailoverReport>,
     pub workloads: Vec<WorkloadSnapshot>,
+    /// Through a mongos: each workload's documents per shard, as last read
+    /// (empty: not a mongos, or `target.shard_stats_interval = 0`).
+    pub shard_documents: Vec<crate::daemon::shard_stats::ShardDocuments>,
 }
 
 /// The run's identity: its generated id, `[run] name`, the config's hash.

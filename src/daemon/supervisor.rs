@@ -275,6 +275,16 @@ pub struct Built {
     schedule: Schedule,
 }
 
+impl Built {
+    /// The workload's name and its collections.
+    pub fn collections(&self) -> (String, Vec<String>) {
+        (
+            self.config.name.clone(),
+            self.workload.collections().to_vec(),
+        )
+    }
+}
+
 /// Builds every workload of `config` (generators and schedules), so a bad
 /// one fails before anything starts or stops.
 pub fn build(config: &Config) -> Result<Vec<Built>, ReloadError> {

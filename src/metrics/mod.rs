@@ -253,6 +253,22 @@ impl Metrics {
         &self.thresholds
     }
 
+    /// The stage workload `name` runs now (none: not started, or ended).
+    pub fn current_stage(&self, name: &str) -> Option<String> {
+        let stages = self
+            .current_stages
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let stage = stages.get(name)?;
+        let current = stage.lock().unwrap_or_else(PoisonError::into_inner);
+        current.clone()
+    }
+
+    /// `mongoload_shard_documents{workload,shard}`.
+    pub fn shard_documents(&self) -> &prometheus::IntGaugeVec {
+        &self.vecs.shard_documents
+    }
+
     /// The replication-lag probe's families.
     pub fn probe(&self) -> &ProbeFamilies {
         &self.probe
@@ -374,6 +390,10 @@ families! {
         pub(crate) prepare_errors: IntCounterVec = "mongoload_prepare_errors_total",
             "Failed prepare step attempts by error class.",
             labels ["workload", "kind"];
+        pub(crate) shard_documents: IntGaugeVec = "mongoload_shard_documents",
+            "Documents of the workload's collections on each shard, by \
+             $collStats through a mongos (absent: not a mongos, or unknown).",
+            labels ["workload", "shard"];
     }
 }
 

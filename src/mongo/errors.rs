@@ -24,6 +24,18 @@ const DUPLICATE_KEY_CODES: &[i32] = &[11000, 11001, 12582];
 /// Unauthorized, AuthenticationFailed.
 const AUTH_CODES: &[i32] = &[13, 18];
 const WRITE_CONFLICT: i32 = 112;
+/// What a mongos returns when the shard an operation targets has no member
+/// that its read preference allows (FailedToSatisfyReadPreference: a shard
+/// without a primary for a write or a primary read): the router's own
+/// server selection failed, as the driver's would against a replica set.
+const ROUTER_SELECTION_CODES: &[i32] = &[133];
+/// A router's or shard's view of the chunk table changed under the
+/// operation (StaleShardVersion, StaleEpoch, StaleDbVersion, StaleConfig)
+/// or a migration or other metadata change held the namespace
+/// (ConflictingOperationInProgress, ObjectIsBusy): a mongos retries these
+/// itself and returns one only when its retries ran out; like a write
+/// conflict, the same operation succeeds when tried again.
+const ROUTER_CONFLICT_CODES: &[i32] = &[63, 150, 249, 13388, 117, 314];
 
 /// The class an error is counted under.
 pub fn classify(err: &Error) -> ErrorKind {
@@ -70,7 +82,7 @@ fn is_auth_failure(message: &str) -> bool {
 pub fn classify_code(code: i32) -> Option<ErrorKind> {
     if DUPLICATE_KEY_CODES.contains(&code) {
         Some(ErrorKind::DuplicateKey)
-    } else if code == WRITE_CONFLICT {
+    } else if code == WRITE_CONFLICT || ROUTER_CONFLICT_CODES.contains(&code) {
         Some(ErrorKind::WriteConflict)
     } else if NOT_PRIMARY_CODES.contains(&code) {
         Some(ErrorKind::NotPrimary)
@@ -80,6 +92,8 @@ pub fn classify_code(code: i32) -> Option<ErrorKind> {
         Some(ErrorKind::Network)
     } else if AUTH_CODES.contains(&code) {
         Some(ErrorKind::Auth)
+    } else if ROUTER_SELECTION_CODES.contains(&code) {
+        Some(ErrorKind::ServerSelection)
     } else {
         None
     }
@@ -191,6 +205,37 @@ mod tests {
         for (code, want) in cases {
             assert_eq!(classify(&command_error(code)), want, "code {code}");
         }
+    }
+
+    /// The codes a mongos returns for the cluster's state (not for a bad
+    /// request): each lands in the class a user expects, none in `other`.
+    #[test]
+    fn router_codes_map_to_classes() {
+        let cases = [
+            // A shard without a primary (the simulator's router returns it).
+            (133, ErrorKind::ServerSelection),
+            // A shard's member unreachable from the router.
+            (6, ErrorKind::Network),
+            // Routing table changed by a migration, retries exhausted.
+            (13388, ErrorKind::WriteConflict),
+            (63, ErrorKind::WriteConflict),
+            (150, ErrorKind::WriteConflict),
+            (249, ErrorKind::WriteConflict),
+            (117, ErrorKind::WriteConflict),
+            (314, ErrorKind::WriteConflict),
+            // A shard's primary stepping down, seen through the router.
+            (189, ErrorKind::NotPrimary),
+            (11602, ErrorKind::NotPrimary),
+            // The router's wait for a shard timed out.
+            (202, ErrorKind::Timeout),
+        ];
+        for (code, want) in cases {
+            assert_eq!(classify(&command_error(code)), want, "code {code}");
+            assert_ne!(classify_code(code), None, "code {code}");
+        }
+        // A request the router refuses as malformed (an insert without its
+        // shard key) is the user's error, as against a replica set: other.
+        assert_eq!(classify(&command_error(61)), ErrorKind::Other);
     }
 
     #[test]

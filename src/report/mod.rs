@@ -16,6 +16,7 @@ pub mod tap;
 pub mod verdicts;
 pub mod writer;
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -28,6 +29,16 @@ use crate::workload::OpSpec;
 
 pub use stats::{decode_histogram, merged_latency, rate_reached, LatencyNs, OpStats, StageStats};
 pub use tap::ReportTap;
+
+/// Documents per shard of a workload's collections as a mongos counts
+/// them now (`None`: not a mongos, or the read failed): read by the report
+/// task for each stage report, off the load path.
+pub trait ShardCounter: Send + Sync + std::fmt::Debug {
+    fn documents<'a>(&'a self, workload: &'a str) -> ShardReading<'a>;
+}
+
+/// What [`ShardCounter::documents`] returns: documents by shard name.
+pub type ShardReading<'a> = futures::future::BoxFuture<'a, Option<BTreeMap<String, i64>>>;
 
 /// Identifies one run of the daemon in its run log lines.
 #[derive(Debug, Clone)]
@@ -50,6 +61,9 @@ pub struct RunInfo {
     pub config: Option<String>,
     /// Whether [`RunInfo::take_config`] gave the config away.
     pub(crate) config_taken: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Reads documents per shard into each stage report (set once the
+    /// daemon knows the target is a mongos).
+    pub shards: std::sync::Arc<std::sync::OnceLock<std::sync::Arc<dyn ShardCounter>>>,
 }
 
 impl RunInfo {
@@ -70,6 +84,7 @@ impl RunInfo {
             config_hash: None,
             config: None,
             config_taken: Default::default(),
+            shards: Default::default(),
         }
     }
 
@@ -232,6 +247,11 @@ pub struct StageReport {
     /// whole stage (absent: no thresholds).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<crate::threshold::ThresholdVerdict>,
+    /// Through a mongos: the documents of the workload's collections per
+    /// shard, read when the report was written (absent: not a mongos, off,
+    /// or unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard_documents: Option<BTreeMap<String, i64>>,
 }
 
 /// Which cluster member a stage report is from.
@@ -329,7 +349,7 @@ pub struct WorkerBatch {
     pub seconds: f64,
 }
 
-fn rfc3339(t: DateTime<Utc>) -> String {
+pub(crate) fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
@@ -429,6 +449,7 @@ impl StageReport {
             failovers: Vec::new(),
             audit: None,
             thresholds: Vec::new(),
+            shard_documents: None,
         }
     }
 
@@ -534,6 +555,7 @@ mod tests {
             Err(ErrorKind::Timeout),
         );
         let run = RunInfo {
+            shards: Default::default(),
             id: "r1".into(),
             started: Utc.with_ymd_and_hms(2026, 11, 29, 11, 59, 0).unwrap(),
             log: None,

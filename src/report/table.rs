@@ -139,6 +139,47 @@ pub fn steps_rows(reports: &[StageReport]) -> Vec<Vec<String>> {
     rows
 }
 
+/// The columns of [`shards_table`], in order.
+pub const SHARD_COLUMNS: [&str; 5] = ["workload", "stage", "shard", "documents", "share"];
+
+/// Per stage read through a mongos, one row per shard: the documents of
+/// the workload's collections on it when the report was written and its
+/// share of them (the shares of a stage add up to 100 %). Empty when no
+/// report has documents per shard.
+pub fn shards_table(reports: &[StageReport]) -> String {
+    let rows = shards_rows(reports);
+    if rows.is_empty() {
+        return String::new();
+    }
+    render(&SHARD_COLUMNS, &rows, 3)
+}
+
+/// The cells of [`shards_table`] (under [`SHARD_COLUMNS`]), unaligned.
+pub fn shards_rows(reports: &[StageReport]) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for r in reports {
+        let Some(per) = &r.shard_documents else {
+            continue;
+        };
+        let total: i64 = per.values().sum();
+        for (shard, n) in per {
+            let share = if total > 0 {
+                format!("{:.1}%", 100.0 * *n as f64 / total as f64)
+            } else {
+                "-".to_owned()
+            };
+            rows.push(vec![
+                r.workload.clone(),
+                stage_label(r),
+                shard.clone(),
+                n.to_string(),
+                share,
+            ]);
+        }
+    }
+    rows
+}
+
 /// Aligns `rows` under `header`: the first `left` columns left-aligned
 /// (names), the rest right-aligned (numbers); two spaces between columns.
 pub fn render(header: &[&str], rows: &[Vec<String>], left: usize) -> String {
@@ -173,6 +214,23 @@ pub fn render(header: &[&str], rows: &[Vec<String>], left: usize) -> String {
 pub(crate) mod tests {
     use super::*;
     use crate::report::{Counts, LatencyNs};
+
+    #[test]
+    fn shards_rows_give_each_shard_its_documents_and_share() {
+        let mut a = report("w", "s1", 10, 1.0, 1000);
+        a.shard_documents = Some(
+            [("shard0".to_owned(), 300), ("shard1".to_owned(), 100)]
+                .into_iter()
+                .collect(),
+        );
+        let b = report("w", "s2", 10, 1.0, 1000);
+        let rows = shards_rows(&[a.clone(), b.clone()]);
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert_eq!(rows[0][2..], ["shard0", "300", "75.0%"]);
+        assert_eq!(rows[1][2..], ["shard1", "100", "25.0%"]);
+        assert!(shards_table(&[b]).is_empty(), "no shards, no table");
+        assert!(shards_table(&[a]).starts_with("workload"));
+    }
 
     pub(crate) fn report(
         workload: &str,
@@ -222,6 +280,7 @@ pub(crate) mod tests {
             failovers: Vec::new(),
             audit: None,
             thresholds: Vec::new(),
+            shard_documents: None,
         }
     }
 

@@ -132,6 +132,12 @@ async fn write(run: &RunInfo, r: StageReport) {
         tracing::info!(workload = %r.workload, stage = %r.stage, "stage ended within its warm-up: no report");
         return;
     }
+    let mut r = r;
+    if r.shard_documents.is_none() {
+        if let Some(counter) = run.shards.get() {
+            r.shard_documents = counter.documents(&r.workload).await;
+        }
+    }
     if let Some(tap) = &run.tap {
         tap.keep(&r);
     }
@@ -139,7 +145,6 @@ async fn write(run: &RunInfo, r: StageReport) {
     let Some(path) = run.log.clone() else {
         return;
     };
-    let mut r = r;
     r.config = run.take_config();
     let (workload, stage) = (r.workload.clone(), r.stage.clone());
     let written = tokio::task::spawn_blocking(move || append(&path, &r)).await;

@@ -39,6 +39,7 @@ mod prometheus_rules;
 mod reload;
 mod runlog;
 mod sharding;
+mod shard_stats;
 mod sim_driver;
 mod sim_pymongo;
 mod sim_replset;

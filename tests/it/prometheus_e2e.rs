@@ -46,6 +46,11 @@ use prometheus_tools::{
 };
 use serde_json::Value;
 
+/// The family only a mongos gives data for: its panels and alert are
+/// checked against the sharded simulator
+/// ([`the_shards_row_and_imbalance_read_a_sharded_cluster`]).
+const SHARDED_ONLY: &str = "mongoload_shard_documents";
+
 /// How many 1 s scrapes to wait for before querying: enough for the 5 m
 /// rates of the rules (two samples) and the 15 s dashboard rates.
 const SCRAPES: u64 = 25;
@@ -545,6 +550,14 @@ fn dashboards_and_rules_return_data_from_a_real_prometheus() {
     for d in dashboards() {
         for q in dashboard_queries(&d) {
             match fill_variables(&q.expr, &values) {
+                // The demo is a replica set: documents per shard are
+                // checked against a sharded cluster below; here they only
+                // have to evaluate.
+                Ok(expr) if demo && expr.contains(SHARDED_ONLY) => {
+                    if let Err(e) = prom.query(&expr) {
+                        failures.push(format!("{}: {e} in {expr}", q.source));
+                    }
+                }
                 Ok(expr) => expect_series(&q.source, &expr, &mut failures),
                 Err(e) => failures.push(format!("{}: {e}", q.source)),
             }
@@ -664,6 +677,9 @@ fn dashboards_and_rules_return_data_from_a_real_prometheus() {
                 }
                 let operands = alert_operands(expr);
                 assert!(!operands.is_empty(), "alert {name}: no operands in {expr}");
+                if demo && expr.contains(SHARDED_ONLY) {
+                    continue;
+                }
                 for op in operands {
                     expect_series(&format!("alert {name} operand"), &op, &mut failures);
                 }
@@ -945,4 +961,151 @@ fn three_cluster_members_add_up_in_the_rules_and_the_overview() {
         || {},
     );
     assert_eq!(value(prom.query("job:mongoload_cluster_size:max")), 3.0);
+}
+
+/// The Shards row and `MongoloadShardImbalance` against a real Prometheus
+/// scraping `mongoload run` through the sharded simulator (`mongoload sim
+/// --sharded --shards 2`), its collection sharded on a hashed `_id` by the
+/// test: every dashboard query and alert operand on
+/// `mongoload_shard_documents` returns series, the documents per shard add
+/// up to the collection's count as the router gives it, and the imbalance
+/// panel equals max / mean of those.
+#[test]
+fn the_shards_row_and_imbalance_read_a_sharded_cluster() {
+    let Some(prometheus) = require_tool(PROMETHEUS) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let logs = tmp.path();
+    let mut children = Children(Vec::new());
+    let port = crate::common::free_ports(3);
+    let _sim = spawn_sim(port, &["--sharded", "--shards", "2"]);
+    let uri = format!("mongodb://127.0.0.1:{port}");
+    let rt = tokio::runtime::Runtime::new().expect("a runtime");
+    let client = rt.block_on(crate::common::driver_client(
+        &uri,
+        true,
+        Duration::from_secs(10),
+    ));
+    rt.block_on(async {
+        client
+            .database("admin")
+            .run_command(mongodb::bson::doc! {"shardCollection": "e2eshards.mixed", "key": {"_id": "hashed"}})
+            .await
+    })
+    .expect("shardCollection");
+    let addr = free_port().to_string();
+    let config = logs.join("sharded.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[target]\nuri = \"{uri}\"\ndatabase = \"e2eshards\"\nshard_stats_interval = \"1s\"\n\
+             [http]\nlisten = \"{addr}\"\n\
+             [[workloads]]\nname = \"mix\"\nkind = \"mixed\"\nseed = 1\n\
+             [workloads.mixed]\ndoc_size = 128\ninitial_docs = 3000\n\
+             [[workloads.stages]]\nname = \"fixed\"\nrate = 50\nduration = \"1h\"\n"
+        ),
+    )
+    .expect("write the config");
+    spawn(
+        &mut children,
+        logs,
+        "mongoload",
+        Command::new(env!("CARGO_BIN_EXE_mongoload"))
+            .args(["run", "--config"])
+            .arg(&config)
+            .env("RUST_LOG", "warn"),
+    );
+    let mut prom = start_prometheus(&mut children, logs, &prometheus, &[("mongoload", &addr)]);
+    wait_for(
+        "documents on both shards in Prometheus",
+        Duration::from_secs(90),
+        || {
+            // Two shards, each seen in three scrapes or more.
+            prom.query(r#"count_over_time(mongoload_shard_documents{job="mongoload"}[1m]) >= 3"#)
+                .is_ok_and(|r| r.len() == 2)
+        },
+        || children.assert_running(logs),
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64();
+    prom.at = Some(now - 1.0);
+    let values = [
+        ("datasource", "prometheus"),
+        ("job", "mongoload"),
+        ("run", ".+"),
+        ("instance", addr.as_str()),
+        ("workload", "mix"),
+        ("__rate_interval", "15s"),
+        ("__interval", "5s"),
+        ("__range", "30s"),
+    ];
+    let value = |s: &Value| {
+        s["value"][1]
+            .as_str()
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(f64::NAN)
+    };
+    let mut checked = 0;
+    let mut per_shard = Vec::new();
+    let mut imbalance = None;
+    for d in dashboards() {
+        for q in dashboard_queries(&d) {
+            if !q.expr.contains(SHARDED_ONLY) {
+                continue;
+            }
+            let expr = fill_variables(&q.expr, &values).expect("variables filled");
+            let r = prom
+                .query(&expr)
+                .unwrap_or_else(|e| panic!("{}: {e}", q.source));
+            assert!(!r.is_empty(), "{}: no series for {expr}", q.source);
+            checked += 1;
+            if expr.contains(" / avg by") {
+                imbalance = Some(value(&r[0]));
+            } else {
+                per_shard = r.iter().map(value).collect();
+            }
+        }
+    }
+    assert!(checked >= 2, "only {checked} Shards queries");
+    assert_eq!(per_shard.len(), 2, "{per_shard:?}");
+    let total: f64 = per_shard.iter().sum();
+    assert!(
+        total >= 3000.0,
+        "the initial documents at least: {per_shard:?}"
+    );
+    let max = per_shard.iter().cloned().fold(f64::MIN, f64::max);
+    let want = max / (total / 2.0);
+    let got = imbalance.expect("an imbalance query");
+    // The gauges and the imbalance were read at the same instant.
+    assert!(
+        (got - want).abs() < 1e-9,
+        "imbalance {got} != max/mean {want}"
+    );
+    assert!(
+        (1.0..1.3).contains(&got),
+        "a hashed _id spreads evenly: {got}"
+    );
+    let rules = prom.api("/api/v1/rules").expect("rules");
+    let mut operands_checked = 0;
+    for g in rules["groups"].as_array().expect("groups") {
+        for r in g["rules"].as_array().expect("rules") {
+            let expr = r["query"].as_str().unwrap_or("");
+            if r["type"] != "alerting" || !expr.contains(SHARDED_ONLY) {
+                continue;
+            }
+            for op in alert_operands(expr) {
+                let res = prom.query(&op).unwrap_or_else(|e| panic!("{op}: {e}"));
+                assert!(!res.is_empty(), "alert {}: no series for {op}", r["name"]);
+                operands_checked += 1;
+            }
+        }
+    }
+    assert!(
+        operands_checked >= 1,
+        "no MongoloadShardImbalance operand checked"
+    );
+    drop(client);
 }

@@ -63,6 +63,92 @@ async fn all(
     f.await.unwrap().try_collect().await.unwrap()
 }
 
+/// `$collStats` through a router as through a mongos: one document per
+/// shard holding the collection, each with its `shard`, `count` and
+/// `storageStats` equal to what that shard holds (read from the shard
+/// itself); on a shard directly, one document without `shard`; not first
+/// in the pipeline, refused with 40602; an unsharded collection, one
+/// document from its primary shard.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn coll_stats_through_a_router_gives_one_document_per_shard() {
+    let sim = cluster(2, 1, 1).await;
+    let cluster = sim.sharded().unwrap();
+    let c = client(&sim.uri()).await;
+    admin(
+        &c,
+        doc! {"shardCollection": "app.stats", "key": {"_id": "hashed"}},
+    )
+    .await;
+    let coll = c.database("app").collection::<Document>("stats");
+    let docs: Vec<Document> = (0..500).map(|i| doc! {"_id": i, "pad": "x"}).collect();
+    coll.insert_many(docs).await.unwrap();
+    let stats = |coll: Collection<Document>| async move {
+        let cursor = coll
+            .aggregate(vec![doc! {"$collStats": {"count": {}, "storageStats": {}}}])
+            .await
+            .unwrap();
+        cursor.try_collect::<Vec<Document>>().await.unwrap()
+    };
+    let mut out = stats(coll.clone()).await;
+    out.sort_by_key(|d| d.get_str("shard").unwrap().to_owned());
+    assert_eq!(out.len(), 2, "{out:?}");
+    let mut total = 0;
+    for (i, d) in out.iter().enumerate() {
+        assert_eq!(d.get_str("shard").unwrap(), cluster.shard_name(i));
+        assert_eq!(d.get_str("ns").unwrap(), "app.stats");
+        let truth = on_shard(&sim, i, "app", "stats").await as i64;
+        assert_eq!(d.get_i64("count").unwrap(), truth, "shard {i}");
+        let st = d.get_document("storageStats").unwrap();
+        assert_eq!(st.get_i64("count").unwrap(), truth);
+        assert_eq!(
+            st.get_i64("avgObjSize").unwrap(),
+            st.get_i64("size").unwrap() / truth
+        );
+        total += truth;
+    }
+    assert_eq!(total, 500);
+
+    // On a shard itself: its own document, no `shard`.
+    let shard0 = client(&cluster.shard(0).uri()).await;
+    let own = stats(shard0.database("app").collection("stats")).await;
+    assert_eq!(own.len(), 1);
+    assert!(!own[0].contains_key("shard"));
+    assert_eq!(
+        own[0].get_i64("count").unwrap(),
+        out[0].get_i64("count").unwrap()
+    );
+
+    // Later stages run over the shards' documents at the router.
+    let summed: Vec<Document> = coll
+        .aggregate(vec![
+            doc! {"$collStats": {"count": {}}},
+            doc! {"$group": {"_id": null, "n": {"$sum": "$count"}}},
+        ])
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(summed[0].get_i64("n").unwrap(), 500);
+
+    let e = coll
+        .aggregate(vec![
+            doc! {"$match": {}},
+            doc! {"$collStats": {"count": {}}},
+        ])
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("40602"), "{e}");
+
+    // An unsharded collection: its primary shard's one document.
+    let plain = c.database("app").collection::<Document>("plain");
+    plain.insert_one(doc! {"_id": 1}).await.unwrap();
+    let out = stats(plain).await;
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0].get_i64("count").unwrap(), 1);
+    assert!(out[0].contains_key("shard"));
+}
+
 /// The driver classifies every router as a mongos (a URI listing both),
 /// a hashed `_id` gets MongoDB 7.0's two initial chunks per shard and
 /// spreads inserts over both shards; the metadata reads back through a

@@ -1,7 +1,9 @@
 //! Aggregation pipelines of the simulator: `$match`, `$group` (with `$sum`,
 //! `$avg`, `$min`, `$max`, `$count`, `$first`, `$last`, `$push`,
 //! `$addToSet`), `$sort`, `$skip`, `$limit`, `$project`, `$addFields`/`$set`,
-//! `$unwind`, `$count`, run over documents in memory.
+//! `$unwind`, `$count`, run over documents in memory; `$collStats` (`count`
+//! and `storageStats`) as the first stage, its one document made by the
+//! caller from the collection ([`coll_stats_document`]).
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -34,7 +36,6 @@ const UNSUPPORTED: &[&str] = &[
     "$densify",
     "$fill",
     "$setWindowFields",
-    "$collStats",
     "$indexStats",
     "$documents",
     "$changeStream",
@@ -82,6 +83,95 @@ enum Stage {
     AddFields(Vec<(Vec<String>, ValueExpr)>),
     Unwind { path: Vec<String>, preserve: bool },
     Count(String),
+    CollStats(CollStats),
+}
+
+/// What a `$collStats` stage asks for: `{ count: {} }` and
+/// `{ storageStats: {} }` (`latencyStats` and `queryExecStats` are refused
+/// as unsupported).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CollStats {
+    pub count: bool,
+    pub storage: bool,
+}
+
+fn parse_coll_stats(arg: &Bson) -> Result<CollStats, QueryError> {
+    let Bson::Document(spec) = arg else {
+        return Err(location(
+            5447000,
+            "$collStats must take a nested object but found a non-object",
+        ));
+    };
+    let mut out = CollStats::default();
+    for (k, v) in spec {
+        let Bson::Document(_) = v else {
+            return Err(QueryError::new(
+                14,
+                "TypeMismatch",
+                format!("BSON field '$collStats.{k}' is the wrong type, expected type 'object'"),
+            ));
+        };
+        match k.as_str() {
+            "count" => out.count = true,
+            "storageStats" => out.storage = true,
+            "latencyStats" | "queryExecStats" => {
+                return Err(QueryError::bad_value(format!(
+                    "$collStats {k} is not supported by the mongoload simulator"
+                )))
+            }
+            other => {
+                return Err(QueryError::new(
+                    40415,
+                    "Location40415",
+                    format!("BSON field '$collStats.{other}' is an unknown field."),
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The one document `$collStats` outputs on a mongod for the collection
+/// `ns` holding `docs` (MongoDB 7.0's field names): `ns`, `host`,
+/// `localTime`, then `storageStats` (`size`: the documents' BSON bytes,
+/// `count`, `avgObjSize`: `size / count` rounded down, only when there are
+/// documents, `storageSize`, `totalIndexSize`, `totalSize`, `nindexes`,
+/// `scaleFactor`: 1) and `count`, as asked. A router adds `shard`.
+pub fn coll_stats_document<'a>(
+    spec: CollStats,
+    ns: &str,
+    host: &str,
+    now: bson::DateTime,
+    nindexes: usize,
+    docs: impl Iterator<Item = &'a Document>,
+) -> Document {
+    let mut count: i64 = 0;
+    let mut size: i64 = 0;
+    if spec.count || spec.storage {
+        for d in docs {
+            count += 1;
+            size += bson::to_vec(d).map_or(0, |b| b.len() as i64);
+        }
+    }
+    let mut out = bson::doc! { "ns": ns, "host": host, "localTime": now };
+    if spec.storage {
+        let mut st = bson::doc! { "size": size, "count": count };
+        if count > 0 {
+            st.insert("avgObjSize", size / count);
+        }
+        st.insert("storageSize", size);
+        st.insert("freeStorageSize", 0_i64);
+        st.insert("capped", false);
+        st.insert("nindexes", nindexes as i32);
+        st.insert("totalIndexSize", 0_i64);
+        st.insert("totalSize", size);
+        st.insert("scaleFactor", 1_i32);
+        out.insert("storageStats", st);
+    }
+    if spec.count {
+        out.insert("count", count);
+    }
+    out
 }
 
 impl Stage {
@@ -114,8 +204,11 @@ fn location(code: i32, message: impl Into<String>) -> QueryError {
         40234 => "Location40234",
         40235 => "Location40235",
         40323 => "Location40323",
+        40415 => "Location40415",
+        40602 => "Location40602",
         40324 => "Location40324",
         51272 => "Location51272",
+        5447000 => "Location5447000",
         _ => "Location",
     };
     QueryError::new(code, name, message)
@@ -253,6 +346,7 @@ fn parse_stage(stage: &Document) -> Result<Stage, QueryError> {
                 ))
             }
         },
+        "$collStats" => Stage::CollStats(parse_coll_stats(arg)?),
         other if UNSUPPORTED.contains(&other) => {
             return Err(QueryError::bad_value(format!(
                 "the {other} stage is not supported by the mongoload simulator"
@@ -584,6 +678,8 @@ impl Stream<'_> {
                     Some(_) => self.push(i + 1, doc, out),
                 }
             }
+            // Its document is the input the caller gave.
+            Stage::CollStats(_) => self.push(i + 1, doc, out),
             // Blocking stages never reach a stream.
             Stage::Group(_) | Stage::Sort(_) | Stage::Count(_) => out.push(doc),
         }
@@ -615,6 +711,16 @@ impl Pipeline {
             .iter()
             .map(parse_stage)
             .collect::<Result<Vec<_>, _>>()?;
+        if stages
+            .iter()
+            .skip(1)
+            .any(|s| matches!(s, Stage::CollStats(_)))
+        {
+            return Err(location(
+                40602,
+                "$collStats is only valid as the first stage in a pipeline",
+            ));
+        }
         Ok(Pipeline { stages })
     }
 
@@ -623,6 +729,15 @@ impl Pipeline {
     pub fn leading_match(&self) -> Option<&Filter> {
         match self.stages.first() {
             Some(Stage::Match(f)) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// The leading `$collStats`: its input is then the one document
+    /// [`coll_stats_document`] makes, not the collection's documents.
+    pub fn coll_stats(&self) -> Option<CollStats> {
+        match self.stages.first() {
+            Some(Stage::CollStats(c)) => Some(*c),
             _ => None,
         }
     }

@@ -285,3 +285,85 @@ fn parse_errors_carry_mongodb_codes() {
     assert_eq!(err(vec![doc! {"$project": {"a": 1, "b": 0}}]).code, 31254);
     assert_eq!(err(vec![doc! {"$project": {}}]).code, 51272);
 }
+
+#[test]
+fn coll_stats_counts_and_sizes_the_documents() {
+    let docs = sales();
+    let bytes: i64 = docs
+        .iter()
+        .map(|d| bson::to_vec(d).unwrap().len() as i64)
+        .sum();
+    let stages = vec![doc! {"$collStats": {"count": {}, "storageStats": {}}}];
+    let p = Pipeline::parse(&stages).unwrap();
+    let spec = p.coll_stats().expect("a leading $collStats");
+    assert_eq!(
+        spec,
+        CollStats {
+            count: true,
+            storage: true
+        }
+    );
+    let now = bson::DateTime::from_millis(1_700_000_000_000);
+    let stats = coll_stats_document(spec, "db.c", "h:1", now, 2, docs.iter());
+    let out = p.run(std::iter::once(stats)).unwrap();
+    assert_eq!(out.len(), 1);
+    let d = &out[0];
+    assert_eq!(d.get_str("ns").unwrap(), "db.c");
+    assert_eq!(d.get_str("host").unwrap(), "h:1");
+    assert_eq!(d.get_datetime("localTime").unwrap(), &now);
+    assert_eq!(d.get_i64("count").unwrap(), 5);
+    let st = d.get_document("storageStats").unwrap();
+    assert_eq!(st.get_i64("count").unwrap(), 5);
+    assert_eq!(st.get_i64("size").unwrap(), bytes);
+    assert_eq!(st.get_i64("avgObjSize").unwrap(), bytes / 5);
+    assert_eq!(st.get_i32("nindexes").unwrap(), 2);
+
+    // Only what was asked for; no avgObjSize without documents.
+    let count_only = CollStats {
+        count: true,
+        storage: false,
+    };
+    let d = coll_stats_document(count_only, "db.c", "h", now, 1, [].iter());
+    assert_eq!(d.get_i64("count").unwrap(), 0);
+    assert!(!d.contains_key("storageStats"));
+    let storage_only = CollStats {
+        count: false,
+        storage: true,
+    };
+    let d = coll_stats_document(storage_only, "db.c", "h", now, 1, [].iter());
+    assert!(!d.contains_key("count"));
+    assert!(!d
+        .get_document("storageStats")
+        .unwrap()
+        .contains_key("avgObjSize"));
+
+    // Later stages run on its document.
+    let stages = vec![
+        doc! {"$collStats": {"count": {}}},
+        doc! {"$project": {"count": 1, "_id": 0}},
+    ];
+    let p = Pipeline::parse(&stages).unwrap();
+    let stats = coll_stats_document(p.coll_stats().unwrap(), "db.c", "h", now, 1, docs.iter());
+    assert_eq!(
+        p.run(std::iter::once(stats)).unwrap(),
+        vec![doc! {"count": 5_i64}]
+    );
+}
+
+#[test]
+fn coll_stats_is_first_stage_only_and_checks_its_spec() {
+    let e = err(vec![
+        doc! {"$match": {}},
+        doc! {"$collStats": {"count": {}}},
+    ]);
+    assert_eq!(e.code, 40602);
+    let e = err(vec![doc! {"$collStats": {"count": 1}}]);
+    assert_eq!(e.code, 14);
+    let e = err(vec![doc! {"$collStats": {"bogus": {}}}]);
+    assert_eq!(e.code, 40415);
+    let e = err(vec![doc! {"$collStats": 1}]);
+    assert_eq!(e.code, 5447000);
+    assert!(err(vec![doc! {"$collStats": {"latencyStats": {}}}])
+        .message
+        .contains("not supported"));
+}

@@ -30,6 +30,42 @@ pub(super) fn aggregate(shared: &Shared, db: &str, cmd: &Document) -> CmdResult 
     }
     let stages = docs_array(cmd, "pipeline")?;
     let pipeline = Pipeline::parse(&stages)?;
+    let ns = format!("{db}.{coll}");
+    if let Some(spec) = pipeline.coll_stats() {
+        let stats = match shared.store.collection(db, coll) {
+            Some(c) => {
+                let c = rlock(&c);
+                let nindexes = c.indexes.len() + 1;
+                crate::aggregate::coll_stats_document(
+                    spec,
+                    &ns,
+                    "mongoload-sim",
+                    bson::DateTime::now(),
+                    nindexes,
+                    c.iter(),
+                )
+            }
+            // As mongod: counts of a collection that does not exist are an error.
+            None if spec.count || spec.storage => {
+                return Err(CmdError::new(
+                    26,
+                    "NamespaceNotFound",
+                    format!("Unable to retrieve count in $collStats stage :: caused by :: Collection [{ns}] not found."),
+                ))
+            }
+            None => crate::aggregate::coll_stats_document(
+                spec,
+                &ns,
+                "mongoload-sim",
+                bson::DateTime::now(),
+                0,
+                std::iter::empty(),
+            ),
+        };
+        let out = pipeline.run(std::iter::once(stats))?;
+        let (first, id) = shared.cursors.open(&ns, out, batch_size(cmd)?, false);
+        return Ok(cursor_reply(&ns, first, id, true));
+    }
     let input: Vec<Document> = match shared.store.collection(db, coll) {
         None => Vec::new(),
         Some(c) => {
@@ -41,7 +77,6 @@ pub(super) fn aggregate(shared: &Shared, db: &str, cmd: &Document) -> CmdResult 
         }
     };
     let out = pipeline.run(input.into_iter())?;
-    let ns = format!("{db}.{coll}");
     let (first, id) = shared.cursors.open(&ns, out, batch_size(cmd)?, false);
     Ok(cursor_reply(&ns, first, id, true))
 }

@@ -398,6 +398,16 @@ impl Cluster {
                 }
             }
         }
+        // The collection on every shard, as MongoDB creates it on each
+        // shard that receives a chunk (so each answers `$collStats`).
+        let create = doc! { "create": coll, "$db": cdb };
+        let n = self.links.len();
+        for r in self.scatter(&(0..n).collect::<Vec<_>>(), &create).await {
+            // 48 NamespaceExists: the primary shard already has it.
+            if !ok(&r) && num(&r, "code") != Some(48) {
+                return Err(reply_error(&r));
+            }
+        }
         let uuid = {
             let mut catalog = lock(&self.catalog);
             catalog.shard_collection(&ns, key, unique, initial, empty)?;
@@ -772,9 +782,12 @@ impl Cluster {
                 Err(primary) => vec![*primary],
             };
             if collstats {
-                // $collStats runs on each shard; each result names its shard.
-                let sub =
-                    doc! { "aggregate": coll, "pipeline": stages.clone(), "cursor": {}, "$db": db };
+                // $collStats runs on each shard; each result names its
+                // shard, and the router runs the rest of the pipeline over
+                // them (as mongos merges).
+                let sub = doc! {
+                    "aggregate": coll, "pipeline": [stages[0].clone()], "cursor": {}, "$db": db,
+                };
                 let mut out = Vec::new();
                 for &s in &shards {
                     let docs = self.links[s]
@@ -787,7 +800,7 @@ impl Cluster {
                         d
                     }));
                 }
-                out
+                Pipeline::parse(&stages[1..])?.run(out.into_iter())?
             } else {
                 let mut sub = doc! { "aggregate": coll, "pipeline": lead, "cursor": {}, "$db": db };
                 for k in ["readConcern", "maxTimeMS", "lsid", "hint"] {
