@@ -1022,6 +1022,8 @@ fn shard_keys_are_validated_described_and_warned_about() {
     }
     let e = one("ycsb", "shard_key = { _id = 1 }\npresplit = 4").unwrap_err();
     assert!(e.contains("no known integer range"), "{e}");
+}
+
 #[test]
 fn shard_stats_interval_is_off_or_at_least_a_second() {
     let c = parse(BASE).unwrap();
