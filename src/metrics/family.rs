@@ -139,7 +139,7 @@ impl Collector for ScrapeGauge {
 
 /// Declares a set of metric families once:
 ///
-/// ```ignore
+/// ```text
 /// families! {
 ///     /// The audit's families.
 ///     pub struct AuditFamilies {
