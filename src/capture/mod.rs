@@ -623,15 +623,7 @@ async fn from_profiler(
         }
         capture.add(&q);
     }
-    let colls: std::collections::BTreeSet<(String, String)> = capture
-        .groups
-        .iter()
-        .map(|g| (g.stmt.db.clone(), g.stmt.coll.clone()))
-        .collect();
-    for (db, coll) in colls {
-        let keys = profile::list_indexes(&client, &db, &coll).await;
-        capture.listed_indexes.insert((db, coll), keys);
-    }
+    list_indexes(&client, &mut capture).await;
     let source = format!(
         "system.profile of {} ({} entries)",
         args.profile.join(", "),
@@ -715,15 +707,7 @@ async fn from_query_stats(
     }
     let now = chrono::Utc::now().timestamp_millis();
     let mut capture = query_stats::to_capture(&entries, &samples, window, &args.own_app_name, now);
-    let colls: std::collections::BTreeSet<(String, String)> = capture
-        .groups
-        .iter()
-        .map(|g| (g.stmt.db.clone(), g.stmt.coll.clone()))
-        .collect();
-    for (db, coll) in colls {
-        let keys = profile::list_indexes(&client, &db, &coll).await;
-        capture.listed_indexes.insert((db, coll), keys);
-    }
+    list_indexes(&client, &mut capture).await;
     let source = match args.query_stats_for {
         Some(d) => format!(
             "$queryStats read twice {} apart ({read} shapes ran between)",
@@ -732,6 +716,20 @@ async fn from_query_stats(
         None => format!("$queryStats ({read} entries)"),
     };
     Ok((capture, source))
+}
+
+/// The indexes of every collection the capture's shapes touch
+/// (`listIndexes`, which `read` allows), for the config's `indexes`.
+async fn list_indexes(client: &mongodb::Client, capture: &mut Capture) {
+    let colls: std::collections::BTreeSet<(String, String)> = capture
+        .groups
+        .iter()
+        .map(|g| (g.stmt.db.clone(), g.stmt.coll.clone()))
+        .collect();
+    for (db, coll) in colls {
+        let keys = profile::list_indexes(client, &db, &coll).await;
+        capture.listed_indexes.insert((db, coll), keys);
+    }
 }
 
 fn shape_is_system(db: &str, coll: &str) -> bool {

@@ -212,6 +212,21 @@ pub enum KeyShape {
     Unknown,
 }
 
+impl KeyShape {
+    /// A counter `_id` over `[0, end)`: taken in increasing order by a
+    /// plan that inserts, drawn within the range by one that does not.
+    pub fn counter(inserts: bool, end: u64) -> KeyShape {
+        let end = end.min(i64::MAX as u64) as i64;
+        if inserts {
+            KeyShape::Grows {
+                range: Some((0, end)),
+            }
+        } else {
+            KeyShape::Within { start: 0, end }
+        }
+    }
+}
+
 /// The sharding of one workload: its key, and `presplit` (hashed: the
 /// initial chunk count; ranged: the chunks to split the known range into).
 #[derive(Debug, Clone, PartialEq)]

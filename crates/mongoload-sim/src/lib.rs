@@ -100,9 +100,14 @@ pub struct SimHandle {
 pub async fn start(config: SimConfig) -> std::io::Result<SimHandle> {
     let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
     let log = open_log(&config)?;
-    let shared = Arc::new(new_shared(&config, &tls, &log));
+    serve(config.listen, Arc::new(new_shared(&config, &tls, &log))).await
+}
+
+/// Serves `shared` on `listen` (a standalone server or a router), its idle
+/// cursors reaped, and returns its handle.
+async fn serve(listen: SocketAddr, shared: Arc<Shared>) -> std::io::Result<SimHandle> {
     let root = shared.faults.root().clone();
-    let (addr, stop, task) = server::listen(config.listen, shared.clone(), &root).await?;
+    let (addr, stop, task) = server::listen(listen, shared.clone(), &root).await?;
     tokio::spawn(server::reap_cursors(shared.clone(), root.clone()));
     Ok(SimHandle {
         addr,

@@ -150,12 +150,10 @@ impl Kind for InsertBenchmarkConfig {
             end: n.min(i64::MAX as u64) as i64,
         };
         match field {
-            "_id" => crate::workload::shard::KeyShape::Grows {
-                range: Some((
-                    0,
-                    self.initial_docs.max(self.max_docs).min(i64::MAX as u64) as i64,
-                )),
-            },
+            "_id" => crate::workload::shard::KeyShape::counter(
+                true,
+                self.initial_docs.max(self.max_docs),
+            ),
             // The insert's time.
             "dateandtime" => crate::workload::shard::KeyShape::Grows { range: None },
             "cashregisterid" => within(self.cashregisters),

@@ -51,13 +51,12 @@ impl Default for LargeDocConfig {
 
 impl Kind for LargeDocConfig {
     fn key_shape(&self, field: &str) -> crate::workload::shard::KeyShape {
-        let end = self.initial_docs.max(self.max_docs).min(i64::MAX as u64) as i64;
         match field {
             // Inserts take the next `_id`.
-            "_id" if self.inserts() => crate::workload::shard::KeyShape::Grows {
-                range: Some((0, end)),
-            },
-            "_id" => crate::workload::shard::KeyShape::Within { start: 0, end },
+            "_id" => crate::workload::shard::KeyShape::counter(
+                self.inserts(),
+                self.initial_docs.max(self.max_docs),
+            ),
             _ => crate::workload::shard::KeyShape::Unknown,
         }
     }

@@ -120,12 +120,9 @@ impl Kind for MixedConfig {
     fn key_shape(&self, field: &str) -> crate::workload::shard::KeyShape {
         match field {
             // Inserts take the next `_id`; evictions drop the oldest.
-            "_id" => crate::workload::shard::KeyShape::Grows {
-                range: Some((
-                    0,
-                    self.initial_docs.max(self.bound()).min(i64::MAX as u64) as i64,
-                )),
-            },
+            "_id" => {
+                crate::workload::shard::KeyShape::counter(true, self.initial_docs.max(self.bound()))
+            }
             "k" => crate::workload::shard::KeyShape::Scattered,
             _ => crate::workload::shard::KeyShape::Unknown,
         }

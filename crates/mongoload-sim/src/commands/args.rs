@@ -5,7 +5,7 @@ use bson::{doc, Bson, Document};
 
 use super::*;
 
-pub(super) fn as_i64(b: &Bson) -> Option<i64> {
+pub(crate) fn as_i64(b: &Bson) -> Option<i64> {
     match *b {
         Bson::Int32(v) => Some(v as i64),
         Bson::Int64(v) => Some(v),
@@ -44,7 +44,7 @@ pub(super) fn opt_doc<'a>(
     }
 }
 
-pub(super) fn coll_name<'a>(cmd: &'a Document, name: &str) -> Result<&'a str, CmdError> {
+pub(crate) fn coll_name<'a>(cmd: &'a Document, name: &str) -> Result<&'a str, CmdError> {
     match cmd.get(name) {
         Some(Bson::String(s)) if !s.is_empty() => Ok(s),
         _ => Err(CmdError::new(

@@ -9,6 +9,8 @@ use std::sync::atomic::Ordering as AtomicOrdering;
 use bson::{doc, Document};
 
 mod args;
+/// Argument readers the sharded router shares.
+pub(crate) use args::{as_i64, coll_name};
 mod catalog;
 mod crud;
 mod handshake;

@@ -17,7 +17,7 @@ pub mod merge;
 mod router;
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bson::Document;
@@ -26,7 +26,7 @@ pub use catalog::{Catalog, KeyKind, ShardKey};
 pub(crate) use router::Cluster;
 pub use router::Migration;
 
-use super::{new_shared, open_log, server, ReplSetConfig, SimConfig, SimHandle};
+use super::{new_shared, open_log, ReplSetConfig, SimConfig, SimHandle};
 
 /// Shards and routers a sharded cluster may have.
 pub const MAX_SHARDS: usize = 16;
@@ -181,18 +181,7 @@ pub async fn start_sharded(
         };
         let shared = new_shared(&router_config, &tls, &log);
         let _ = shared.router.set(cluster.clone());
-        let shared = Arc::new(shared);
-        let root = shared.faults.root().clone();
-        let (addr, stop, task) = server::listen(listen, shared.clone(), &root).await?;
-        tokio::spawn(server::reap_cursors(shared.clone(), root.clone()));
-        routers.push(SimHandle {
-            addr,
-            shared,
-            root,
-            listener: Mutex::new(Some((stop, task))),
-            replset: None,
-            sharded: None,
-        });
+        routers.push(crate::serve(listen, Arc::new(shared)).await?);
     }
     let mut first = routers.remove(0);
     if let Some(every) = sharded.balance_every {

@@ -19,7 +19,7 @@ use super::catalog::{Catalog, MetaError, ShardKey, ShardedColl};
 use super::link::ShardLink;
 use super::merge;
 use crate::aggregate::Pipeline;
-use crate::commands::{self, command_name, CmdError};
+use crate::commands::{self, as_i64, coll_name, command_name, CmdError};
 use crate::query::{compare, Filter, Projection, SortSpec};
 use crate::server::Shared;
 
@@ -106,28 +106,8 @@ fn ok(reply: &Document) -> bool {
     }
 }
 
-fn as_i64(b: &Bson) -> Option<i64> {
-    match *b {
-        Bson::Int32(v) => Some(v.into()),
-        Bson::Int64(v) => Some(v),
-        Bson::Double(v) if v.fract() == 0.0 && v.is_finite() => Some(v as i64),
-        _ => None,
-    }
-}
-
 fn num(cmd: &Document, field: &str) -> Option<i64> {
     cmd.get(field).and_then(as_i64)
-}
-
-fn coll_name<'a>(cmd: &'a Document, name: &str) -> Result<&'a str, CmdError> {
-    match cmd.get(name) {
-        Some(Bson::String(s)) if !s.is_empty() => Ok(s),
-        _ => Err(CmdError::new(
-            73,
-            "InvalidNamespace",
-            format!("collection name must be a non-empty string for '{name}'"),
-        )),
-    }
 }
 
 fn doc_arg(cmd: &Document, field: &str) -> Result<Document, CmdError> {
