@@ -13,8 +13,13 @@
 #     rustc on PATH in /usr/local/cargo/bin from this machine's Rust
 #     toolchain (rustup's, mounted read-only into the build), and this
 #     machine's CA bundle (its egress proxy re-signs crates.io's TLS).
-# The build itself runs the Containerfile unchanged: cargo build --release
-# --locked inside the build stage (crates from crates.io), then the slim
+# The build itself runs the Containerfile unchanged but for its
+# CARGO_PROFILE argument: `image-check` (Cargo.toml: release without LTO,
+# 16 codegen units) in place of `release`, since the package's release
+# build (packaging/check.sh) already builds the shipped binary once and an
+# LTO build takes minutes more; set IMAGE_PROFILE=release to check the
+# shipped build. It runs `cargo build --profile … --locked` inside the
+# build stage (crates from crates.io), then the slim
 # stage, in Docker format (which keeps a HEALTHCHECK; OCI drops it). The
 # image is then inspected (user, entrypoint, command, port, no healthcheck)
 # and run as its user: --version, check-config of its default config, and
@@ -86,8 +91,10 @@ ctr=$(b from localhost/rust:bookworm)
 b run --isolation chroot "${toolchain[@]}" "$ctr" -- cargo --version
 b rm "$ctr" >/dev/null
 
-step "build the Containerfile (cargo build --release --locked inside)"
+profile=${IMAGE_PROFILE:-image-check}
+step "build the Containerfile (cargo build --profile $profile --locked inside)"
 b build --quiet --isolation chroot --layers=false --format docker "${toolchain[@]}" \
+    --build-arg CARGO_PROFILE="$profile" \
     --build-arg RUST_IMAGE=localhost/rust:bookworm \
     --build-arg RUNTIME_IMAGE=localhost/debian:bookworm-slim \
     -f packaging/container/Containerfile -t "localhost/mongoload:$version" . \
