@@ -946,14 +946,14 @@ async fn silent_primary_drill(fault: SimFault) {
         .collect();
     // When the daemon heard of the new primary (its driver's topology
     // event) and saw the first write acknowledged after the outage, from
-    // its log, against the record's election.
+    // its log, against the record's election (which the simulator writes
+    // just after the new primary answers: a line may precede it by a hair).
     let elected_wall = r.started + (elected_at - r.start);
     let logged = |what: &str| {
-        log_time(&stderr, what, r.started).map_or(f64::NAN, |t| {
-            match t.duration_since(elected_wall) {
-                Ok(d) => d.as_secs_f64(),
-                Err(e) => -e.duration().as_secs_f64(),
-            }
+        let from = elected_wall - Duration::from_millis(100);
+        log_time(&stderr, what, from).map_or(f64::NAN, |t| match t.duration_since(elected_wall) {
+            Ok(d) => d.as_secs_f64(),
+            Err(e) => -e.duration().as_secs_f64(),
         })
     };
     eprintln!(
