@@ -20,7 +20,8 @@
 //! count from the instant the fault is over: SIGCONT, or the election the
 //! simulator records. Run: `cargo bench --bench faults` (about 4
 //! minutes); `-- 1 10` runs only those freeze lengths, `-- election` only
-//! the frozen primaries (`election=2`: with a 2 s election timeout).
+//! the frozen primaries (`election=2`: with a 2 s election timeout), and
+//! `rate=500` sets the rate.
 
 // The suite's helpers (they allow their own dead code); its unit tests'
 // `use super::*` is unused in a bench built for clippy.
@@ -36,7 +37,15 @@ use common::{
 };
 use mongoload::sim::{ReplSetConfig, SimConfig};
 
+/// The rate; `rate=N` on the command line sets another (a debug
+/// build on a shared machine holds a few hundred per second).
 const RATE: f64 = 2000.0;
+
+static RATE_SET: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+
+fn rate() -> f64 {
+    *RATE_SET.get().unwrap_or(&RATE)
+}
 
 /// What one drill read.
 struct Reading {
@@ -68,7 +77,10 @@ struct Over {
 fn config(uri: &str, pool: &str, http: std::net::SocketAddr) -> String {
     config_toml(
         uri,
-        &format!("[[workloads.stages]]\nrate = {RATE}\nduration = \"1h\"\n"),
+        &format!(
+            "[[workloads.stages]]\nrate = {}\nduration = \"1h\"\n",
+            rate()
+        ),
     )
     .replace("listen = \"127.0.0.1:0\"", &format!("listen = \"{http}\""))
     .replace("max_inflight = 32", "max_inflight = 512")
@@ -107,13 +119,13 @@ async fn drill(
         sum(&after, name, labels) - sum(&before, name, labels)
     };
     let seen = oks_since(&points, over.at);
-    let back = back_at_rate(&seen, RATE);
+    let back = back_at_rate(&seen, rate());
     let held = seen
         .iter()
         .filter(|&&(t, _)| t >= back)
         .filter_map(|&(t, ok)| {
             let &(u, ok2) = seen.iter().find(|&&(u, _)| u >= t + 0.5)?;
-            Some((ok2 - ok) / (u - t) / RATE)
+            Some((ok2 - ok) / (u - t) / rate())
         })
         .fold(f64::INFINITY, f64::min);
     let last_error = points
@@ -214,6 +226,14 @@ fn election_parts(over: &Over, r: &Reading) {
 /// `election=SECS` with that timeout. None: every drill.
 fn plan() -> (Vec<u64>, Option<u64>) {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(r) = args.iter().find_map(|a| a.strip_prefix("rate=")) {
+        RATE_SET
+            .set(
+                r.parse()
+                    .expect("rate=N: a number of operations per second"),
+            )
+            .expect("one rate");
+    }
     let lengths: Vec<u64> = args.iter().filter_map(|a| a.parse().ok()).collect();
     let election = args.iter().find_map(|a| match a.strip_prefix("election") {
         Some("") => Some(10),
