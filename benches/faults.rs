@@ -15,9 +15,13 @@
 //! One line per drill: the freeze, the write outage mongoload measured,
 //! when the load was back at 85 % of its rate after the thaw (or the
 //! election), errors by class, connections closed as `dropped`, and
-//! whether the client shut down cleanly. Run:
-//! `cargo bench --bench faults` (about 4 minutes); `-- 1 10` runs only
-//! those freeze lengths.
+//! whether the client shut down cleanly; for a frozen primary also what
+//! the daemon saw of the election, from its log. "Back" and "last error"
+//! count from the instant the fault is over: SIGCONT, or the election the
+//! simulator records. Run: `cargo bench --bench faults` (about 4
+//! minutes); `-- 1 10` runs only those freeze lengths, `-- election` only
+//! the frozen primaries (`election=2`: with a 2 s election timeout), and
+//! `rate=500` sets the rate.
 
 // The suite's helpers (they allow their own dead code); its unit tests'
 // `use super::*` is unused in a bench built for clippy.
@@ -25,30 +29,58 @@
 #[path = "../tests/it/common/mod.rs"]
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use common::{
-    config_toml, free_port, free_ports, samples, scrape, sigterm, spawn_run, spawn_sim, sum,
-    wait_exit, wait_status, write_config,
+    back_at_rate, config_toml, free_port, free_ports, log_time, oks_since, sample_status, samples,
+    scrape, sigterm, spawn_run, spawn_sim, sum, wait_exit, wait_status, write_config, StatusPoint,
 };
 use mongoload::sim::{ReplSetConfig, SimConfig};
 
+/// The rate; `rate=N` on the command line sets another (a debug
+/// build on a shared machine holds a few hundred per second).
 const RATE: f64 = 2000.0;
+
+static RATE_SET: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+
+fn rate() -> f64 {
+    *RATE_SET.get().unwrap_or(&RATE)
+}
 
 /// What one drill read.
 struct Reading {
     outage: f64,
     outages: f64,
     back: f64,
+    /// Seconds after the fault was over until the last operation failed
+    /// (the last `/status` reading whose error count rose).
+    last_error: f64,
+    /// The lowest rate over 0.5 s from `back` on, as a fraction of the
+    /// scheduled rate: whether it held (the thaw of a replaced primary
+    /// falls inside the watch).
+    held: f64,
     errors: Vec<(String, f64)>,
     dropped: f64,
     clean_exit: bool,
+    /// The daemon's log, to date what it saw.
+    stderr: String,
+}
+
+/// When a fault was over (the server answers again, or was replaced), on
+/// the bench's clock and on the wall clock, and its length.
+struct Over {
+    at: Instant,
+    wall: SystemTime,
+    length: f64,
 }
 
 fn config(uri: &str, pool: &str, http: std::net::SocketAddr) -> String {
     config_toml(
         uri,
-        &format!("[[workloads.stages]]\nrate = {RATE}\nduration = \"1h\"\n"),
+        &format!(
+            "[[workloads.stages]]\nrate = {}\nduration = \"1h\"\n",
+            rate()
+        ),
     )
     .replace("listen = \"127.0.0.1:0\"", &format!("listen = \"{http}\""))
     .replace("max_inflight = 32", "max_inflight = 512")
@@ -58,34 +90,27 @@ fn config(uri: &str, pool: &str, http: std::net::SocketAddr) -> String {
     )
 }
 
-fn ok_ops(page: &str) -> f64 {
-    sum(
-        page,
-        "mongoload_operations_total",
-        &[("workload", "w"), ("outcome", "ok")],
-    )
-}
-
 /// Runs the daemon against `uri`, awaits `fault` once it has run 5 s
-/// (which returns when the fault is over — the instant the server answers
-/// again, or is replaced — and the fault's length), then watches for 5 s.
+/// (which returns as soon as the fault is over — the instant the server
+/// answers again, or is replaced), then watches for 5 s more. `/status`
+/// is read every 100 ms from before the fault to the end, each reading
+/// dated by the daemon's own clock (a `/metrics` page may be 250 ms old).
 async fn drill(
     uri: &str,
     pool: &str,
-    fault: impl std::future::Future<Output = (Instant, f64)>,
-) -> (Reading, f64) {
+    fault: impl std::future::Future<Output = Over>,
+) -> (Reading, Over) {
     let http = free_port();
     let file = write_config(&config(uri, pool, http));
     let (mut child, stderr_path) = spawn_run(&file, "info");
     wait_status(http, "/readyz", 200, Duration::from_secs(30)).await;
     tokio::time::sleep(Duration::from_secs(5)).await;
     let before = scrape(http).await;
-    let (over, length) = fault.await;
-    let mut seen = Vec::new();
-    while over.elapsed() < Duration::from_secs(5) {
-        seen.push((over.elapsed().as_secs_f64(), ok_ops(&scrape(http).await)));
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let (stop_sampler, sampler) = sample_status(http);
+    let over = fault.await;
+    tokio::time::sleep_until((over.at + Duration::from_secs(5)).into()).await;
+    let _ = stop_sampler.send(());
+    let points: Vec<StatusPoint> = sampler.await.expect("the /status sampler");
     let after = scrape(http).await;
     sigterm(child.0.as_ref().unwrap().id());
     let status = wait_exit(&mut child, Duration::from_secs(30)).await;
@@ -93,14 +118,25 @@ async fn drill(
     let delta = |name: &str, labels: &[(&str, &str)]| {
         sum(&after, name, labels) - sum(&before, name, labels)
     };
-    let back = seen
+    let seen = oks_since(&points, over.at);
+    let back = back_at_rate(&seen, rate());
+    let held = seen
         .iter()
-        .find(|&&(t, ok)| {
-            seen.iter()
-                .find(|&&(u, _)| u >= t + 0.5)
-                .is_some_and(|&(u, ok2)| (ok2 - ok) / (u - t) >= 0.85 * RATE)
+        .filter(|&&(t, _)| t >= back)
+        .filter_map(|&(t, ok)| {
+            let &(u, ok2) = seen.iter().find(|&&(u, _)| u >= t + 0.5)?;
+            Some((ok2 - ok) / (u - t) / rate())
         })
-        .map_or(f64::INFINITY, |&(t, _)| t);
+        .fold(f64::INFINITY, f64::min);
+    let last_error = points
+        .windows(2)
+        .filter(|w| w[1].error > w[0].error)
+        .map(|w| w[1].at)
+        .max()
+        .map_or(f64::NAN, |t| {
+            t.saturating_duration_since(over.at).as_secs_f64()
+                - over.at.saturating_duration_since(t).as_secs_f64()
+        });
     let mut kinds: Vec<String> = samples(&after, "mongoload_errors_total", &[])
         .iter()
         .filter_map(|s| s.label("kind").map(str::to_owned))
@@ -119,14 +155,17 @@ async fn drill(
         outage: delta("mongoload_write_outage_seconds_sum", &[]),
         outages: delta("mongoload_write_outage_seconds_count", &[]),
         back,
+        last_error,
+        held,
         errors,
         dropped: delta(
             "mongoload_pool_connections_closed_total",
             &[("reason", "dropped")],
         ),
         clean_exit: status.code() == Some(0) && !stderr.contains("did not shut down"),
+        stderr,
     };
-    (reading, length)
+    (reading, over)
 }
 
 fn row(drill: &str, pool: &str, freeze: f64, r: &Reading) {
@@ -136,11 +175,13 @@ fn row(drill: &str, pool: &str, freeze: f64, r: &Reading) {
         .map(|(k, n)| format!("{k} {n:.0}"))
         .collect();
     println!(
-        "| {drill} | {} | {freeze:.3} s | {:.3} s ({:.0}) | {:.2} s | {} | {:.0} | {} |",
+        "| {drill} | {} | {freeze:.3} s | {:.3} s ({:.0}) | {:.2} s | {:.0} % | {:.2} s | {} | {:.0} | {} |",
         if pool.is_empty() { "plan (512)" } else { "64" },
         r.outage,
         r.outages,
         r.back,
+        r.held * 100.0,
+        r.last_error,
         if errors.is_empty() {
             "none".to_owned()
         } else {
@@ -151,58 +192,128 @@ fn row(drill: &str, pool: &str, freeze: f64, r: &Reading) {
     );
 }
 
+/// Seconds from `from` to `t` (negative when earlier).
+fn since(from: SystemTime, t: SystemTime) -> f64 {
+    match t.duration_since(from) {
+        Ok(d) => d.as_secs_f64(),
+        Err(e) => -e.duration().as_secs_f64(),
+    }
+}
+
+/// What the daemon saw of an election, from its log, in seconds after
+/// the election the simulator recorded (`over`): when its driver reported
+/// the new primary (the topology event), and when the first write after
+/// the outage was acknowledged (the outage's end).
+fn election_parts(over: &Over, r: &Reading) {
+    // The simulator records the election just after the new primary
+    // answers: a line of the daemon's may precede the record by a hair.
+    let from = over.wall - Duration::from_millis(100);
+    let logged =
+        |what: &str| log_time(&r.stderr, what, from).map_or(f64::NAN, |t| since(over.wall, t));
+    println!(
+        "  after the recorded election: driver's new primary {:+.3} s, first write acknowledged {:+.3} s, last error {:+.2} s, back at rate {:+.2} s",
+        logged("failover: new primary"),
+        logged("write outage over"),
+        r.last_error,
+        r.back,
+    );
+}
+
+/// What to run: freeze lengths (seconds) of SIGSTOP drills, and whether
+/// to run the frozen-primary drills, with which election timeout.
+/// Arguments: numbers are freeze lengths; `election` runs the
+/// frozen-primary drills alone (MongoDB's 10 s election timeout),
+/// `election=SECS` with that timeout. None: every drill.
+fn plan() -> (Vec<u64>, Option<u64>) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(r) = args.iter().find_map(|a| a.strip_prefix("rate=")) {
+        RATE_SET
+            .set(
+                r.parse()
+                    .expect("rate=N: a number of operations per second"),
+            )
+            .expect("one rate");
+    }
+    let lengths: Vec<u64> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    let election = args.iter().find_map(|a| match a.strip_prefix("election") {
+        Some("") => Some(10),
+        Some(n) => n.strip_prefix('=').and_then(|n| n.parse().ok()),
+        None => None,
+    });
+    match (lengths.is_empty(), election) {
+        (true, None) => (vec![1, 3, 10, 30], Some(10)),
+        (false, None) => (lengths, None),
+        (_, Some(e)) => (lengths, Some(e)),
+    }
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let mut lengths: Vec<u64> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    if lengths.is_empty() {
-        lengths = vec![1, 3, 10, 30];
-    }
-    println!("| drill | pool | freeze | write outage (outages) | back after | errors | dropped | clean exit |");
-    println!("|---|---|---|---|---|---|---|---|");
+    let (lengths, election) = plan();
+    println!("| drill | pool | freeze | write outage (outages) | back after | lowest 0.5 s after | last error | errors | dropped | clean exit |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for &secs in &lengths {
         for pool in ["", "pool_size = 64"] {
             let port = free_ports(1);
             let sim = spawn_sim(port, &[]);
             let pid = sim.0.id();
-            let (r, freeze) = drill(&format!("mongodb://127.0.0.1:{port}/"), pool, async {
+            let (r, over) = drill(&format!("mongodb://127.0.0.1:{port}/"), pool, async {
                 signal(pid, "STOP");
                 let stopped = Instant::now();
                 tokio::time::sleep(Duration::from_secs(secs)).await;
                 signal(pid, "CONT");
-                (Instant::now(), stopped.elapsed().as_secs_f64())
+                Over {
+                    at: Instant::now(),
+                    wall: SystemTime::now(),
+                    length: stopped.elapsed().as_secs_f64(),
+                }
             })
             .await;
             drop(sim);
-            row("SIGSTOP", pool, freeze, &r);
+            row("SIGSTOP", pool, over.length, &r);
         }
     }
-    // A frozen primary, replaced after MongoDB's 10 s election timeout.
+    // A frozen primary, replaced after the election timeout (MongoDB's
+    // 10 s by default); the frozen member thaws 2 s after the election
+    // (it comes back a secondary), inside the 5 s watched.
+    let Some(timeout) = election else { return };
     for pool in ["", "pool_size = 64"] {
-        let sim = mongoload::sim::start_replset(SimConfig::default(), ReplSetConfig::new("rs0", 3))
+        let mut config = ReplSetConfig::new("rs0", 3);
+        config.election_timeout = Duration::from_secs(timeout);
+        let sim = mongoload::sim::start_replset(SimConfig::default(), config)
             .await
             .expect("the replica set starts");
         let set = sim.replset().unwrap().clone();
-        let (r, freeze) = drill(&set.uri(), pool, async {
-            let primary = set.primary().expect("a primary");
+        let primary = set.primary().expect("a primary");
+        let thaw_set = set.clone();
+        let (r, over) = drill(&set.uri(), pool, async {
             assert!(set.faults(primary).freeze());
-            while set.primary() == Some(primary) {
-                tokio::time::sleep(Duration::from_millis(10)).await;
+            // The record's election: the instant the new primary answers.
+            let record = loop {
+                match set.faults(primary).records().last() {
+                    Some(r) if r.election.is_some() => break r.clone(),
+                    _ => tokio::time::sleep(Duration::from_millis(10)).await,
+                }
+            };
+            let elected = record.election.unwrap();
+            tokio::spawn(async move {
+                tokio::time::sleep_until((elected + Duration::from_secs(2)).into()).await;
+                assert!(thaw_set.faults(primary).thaw());
+            });
+            Over {
+                at: elected,
+                wall: record.started + (elected - record.start),
+                length: (elected - record.start).as_secs_f64(),
             }
-            let elected = Instant::now();
-            let record = set.faults(primary).records();
-            let until_election = record
-                .last()
-                .and_then(|r| r.election.map(|e| e - r.start))
-                .map_or(f64::NAN, |d| d.as_secs_f64());
-            tokio::time::sleep(Duration::from_secs(2)).await;
-            assert!(set.faults(primary).thaw());
-            (elected, until_election)
         })
         .await;
-        row("frozen primary, 10 s election timeout", pool, freeze, &r);
+        row(
+            &format!("frozen primary, {timeout} s election timeout"),
+            pool,
+            over.length,
+            &r,
+        );
+        election_parts(&over, &r);
         sim.shutdown().await;
     }
 }

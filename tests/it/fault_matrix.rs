@@ -29,9 +29,7 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::common::*;
-use crate::faults::{
-    accounted, back_at_rate, drill_run_of, replset_of, watch_counters_every, RATE, SLACK,
-};
+use crate::faults::{accounted, drill_run_of, replset_of, watch_counters_every, RATE, SLACK};
 use mongoload::report::StageReport;
 use mongoload::sim::{
     Fault, FaultConfig, FaultRecord, Faults, LatencyDist, SimConfig, SimHandle,
@@ -156,102 +154,6 @@ async fn deploy(cell: Cell) -> (SimHandle, Faults, String) {
             (sim, set.faults(0).clone(), uri)
         }
     }
-}
-
-/// What `/status` said at one moment: operations ok and failed.
-#[derive(Debug, Clone, Copy)]
-struct Point {
-    at: Instant,
-    ok: f64,
-    error: f64,
-}
-
-/// One `/status` answer: the daemon's `uptime_seconds` and counts, and
-/// when the request was sent and answered (seconds since the sampler
-/// began).
-#[derive(Debug, Clone, Copy)]
-struct Answer {
-    uptime: f64,
-    sent: f64,
-    received: f64,
-    ok: f64,
-    error: f64,
-}
-
-/// The answers dated on the test's clock by the daemon's own: each
-/// snapshot was taken between its request's send and answer, so the
-/// offset between the two clocks lies in the narrowest of those windows
-/// (the fastest request's), whatever the slow ones took. A request slowed
-/// by a busy machine then blurs no date.
-fn date_answers(began: Instant, answers: &[Answer]) -> Vec<Point> {
-    let lo = answers
-        .iter()
-        .map(|a| a.uptime - a.received)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let hi = answers
-        .iter()
-        .map(|a| a.uptime - a.sent)
-        .fold(f64::INFINITY, f64::min);
-    let offset = if lo <= hi { (lo + hi) / 2.0 } else { lo };
-    answers
-        .iter()
-        .map(|a| Point {
-            at: began + Duration::from_secs_f64((a.uptime - offset).max(0.0)),
-            ok: a.ok,
-            error: a.error,
-        })
-        .collect()
-}
-
-/// Reads `/status` (a snapshot per request, where a `/metrics` page may
-/// be 250 ms old) every 100 ms until stopped; returns the points dated by
-/// [`date_answers`].
-fn sample_status(
-    http: std::net::SocketAddr,
-) -> (
-    tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<Vec<Point>>,
-) {
-    let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        let began = Instant::now();
-        let mut answers = Vec::new();
-        loop {
-            let sent = began.elapsed().as_secs_f64();
-            if let Ok(r) = get(http, "/status").await {
-                let received = began.elapsed().as_secs_f64();
-                let v: serde_json::Value = serde_json::from_str(&r.body)
-                    .unwrap_or_else(|e| panic!("/status is JSON: {e}: {}", r.body));
-                let w = &v["workloads"][0];
-                let n = |x: &serde_json::Value, key: &str| {
-                    x[key]
-                        .as_f64()
-                        .unwrap_or_else(|| panic!("no {key} in /status: {v}"))
-                };
-                answers.push(Answer {
-                    uptime: n(&v, "uptime_seconds"),
-                    sent,
-                    received,
-                    ok: n(w, "operations_ok"),
-                    error: n(w, "operations_error"),
-                });
-            }
-            tokio::select! {
-                _ = &mut stopped => return date_answers(began, &answers),
-                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
-            }
-        }
-    });
-    (stop, task)
-}
-
-/// `(seconds since `from`, ok)` of the points from `from` on.
-fn oks_since(points: &[Point], from: Instant) -> Vec<(f64, f64)> {
-    points
-        .iter()
-        .filter(|p| p.at >= from)
-        .map(|p| ((p.at - from).as_secs_f64(), p.ok))
-        .collect()
 }
 
 /// The whole intervals of the run log's samples inside `from..to` (wall

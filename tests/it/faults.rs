@@ -832,30 +832,25 @@ pub(super) fn accounted(r: &StageReport, secs: u32) -> Result<(), String> {
     ))
 }
 
-/// When the load was back at `rate`: the first `(seconds, ok)` sample
-/// from which the next one at least 0.5 s later shows 85 % of `rate` in
-/// between (infinite if none does).
-pub(super) fn back_at_rate(seen: &[(f64, f64)], rate: f64) -> f64 {
-    seen.iter()
-        .find(|&&(t, ok)| {
-            seen.iter()
-                .find(|&&(u, _)| u >= t + 0.5)
-                .is_some_and(|&(u, ok2)| (ok2 - ok) / (u - t) >= 0.85 * rate)
-        })
-        .map(|&(t, _)| t)
-        .unwrap_or(f64::INFINITY)
-}
+/// How soon after the election that replaces a silent primary the load
+/// is back at its rate: 1 s, plus one `operation_timeout` (1 s, the
+/// drill's) for the operations sent to the silent primary before it.
+const BACK_AFTER_ELECTION: f64 = 2.0;
 
 /// A primary silenced by `fault` (frozen, or blackholed) for 3 s is
 /// replaced by member 1 once the 2 s election timeout passes and refuses
 /// writes when it answers again; mongoload's
 /// write outage and time without a primary match the simulator's record
-/// of the fault (its start to the election) within 0.5 s; every scheduled
-/// operation is accounted for and no counter goes backwards.
+/// of the fault (its start to the election) within 0.5 s; the load is
+/// back at its rate within [`BACK_AFTER_ELECTION`] of the election the
+/// simulator records, and nothing fails from one `operation_timeout`
+/// after it on; every scheduled operation is accounted for and no counter
+/// goes backwards.
 async fn silent_primary_drill(fault: SimFault) {
     const SECS: u32 = 14;
     let (sim, set, mut run, (stop, watcher)) = replset_drill(SECS).await;
     let (stderr_path, log) = (run.stderr.clone(), run.log.clone());
+    let (stop_sampler, sampler) = sample_status(run.http);
     tokio::time::sleep(Duration::from_secs(3)).await;
 
     assert!(set.faults(0).begin(fault));
@@ -875,6 +870,14 @@ async fn silent_primary_drill(fault: SimFault) {
         "{fault:?}: {refused:?}"
     );
 
+    // Watched until 4 s after the election the record holds (the bound
+    // below and a 0.5 s window, with a margin), before the stage ends.
+    let elected_at = set.faults(0).records()[0]
+        .election
+        .expect("an election 2 s into the fault");
+    tokio::time::sleep_until((elected_at + Duration::from_secs(4)).into()).await;
+    let _ = stop_sampler.send(());
+    let points = sampler.await.expect("the /status sampler");
     let status = wait_exit(&mut run.child, Duration::from_secs(30)).await;
     let _ = stop.send(());
     let pages = watcher.await.expect("no counter went backwards");
@@ -882,7 +885,6 @@ async fn silent_primary_drill(fault: SimFault) {
     let records = set.faults(0).records();
     let context = format!("{fault:?}: {records:?}\n{stderr}");
     assert!(status.success(), "{context}");
-    assert!(pages >= 10, "{pages} scrapes: {context}");
     // The simulator's record: the fault, and the election 2 s into it.
     assert_eq!(records.len(), 1, "{context}");
     let r = &records[0];
@@ -928,6 +930,75 @@ async fn silent_primary_drill(fault: SimFault) {
         no_primary <= elected + 0.5,
         "no primary {no_primary:.3}s, election {elected:.3}s into the fault: {context}"
     );
+    // The new primary answers from the election on: the load is back at
+    // its rate within 1 s plus one operation_timeout (for the operations
+    // sent to the silent primary before it) of the record's election, and
+    // no operation fails from one operation_timeout after it on.
+    let seen = oks_since(&points, elected_at);
+    let back = back_at_rate(&seen, RATE);
+    let timeline: Vec<String> = points
+        .iter()
+        .map(|p| {
+            let t = p.at.saturating_duration_since(elected_at).as_secs_f64()
+                - elected_at.saturating_duration_since(p.at).as_secs_f64();
+            format!("{t:+.2}s ok {} err {}", p.ok, p.error)
+        })
+        .collect();
+    // When the daemon heard of the new primary (its driver's topology
+    // event) and saw the first write acknowledged after the outage, from
+    // its log, against the record's election (which the simulator writes
+    // just after the new primary answers: a line may precede it by a hair).
+    let elected_wall = r.started + (elected_at - r.start);
+    let logged = |what: &str| {
+        let from = elected_wall - Duration::from_millis(100);
+        log_time(&stderr, what, from).map_or(f64::NAN, |t| match t.duration_since(elected_wall) {
+            Ok(d) => d.as_secs_f64(),
+            Err(e) => -e.duration().as_secs_f64(),
+        })
+    };
+    eprintln!(
+        "{fault:?} primary: after the recorded election, the driver's new primary {:+.3}s, the first write acknowledged {:+.3}s",
+        logged("failover: new primary"),
+        logged("write outage over"),
+    );
+    // What the release bench read before it watched from the election:
+    // it began reading 2 s after it, once it had thawed the old primary.
+    let from_thaw = back_at_rate(
+        &oks_since(&points, elected_at + Duration::from_secs(2)),
+        RATE,
+    );
+    eprintln!(
+        "{fault:?} primary: watched only from 2 s after the election (the bench's old reading), back at {:.2}s",
+        2.0 + from_thaw
+    );
+    eprintln!(
+        "{fault:?} primary: back at {RATE}/s {back:.2}s after the recorded election; /status around it: {:?}",
+        timeline
+            .iter()
+            .zip(&points)
+            .filter(|(_, p)| {
+                p.at + Duration::from_secs(2) >= elected_at
+                    && p.at <= elected_at + Duration::from_secs(3)
+            })
+            .map(|(l, _)| l)
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        back <= BACK_AFTER_ELECTION,
+        "back at {RATE}/s {back:.2}s after the recorded election, over {BACK_AFTER_ELECTION}s: {timeline:?}\n{context}"
+    );
+    let settled = points
+        .iter()
+        .find(|p| p.at >= elected_at + Duration::from_secs_f64(1.0 + SLACK))
+        .expect("/status points after the election");
+    let late = points.last().unwrap().error - settled.error;
+    assert_eq!(
+        late,
+        0.0,
+        "errors from {:.1}s after the recorded election on: {timeline:?}\n{context}",
+        1.0 + SLACK
+    );
+    assert!(pages >= 10, "{pages} scrapes: {context}");
     sim.shutdown().await;
 }
 

@@ -654,6 +654,135 @@ pub async fn wait_metric(
     }
 }
 
+/// What `/status` said at one moment: operations ok and failed.
+#[derive(Debug, Clone, Copy)]
+pub struct StatusPoint {
+    pub at: Instant,
+    pub ok: f64,
+    pub error: f64,
+}
+
+/// One `/status` answer: the daemon's `uptime_seconds` and counts, and
+/// when the request was sent and answered (seconds since the sampler
+/// began).
+#[derive(Debug, Clone, Copy)]
+pub struct StatusAnswer {
+    pub uptime: f64,
+    pub sent: f64,
+    pub received: f64,
+    pub ok: f64,
+    pub error: f64,
+}
+
+/// The answers dated on the test's clock by the daemon's own: each
+/// snapshot was taken between its request's send and answer, so the
+/// offset between the two clocks lies in the narrowest of those windows
+/// (the fastest request's), whatever the slow ones took. A request slowed
+/// by a busy machine then blurs no date.
+pub fn date_answers(began: Instant, answers: &[StatusAnswer]) -> Vec<StatusPoint> {
+    let lo = answers
+        .iter()
+        .map(|a| a.uptime - a.received)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let hi = answers
+        .iter()
+        .map(|a| a.uptime - a.sent)
+        .fold(f64::INFINITY, f64::min);
+    let offset = if lo <= hi { (lo + hi) / 2.0 } else { lo };
+    answers
+        .iter()
+        .map(|a| StatusPoint {
+            at: began + Duration::from_secs_f64((a.uptime - offset).max(0.0)),
+            ok: a.ok,
+            error: a.error,
+        })
+        .collect()
+}
+
+/// Reads `/status` (a snapshot per request, where a `/metrics` page may
+/// be 250 ms old) every 100 ms until stopped; returns the points dated by
+/// [`date_answers`].
+pub fn sample_status(
+    http: std::net::SocketAddr,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Vec<StatusPoint>>,
+) {
+    let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let began = Instant::now();
+        let mut answers = Vec::new();
+        loop {
+            let sent = began.elapsed().as_secs_f64();
+            if let Ok(r) = get(http, "/status").await {
+                let received = began.elapsed().as_secs_f64();
+                let v: serde_json::Value = serde_json::from_str(&r.body)
+                    .unwrap_or_else(|e| panic!("/status is JSON: {e}: {}", r.body));
+                let w = &v["workloads"][0];
+                let n = |x: &serde_json::Value, key: &str| {
+                    x[key]
+                        .as_f64()
+                        .unwrap_or_else(|| panic!("no {key} in /status: {v}"))
+                };
+                answers.push(StatusAnswer {
+                    uptime: n(&v, "uptime_seconds"),
+                    sent,
+                    received,
+                    ok: n(w, "operations_ok"),
+                    error: n(w, "operations_error"),
+                });
+            }
+            tokio::select! {
+                _ = &mut stopped => return date_answers(began, &answers),
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
+        }
+    });
+    (stop, task)
+}
+
+/// `(seconds since `from`, ok)` of the points from `from` on.
+pub fn oks_since(points: &[StatusPoint], from: Instant) -> Vec<(f64, f64)> {
+    points
+        .iter()
+        .filter(|p| p.at >= from)
+        .map(|p| ((p.at - from).as_secs_f64(), p.ok))
+        .collect()
+}
+
+/// When the load was back at `rate`: the first `(seconds, ok)` sample
+/// from which the next one at least 0.5 s later shows 85 % of `rate` in
+/// between (infinite if none does).
+pub fn back_at_rate(seen: &[(f64, f64)], rate: f64) -> f64 {
+    seen.iter()
+        .find(|&&(t, ok)| {
+            seen.iter()
+                .find(|&&(u, _)| u >= t + 0.5)
+                .is_some_and(|&(u, ok2)| (ok2 - ok) / (u - t) >= 0.85 * rate)
+        })
+        .map(|&(t, _)| t)
+        .unwrap_or(f64::INFINITY)
+}
+
+/// When a daemon's log (`stderr`, tracing's default format: each line
+/// starts with its RFC 3339 time) first has a line containing `what`
+/// logged at or after `after`.
+pub fn log_time(
+    stderr: &str,
+    what: &str,
+    after: std::time::SystemTime,
+) -> Option<std::time::SystemTime> {
+    stderr
+        .lines()
+        .filter(|l| l.contains(what))
+        .filter_map(|l| {
+            let stamp = l.split_whitespace().next()?;
+            let t = chrono::DateTime::parse_from_rfc3339(stamp).ok()?;
+            Some(std::time::SystemTime::from(t))
+        })
+        .find(|&t| t >= after)
+}
+
 /// Serialises the tests of one test binary that run a daemon: they
 /// measure rates and deadlines, and eleven daemons in debug builds on two
 /// cores would measure the machine instead.
