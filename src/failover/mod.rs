@@ -215,10 +215,17 @@ impl Failover {
             }
             Err(kind) if is_outage_error(kind) => {
                 let start = outage_start(kind, s, d);
+                let watching = self.watching.load(Ordering::Relaxed);
                 if self.clock.failed(s, start) {
-                    tracing::warn!(error_kind = %kind, "write outage: writes fail ({kind})");
+                    // Through a mongos a shard's election makes many short
+                    // router-level outages: the shard's lines tell it.
+                    if watching {
+                        tracing::debug!(error_kind = %kind, "write outage: writes fail ({kind})");
+                    } else {
+                        tracing::warn!(error_kind = %kind, "write outage: writes fail ({kind})");
+                    }
                 }
-                if self.watching.load(Ordering::Relaxed) {
+                if watching {
                     let start = self.origin + Duration::from_nanos(start);
                     self.shard_state().failed(start, done);
                 }
@@ -233,6 +240,13 @@ impl Failover {
         self.families.outage_last.set(secs);
         let start = self.origin + Duration::from_nanos(start);
         let attached = self.state().attach_outage(start, length);
+        if attached.is_none() && self.watching.load(Ordering::Relaxed) {
+            tracing::debug!(
+                outage_s = mongoload_loglimit::round(secs, 3),
+                "write outage over after {secs:.3}s (through a mongos)"
+            );
+            return;
+        }
         match attached {
             Some(primary) => tracing::info!(
                 outage_s = mongoload_loglimit::round(secs, 3),
