@@ -265,6 +265,22 @@ async fn a_shards_step_down_is_a_failover_on_that_shard() {
     let audit = r.audit.as_ref().expect("an audited workload's report");
     assert_eq!(audit.missing_total, 0);
     assert!(audit.acknowledged > 0 && audit.complete, "{audit:?}");
+    // `mongoload report` lists the shard's failover below the stage table.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .arg("report")
+        .arg(&log)
+        .output()
+        .expect("mongoload report runs");
+    assert!(out.status.success(), "{out:?}");
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let want = format!("{outage:.3}");
+    assert!(
+        printed.lines().any(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            cells.len() == 6 && cells[2] == "shard1" && cells[3] == "1" && cells[5] == want
+        }),
+        "no failover row for shard1:\n{printed}"
+    );
     drop(client);
     sim.shutdown().await;
 }
