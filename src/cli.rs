@@ -439,10 +439,14 @@ fn report(args: &ReportArgs) -> ExitCode {
     // Cluster members' rows of one stage become one cluster-wide row.
     let all = report::merge::merge_members(all);
     let mut text = table::stage_table(&all);
-    let shards = table::shards_table(&all);
-    if !shards.is_empty() {
-        text.push('\n');
-        text.push_str(&shards);
+    for extra in [
+        table::shards_table(&all),
+        table::shard_failovers_table(&all),
+    ] {
+        if !extra.is_empty() {
+            text.push('\n');
+            text.push_str(&extra);
+        }
     }
     if args.steps {
         text.push('\n');

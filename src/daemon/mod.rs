@@ -9,6 +9,7 @@ pub mod limits;
 pub mod logging;
 pub mod probe;
 pub mod service;
+pub mod shard_failover;
 pub mod shard_stats;
 pub mod side_runtime;
 pub mod status;
@@ -78,6 +79,8 @@ enum Task {
     Probe,
     /// Documents per shard, through a mongos.
     ShardStats,
+    /// Each shard's primary and failovers, through a mongos.
+    ShardFailover,
     /// `/metrics`, `/healthz`, `/readyz`, `/status`.
     Http,
     /// The control socket (its file goes with it).
@@ -90,7 +93,7 @@ enum Task {
 /// loops, then the last reports, then what serves and measures, so a
 /// scrape during the drain still answers. HTTP and the control socket run
 /// on the side runtime, which stops after them.
-const STOP_ORDER: [Task; 10] = [
+const STOP_ORDER: [Task; 11] = [
     Task::Status,
     Task::Watchdog,
     Task::Reports,
@@ -98,6 +101,7 @@ const STOP_ORDER: [Task; 10] = [
     Task::Heartbeat,
     Task::Probe,
     Task::ShardStats,
+    Task::ShardFailover,
     Task::Http,
     Task::Control,
     Task::Window,

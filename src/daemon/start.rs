@@ -53,6 +53,7 @@ pub async fn start_with(
         &base,
         (&shard_book, reports.run().shards.clone()),
     );
+    spawn_shard_failover(&mut tasks, &config, &base);
     let (statuses, reloader, workloads) = start_engines(&config, &mut base, db, reports, &load);
 
     // HTTP and the control socket run on a thread of their own, so no
@@ -342,6 +343,21 @@ fn spawn_shard_stats(
     let (db, metrics, book) = (db.clone(), base.metrics.clone(), book.clone());
     tasks.spawn(Task::ShardStats, |stop| {
         crate::daemon::shard_stats::run(interval, db, workloads, metrics, book, reports, stop)
+    });
+}
+
+/// Each shard's primary and failovers, through a mongos
+/// (`daemon/shard_failover.rs`; off the load path, ends at once elsewhere).
+fn spawn_shard_failover(tasks: &mut Tasks, config: &Config, base: &Base) {
+    let uri = base.uri.expose().to_owned();
+    let admin = base.client.database("admin");
+    let metrics = base.metrics.clone();
+    let timeouts = crate::mongo::Timeouts {
+        connect: config.target.connect_timeout,
+        server_selection: config.target.server_selection_timeout,
+    };
+    tasks.spawn(Task::ShardFailover, |stop| {
+        crate::daemon::shard_failover::run(uri, admin, metrics, timeouts, stop)
     });
 }
 

@@ -31,8 +31,9 @@
 pub mod clock;
 pub mod records;
 pub mod retry;
+pub mod shards;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -47,6 +48,7 @@ use clock::OutageClock;
 pub use records::FailoverRecord;
 use records::PrimaryState;
 use retry::{is_write_command, RetryBook};
+use shards::{ShardChange, ShardPrimaries};
 
 /// How long after the primary is back an outage begun by its loss, which no
 /// write failure confirmed, waits for a write to end it before it is dropped.
@@ -154,6 +156,11 @@ pub struct Failover {
     /// loses the primary for the 0.5 s minimum heartbeat, which would
     /// otherwise log a line per dropped connection).
     lines: crate::error_log::LogLimiter,
+    /// Through a mongos: each shard's primary ([`shards`]); `watching`:
+    /// whether any shard is monitored (write failures are attributed only
+    /// then).
+    shards: Mutex<ShardPrimaries>,
+    watching: AtomicBool,
 }
 
 impl Failover {
@@ -170,6 +177,8 @@ impl Failover {
                 2 * LOSS_LINES,
                 crate::error_log::LOG_INTERVAL,
             ),
+            shards: Mutex::new(ShardPrimaries::default()),
+            watching: AtomicBool::new(false),
         })
     }
 
@@ -205,8 +214,20 @@ impl Failover {
                 }
             }
             Err(kind) if is_outage_error(kind) => {
-                if self.clock.failed(s, outage_start(kind, s, d)) {
-                    tracing::warn!(error_kind = %kind, "write outage: writes fail ({kind})");
+                let start = outage_start(kind, s, d);
+                let watching = self.watching.load(Ordering::Relaxed);
+                if self.clock.failed(s, start) {
+                    // Through a mongos a shard's election makes many short
+                    // router-level outages: the shard's lines tell it.
+                    if watching {
+                        tracing::debug!(error_kind = %kind, "write outage: writes fail ({kind})");
+                    } else {
+                        tracing::warn!(error_kind = %kind, "write outage: writes fail ({kind})");
+                    }
+                }
+                if watching {
+                    let start = self.origin + Duration::from_nanos(start);
+                    self.shard_state().failed(start, done);
                 }
             }
             Err(_) => {}
@@ -219,6 +240,13 @@ impl Failover {
         self.families.outage_last.set(secs);
         let start = self.origin + Duration::from_nanos(start);
         let attached = self.state().attach_outage(start, length);
+        if attached.is_none() && self.watching.load(Ordering::Relaxed) {
+            tracing::debug!(
+                outage_s = mongoload_loglimit::round(secs, 3),
+                "write outage over after {secs:.3}s (through a mongos)"
+            );
+            return;
+        }
         match attached {
             Some(primary) => tracing::info!(
                 outage_s = mongoload_loglimit::round(secs, 3),
@@ -316,6 +344,7 @@ impl Failover {
                     to: p.to_owned(),
                     no_primary: gap,
                     write_outage: None,
+                    shard: None,
                 });
                 drop(state);
                 tracing::warn!(
@@ -328,6 +357,118 @@ impl Failover {
                 );
                 self.failovers.send_modify(|n| *n += 1);
             }
+        }
+    }
+
+    fn shard_state(&self) -> MutexGuard<'_, ShardPrimaries> {
+        self.shards.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Shard `shard`'s monitoring-only client saw `primary` (none: no
+    /// primary) in a new topology description; `changed`: a different
+    /// member or a new election than the last primary known. A new primary
+    /// after the first is a failover on the shard: a record naming it (the
+    /// stage reports, `/status`, the audits' `failover` trigger) and its
+    /// `shard` series.
+    pub fn on_shard_topology(&self, shard: &str, primary: Option<&str>, changed: bool) {
+        self.watching.store(true, Ordering::Relaxed);
+        let now = Instant::now();
+        let change = self.shard_state().topology(shard, primary, changed, now);
+        let f = &self.families;
+        match change {
+            ShardChange::None => {}
+            ShardChange::First { primary } => {
+                f.shard_primary_info
+                    .with_label_values(&[shard, &primary])
+                    .set(1);
+                f.shard_primary_changes.with_label_values(&[shard]);
+                tracing::info!(shard, primary = %primary, "shard {shard}: primary {primary}");
+            }
+            ShardChange::Lost { old } => {
+                let _ = f.shard_primary_info.remove_label_values(&[shard, &old]);
+                tracing::warn!(shard, primary = %old, "shard {shard}: no primary (it was {old})");
+            }
+            ShardChange::Back {
+                primary,
+                from,
+                gap,
+                failover,
+            } => {
+                f.shard_no_primary
+                    .with_label_values(&[shard])
+                    .observe(gap.as_secs_f64());
+                f.shard_primary_info
+                    .with_label_values(&[shard, &primary])
+                    .set(1);
+                if failover {
+                    self.shard_failover(shard, from, primary, Some(gap), now);
+                } else {
+                    tracing::info!(shard, primary = %primary, no_primary_s = mongoload_loglimit::round(gap.as_secs_f64(), 3),
+                        "shard {shard}: the same primary {primary} back after {:.3}s, no election", gap.as_secs_f64());
+                }
+            }
+            ShardChange::Changed { from, to } => {
+                if let Some(old) = &from {
+                    let _ = f.shard_primary_info.remove_label_values(&[shard, old]);
+                }
+                f.shard_primary_info.with_label_values(&[shard, &to]).set(1);
+                self.shard_failover(shard, from, to, None, now);
+            }
+        }
+    }
+
+    fn shard_failover(
+        &self,
+        shard: &str,
+        from: Option<String>,
+        to: String,
+        gap: Option<Duration>,
+        now: Instant,
+    ) {
+        self.families
+            .shard_primary_changes
+            .with_label_values(&[shard])
+            .inc();
+        tracing::warn!(
+            shard,
+            from = from.as_deref().unwrap_or("-"),
+            to = %to,
+            no_primary_s = mongoload_loglimit::round(gap.map_or(0.0, |g| g.as_secs_f64()), 3),
+            "failover on shard {shard}: new primary {to} (was {}){}",
+            from.as_deref().unwrap_or("unknown"),
+            gap.map_or(String::new(), |g| format!(", {:.3}s without a primary", g.as_secs_f64())),
+        );
+        self.state().push(FailoverRecord {
+            at: now,
+            wall: SystemTime::now(),
+            from,
+            to,
+            no_primary: gap,
+            write_outage: None,
+            shard: Some(shard.to_owned()),
+        });
+        self.failovers.send_modify(|n| *n += 1);
+    }
+
+    /// Ends the shards' periods without a primary that are over (see
+    /// [`shards`]): each write outage attributed to a shard goes to
+    /// `mongoload_shard_write_outage_seconds{shard}` and to the shard's
+    /// failover record. The shards' monitor calls it every second.
+    pub fn settle_shards(&self) {
+        let done = self.shard_state().settle(Instant::now());
+        for o in done {
+            let secs = o.length.as_secs_f64();
+            self.families
+                .shard_write_outage
+                .with_label_values(&[&o.shard])
+                .observe(secs);
+            self.state().attach_shard_outage(&o.shard, o.back, o.length);
+            tracing::info!(
+                shard = %o.shard,
+                outage_s = mongoload_loglimit::round(secs, 3),
+                "shard {}: write outage of {secs:.3}s (from the first failed write routed to it to the last)",
+                o.shard
+            );
         }
     }
 

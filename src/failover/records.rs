@@ -22,6 +22,9 @@ pub struct FailoverRecord {
     pub no_primary: Option<Duration>,
     /// The write outage around it, once it ended.
     pub write_outage: Option<Duration>,
+    /// Through a mongos: the shard whose replica set failed over (its
+    /// name in `listShards`); none: the target's own primary.
+    pub shard: Option<String>,
 }
 
 /// What the topology events left behind.
@@ -49,15 +52,29 @@ impl PrimaryState {
     /// Attaches a write outage that began at `start` and lasted `length`
     /// to the newest failover after its start still without one; the new
     /// primary of that failover, if any.
+    /// A shard's failovers are left alone: their outages are attributed by
+    /// [`super::shards`].
     pub(super) fn attach_outage(&mut self, start: Instant, length: Duration) -> Option<String> {
         self.records
             .iter_mut()
             .rev()
-            .find(|r| r.write_outage.is_none() && r.at >= start)
+            .find(|r| r.shard.is_none() && r.write_outage.is_none() && r.at >= start)
             .map(|r| {
                 r.write_outage = Some(length);
                 r.to.clone()
             })
+    }
+
+    /// Sets the write outage of shard `shard`'s failover learnt of at `at`.
+    pub(super) fn attach_shard_outage(&mut self, shard: &str, at: Instant, length: Duration) {
+        if let Some(r) = self
+            .records
+            .iter_mut()
+            .rev()
+            .find(|r| r.at == at && r.shard.as_deref() == Some(shard))
+        {
+            r.write_outage = Some(length);
+        }
     }
 
     /// The failovers whose new primary the driver learnt of in

@@ -2,7 +2,7 @@
 //! ongoing outage's gauge reads the outage clock when the registry is
 //! gathered.
 
-use prometheus::{Gauge, Histogram, IntCounterVec, IntGaugeVec};
+use prometheus::{Gauge, Histogram, HistogramVec, IntCounterVec, IntGaugeVec};
 
 use super::family::{families, ScrapeGauge};
 use crate::error_kind::ErrorKind;
@@ -34,6 +34,18 @@ families! {
         pub retried: IntCounterVec = "mongoload_retried_writes_total",
             "Write attempts the driver's retryable writes sent again, by the class of the failed attempt.",
             labels ["kind"];
+        pub shard_primary_changes: IntCounterVec = "mongoload_shard_primary_changes_total",
+            "Through a mongos: new primaries of each shard's replica set (failovers), as a monitoring-only client of the shard sees them.",
+            labels ["shard"];
+        pub shard_no_primary: HistogramVec = "mongoload_shard_no_primary_seconds",
+            "Through a mongos: periods each shard's replica set had no known primary.",
+            labels ["shard"], buckets OUTAGE_BUCKETS;
+        pub shard_write_outage: HistogramVec = "mongoload_shard_write_outage_seconds",
+            "Through a mongos: write outages attributed to a shard, from the first write failing with an availability error in its period without a primary to the last.",
+            labels ["shard"], buckets OUTAGE_BUCKETS;
+        pub shard_primary_info: IntGaugeVec = "mongoload_shard_primary_info",
+            "Through a mongos: 1 for each shard's primary; no series while a shard has none.",
+            labels ["shard", "primary"];
     }
 }
 

@@ -233,6 +233,33 @@ impl Metrics {
         })
     }
 
+    /// An SDAM event handler for the monitoring-only client of shard
+    /// `shard` (through a mongos): its primary and failovers, on the
+    /// shard's label ([`Failover::on_shard_topology`]).
+    pub fn shard_sdam_handler(
+        &self,
+        shard: String,
+    ) -> mongodb::event::EventHandler<mongodb::event::sdam::SdamEvent> {
+        let failover = Arc::clone(&self.failover);
+        let tracker = Mutex::new(driver::PrimaryTracker::default());
+        mongodb::event::EventHandler::callback(move |event| {
+            let mongodb::event::sdam::SdamEvent::TopologyDescriptionChanged(ev) = event else {
+                return;
+            };
+            let desc = &ev.new_description;
+            let primary = desc
+                .servers()
+                .into_iter()
+                .find(|(_, s)| s.server_type() == mongodb::ServerType::RsPrimary)
+                .map(|(a, _)| a.to_string());
+            let changed = tracker
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .observe(primary.as_deref(), desc.max_election_id());
+            failover.on_shard_topology(&shard, primary.as_deref(), changed);
+        })
+    }
+
     /// A command event handler for `ClientOptions::command_event_handler`:
     /// each write attempt's outcome (so a failure the driver's retryable
     /// writes hide still starts a write outage) and the retries.

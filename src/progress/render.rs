@@ -160,9 +160,13 @@ pub fn failover_ready(
 /// `failover: primary a:1 → b:2, no primary for 1.8 s, write outage 2.0 s`;
 /// `outage` is the write outage still running when it is shown, if any.
 pub fn failover_line(r: &FailoverRecord, outage: Option<Duration>) -> String {
+    let on = r
+        .shard
+        .as_ref()
+        .map_or(String::new(), |s| format!(" on shard {s}"));
     let mut line = match &r.from {
-        Some(from) => format!("failover: primary {from} → {}", r.to),
-        None => format!("failover: primary is now {}", r.to),
+        Some(from) => format!("failover{on}: primary {from} → {}", r.to),
+        None => format!("failover{on}: primary is now {}", r.to),
     };
     if let Some(gap) = r.no_primary {
         line += &format!(", no primary for {:.1} s", gap.as_secs_f64());
@@ -306,6 +310,7 @@ mod tests {
             to: "127.0.0.1:2".into(),
             no_primary: Some(Duration::from_millis(1840)),
             write_outage: Some(Duration::from_millis(2040)),
+            shard: None,
         };
         assert_eq!(
             failover_line(&r, None),

@@ -286,6 +286,10 @@ pub struct FailoverReport {
     /// (absent: no write failed, or the outage had not ended by the report).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_outage_seconds: Option<f64>,
+    /// Through a mongos: the shard whose replica set failed over (absent:
+    /// the target's own primary).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
 }
 
 impl FailoverReport {
@@ -297,6 +301,7 @@ impl FailoverReport {
             to: r.to.clone(),
             no_primary_seconds: r.no_primary.map(|d| d.as_secs_f64()),
             write_outage_seconds: r.write_outage.map(|d| d.as_secs_f64()),
+            shard: r.shard.clone(),
         }
     }
 }

@@ -3,6 +3,8 @@
 //! right-aligned, latency in milliseconds with three significant digits,
 //! ready to paste into a report.
 
+use std::collections::BTreeMap;
+
 use super::{LatencyNs, StageReport};
 
 /// The columns of [`stage_table`], in order.
@@ -180,6 +182,55 @@ pub fn shards_rows(reports: &[StageReport]) -> Vec<Vec<String>> {
     rows
 }
 
+/// The columns of [`shard_failovers_table`], in order.
+pub const SHARD_FAILOVER_COLUMNS: [&str; 6] = [
+    "workload",
+    "stage",
+    "shard",
+    "failovers",
+    "no_primary_max_s",
+    "write_outage_max_s",
+];
+
+/// Per stage read through a mongos, one row per shard that failed over:
+/// its failovers in the stage, the longest time without a primary and the
+/// longest write outage attributed to it (`-`: none known). Empty when no
+/// stage saw a shard fail over.
+pub fn shard_failovers_table(reports: &[StageReport]) -> String {
+    let mut rows = Vec::new();
+    for r in reports {
+        let mut per: BTreeMap<&str, (u64, Option<f64>, Option<f64>)> = BTreeMap::new();
+        for f in &r.failovers {
+            let Some(shard) = f.shard.as_deref() else {
+                continue;
+            };
+            let e = per.entry(shard).or_default();
+            e.0 += 1;
+            let max = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+            e.1 = max(e.1, f.no_primary_seconds);
+            e.2 = max(e.2, f.write_outage_seconds);
+        }
+        let secs = |s: Option<f64>| s.map_or("-".to_owned(), |s| format!("{s:.3}"));
+        for (shard, (n, gap, outage)) in per {
+            rows.push(vec![
+                r.workload.clone(),
+                stage_label(r),
+                shard.to_owned(),
+                n.to_string(),
+                secs(gap),
+                secs(outage),
+            ]);
+        }
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    render(&SHARD_FAILOVER_COLUMNS, &rows, 3)
+}
+
 /// Aligns `rows` under `header`: the first `left` columns left-aligned
 /// (names), the rest right-aligned (numbers); two spaces between columns.
 pub fn render(header: &[&str], rows: &[Vec<String>], left: usize) -> String {
@@ -230,6 +281,35 @@ pub(crate) mod tests {
         assert_eq!(rows[1][2..], ["shard1", "100", "25.0%"]);
         assert!(shards_table(&[b]).is_empty(), "no shards, no table");
         assert!(shards_table(&[a]).starts_with("workload"));
+    }
+
+    #[test]
+    fn shard_failovers_are_counted_per_shard_with_their_longest_times() {
+        let f =
+            |shard: Option<&str>, gap: f64, outage: Option<f64>| crate::report::FailoverReport {
+                at: "2026-12-02T12:00:00Z".into(),
+                from: None,
+                to: "h:1".into(),
+                no_primary_seconds: Some(gap),
+                write_outage_seconds: outage,
+                shard: shard.map(str::to_owned),
+            };
+        let mut a = report("w", "s1", 10, 1.0, 1000);
+        a.failovers = vec![
+            f(Some("shard1"), 1.5, Some(1.25)),
+            f(Some("shard1"), 2.0, None),
+            f(Some("shard0"), 0.5, None),
+            f(None, 3.0, Some(3.0)),
+        ];
+        let text = shard_failovers_table(&[a]);
+        let lines: Vec<Vec<&str>> = text
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(lines[1][2..], ["shard0", "1", "0.500", "-"]);
+        assert_eq!(lines[2][2..], ["shard1", "2", "2.000", "1.250"]);
+        assert!(shard_failovers_table(&[report("w", "s", 1, 1.0, 1)]).is_empty());
     }
 
     pub(crate) fn report(

@@ -248,15 +248,20 @@ fn journal(r: &StageReport) {
     }
     for f in &r.failovers {
         let secs = |s: Option<f64>| s.map_or("-".to_owned(), |s| format!("{s:.3}s"));
+        let on = f
+            .shard
+            .as_ref()
+            .map_or(String::new(), |s| format!(" on shard {s}"));
         tracing::info!(
             run_id = %r.run_id,
             workload = %r.workload,
             stage = %r.stage,
             failover_at = %f.at,
             to = %f.to,
+            shard = f.shard.as_deref(),
             no_primary_s = f.no_primary_seconds.map(f_s),
             write_outage_s = f.write_outage_seconds.map(f_s),
-            "stage report: {} {}: failover at {} to {} (from {}): {} without a primary, write outage {}",
+            "stage report: {} {}: failover{on} at {} to {} (from {}): {} without a primary, write outage {}",
             r.workload, r.stage, f.at, f.to, f.from.as_deref().unwrap_or("unknown"),
             secs(f.no_primary_seconds), secs(f.write_outage_seconds),
         );

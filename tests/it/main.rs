@@ -38,6 +38,7 @@ mod prometheus_e2e;
 mod prometheus_rules;
 mod reload;
 mod runlog;
+mod shard_failover;
 mod shard_stats;
 mod sharding;
 mod sim_driver;

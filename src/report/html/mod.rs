@@ -198,8 +198,12 @@ fn marks(
         }
         for f in &r.failovers {
             if let Some(x) = offset(origin, &f.at) {
+                let on = f
+                    .shard
+                    .as_ref()
+                    .map_or(String::new(), |s| format!(" on shard {s}"));
                 let mut title = format!(
-                    "{prefix}failover at {}: {} → {}",
+                    "{prefix}failover{on} at {}: {} → {}",
                     f.at,
                     f.from.as_deref().unwrap_or("?"),
                     f.to
@@ -213,7 +217,7 @@ fn marks(
                 markers.push(Marker {
                     x,
                     kind: MarkerKind::Failover,
-                    label: format!("{prefix}failover"),
+                    label: format!("{prefix}failover{on}"),
                     title,
                     row,
                 });
@@ -649,6 +653,7 @@ mod tests {
             to: "b".into(),
             no_primary_seconds: None,
             write_outage_seconds: None,
+            shard: Some("<s>".into()),
         }];
         let runs = [Run {
             role: "",

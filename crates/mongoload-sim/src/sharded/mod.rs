@@ -138,9 +138,11 @@ pub async fn start_sharded(
     for i in 0..sharded.shards {
         let name = format!("shard{i}");
         let handle = if sharded.shard_members > 1 {
+            // Failovers are scheduled below, staggered over the shards.
             let set = ReplSetConfig {
                 name: name.clone(),
                 members: sharded.shard_members,
+                failover_every: None,
                 ..sharded.replset.clone()
             };
             super::start_replset(shard_config.clone(), set).await?
@@ -187,6 +189,18 @@ pub async fn start_sharded(
     if let Some(every) = sharded.balance_every {
         tokio::spawn(router::balancer(cluster.clone(), every, first.root.clone()));
     }
+    if let Some(every) = sharded.replset.failover_every {
+        let n = shards.len();
+        for (i, set) in shards.iter().filter_map(SimHandle::replset).enumerate() {
+            let first_at = every.mul_f64((i + 1) as f64 / n as f64);
+            tokio::spawn(staggered_failovers(
+                set.clone(),
+                first_at,
+                every,
+                first.root.clone(),
+            ));
+        }
+    }
     let addrs = std::iter::once(first.addr)
         .chain(routers.iter().map(|r| r.addr))
         .collect();
@@ -198,6 +212,29 @@ pub async fn start_sharded(
         names,
     }));
     Ok(first)
+}
+
+/// Steps `set`'s primary down at `first_at`, then every `every`, until
+/// `stop`: shard `i` of N first at `(i + 1)·every/N`, so the shards' elections
+/// are spread over the period instead of all at once.
+async fn staggered_failovers(
+    set: super::ReplSet,
+    first_at: Duration,
+    every: Duration,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + first_at, every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            _ = tick.tick() => {
+                if let Err(e) = set.step_down() {
+                    tracing::info!(set = set.name(), reason = %e, "scheduled failover skipped");
+                }
+            }
+        }
+    }
 }
 
 impl Sharded {
@@ -312,6 +349,14 @@ impl Sharded {
     pub fn refuse_sharding(&self, refuse: bool) {
         self.cluster
             .refuse_sharding
+            .store(refuse, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Refuses (`true`) or allows `listShards` as Unauthorized (13), as
+    /// MongoDB refuses it to a user without `clusterMonitor`.
+    pub fn refuse_list_shards(&self, refuse: bool) {
+        self.cluster
+            .refuse_list_shards
             .store(refuse, std::sync::atomic::Ordering::Relaxed);
     }
 

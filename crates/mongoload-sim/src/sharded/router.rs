@@ -59,6 +59,9 @@ pub(crate) struct Cluster {
     /// Refuse the sharding commands of a client as Unauthorized (13), as
     /// MongoDB does for a user with `readWrite` only (a test's switch).
     pub(crate) refuse_sharding: AtomicBool,
+    /// Refuse `listShards` as Unauthorized (13), as MongoDB does for a
+    /// user without `clusterMonitor` (a test's switch).
+    pub(crate) refuse_list_shards: AtomicBool,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -172,6 +175,7 @@ impl Cluster {
             migrations: Mutex::new(Vec::new()),
             balancer_on: AtomicBool::new(balancer_on),
             refuse_sharding: AtomicBool::new(false),
+            refuse_list_shards: AtomicBool::new(false),
             balancer_rounds: AtomicU64::new(0),
             in_round: AtomicBool::new(false),
         }
@@ -251,7 +255,10 @@ impl Cluster {
                 | "moveChunk"
                 | "movechunk"
         );
-        if sharding_command && self.refuse_sharding.load(Ordering::Relaxed) {
+        let refused = (sharding_command && self.refuse_sharding.load(Ordering::Relaxed))
+            || (matches!(name.as_str(), "listShards" | "listshards")
+                && self.refuse_list_shards.load(Ordering::Relaxed));
+        if refused {
             return CmdError::new(
                 13,
                 "Unauthorized",
