@@ -46,10 +46,14 @@ use prometheus_tools::{
 };
 use serde_json::Value;
 
-/// The family only a mongos gives data for: its panels and alert are
-/// checked against the sharded simulator
+/// The families only a mongos gives data for: their panels, annotations and
+/// alert are checked against the sharded simulator
 /// ([`the_shards_row_and_imbalance_read_a_sharded_cluster`]).
-const SHARDED_ONLY: &str = "mongoload_shard_documents";
+const SHARDED_ONLY: [&str; 2] = ["mongoload_shard_documents", "mongoload_shard_primary_info"];
+
+fn sharded_only(expr: &str) -> bool {
+    SHARDED_ONLY.iter().any(|f| expr.contains(f))
+}
 
 /// How many 1 s scrapes to wait for before querying: enough for the 5 m
 /// rates of the rules (two samples) and the 15 s dashboard rates.
@@ -553,7 +557,7 @@ fn dashboards_and_rules_return_data_from_a_real_prometheus() {
                 // The demo is a replica set: documents per shard are
                 // checked against a sharded cluster below; here they only
                 // have to evaluate.
-                Ok(expr) if demo && expr.contains(SHARDED_ONLY) => {
+                Ok(expr) if demo && sharded_only(&expr) => {
                     if let Err(e) = prom.query(&expr) {
                         failures.push(format!("{}: {e} in {expr}", q.source));
                     }
@@ -677,7 +681,7 @@ fn dashboards_and_rules_return_data_from_a_real_prometheus() {
                 }
                 let operands = alert_operands(expr);
                 assert!(!operands.is_empty(), "alert {name}: no operands in {expr}");
-                if demo && expr.contains(SHARDED_ONLY) {
+                if demo && sharded_only(expr) {
                     continue;
                 }
                 for op in operands {
@@ -979,7 +983,12 @@ fn the_shards_row_and_imbalance_read_a_sharded_cluster() {
     let logs = tmp.path();
     let mut children = Children(Vec::new());
     let port = crate::common::free_ports(3);
-    let _sim = spawn_sim(port, &["--sharded", "--shards", "2"]);
+    // Shards of 3 members: the shard elections annotation reads their
+    // primaries, which the daemon watches only on replica-set shards.
+    let _sim = spawn_sim(
+        port,
+        &["--sharded", "--shards", "2", "--shard-members", "3"],
+    );
     let uri = format!("mongodb://127.0.0.1:{port}");
     let rt = tokio::runtime::Runtime::new().expect("a runtime");
     let client = rt.block_on(crate::common::driver_client(
@@ -1051,9 +1060,10 @@ fn the_shards_row_and_imbalance_read_a_sharded_cluster() {
     let mut checked = 0;
     let mut per_shard = Vec::new();
     let mut imbalance = None;
+    let mut annotated = false;
     for d in dashboards() {
         for q in dashboard_queries(&d) {
-            if !q.expr.contains(SHARDED_ONLY) {
+            if !sharded_only(&q.expr) {
                 continue;
             }
             let expr = fill_variables(&q.expr, &values).expect("variables filled");
@@ -1062,14 +1072,34 @@ fn the_shards_row_and_imbalance_read_a_sharded_cluster() {
                 .unwrap_or_else(|e| panic!("{}: {e}", q.source));
             assert!(!r.is_empty(), "{}: no series for {expr}", q.source);
             checked += 1;
-            if expr.contains(" / avg by") {
+            if expr.contains("mongoload_shard_primary_info") {
+                // The shard elections annotation: one region per shard,
+                // each with its primary.
+                let mut shards: Vec<&str> = r
+                    .iter()
+                    .map(|s| {
+                        assert!(
+                            s["metric"]["primary"]
+                                .as_str()
+                                .is_some_and(|p| !p.is_empty()),
+                            "{}: a series without its primary: {s}",
+                            q.source
+                        );
+                        s["metric"]["shard"].as_str().unwrap_or("")
+                    })
+                    .collect();
+                shards.sort_unstable();
+                assert_eq!(shards, ["shard0", "shard1"], "{}: {expr}", q.source);
+                annotated = true;
+            } else if expr.contains(" / avg by") {
                 imbalance = Some(value(&r[0]));
             } else {
                 per_shard = r.iter().map(value).collect();
             }
         }
     }
-    assert!(checked >= 2, "only {checked} Shards queries");
+    assert!(checked >= 3, "only {checked} Shards queries");
+    assert!(annotated, "no shard elections annotation was checked");
     assert_eq!(per_shard.len(), 2, "{per_shard:?}");
     let total: f64 = per_shard.iter().sum();
     assert!(
@@ -1093,7 +1123,7 @@ fn the_shards_row_and_imbalance_read_a_sharded_cluster() {
     for g in rules["groups"].as_array().expect("groups") {
         for r in g["rules"].as_array().expect("rules") {
             let expr = r["query"].as_str().unwrap_or("");
-            if r["type"] != "alerting" || !expr.contains(SHARDED_ONLY) {
+            if r["type"] != "alerting" || !sharded_only(expr) {
                 continue;
             }
             for op in alert_operands(expr) {
