@@ -1,10 +1,14 @@
-//! The layers of `src/` (docs/architecture.md, "Layering"): a module
-//! imports only from the layers below its own, so the import graph has no
-//! cycle across folders. Every `crate::…` path of the library's code (use
-//! lines, qualified names, macro bodies; not comments, strings or test
-//! code) is read with `syn` and held against [`LAYERS`]; the few imports
-//! that reach up are listed in [`REACHING_UP`] with their reason, and an
-//! entry no code needs any more fails too, so the list stays true.
+//! The layers of `src/` and of the simulator crate's
+//! `crates/mongoload-sim/src/` (docs/architecture.md, "Layering"): a
+//! module imports only from the layers below its own, so the import graph
+//! has no cycle across folders. Every `crate::…` path of a library's code,
+//! and every `super::…` path that reaches the crate's root (use lines,
+//! qualified names, macro bodies; not comments, strings or test code), is
+//! read with `syn` and held against [`LAYERS`] and [`SIM_LAYERS`]; the few
+//! imports that reach up are listed in [`REACHING_UP`] and
+//! [`SIM_REACHING_UP`] with their reason, and an entry no code needs any
+//! more fails too, so the lists stay true. A name that is no module of the
+//! crate is an item of its root, module `lib`.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -78,22 +82,60 @@ const REACHING_UP: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// The top-level modules of the simulator crate (`crates/mongoload-sim/src/`)
+/// from the top layer down, as [`LAYERS`] for the daemon's. The crate's
+/// root (`lib.rs`: the handle, the start functions, `mongoload sim`'s
+/// options) is on top; `shared.rs` (what a server's connections share,
+/// and its role: replica-set member or router) sits under every part that
+/// answers a command, so the connection loop hands a command to a member
+/// or a router without importing either.
+const SIM_LAYERS: &[&[&str]] = &[
+    &["lib"],
+    &["sharded"],
+    &["replset"],
+    &["server"],
+    &["commands"],
+    &["shared"],
+    &["auth", "profile"],
+    &["aggregate", "update"],
+    &["error"],
+    &["store"],
+    &["query", "cursor", "faults", "tls", "wire"],
+];
+
+/// The simulator crate's imports that reach a higher layer, as
+/// [`REACHING_UP`].
+const SIM_REACHING_UP: &[(&str, &str, &str)] = &[(
+    "crates/mongoload-sim/src/sharded/mod.rs",
+    "lib::",
+    "a sharded cluster is made of simulators: its shards and routers are started \
+     with the crate root's start functions and kept as `SimHandle`s, and the root's \
+     handle keeps the cluster",
+)];
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The `crate::…` paths a file's code names (without `crate::`), with the
-/// line of each; test code (`#[cfg(test)]` items) left out.
-fn crate_paths(source: &str) -> Result<Vec<(usize, String)>, syn::Error> {
+/// The `crate::…` paths a file's code names (without `crate::`), and its
+/// `super::…` paths that reach the crate's root (the file's module is
+/// `depth` levels under it: 1 for `src/a.rs` and `src/a/mod.rs`, 2 for
+/// `src/a/b.rs`), with the line of each; test code (`#[cfg(test)]`
+/// items) left out.
+fn crate_paths(source: &str, depth: usize) -> Result<Vec<(usize, String)>, syn::Error> {
     let file = syn::parse_file(source)?;
-    let mut v = Paths::default();
+    let mut v = Paths {
+        found: Vec::new(),
+        depth,
+    };
     v.visit_file(&file);
     Ok(v.found)
 }
 
-#[derive(Default)]
 struct Paths {
     found: Vec<(usize, String)>,
+    /// How many `super`s reach the crate's root from here.
+    depth: usize,
 }
 
 fn is_test(attrs: &[syn::Attribute]) -> bool {
@@ -106,8 +148,16 @@ fn is_test(attrs: &[syn::Attribute]) -> bool {
 
 impl Paths {
     fn push(&mut self, line: usize, segments: Vec<String>) {
-        if segments.first().map(String::as_str) == Some("crate") && segments.len() > 1 {
-            self.found.push((line, segments[1..].join("::")));
+        let supers = segments.iter().take_while(|s| *s == "super").count();
+        let rest = if segments.first().map(String::as_str) == Some("crate") {
+            &segments[1..]
+        } else if supers > 0 && supers == self.depth {
+            &segments[supers..]
+        } else {
+            return;
+        };
+        if !rest.is_empty() {
+            self.found.push((line, rest.join("::")));
         }
     }
 
@@ -172,6 +222,12 @@ impl Paths {
 }
 
 impl<'ast> Visit<'ast> for Paths {
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        self.depth += 1;
+        syn::visit::visit_item_mod(self, m);
+        self.depth -= 1;
+    }
+
     fn visit_item(&mut self, item: &'ast syn::Item) {
         let attrs: &[syn::Attribute] = match item {
             syn::Item::Mod(m) => &m.attrs,
@@ -221,8 +277,22 @@ fn module_of(src: &Path, file: &Path) -> String {
         .to_owned()
 }
 
-fn layer_of(module: &str) -> Option<usize> {
-    LAYERS.iter().position(|l| l.contains(&module))
+/// How many `super`s reach the crate's root from a file of `src/`.
+fn depth_of(src: &Path, file: &Path) -> usize {
+    let rel = file.strip_prefix(src).expect("under src/");
+    let parts = rel.components().count();
+    if rel
+        .file_name()
+        .is_some_and(|n| n == "mod.rs" || n == "lib.rs" || n == "main.rs")
+    {
+        parts - 1
+    } else {
+        parts
+    }
+}
+
+fn layer_of(layers: &[&[&str]], module: &str) -> Option<usize> {
+    layers.iter().position(|l| l.contains(&module))
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -236,11 +306,16 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Every import of the library under `root`/src that breaks the layers
-/// and is not in `allowed`, as `file:line: crate::path (why)`, and the
-/// entries of `allowed` no import needs.
-fn violations(root: &Path, allowed: &[(&str, &str, &str)]) -> (Vec<String>, Vec<String>) {
-    let src = root.join("src");
+/// Every import of the library under `root`/`src` that breaks `layers`
+/// and is not in `allowed`, as `file:line: crate::path (why)` (the file
+/// from `root`), and the entries of `allowed` no import needs.
+fn violations(
+    root: &Path,
+    src: &str,
+    layers: &[&[&str]],
+    allowed: &[(&str, &str, &str)],
+) -> (Vec<String>, Vec<String>) {
+    let src = root.join(src);
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     files.sort();
@@ -257,18 +332,27 @@ fn violations(root: &Path, allowed: &[(&str, &str, &str)]) -> (Vec<String>, Vec<
             .display()
             .to_string();
         let text = std::fs::read_to_string(&file).expect("reads the file");
-        let paths = crate_paths(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let paths =
+            crate_paths(&text, depth_of(&src, &file)).unwrap_or_else(|e| panic!("{name}: {e}"));
         let from = module_of(&src, &file);
-        let Some(from_layer) = layer_of(&from) else {
+        let Some(from_layer) = layer_of(layers, &from) else {
             bad.push(format!("{name}: module {from} is in no layer of LAYERS"));
             continue;
         };
         for (line, path) in paths {
-            let to = path.split("::").next().unwrap_or_default();
+            let first = path.split("::").next().unwrap_or_default();
+            let is_module = src.join(format!("{first}.rs")).is_file() || src.join(first).is_dir();
+            // An item of the crate's root (defined or re-exported in lib.rs)
+            // is module `lib`'s: `lib::` starts the path held against `allowed`.
+            let (to, held) = if layer_of(layers, first).is_none() && !is_module {
+                ("lib", format!("lib::{path}"))
+            } else {
+                (first, path.clone())
+            };
             if to == from {
                 continue;
             }
-            let Some(to_layer) = layer_of(to) else {
+            let Some(to_layer) = layer_of(layers, to) else {
                 bad.push(format!(
                     "{name}:{line}: crate::{path}: module {to} is in no layer"
                 ));
@@ -279,7 +363,7 @@ fn violations(root: &Path, allowed: &[(&str, &str, &str)]) -> (Vec<String>, Vec<
             }
             match allowed
                 .iter()
-                .position(|(f, prefix, _)| *f == name && path.starts_with(prefix))
+                .position(|(f, prefix, _)| *f == name && held.starts_with(prefix))
             {
                 Some(i) => {
                     used.insert(i);
@@ -301,7 +385,7 @@ fn violations(root: &Path, allowed: &[(&str, &str, &str)]) -> (Vec<String>, Vec<
 
 #[test]
 fn every_import_of_src_runs_down_the_layers() {
-    let (bad, unused) = violations(&root(), REACHING_UP);
+    let (bad, unused) = violations(&root(), "src", LAYERS, REACHING_UP);
     assert!(
         bad.is_empty(),
         "imports against the layers of docs/architecture.md (\"Layering\"): move the shared \
@@ -312,6 +396,27 @@ fn every_import_of_src_runs_down_the_layers() {
     assert!(
         unused.is_empty(),
         "REACHING_UP lists imports no code makes any more: take them out\n{}",
+        unused.join("\n")
+    );
+}
+
+#[test]
+fn every_import_of_the_simulator_runs_down_its_layers() {
+    let (bad, unused) = violations(
+        &root(),
+        "crates/mongoload-sim/src",
+        SIM_LAYERS,
+        SIM_REACHING_UP,
+    );
+    assert!(
+        bad.is_empty(),
+        "imports against the simulator's layers of docs/architecture.md (\"Layering\"): move \
+         the shared part to a leaf both import, or pass a value instead of importing a type:\n{}",
+        bad.join("\n")
+    );
+    assert!(
+        unused.is_empty(),
+        "SIM_REACHING_UP lists imports no code makes any more: take them out\n{}",
         unused.join("\n")
     );
 }
@@ -337,6 +442,8 @@ fn the_layer_check_finds_an_import_that_reaches_up() {
     std::fs::write(src.join("exit.rs"), "pub fn f() {}\n").unwrap();
     let (bad, unused) = violations(
         dir.path(),
+        "src",
+        LAYERS,
         &[("src/exit.rs", "workload::", "a stale entry")],
     );
     let found: Vec<&str> = bad
@@ -354,4 +461,56 @@ fn the_layer_check_finds_an_import_that_reaches_up() {
     );
     assert!(bad[0].starts_with("src/workload/mod.rs:1: "), "{}", bad[0]);
     assert_eq!(unused, ["src/exit.rs -> crate::workload::"]);
+}
+
+/// The same check on a small tree laid out as the simulator's: `super::`
+/// paths that reach the crate's root are read as `crate::` ones (from a
+/// folder's `mod.rs` and from a file under it), a name of the root is
+/// module `lib`, and a listed exception lets its import through.
+#[test]
+fn the_layer_check_reads_super_paths_and_the_crate_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    for folder in ["store", "query", "sharded"] {
+        std::fs::create_dir_all(src.join(folder)).unwrap();
+    }
+    std::fs::write(src.join("lib.rs"), "pub fn start() {}\n").unwrap();
+    std::fs::write(src.join("query/mod.rs"), "pub struct Filter;\n").unwrap();
+    std::fs::write(
+        src.join("store/mod.rs"),
+        "mod index;\nuse super::query::Filter;\nuse super::server::Shared;\n\
+         fn f() { crate::start() }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("store/index.rs"),
+        "use super::super::replset::Link;\nuse super::Store;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("sharded/mod.rs"),
+        "use super::{start, SimHandle};\nuse crate::store::Store;\n",
+    )
+    .unwrap();
+    let (bad, unused) = violations(
+        dir.path(),
+        "src",
+        SIM_LAYERS,
+        &[("src/sharded/mod.rs", "lib::", "a listed exception")],
+    );
+    let found: Vec<&str> = bad
+        .iter()
+        .map(|b| b.split(": ").nth(1).unwrap_or_default())
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "crate::replset::Link",
+            "crate::server::Shared",
+            "crate::start"
+        ],
+        "{bad:#?}"
+    );
+    assert!(bad[0].starts_with("src/store/index.rs:1: "), "{}", bad[0]);
+    assert!(unused.is_empty(), "{unused:?}");
 }

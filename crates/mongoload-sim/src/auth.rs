@@ -17,8 +17,7 @@ use rand::RngCore;
 use sha1::Sha1;
 use sha2::Sha256;
 
-use super::commands::{command_name, CmdError};
-use super::server::Shared;
+use super::error::{command_name, CmdError};
 
 /// The database the simulator's user is defined in.
 pub const USER_DB: &str = "admin";
@@ -445,15 +444,15 @@ impl Credentials {
     }
 }
 
-/// Checks `cmd` against the simulator's authentication (when it has a
-/// user): either the reply to send at once (a SASL step, a refusal,
+/// Checks `cmd` against the simulator's authentication (`auth`, when it
+/// has a user): either the reply to send at once (a SASL step, a refusal,
 /// `connectionStatus`), or the fields to add to the command's own reply
 /// (speculative authentication in `hello`), which [`finish`] adds.
-pub fn gate(shared: &Shared, session: &mut Session, cmd: &Document) -> Verdict {
+pub fn gate(auth: Option<&Credentials>, session: &mut Session, cmd: &Document) -> Verdict {
     if command_name(cmd) == "connectionStatus" {
-        return Verdict::Reply(connection_status(shared.auth.as_ref(), session));
+        return Verdict::Reply(connection_status(auth, session));
     }
-    match &shared.auth {
+    match auth {
         Some(creds) => creds.check(session, cmd),
         None => Verdict::Run {
             fields: Document::new(),

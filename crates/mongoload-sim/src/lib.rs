@@ -17,14 +17,15 @@
 pub mod aggregate;
 pub mod auth;
 pub mod commands;
-pub mod compress;
 pub mod cursor;
+pub mod error;
 pub mod faults;
 pub mod profile;
 pub mod query;
 pub mod replset;
 pub mod server;
 pub mod sharded;
+pub mod shared;
 pub mod store;
 pub mod tls;
 pub mod update;
@@ -46,8 +47,8 @@ pub use replset::{
     ElectionTime, Failover, ReplSet, ReplSetConfig, RolledBack, StepDown, StepDownError, WriteKind,
     DEFAULT_ELECTION_TIMEOUT,
 };
-use server::Shared;
 pub use sharded::{start_sharded, ChunkInfo, Migration, Sharded, ShardedConfig};
+use shared::Shared;
 pub use tls::TlsFiles;
 
 /// How to start a simulator.
@@ -220,7 +221,7 @@ impl SimHandle {
     /// Requests that arrived compressed with `compressor` (`snappy`,
     /// `zlib`, `zstd`, `noop`) since start.
     pub fn compressed_requests(&self, compressor: &str) -> u64 {
-        compress::id_of(compressor).map_or(0, |id| {
+        wire::compress::id_of(compressor).map_or(0, |id| {
             self.shared.stats.compressed[usize::from(id)].load(std::sync::atomic::Ordering::Relaxed)
         })
     }

@@ -18,9 +18,9 @@ use std::time::Duration;
 
 use bson::{doc, oid::ObjectId, Bson, DateTime, Document};
 
+use super::error::{command_name, CmdError};
 use super::query::{Filter, SortSpec};
-use super::server::Shared;
-use super::store::{rlock, wlock, Key};
+use super::store::{rlock, wlock, Key, Store};
 
 /// mongod's default `slowms`.
 pub const DEFAULT_SLOWMS: i64 = 100;
@@ -224,14 +224,14 @@ impl Profiler {
     /// `db`'s level says so, in the log when at or above `slowms`.
     pub fn record(
         &self,
-        shared: &Shared,
+        store: &Store,
         cmd: &Document,
         reply: &Document,
         took: Duration,
         connection_id: i64,
         client: &Client,
     ) {
-        let name = super::commands::command_name(cmd);
+        let name = command_name(cmd);
         if SKIPPED.contains(&name) {
             return;
         }
@@ -248,7 +248,7 @@ impl Profiler {
         if !profile && !log {
             return;
         }
-        let entries = entries(shared, db, cmd, reply);
+        let entries = entries(store, db, cmd, reply);
         if entries.iter().any(|e| e.ns.ends_with(".system.profile")) {
             // Reading the profile is not itself profiled (it would fill it).
             return;
@@ -268,7 +268,7 @@ impl Profiler {
                 }
                 d.insert("allUsers", Vec::<Bson>::new());
                 d.insert("user", "");
-                self.store(shared, db, d);
+                self.store(store, db, d);
             }
         }
         if let Some(file) = &self.log {
@@ -289,13 +289,13 @@ impl Profiler {
     /// Appends `entry` to `db`'s `system.profile`, dropping the oldest
     /// entries beyond [`PROFILE_CAP_BYTES`]. The entry is put without the
     /// change log: mongod does not replicate `system.profile`.
-    fn store(&self, shared: &Shared, db: &str, mut entry: Document) {
+    fn store(&self, store: &Store, db: &str, mut entry: Document) {
         let id = ObjectId::new();
         let mut with_id = doc! { "_id": id };
         with_id.extend(std::mem::take(&mut entry));
         let size = bson::to_vec(&with_id).map_or(0, |b| b.len());
         let key = Key(Bson::ObjectId(id));
-        let (c, _) = shared.store.collection_or_create(db, "system.profile");
+        let (c, _) = store.collection_or_create(db, "system.profile");
         let mut st = self.state();
         let cap = st.cap_bytes;
         let (queue, total) = st.capped.entry(db.to_owned()).or_default();
@@ -356,7 +356,7 @@ fn entry(op: &'static str, ns: String, command: Document) -> Entry {
 /// The plan of `filter` (and `sort`) on `db.coll`: its summary, keys and
 /// documents examined for `hits` results.
 fn plan(
-    shared: &Shared,
+    store: &Store,
     db: &str,
     coll: &str,
     filter: Option<&Document>,
@@ -370,7 +370,7 @@ fn plan(
     let sort = sort
         .filter(|s| !s.is_empty())
         .and_then(|s| SortSpec::parse(s).ok());
-    match shared.store.collection(db, coll) {
+    match store.collection(db, coll) {
         None => ("EOF".into(), 0, 0),
         Some(c) => {
             let c = rlock(&c);
@@ -404,8 +404,8 @@ fn int(reply: &Document, key: &str) -> Option<i64> {
 }
 
 /// What the profiler and the log record of `cmd`, answered by `reply`.
-fn entries(shared: &Shared, db: &str, cmd: &Document, reply: &Document) -> Vec<Entry> {
-    let name = super::commands::command_name(cmd);
+fn entries(store: &Store, db: &str, cmd: &Document, reply: &Document) -> Vec<Entry> {
+    let name = command_name(cmd);
     let coll = cmd.get_str(name).unwrap_or_default().to_owned();
     let ns = format!("{db}.{coll}");
     let mut out = Vec::new();
@@ -413,7 +413,7 @@ fn entries(shared: &Shared, db: &str, cmd: &Document, reply: &Document) -> Vec<E
         "find" => {
             let n = batch_len(reply, "firstBatch").unwrap_or(0);
             let (p, keys, docs) = plan(
-                shared,
+                store,
                 db,
                 &coll,
                 cmd.get_document("filter").ok(),
@@ -445,7 +445,7 @@ fn entries(shared: &Shared, db: &str, cmd: &Document, reply: &Document) -> Vec<E
             };
             let n = batch_len(reply, "firstBatch");
             let hits = n.or_else(|| int(reply, "n")).unwrap_or(0);
-            let (p, keys, docs) = plan(shared, db, &coll, filter, None, hits);
+            let (p, keys, docs) = plan(store, db, &coll, filter, None, hits);
             // A pipeline without a leading $match reads the collection.
             let (keys, docs) = match (name, filter) {
                 ("aggregate", None) => (0, docs.max(hits)),
@@ -482,7 +482,7 @@ fn entries(shared: &Shared, db: &str, cmd: &Document, reply: &Document) -> Vec<E
             let n = int(reply, "n").unwrap_or(0);
             for s in &stmts {
                 let hits = if single { n } else { 1 };
-                let (p, keys, docs) = plan(shared, db, &coll, s.get_document("q").ok(), None, hits);
+                let (p, keys, docs) = plan(store, db, &coll, s.get_document("q").ok(), None, hits);
                 let mut stmt = s.clone();
                 if name == "update" {
                     // mongod records an update statement with its defaults.
@@ -588,12 +588,7 @@ fn log_time(t: DateTime) -> String {
 /// The `profile` command: `profile` -1 reads, 0/1/2 sets `$db`'s level;
 /// `slowms` and `sampleRate` set the server's. The reply holds the
 /// settings before: `{was, slowms, sampleRate, ok}`.
-pub fn command(
-    profiler: &Profiler,
-    db: &str,
-    cmd: &Document,
-) -> Result<Document, super::commands::CmdError> {
-    use super::commands::CmdError;
+pub fn command(profiler: &Profiler, db: &str, cmd: &Document) -> Result<Document, CmdError> {
     let level = match cmd.get("profile") {
         Some(Bson::Int32(n)) => i64::from(*n),
         Some(Bson::Int64(n)) => *n,
@@ -661,6 +656,7 @@ pub fn command(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shared::Shared;
 
     fn shared() -> Shared {
         Shared::new(crate::faults::Faults::new(Default::default()))
@@ -672,7 +668,7 @@ mod tests {
             remote: "127.0.0.1:5000".into(),
             metadata: None,
         };
-        entries(shared, "db", &cmd, &reply)
+        entries(&shared.store, "db", &cmd, &reply)
             .iter()
             .filter(|e| e.logged)
             .map(|e| {
@@ -751,7 +747,7 @@ mod tests {
         let reply = doc! { "cursor": { "firstBatch": [], "id": 0_i64, "ns": "db.c" }, "ok": 1.0 };
         for _ in 0..3000 {
             s.profiler
-                .record(&s, &cmd, &reply, Duration::ZERO, 1, &client);
+                .record(&s.store, &cmd, &reply, Duration::ZERO, 1, &client);
         }
         let c = s.store.collection("db", "system.profile").unwrap();
         let c = rlock(&c);
@@ -767,11 +763,23 @@ mod tests {
         // Level 1 records only what reaches slowms.
         command(&s.profiler, "other", &doc! { "profile": 1, "slowms": 50 }).unwrap();
         let cmd = doc! { "find": "c", "$db": "other" };
-        s.profiler
-            .record(&s, &cmd, &reply, Duration::from_millis(10), 1, &client);
+        s.profiler.record(
+            &s.store,
+            &cmd,
+            &reply,
+            Duration::from_millis(10),
+            1,
+            &client,
+        );
         assert!(s.store.collection("other", "system.profile").is_none());
-        s.profiler
-            .record(&s, &cmd, &reply, Duration::from_millis(60), 1, &client);
+        s.profiler.record(
+            &s.store,
+            &cmd,
+            &reply,
+            Duration::from_millis(60),
+            1,
+            &client,
+        );
         assert_eq!(
             rlock(&s.store.collection("other", "system.profile").unwrap()).len(),
             1

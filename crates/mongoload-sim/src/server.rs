@@ -4,8 +4,8 @@
 //! buffer.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bson::{Bson, Document};
@@ -15,12 +15,11 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWrite
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
-use super::auth::{self, Credentials, Session};
+use super::auth::{self, Session};
 use super::commands::{self, command_name};
-use super::cursor::{Cursors, IDLE_TIMEOUT};
-use super::faults::Faults;
+use super::cursor::IDLE_TIMEOUT;
 use super::profile::Client;
-use super::store::Store;
+use super::shared::Shared;
 use super::wire::{self, Request, WireError, HEADER_LEN};
 use mongoload_loglimit::{LogLimiter, LOG_INTERVAL};
 
@@ -39,65 +38,6 @@ fn bad_closes() -> &'static LogLimiter {
 }
 const CLOSE_LOG: usize = 0;
 const ACCEPT_LOG: usize = 1;
-
-/// Counters `serverStatus` reports.
-#[derive(Debug, Default)]
-pub struct Stats {
-    pub insert: AtomicU64,
-    pub query: AtomicU64,
-    pub update: AtomicU64,
-    pub delete: AtomicU64,
-    pub getmore: AtomicU64,
-    pub command: AtomicU64,
-    pub conns_current: AtomicU64,
-    pub conns_total: AtomicU64,
-    /// Requests that came in OP_COMPRESSED, by compressor id (noop,
-    /// snappy, zlib, zstd); each is answered compressed the same way.
-    pub compressed: [AtomicU64; 4],
-}
-
-/// Everything the connections of one simulator share.
-pub struct Shared {
-    pub store: Store,
-    pub cursors: Cursors,
-    pub faults: Faults,
-    pub stats: Stats,
-    pub started: Instant,
-    /// The user clients must authenticate as (`--auth`); none: no authentication.
-    pub auth: Option<Credentials>,
-    /// Serve TLS with this (`--tls-cert`/`--tls-key`); none: plain TCP.
-    pub tls: Option<tokio_rustls::TlsAcceptor>,
-    /// Set when this server is a replica-set member.
-    pub(crate) replset: OnceLock<super::replset::Link>,
-    /// Set when this server is a sharded cluster's router.
-    pub(crate) router: OnceLock<Arc<super::sharded::Cluster>>,
-    /// Whether `hello` announces logical sessions.
-    pub sessions: bool,
-    /// The profiler and the slow-query log.
-    pub profiler: super::profile::Profiler,
-    next_connection: AtomicI64,
-    next_request: AtomicI64,
-}
-
-impl Shared {
-    pub fn new(faults: Faults) -> Shared {
-        Shared {
-            store: Store::default(),
-            cursors: Cursors::default(),
-            faults,
-            stats: Stats::default(),
-            started: Instant::now(),
-            auth: None,
-            tls: None,
-            replset: OnceLock::new(),
-            router: OnceLock::new(),
-            sessions: true,
-            profiler: super::profile::Profiler::default(),
-            next_connection: AtomicI64::new(1),
-            next_request: AtomicI64::new(1),
-        }
-    }
-}
 
 /// Accepts connections until `stop` is cancelled (the listener is then dropped).
 pub async fn accept_loop(
@@ -308,7 +248,7 @@ async fn serve(
         // with the same compressor, as mongod does.
         let mut compressor = None;
         if frame.get(12..16) == Some(&wire::OP_COMPRESSED.to_le_bytes()[..]) {
-            let (plain, id) = crate::compress::decompress(&frame).map_err(WireError::from)?;
+            let (plain, id) = crate::wire::compress::decompress(&frame).map_err(WireError::from)?;
             shared.stats.compressed[usize::from(id)].fetch_add(1, Ordering::Relaxed);
             frame = plain;
             compressor = Some(id);
@@ -363,7 +303,7 @@ async fn serve(
             wire::encode_msg(&mut out, id, request_id, &reply);
         }
         if let Some(c) = compressor {
-            out = crate::compress::compress(&out, c);
+            out = crate::wire::compress::compress(&out, c);
         }
         wr.write_all(&out).await?;
         if out.capacity() > 1024 * 1024 {
@@ -409,28 +349,27 @@ async fn respond(
     }
     if let Some(code) = decision.error {
         let retryable = body.contains_key("txnNumber");
-        return Ok(match shared.replset.get() {
-            Some(member) => member.injected_error(code, retryable),
+        return Ok(match shared.role.get() {
+            Some(role) => role.injected_error(code, retryable),
             None => commands::injected_error(code, retryable),
         });
     }
-    let fields = match auth::gate(shared, session, &body) {
+    let fields = match auth::gate(shared.auth.as_ref(), session, &body) {
         auth::Verdict::Reply(reply) => return Ok(reply),
         auth::Verdict::Run { fields } => fields,
     };
     // mongod's profiler and slow-query log see the command as run.
     let db = body.get_str("$db").unwrap_or("test");
     let kept = shared.profiler.wants(db, &name).then(|| body.clone());
-    let reply = match (shared.router.get(), shared.replset.get()) {
-        (Some(router), _) => router.respond(shared, connection_id, body).await,
-        (None, Some(member)) => member.respond(shared, connection_id, body).await,
-        (None, None) => commands::execute(shared, connection_id, body),
+    let reply = match shared.role.get() {
+        Some(role) => role.respond(shared, connection_id, body).await,
+        None => commands::execute(shared, connection_id, body),
     };
     if let Some(cmd) = kept {
         let took = started.elapsed();
         shared
             .profiler
-            .record(shared, &cmd, &reply, took, connection_id, client);
+            .record(&shared.store, &cmd, &reply, took, connection_id, client);
     }
     Ok(auth::finish(reply, fields))
 }

@@ -18,7 +18,7 @@ use base64::Engine as _;
 use bson::{doc, Bson, DateTime, Decimal128, Document, Timestamp};
 use sha2::{Digest, Sha256};
 
-use crate::commands::CmdError;
+use crate::error::CmdError;
 
 /// One metric's running figures (`sum`, `max`, `min`, `sumOfSquares`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -17,7 +17,7 @@ use super::oplog::{Catalog, Change, IndexSpec, OpTime};
 use super::txn::{retry_key, transaction, Retry};
 use super::{lock, Inner};
 use crate::commands::{self, command_name, CmdError};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::store::rlock;
 
 /// The `setVersion` every member reports (it changes on reconfiguration,

@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use bson::{oid::ObjectId, Bson, DateTime, Document};
+use futures::future::BoxFuture;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use tokio::net::TcpListener;
@@ -33,7 +34,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::faults::Faults;
-use super::server::{self, Shared};
+use super::server;
+use super::shared::{Role, Shared};
 use super::store::{rlock, wlock, ChangeLog, Key, Store};
 use oplog::{Catalog, Change, Entry, Oplog};
 
@@ -221,14 +223,14 @@ pub(crate) struct Link {
 /// each as "this member's state changed" and asks it again.
 pub(crate) const STATE_CHANGE_CODES: [i32; 5] = [10107, 13435, 13436, 11602, 189];
 
-impl Link {
+impl Role for Link {
     /// An injected error with `code` as this member sends it. A state
     /// change error comes with its state change, as MongoDB's does: the
     /// member's `topologyVersion` moves on (in the reply, and in what an
     /// awaitable `hello` waiting on it answers at once), so the driver
     /// that marks the member unknown learns its state again from that
     /// `hello` instead of waiting out its heartbeat.
-    pub(crate) fn injected_error(&self, code: i32, retryable_write: bool) -> Document {
+    fn injected_error(&self, code: i32, retryable_write: bool) -> Document {
         match self.set.upgrade() {
             Some(set) if STATE_CHANGE_CODES.contains(&code) => {
                 set.state_changed();
@@ -239,16 +241,18 @@ impl Link {
     }
 
     /// Answers one command as this member.
-    pub(crate) async fn respond(
-        &self,
-        shared: &Shared,
+    fn respond<'a>(
+        &'a self,
+        shared: &'a Shared,
         connection_id: i64,
         body: Document,
-    ) -> Document {
-        match self.set.upgrade() {
-            Some(set) => member::respond(&set, self.index, shared, connection_id, body).await,
-            None => super::commands::injected_error(91, false),
-        }
+    ) -> BoxFuture<'a, Document> {
+        Box::pin(async move {
+            match self.set.upgrade() {
+                Some(set) => member::respond(&set, self.index, shared, connection_id, body).await,
+                None => super::commands::injected_error(91, false),
+            }
+        })
     }
 }
 
@@ -359,10 +363,10 @@ pub(crate) async fn start(
             .map(|(index, &addr)| {
                 let shared = Arc::new(make_shared());
                 shared.store.set_log(Arc::new(Sink(core.clone())));
-                let _ = shared.replset.set(Link {
+                let _ = shared.role.set(Arc::new(Link {
                     set: weak.clone(),
                     index,
-                });
+                }));
                 Member {
                     name: advertised(addr).to_string(),
                     addr,

@@ -10,7 +10,7 @@ use bson::{doc, Bson, Document};
 use super::member::{access, not_primary, number, write, Access, WriteConcern};
 use super::{lock, Inner};
 use crate::commands::{self, command_name, CmdError};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::store::{rlock, Key};
 
 /// The last retryable write of one session.

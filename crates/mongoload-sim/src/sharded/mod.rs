@@ -182,7 +182,7 @@ pub async fn start_sharded(
             ..config.clone()
         };
         let shared = new_shared(&router_config, &tls, &log);
-        let _ = shared.router.set(cluster.clone());
+        let _ = shared.role.set(cluster.clone());
         routers.push(crate::serve(listen, Arc::new(shared)).await?);
     }
     let mut first = routers.remove(0);

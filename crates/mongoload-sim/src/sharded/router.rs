@@ -21,7 +21,7 @@ use super::merge;
 use crate::aggregate::Pipeline;
 use crate::commands::{self, as_i64, coll_name, command_name, CmdError};
 use crate::query::{compare, Filter, Projection, SortSpec};
-use crate::server::Shared;
+use crate::shared::Shared;
 
 /// The metadata collections the router serves from its catalog.
 const CONFIG_COLLECTIONS: [&str; 4] = ["shards", "databases", "collections", "chunks"];
@@ -1114,5 +1114,17 @@ pub(crate) async fn balancer(
         if cluster.balancer_on.load(Ordering::Relaxed) {
             cluster.balance_round().await;
         }
+    }
+}
+
+/// A router's server hands every command to its cluster ([`Cluster::respond`]).
+impl crate::shared::Role for Cluster {
+    fn respond<'a>(
+        &'a self,
+        shared: &'a Shared,
+        connection_id: i64,
+        body: Document,
+    ) -> futures::future::BoxFuture<'a, Document> {
+        Box::pin(Cluster::respond(self, shared, connection_id, body))
     }
 }

@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 
 use bson::Bson;
 
-use crate::wire::{HEADER_LEN, MAX_MESSAGE_SIZE, OP_COMPRESSED};
+use super::{HEADER_LEN, MAX_MESSAGE_SIZE, OP_COMPRESSED};
 
 /// The compressors the simulator speaks, by their wire names.
 pub const SUPPORTED: [&str; 3] = ["snappy", "zlib", "zstd"];

@@ -5,11 +5,13 @@
 
 use bson::{Bson, Document};
 
+pub mod compress;
+
 /// OP_REPLY, the legacy reply to OP_QUERY.
 pub const OP_REPLY: i32 = 1;
 /// OP_QUERY, only used by drivers for the first `hello`/`isMaster`.
 pub const OP_QUERY: i32 = 2004;
-/// OP_COMPRESSED: another message compressed ([`crate::compress`]); the
+/// OP_COMPRESSED: another message compressed ([`compress`]); the
 /// simulator offers snappy, zlib and zstd in its `hello` reply.
 pub const OP_COMPRESSED: i32 = 2012;
 /// OP_MSG, the modern request and reply.
@@ -52,7 +54,7 @@ pub enum WireError {
     #[error("string is not NUL-terminated UTF-8")]
     BadCString,
     #[error(transparent)]
-    Compressed(#[from] crate::compress::CompressError),
+    Compressed(#[from] compress::CompressError),
 }
 
 /// The standard header every message starts with.
@@ -115,7 +117,7 @@ pub fn parse_message(frame: &[u8]) -> Result<Request, WireError> {
     match header.op_code {
         OP_MSG => parse_msg(&header, frame),
         OP_QUERY => parse_query(&header, &frame[HEADER_LEN..]),
-        // OP_COMPRESSED is unwrapped before (crate::compress::decompress).
+        // OP_COMPRESSED is unwrapped before (compress::decompress).
         other => Err(WireError::UnknownOpcode(other)),
     }
 }
@@ -458,12 +460,12 @@ mod tests {
         assert!(parse_header(&h).is_ok());
         let mut msg = Vec::new();
         encode_msg(&mut msg, 1, 0, &doc! { "ping": 1 });
-        let packed = crate::compress::compress(&msg, 3);
+        let packed = compress::compress(&msg, 3);
         assert_eq!(
             parse_message(&packed),
             Err(WireError::UnknownOpcode(OP_COMPRESSED))
         );
-        let (plain, _) = crate::compress::decompress(&packed).unwrap();
+        let (plain, _) = compress::decompress(&packed).unwrap();
         assert!(parse_message(&plain).is_ok());
     }
 
