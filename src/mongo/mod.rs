@@ -305,12 +305,8 @@ impl Deployment {
             } => {
                 let coll = &self.collections[*collection];
                 let batch = (*batch).max(1) as u64;
-                // From the start of the batch the resume point falls in:
-                // through a mongos an unordered batch that failed on one
-                // shard is written on the others, so the last batch has
-                // holes anywhere in it, not only at its end.
                 let found = self.bounded(resume_point(coll, *count, make)).await?;
-                let mut next = batch_start(found, batch);
+                let mut next = load_restart(found, *count, batch);
                 progress(next, *count);
                 while next < *count {
                     let end = (next + batch).min(*count);
@@ -372,10 +368,18 @@ impl Deployment {
     }
 }
 
-/// The start of the load batch holding sequence number `i` (batches of
-/// `batch` from 0).
-fn batch_start(i: u64, batch: u64) -> u64 {
-    i - i % batch.max(1)
+/// Where an interrupted load of `count` documents goes on, given the
+/// resume point `found`: from the start of the batch (of `batch` from 0)
+/// that `found` falls in, since through a mongos an unordered batch that
+/// failed on one shard is written on the others, so the last batch has
+/// holes anywhere in it, not only at its end. A complete load (`found` is
+/// `count`) stays complete: a bound may have evicted its documents since,
+/// and they must not come back.
+fn load_restart(found: u64, count: u64, batch: u64) -> u64 {
+    if found >= count {
+        return found;
+    }
+    found - found % batch.max(1)
 }
 
 fn bson_to_u64(v: &mongodb::bson::Bson) -> Option<u64> {
@@ -487,9 +491,14 @@ pub struct Handlers {
 mod load_tests {
     #[test]
     fn a_load_resumes_at_the_start_of_its_last_batch() {
-        assert_eq!(super::batch_start(0, 100), 0);
-        assert_eq!(super::batch_start(257, 100), 200);
-        assert_eq!(super::batch_start(300, 100), 300);
-        assert_eq!(super::batch_start(7, 0), 7);
+        use super::load_restart;
+        assert_eq!(load_restart(0, 1000, 100), 0);
+        assert_eq!(load_restart(257, 1000, 100), 200);
+        assert_eq!(load_restart(300, 1000, 100), 300);
+        assert_eq!(load_restart(7, 1000, 0), 7);
+        // A complete load is not begun again, whatever the batch: its
+        // documents may have been evicted by a bound since.
+        assert_eq!(load_restart(400, 400, 1000), 400);
+        assert_eq!(load_restart(400, 400, 150), 400);
     }
 }
