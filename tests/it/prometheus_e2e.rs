@@ -431,6 +431,8 @@ fn dashboards_and_rules_return_data_from_a_real_prometheus() {
     let Some(prometheus) = require_tool(PROMETHEUS) else {
         return;
     };
+    // It reads rates and stage times: not beside other daemons.
+    let _serial = crate::common::serial_blocking();
     let Some(node_exporter) = require_tool(NODE_EXPORTER) else {
         return;
     };
@@ -854,6 +856,8 @@ fn three_cluster_members_add_up_in_the_rules_and_the_overview() {
     let Some(prometheus) = require_tool(PROMETHEUS) else {
         return;
     };
+    // It reads rates and stage times: not beside other daemons.
+    let _serial = crate::common::serial_blocking();
     let tmp = tempfile::tempdir().expect("temp dir");
     let logs = tmp.path();
     let mut children = Children(Vec::new());
@@ -892,7 +896,10 @@ fn three_cluster_members_add_up_in_the_rules_and_the_overview() {
         &[("mongoload", &addrs.join(","))],
     );
     let value = first_value;
-    // 20 s of the stage at its rate on every member, for the 15 s rates.
+    // 20 s of the stage at its rate on every member, for the 15 s rates:
+    // 18 scrapes of every member at least (a scrape that a loaded machine
+    // answers late is missing from the window, and 20 of 20 might never
+    // come).
     wait_for(
         "20 s of the three members' stage in Prometheus",
         Duration::from_secs(120),
@@ -903,7 +910,7 @@ fn three_cluster_members_add_up_in_the_rules_and_the_overview() {
             let scraped = value(prom.query(
                 r#"min(count_over_time(mongoload_target_rate{job="mongoload",workload="mix"}[20s]))"#,
             ));
-            shares == 3.0 && scraped >= 20.0
+            shares == 3.0 && scraped >= 18.0
         },
         || children.assert_running(logs),
     );

@@ -787,9 +787,16 @@ pub fn log_time(
 /// measure rates and deadlines, and eleven daemons in debug builds on two
 /// cores would measure the machine instead.
 pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
-    static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     SERIAL.lock().await
 }
+
+/// [`serial`] for a test outside a runtime (a plain `#[test]` that runs its
+/// daemon as a process).
+pub fn serial_blocking() -> tokio::sync::MutexGuard<'static, ()> {
+    SERIAL.blocking_lock()
+}
+
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Binomial tolerance: how far a count of an outcome with probability `p`
 /// among `n` trials may be from `n·p` — 5 standard deviations, plus one
