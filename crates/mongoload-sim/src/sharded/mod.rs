@@ -362,6 +362,15 @@ impl Sharded {
             .store(refuse, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Refuses (`true`) or allows reads of `config.changelog` (`find`,
+    /// `aggregate`, `count`, `distinct`) as Unauthorized (13), as MongoDB
+    /// refuses them to a user with only `readWrite`.
+    pub fn refuse_changelog(&self, refuse: bool) {
+        self.cluster
+            .refuse_changelog
+            .store(refuse, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Every migration so far, in the order they ended, each with its
     /// true start and end.
     pub fn migrations(&self) -> Vec<Migration> {
