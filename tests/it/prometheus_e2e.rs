@@ -1108,6 +1108,9 @@ fn the_shards_row_and_imbalance_read_a_sharded_cluster() {
         },
         || children.assert_running(logs),
     );
+    // The queries below read at one instant a second ago: past the one at
+    // which both moves were seen.
+    std::thread::sleep(Duration::from_secs(2));
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
@@ -1146,8 +1149,8 @@ fn the_shards_row_and_imbalance_read_a_sharded_cluster() {
             assert!(!r.is_empty(), "{}: no series for {expr}", q.source);
             checked += 1;
             if expr.contains("mongoload_shard_chunk_migrations_total") {
-                // The chunk migrations annotation: the one move, from its
-                // shard to the other, for the workload.
+                // The chunk migrations annotation: the move and its way
+                // back, one series per direction, for the workload.
                 let mut pairs: Vec<(&str, &str, &str)> = r
                     .iter()
                     .map(|s| {
