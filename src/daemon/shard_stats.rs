@@ -20,10 +20,13 @@
 //! `mongoload_shard_chunk_migrations_total{workload,from,to}`. Once a
 //! reading succeeded, every ordered pair of the shards a workload's
 //! documents are on has a series (at 0 until a migration), so a first
-//! migration shows in `increase()`. A refused (13 Unauthorized: a user with
-//! only `readWrite`) or failed read: the family is removed (unknown), one
-//! line is logged, and the changelog is not read again for the run; the
-//! documents per shard go on.
+//! migration shows in `increase()`. A refused read (13 Unauthorized: a
+//! user with only `readWrite`): the family is removed (unknown), one line
+//! is logged, and the changelog is not read again for the run. A failed
+//! one (a timeout, a failover): one line when reading starts failing and
+//! one when it recovers; the series keep their counts, and the next
+//! reading counts what was missed. The documents per shard go on either
+//! way.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
@@ -295,8 +298,10 @@ struct Changelog {
     at_since: HashSet<String>,
     /// `(workload, from, to)` of every series exported.
     shown: BTreeSet<(String, String, String)>,
-    /// Refused or failed once: not read again this run.
+    /// Refused: not read again this run.
     off: bool,
+    /// The last reading failed (logged once, until one succeeds).
+    failing: bool,
 }
 
 impl Changelog {
@@ -316,10 +321,12 @@ impl Changelog {
             at_since: HashSet::new(),
             shown: BTreeSet::new(),
             off: false,
+            failing: false,
         }
     }
 
-    async fn read(&self, db: &mongodb::Database) -> Result<Vec<Document>, String> {
+    /// The commits since the last one seen; `Err((refused, reason))`.
+    async fn read(&self, db: &mongodb::Database) -> Result<Vec<Document>, (bool, String)> {
         let namespaces: Vec<&String> = self.workloads_of.keys().collect();
         let filter = doc! {
             "what": "moveChunk.commit",
@@ -340,8 +347,11 @@ impl Changelog {
         };
         match tokio::time::timeout(READ_TIMEOUT, read).await {
             Ok(Ok(docs)) => Ok(docs),
-            Ok(Err(e)) => Err(crate::mongo::explain(&e)),
-            Err(_) => Err(format!("no answer within {READ_TIMEOUT:?}")),
+            Ok(Err(e)) => Err((
+                crate::mongo::errors::is_unauthorized(&e),
+                crate::mongo::explain(&e),
+            )),
+            Err(_) => Err((false, format!("no answer within {READ_TIMEOUT:?}"))),
         }
     }
 
@@ -351,13 +361,16 @@ impl Changelog {
         if self.off || self.workloads_of.is_empty() {
             return;
         }
+        // A document that is not a commit would make a wrong figure: as
+        // a refusal, the family is unknown from then on.
         let counted = match self.read(db).await {
-            Ok(docs) => newer_migrations(&docs, &mut self.since, &mut self.at_since),
+            Ok(docs) => newer_migrations(&docs, &mut self.since, &mut self.at_since)
+                .map_err(|reason| (true, reason)),
             Err(e) => Err(e),
         };
         let moves = match counted {
             Ok(moves) => moves,
-            Err(reason) => {
+            Err((true, reason)) => {
                 tracing::warn!(
                     "chunk migrations unknown (mongoload_shard_chunk_migrations_total absent; config.changelog not read again this run): {reason}"
                 );
@@ -369,7 +382,20 @@ impl Changelog {
                 }
                 return;
             }
+            Err((false, reason)) => {
+                if !self.failing {
+                    tracing::warn!(
+                        "chunk migrations not read (counted when config.changelog answers again; logged once): {reason}"
+                    );
+                    self.failing = true;
+                }
+                return;
+            }
         };
+        if self.failing {
+            tracing::info!("chunk migrations: config.changelog read again");
+            self.failing = false;
+        }
         let family = metrics.shard_chunk_migrations();
         // Every pair of the shards a workload is on at 0, so a first
         // migration between them is an increase, not a new series.
