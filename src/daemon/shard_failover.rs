@@ -97,10 +97,6 @@ pub fn monitor_options(target: &ClientOptions, shard: &ShardSet) -> Result<Clien
 
 /// Whether a failed command is a refusal (13 Unauthorized): the user may
 /// not list the shards.
-fn is_refusal(e: &mongodb::error::Error) -> bool {
-    matches!(e.kind.as_ref(), mongodb::error::ErrorKind::Command(c) if c.code == 13)
-}
-
 /// The shards' replica sets through the mongos at `admin`; none when the
 /// target is not a mongos or may not list them (logged once). Asked again
 /// while the target does not answer.
@@ -121,7 +117,7 @@ async fn shards(admin: &mongodb::Database, stop: &CancellationToken) -> Option<V
         match result {
             Ok(None) => return None,
             Ok(Some(reply)) => return Some(shard_sets(&reply)),
-            Err(e) if is_refusal(&e) => {
+            Err(e) if crate::mongo::errors::is_unauthorized(&e) => {
                 tracing::warn!(
                     "shard failovers unknown: listShards refused ({}); the user needs clusterMonitor for them, the load is not affected",
                     crate::mongo::explain(&e)

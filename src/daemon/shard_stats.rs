@@ -12,8 +12,23 @@
 //! logged when the reading starts failing (and one when it recovers), never
 //! a line per attempt. The task is off the load path: its own requests on
 //! the daemon's client, one at a time.
+//!
+//! Chunk migrations: at each interval (and at the end) the task also reads
+//! `config.changelog` for the `moveChunk.commit` documents of the
+//! workloads' namespaces newer than the last one seen (at first: since the
+//! task started) and counts them into
+//! `mongoload_shard_chunk_migrations_total{workload,from,to}`. Once a
+//! reading succeeded, every ordered pair of the shards a workload's
+//! documents are on has a series (at 0 until a migration), so a first
+//! migration shows in `increase()`. A refused read (13 Unauthorized: a
+//! user with only `readWrite`): the family is removed (unknown), one line
+//! is logged, and the changelog is not read again for the run. A failed
+//! one (a timeout, a failover): one line when reading starts failing and
+//! one when it recovers; the series keep their counts, and the next
+//! reading counts what was missed. The documents per shard go on either
+//! way.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -194,6 +209,217 @@ impl Watched {
     }
 }
 
+/// One chunk migration as `config.changelog` records its commit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkMove {
+    /// The changelog document's `_id` (MongoDB's `<host>-<time>-<n>`).
+    pub id: String,
+    pub ns: String,
+    pub from: String,
+    pub to: String,
+    /// When it committed (the document's `time`).
+    pub time: mongodb::bson::DateTime,
+}
+
+/// Reads a `config.changelog` document of a committed migration
+/// (`what: "moveChunk.commit"`, `ns`, `time`, `details: {from, to, ..}`).
+/// Any other document, or one without those fields, is an error: counting
+/// it would make a wrong figure.
+pub fn parse_migration(d: &Document) -> Result<ChunkMove, String> {
+    let id = match d.get("_id") {
+        Some(Bson::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => return Err("a changelog document without _id".to_owned()),
+    };
+    let what = d
+        .get_str("what")
+        .map_err(|_| format!("changelog {id}: no 'what'"))?;
+    if what != "moveChunk.commit" {
+        return Err(format!("changelog {id}: '{what}', not moveChunk.commit"));
+    }
+    let field = |doc: &Document, k: &str| {
+        doc.get_str(k)
+            .map(str::to_owned)
+            .map_err(|_| format!("changelog {id}: no '{k}'"))
+    };
+    let details = d
+        .get_document("details")
+        .map_err(|_| format!("changelog {id}: no 'details'"))?;
+    Ok(ChunkMove {
+        ns: field(d, "ns")?,
+        from: field(details, "from")?,
+        to: field(details, "to")?,
+        time: *d
+            .get_datetime("time")
+            .map_err(|_| format!("changelog {id}: no 'time' date"))?,
+        id,
+    })
+}
+
+/// The migrations of `docs` (read with `time >= since`, any order) not
+/// seen yet: later than `since`, or at `since` and not among `at_since`
+/// (the ids already counted at that instant). Advances `since` and
+/// `at_since` past them. In commit order.
+pub fn newer_migrations(
+    docs: &[Document],
+    since: &mut mongodb::bson::DateTime,
+    at_since: &mut HashSet<String>,
+) -> Result<Vec<ChunkMove>, String> {
+    let mut moves: Vec<ChunkMove> = docs
+        .iter()
+        .map(parse_migration)
+        .filter(|m| match m {
+            Ok(m) => m.time > *since || (m.time == *since && !at_since.contains(&m.id)),
+            Err(_) => true,
+        })
+        .collect::<Result<_, _>>()?;
+    moves.sort_by_key(|m| m.time);
+    if let Some(last) = moves.last().map(|m| m.time) {
+        if last > *since {
+            at_since.clear();
+            *since = last;
+        }
+        at_since.extend(
+            moves
+                .iter()
+                .filter(|m| m.time == last)
+                .map(|m| m.id.clone()),
+        );
+    }
+    Ok(moves)
+}
+
+/// The changelog's reader: which workload each namespace is, the last
+/// migration seen, the series exported, and whether it gave up.
+struct Changelog {
+    /// Namespace (`db.coll`) → the workloads loading it.
+    workloads_of: BTreeMap<String, Vec<String>>,
+    since: mongodb::bson::DateTime,
+    at_since: HashSet<String>,
+    /// `(workload, from, to)` of every series exported.
+    shown: BTreeSet<(String, String, String)>,
+    /// Refused: not read again this run.
+    off: bool,
+    /// The last reading failed (logged once, until one succeeds).
+    failing: bool,
+}
+
+impl Changelog {
+    fn new(db: &str, workloads: &[(String, Vec<String>)]) -> Changelog {
+        let mut workloads_of: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (name, collections) in workloads {
+            for c in collections {
+                workloads_of
+                    .entry(format!("{db}.{c}"))
+                    .or_default()
+                    .push(name.clone());
+            }
+        }
+        Changelog {
+            workloads_of,
+            since: mongodb::bson::DateTime::now(),
+            at_since: HashSet::new(),
+            shown: BTreeSet::new(),
+            off: false,
+            failing: false,
+        }
+    }
+
+    /// The commits since the last one seen; `Err((refused, reason))`.
+    async fn read(&self, db: &mongodb::Database) -> Result<Vec<Document>, (bool, String)> {
+        let namespaces: Vec<&String> = self.workloads_of.keys().collect();
+        let filter = doc! {
+            "what": "moveChunk.commit",
+            "ns": {"$in": namespaces},
+            "time": {"$gte": self.since},
+        };
+        let changelog = db
+            .client()
+            .database("config")
+            .collection::<Document>("changelog");
+        let read = async {
+            changelog
+                .find(filter)
+                .sort(doc! {"time": 1})
+                .await?
+                .try_collect::<Vec<Document>>()
+                .await
+        };
+        match tokio::time::timeout(READ_TIMEOUT, read).await {
+            Ok(Ok(docs)) => Ok(docs),
+            Ok(Err(e)) => Err((
+                crate::mongo::errors::is_unauthorized(&e),
+                crate::mongo::explain(&e),
+            )),
+            Err(_) => Err((false, format!("no answer within {READ_TIMEOUT:?}"))),
+        }
+    }
+
+    /// Reads the migrations since the last reading and counts them;
+    /// `watched`: the workloads with the shards their documents are on.
+    async fn update(&mut self, db: &mongodb::Database, metrics: &Metrics, watched: &[Watched]) {
+        if self.off || self.workloads_of.is_empty() {
+            return;
+        }
+        // A document that is not a commit would make a wrong figure: as
+        // a refusal, the family is unknown from then on.
+        let counted = match self.read(db).await {
+            Ok(docs) => newer_migrations(&docs, &mut self.since, &mut self.at_since)
+                .map_err(|reason| (true, reason)),
+            Err(e) => Err(e),
+        };
+        let moves = match counted {
+            Ok(moves) => moves,
+            Err((true, reason)) => {
+                tracing::warn!(
+                    "chunk migrations unknown (mongoload_shard_chunk_migrations_total absent; config.changelog not read again this run): {reason}"
+                );
+                self.off = true;
+                for (w, from, to) in std::mem::take(&mut self.shown) {
+                    let _ = metrics
+                        .shard_chunk_migrations()
+                        .remove_label_values(&[&w, &from, &to]);
+                }
+                return;
+            }
+            Err((false, reason)) => {
+                if !self.failing {
+                    tracing::warn!(
+                        "chunk migrations not read (counted when config.changelog answers again; logged once): {reason}"
+                    );
+                    self.failing = true;
+                }
+                return;
+            }
+        };
+        if self.failing {
+            tracing::info!("chunk migrations: config.changelog read again");
+            self.failing = false;
+        }
+        let family = metrics.shard_chunk_migrations();
+        // Every pair of the shards a workload is on at 0, so a first
+        // migration between them is an increase, not a new series.
+        for w in watched {
+            for from in &w.shown {
+                for to in w.shown.iter().filter(|t| *t != from) {
+                    if self
+                        .shown
+                        .insert((w.name.clone(), from.clone(), to.clone()))
+                    {
+                        family.with_label_values(&[&w.name, from, to]);
+                    }
+                }
+            }
+        }
+        for m in &moves {
+            for w in self.workloads_of.get(&m.ns).into_iter().flatten() {
+                family.with_label_values(&[w, &m.from, &m.to]).inc();
+                self.shown.insert((w.clone(), m.from.clone(), m.to.clone()));
+            }
+        }
+    }
+}
+
 /// The stage reports' reader (the report task asks it for each report):
 /// the same reading as the task's, which also updates the gauge and
 /// `/status`, so a report and the metric agree at that moment.
@@ -251,6 +477,8 @@ pub async fn run(
     if interval.is_zero() || workloads.is_empty() {
         return;
     }
+    // Migrations are counted from the task's start.
+    let mut changelog = Changelog::new(db.name(), &workloads);
     // Whether the target is a mongos, asked until it answers.
     loop {
         let hello = tokio::select! {
@@ -306,6 +534,9 @@ pub async fn run(
                 w.update(&db, &metrics, &book).await;
             }
         }
+        if all {
+            changelog.update(&db, &metrics, &watched).await;
+        }
     }
     // The run's end: the figures after the last stage, within the time
     // a task gets to stop.
@@ -313,6 +544,7 @@ pub async fn run(
         for w in &mut watched {
             w.update(&db, &metrics, &book).await;
         }
+        changelog.update(&db, &metrics, &watched).await;
     };
     let _ = tokio::time::timeout(FINAL_READ_TIMEOUT, last).await;
 }
@@ -349,6 +581,88 @@ mod tests {
         assert!(e.contains("not a mongos"), "{e}");
         let e = add_counts(&mut per, &[doc! {"shard": "s0"}]).unwrap_err();
         assert!(e.contains("s0"), "{e}");
+    }
+
+    fn commit(id: &str, ms: i64, from: &str, to: &str) -> Document {
+        doc! {
+            "_id": id,
+            "server": "cfg1:27019",
+            "shard": "config",
+            "clientAddr": "",
+            "time": mongodb::bson::DateTime::from_millis(ms),
+            "what": "moveChunk.commit",
+            "ns": "db.a",
+            "details": {"min": {"_id": 0}, "max": {"_id": 10}, "from": from, "to": to, "counts": {"cloned": 5_i64}},
+        }
+    }
+
+    #[test]
+    fn a_commit_gives_its_shards_and_time() {
+        let m = parse_migration(&commit("c1", 1_000, "shard0", "shard1")).unwrap();
+        assert_eq!(
+            m,
+            ChunkMove {
+                id: "c1".into(),
+                ns: "db.a".into(),
+                from: "shard0".into(),
+                to: "shard1".into(),
+                time: mongodb::bson::DateTime::from_millis(1_000),
+            }
+        );
+    }
+
+    #[test]
+    fn other_or_incomplete_changelog_documents_are_errors() {
+        let mut start = commit("s1", 1, "shard0", "shard1");
+        start.insert("what", "moveChunk.start");
+        assert!(parse_migration(&start)
+            .unwrap_err()
+            .contains("moveChunk.start"));
+        let mut no_to = commit("c1", 1, "shard0", "shard1");
+        no_to.insert("details", doc! {"from": "shard0"});
+        assert!(parse_migration(&no_to).unwrap_err().contains("'to'"));
+        let mut no_time = commit("c2", 1, "shard0", "shard1");
+        no_time.insert("time", "yesterday");
+        assert!(parse_migration(&no_time).unwrap_err().contains("time"));
+    }
+
+    #[test]
+    fn each_migration_is_counted_once_across_readings() {
+        let mut since = mongodb::bson::DateTime::from_millis(100);
+        let mut at = HashSet::new();
+        // An older one (before the task started) is not counted.
+        let first = [
+            commit("c2", 200, "shard1", "shard0"),
+            commit("c0", 50, "shard0", "shard1"),
+            commit("c1", 200, "shard0", "shard1"),
+        ];
+        let got = newer_migrations(&first, &mut since, &mut at).unwrap();
+        let ids: Vec<&str> = got.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids, ["c2", "c1"]);
+        assert_eq!(since.timestamp_millis(), 200);
+        // The next reading (time >= 200) has both again and a third at
+        // the same millisecond: only the third counts.
+        let second = [
+            commit("c1", 200, "shard0", "shard1"),
+            commit("c2", 200, "shard1", "shard0"),
+            commit("c3", 200, "shard0", "shard2"),
+        ];
+        let got = newer_migrations(&second, &mut since, &mut at).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].to, "shard2");
+        assert!(newer_migrations(&second, &mut since, &mut at)
+            .unwrap()
+            .is_empty());
+        let later = [commit("c4", 300, "shard2", "shard0")];
+        assert_eq!(
+            newer_migrations(&later, &mut since, &mut at).unwrap().len(),
+            1
+        );
+        assert_eq!(at.len(), 1);
+        // A document that is not a commit spoils the reading.
+        let mut bad = commit("x", 400, "a", "b");
+        bad.remove("details");
+        assert!(newer_migrations(&[bad], &mut since, &mut at).is_err());
     }
 
     #[test]

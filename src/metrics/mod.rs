@@ -296,6 +296,11 @@ impl Metrics {
         &self.vecs.shard_documents
     }
 
+    /// `mongoload_shard_chunk_migrations_total{workload,from,to}`.
+    pub fn shard_chunk_migrations(&self) -> &prometheus::IntCounterVec {
+        &self.vecs.shard_chunk_migrations
+    }
+
     /// The replication-lag probe's families.
     pub fn probe(&self) -> &ProbeFamilies {
         &self.probe
@@ -421,6 +426,11 @@ families! {
             "Documents of the workload's collections on each shard, by \
              $collStats through a mongos (absent: not a mongos, or unknown).",
             labels ["workload", "shard"];
+        pub(crate) shard_chunk_migrations: IntCounterVec = "mongoload_shard_chunk_migrations_total",
+            "Chunk migrations of the workload's collections committed since the \
+             daemon started, from config.changelog through a mongos (absent: not \
+             a mongos, or unknown).",
+            labels ["workload", "from", "to"];
     }
 }
 

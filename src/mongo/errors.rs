@@ -22,7 +22,8 @@ const NETWORK_CODES: &[i32] = &[6, 7, 9001];
 /// DuplicateKey and its legacy forms.
 const DUPLICATE_KEY_CODES: &[i32] = &[11000, 11001, 12582];
 /// Unauthorized, AuthenticationFailed.
-const AUTH_CODES: &[i32] = &[13, 18];
+const UNAUTHORIZED: i32 = 13;
+const AUTH_CODES: &[i32] = &[UNAUTHORIZED, 18];
 const WRITE_CONFLICT: i32 = 112;
 /// What a mongos returns when the shard an operation targets has no member
 /// that its read preference allows (FailedToSatisfyReadPreference: a shard
@@ -76,6 +77,13 @@ fn is_auth_failure(message: &str) -> bool {
             .iter()
             .any(|m| cause.contains(m))
         })
+}
+
+/// Whether the server refused the command to this user (13 Unauthorized:
+/// a privilege it lacks, as a user with only `readWrite` lacks the
+/// cluster's and the `config` database's). Not an error to retry.
+pub fn is_unauthorized(err: &Error) -> bool {
+    server_code(err) == Some(UNAUTHORIZED)
 }
 
 /// The class of a server error code, if the code is one we name.

@@ -351,6 +351,7 @@ fn the_issue_panels_are_there() {
         "mongoload_request_errors_total",
         "mongoload_request_documents_total",
         "mongoload_shard_documents",
+        "mongoload_shard_chunk_migrations_total",
         "process_cpu_seconds_total",
         "process_resident_memory_bytes",
         "process_open_fds",

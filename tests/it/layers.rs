@@ -85,13 +85,16 @@ const REACHING_UP: &[(&str, &str, &str)] = &[
 /// The top-level modules of the simulator crate (`crates/mongoload-sim/src/`)
 /// from the top layer down, as [`LAYERS`] for the daemon's. The crate's
 /// root (`lib.rs`: the handle, the start functions, `mongoload sim`'s
-/// options) is on top; `shared.rs` (what a server's connections share,
-/// and its role: replica-set member or router) sits under every part that
-/// answers a command, so the connection loop hands a command to a member
-/// or a router without importing either.
+/// options) is on top, over `sharded` (a cluster assembled from nodes)
+/// and `node` (one server, started alone or as a replica set).
+/// `shared.rs` (what a server's connections share, and its role:
+/// replica-set member or router) sits under every part that answers a
+/// command, so the connection loop hands a command to a member or a
+/// router without importing either.
 const SIM_LAYERS: &[&[&str]] = &[
     &["lib"],
     &["sharded"],
+    &["node"],
     &["replset"],
     &["server"],
     &["commands"],
@@ -105,13 +108,7 @@ const SIM_LAYERS: &[&[&str]] = &[
 
 /// The simulator crate's imports that reach a higher layer, as
 /// [`REACHING_UP`].
-const SIM_REACHING_UP: &[(&str, &str, &str)] = &[(
-    "crates/mongoload-sim/src/sharded/mod.rs",
-    "lib::",
-    "a sharded cluster is made of simulators: its shards and routers are started \
-     with the crate root's start functions and kept as `SimHandle`s, and the root's \
-     handle keeps the cluster",
-)];
+const SIM_REACHING_UP: &[(&str, &str, &str)] = &[];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -49,7 +49,11 @@ use serde_json::Value;
 /// The families only a mongos gives data for: their panels, annotations and
 /// alert are checked against the sharded simulator
 /// ([`the_shards_row_and_imbalance_read_a_sharded_cluster`]).
-const SHARDED_ONLY: [&str; 2] = ["mongoload_shard_documents", "mongoload_shard_primary_info"];
+const SHARDED_ONLY: [&str; 3] = [
+    "mongoload_shard_documents",
+    "mongoload_shard_primary_info",
+    "mongoload_shard_chunk_migrations_total",
+];
 
 fn sharded_only(expr: &str) -> bool {
     SHARDED_ONLY.iter().any(|f| expr.contains(f))
@@ -980,7 +984,10 @@ fn three_cluster_members_add_up_in_the_rules_and_the_overview() {
 /// test: every dashboard query and alert operand on
 /// `mongoload_shard_documents` returns series, the documents per shard add
 /// up to the collection's count as the router gives it, and the imbalance
-/// panel equals max / mean of those.
+/// panel equals max / mean of those. A chunk moved by the test (through
+/// the router's `moveChunk`) to the other shard and back (so the shards
+/// stay even for the imbalance check) shows in the "Chunk migrations"
+/// annotation as one series per direction for its workload.
 #[test]
 fn the_shards_row_and_imbalance_read_a_sharded_cluster() {
     let Some(prometheus) = require_tool(PROMETHEUS) else {
@@ -1043,6 +1050,67 @@ fn the_shards_row_and_imbalance_read_a_sharded_cluster() {
         },
         || children.assert_running(logs),
     );
+    // The migrations' series at 0 in Prometheus before a chunk moves, so
+    // the move is an increase.
+    wait_for(
+        "the migration series at 0 in Prometheus",
+        Duration::from_secs(60),
+        || {
+            prom.query(
+                r#"count_over_time(mongoload_shard_chunk_migrations_total{job="mongoload"}[1m]) >= 3"#,
+            )
+            .is_ok_and(|r| r.len() == 2)
+        },
+        || children.assert_running(logs),
+    );
+    // One chunk of the collection from its shard to the other and back,
+    // as an operator's moveChunk would.
+    let (moved_from, moved_to) = rt.block_on(async {
+        use mongodb::bson::{doc, Document};
+        let config = client.database("config");
+        let coll = config
+            .collection::<Document>("collections")
+            .find_one(doc! {"_id": "e2eshards.mixed"})
+            .await
+            .expect("config.collections")
+            .expect("the collection is sharded");
+        let chunk = config
+            .collection::<Document>("chunks")
+            .find_one(doc! {"uuid": coll.get("uuid").cloned().expect("uuid")})
+            .await
+            .expect("config.chunks")
+            .expect("a chunk");
+        let from = chunk.get_str("shard").expect("shard").to_owned();
+        let to = if from == "shard0" { "shard1" } else { "shard0" };
+        let bounds = [
+            chunk.get_document("min").expect("min").clone(),
+            chunk.get_document("max").expect("max").clone(),
+        ];
+        for shard in [to, from.as_str()] {
+            client
+                .database("admin")
+                .run_command(
+                    doc! {"moveChunk": "e2eshards.mixed", "bounds": bounds.to_vec(), "to": shard},
+                )
+                .await
+                .expect("moveChunk");
+        }
+        (from, to.to_owned())
+    });
+    wait_for(
+        "the migration in Prometheus",
+        Duration::from_secs(60),
+        || {
+            prom.query(
+                r#"increase(mongoload_shard_chunk_migrations_total{job="mongoload"}[1m]) > 0"#,
+            )
+            .is_ok_and(|r| r.len() == 2)
+        },
+        || children.assert_running(logs),
+    );
+    // The queries below read at one instant a second ago: past the one at
+    // which both moves were seen.
+    std::thread::sleep(Duration::from_secs(2));
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
@@ -1068,6 +1136,7 @@ fn the_shards_row_and_imbalance_read_a_sharded_cluster() {
     let mut per_shard = Vec::new();
     let mut imbalance = None;
     let mut annotated = false;
+    let mut migrations_annotated = false;
     for d in dashboards() {
         for q in dashboard_queries(&d) {
             if !sharded_only(&q.expr) {
@@ -1079,7 +1148,25 @@ fn the_shards_row_and_imbalance_read_a_sharded_cluster() {
                 .unwrap_or_else(|e| panic!("{}: {e}", q.source));
             assert!(!r.is_empty(), "{}: no series for {expr}", q.source);
             checked += 1;
-            if expr.contains("mongoload_shard_primary_info") {
+            if expr.contains("mongoload_shard_chunk_migrations_total") {
+                // The chunk migrations annotation: the move and its way
+                // back, one series per direction, for the workload.
+                let mut pairs: Vec<(&str, &str, &str)> = r
+                    .iter()
+                    .map(|s| {
+                        let l = |k: &str| s["metric"][k].as_str().unwrap_or("");
+                        (l("workload"), l("from"), l("to"))
+                    })
+                    .collect();
+                pairs.sort_unstable();
+                let mut want = [
+                    ("mix", moved_from.as_str(), moved_to.as_str()),
+                    ("mix", moved_to.as_str(), moved_from.as_str()),
+                ];
+                want.sort_unstable();
+                assert_eq!(pairs, want, "{}: {expr}", q.source);
+                migrations_annotated = true;
+            } else if expr.contains("mongoload_shard_primary_info") {
                 // The shard elections annotation: one region per shard,
                 // each with its primary.
                 let mut shards: Vec<&str> = r
@@ -1107,6 +1194,10 @@ fn the_shards_row_and_imbalance_read_a_sharded_cluster() {
     }
     assert!(checked >= 3, "only {checked} Shards queries");
     assert!(annotated, "no shard elections annotation was checked");
+    assert!(
+        migrations_annotated,
+        "no chunk migrations annotation was checked"
+    );
     assert_eq!(per_shard.len(), 2, "{per_shard:?}");
     let total: f64 = per_shard.iter().sum();
     assert!(

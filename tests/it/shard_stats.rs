@@ -297,3 +297,181 @@ async fn a_refused_read_is_unknown_and_recovers() {
     running.wait().await;
     sim.shutdown().await;
 }
+
+/// A migration's commit as `config.changelog` dates it.
+fn committed(m: &sim::Migration) -> std::time::SystemTime {
+    m.started + m.end.duration_since(m.start)
+}
+
+/// Chunk migrations (`mongoload_shard_chunk_migrations_total`): chunks of
+/// the workload's collection moved from the test before and while the
+/// daemon runs; at the end the counter, per (from, to), equals the
+/// migrations of that namespace in the simulator's own record that
+/// committed after the daemon started (the one before is not counted), and
+/// the router's `config.changelog` has one `moveChunk.commit` per record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunk_migrations_equal_the_simulators_record() {
+    let _serial = crate::common::serial().await;
+    let sim = sim::start_sharded(SimConfig::default(), ShardedConfig::new(2, 1, 1))
+        .await
+        .expect("the sharded cluster starts");
+    let cluster = sim.sharded().unwrap();
+    let client = crate::common::driver_client(&sim.uri(), true, Duration::from_secs(10)).await;
+    let ns = "shmig.mixed";
+    client
+        .database("admin")
+        .run_command(doc! {"shardCollection": ns, "key": {"_id": "hashed"}})
+        .await
+        .unwrap();
+    // One migration before the daemon starts: not the daemon's to count.
+    let chunk_of = |k: i64| doc! {"_id": k};
+    let mut before = cluster.move_chunk(ns, &chunk_of(1), 1).await.unwrap();
+    if before.is_none() {
+        before = cluster.move_chunk(ns, &chunk_of(1), 0).await.unwrap();
+    }
+    assert!(before.is_some(), "a migration before the daemon");
+    let started = std::time::SystemTime::now();
+    let dir = tempfile::tempdir().unwrap();
+    let text = config(
+        &sim.uri(),
+        "shmig",
+        "[[workloads.stages]]\nrate = 100\nduration = \"8s\"\n",
+        &dir.path().join("runs.jsonl"),
+    );
+    let (_file, running) = crate::common::start_daemon(&text).await;
+    let addr = running.http_addr;
+    crate::common::wait_for("both shards' gauges", Duration::from_secs(10), || async {
+        let text = crate::common::scrape(addr).await;
+        (samples(&text, "mongoload_shard_documents", &[("workload", "w")]).len() == 2).then_some(())
+    })
+    .await;
+    // Chunks back and forth while the load runs, across several readings.
+    for round in 0..6_usize {
+        for k in [1_i64, 2] {
+            cluster
+                .move_chunk(ns, &chunk_of(k), (round + k as usize) % 2)
+                .await
+                .expect("the chunk moves");
+        }
+        tokio::time::sleep(Duration::from_millis(700)).await;
+    }
+    let metrics = running.metrics.clone();
+    running.wait().await;
+
+    let truth: Vec<sim::Migration> = cluster
+        .migrations()
+        .into_iter()
+        .filter(|m| m.ns == ns && committed(m) > started)
+        .collect();
+    assert!(truth.len() >= 6, "{} migrations", truth.len());
+    let mut want: std::collections::BTreeMap<(String, String), f64> = Default::default();
+    for m in &truth {
+        *want.entry((m.from.clone(), m.to.clone())).or_default() += 1.0;
+    }
+    let text = metrics.encode().unwrap();
+    let got = samples(
+        &text,
+        "mongoload_shard_chunk_migrations_total",
+        &[("workload", "w")],
+    );
+    assert!(!got.is_empty(), "{text}");
+    let mut counted: std::collections::BTreeMap<(String, String), f64> = Default::default();
+    for s in &got {
+        let pair = (
+            s.label("from").unwrap().to_owned(),
+            s.label("to").unwrap().to_owned(),
+        );
+        if s.value > 0.0 {
+            counted.insert(pair, s.value);
+        } else {
+            assert!(!want.contains_key(&pair), "{pair:?} at 0");
+        }
+    }
+    assert_eq!(counted, want, "per (from, to)\n{text}");
+    let total: f64 = got.iter().map(|s| s.value).sum();
+    assert_eq!(total, truth.len() as f64);
+
+    // What the daemon read: the router's changelog, one commit per record.
+    let commits = client
+        .database("config")
+        .collection::<Document>("changelog")
+        .count_documents(doc! {"what": "moveChunk.commit", "ns": ns})
+        .await
+        .unwrap();
+    let all = cluster.migrations().len() as u64;
+    assert_eq!(commits, all);
+    sim.shutdown().await;
+}
+
+/// `config.changelog` refused (13, as for a user with only `readWrite`):
+/// the migrations family is absent although chunks moved, the daemon's
+/// stderr has one line about it over many intervals, and the documents
+/// per shard are read on as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_changelog_leaves_migrations_unknown_with_one_line() {
+    let _serial = crate::common::serial().await;
+    let sim = sim::start_sharded(SimConfig::default(), ShardedConfig::new(2, 1, 1))
+        .await
+        .expect("the sharded cluster starts");
+    let cluster = sim.sharded().unwrap();
+    cluster.refuse_changelog(true);
+    let client = crate::common::driver_client(&sim.uri(), true, Duration::from_secs(10)).await;
+    let ns = "shmig_refused.mixed";
+    client
+        .database("admin")
+        .run_command(doc! {"shardCollection": ns, "key": {"_id": "hashed"}})
+        .await
+        .unwrap();
+    let refused = client
+        .database("config")
+        .collection::<Document>("changelog")
+        .find_one(doc! {})
+        .await
+        .unwrap_err();
+    assert_eq!(crate::common::error_code(&refused), Some(13));
+    let dir = tempfile::tempdir().unwrap();
+    let addr = crate::common::free_port();
+    let text = config(
+        &sim.uri(),
+        "shmig_refused",
+        "[[workloads.stages]]\nrate = 100\nduration = \"1h\"\n",
+        &dir.path().join("runs.jsonl"),
+    )
+    .replace("127.0.0.1:0", &addr.to_string());
+    let file = crate::common::write_config(&text);
+    let (mut child, stderr) = crate::common::spawn_run(&file, "info");
+    crate::common::wait_for("both shards' gauges", Duration::from_secs(15), || async {
+        let text = crate::common::get(addr, "/metrics").await.ok()?.body;
+        (samples(&text, "mongoload_shard_documents", &[("workload", "w")]).len() == 2).then_some(())
+    })
+    .await;
+    for to in [1, 0, 1] {
+        cluster
+            .move_chunk(ns, &doc! {"_id": 1_i64}, to)
+            .await
+            .expect("the chunk moves");
+    }
+    // Four readings' worth (interval 1 s) after the migrations.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let text = crate::common::must_get(addr, "/metrics").await.body;
+    assert!(
+        samples(&text, "mongoload_shard_chunk_migrations_total", &[]).is_empty(),
+        "{text}"
+    );
+    assert_eq!(
+        samples(&text, "mongoload_shard_documents", &[("workload", "w")]).len(),
+        2,
+        "{text}"
+    );
+    assert!(!cluster.migrations().is_empty());
+    let status = crate::common::terminate(&mut child).await;
+    assert!(status.success(), "{status}");
+    let log = std::fs::read_to_string(&stderr).unwrap();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("chunk migrations") || l.contains("changelog"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{log}");
+    assert!(lines[0].contains("not authorized"), "{}", lines[0]);
+    sim.shutdown().await;
+}

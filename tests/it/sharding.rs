@@ -1,20 +1,28 @@
 //! mongoload shards what it loads (docs/sharding.md): the real daemon,
-//! through the official driver, against the simulator as a sharded cluster
-//! (2 shards, each a standalone, behind 2 routers). Where the documents and
-//! chunks are is read from the simulator's own record and from each shard
-//! itself, never through mongoload.
+//! through the official driver, against a sharded cluster: the simulator's
+//! (2 shards, each a standalone, behind 2 routers), or the deployment
+//! `MONGOLOAD_TEST_URI` names when it is a mongos (docs/testing.md).
+//! Where the chunks are is read from the cluster's `config` database,
+//! where the documents are from each shard itself (the simulator's shards
+//! directly, a real cluster's through `$collStats`), never through
+//! mongoload.
 
 use std::time::Duration;
 
-use crate::common::{config_toml_in, spawn_run, wait_exit, write_config};
+use crate::common::shards::{mongos_test_db, ShardView};
+use crate::common::{config_toml_in, spawn_run, wait_exit, write_config, TestDb};
 use mongodb::bson::doc;
 use mongoload::report;
-use mongoload::sim::{self, ShardedConfig, SimConfig, SimHandle};
+use mongoload::sim::{self, ShardedConfig, SimConfig};
 
-async fn cluster() -> SimHandle {
-    sim::start_sharded(SimConfig::default(), ShardedConfig::new(2, 1, 2))
-        .await
-        .expect("the sharded cluster starts")
+/// The test's sharded cluster (see [`mongos_test_db`]).
+async fn cluster() -> TestDb {
+    mongos_test_db(async {
+        sim::start_sharded(SimConfig::default(), ShardedConfig::new(2, 1, 2))
+            .await
+            .expect("the sharded cluster starts")
+    })
+    .await
 }
 
 /// The common test config against `uri` in database `db`, with `extra`
@@ -40,27 +48,28 @@ async fn run(text: &str) -> (Option<i32>, String, Vec<report::StageReport>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hashed_id_spreads_the_documents_over_both_shards_and_a_rerun_keeps_the_key() {
-    let sim = cluster().await;
-    let sharded = sim.sharded().unwrap();
+    let db = cluster().await;
+    let view = ShardView::of(&db).await;
+    let name = db.database("shard");
+    let ns = format!("{name}.m");
     let text = config(
-        &sim.uri(),
-        "mlshard",
+        &db.uri(),
+        &name,
         "shard_key = { _id = \"hashed\" }\npresplit = 4",
     );
     let (code, err, reports) = run(&text).await;
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("sharded the collection"), "{err}");
-    assert_eq!(sharded.shard_key("mlshard.m"), Some(doc! {"_id": "hashed"}));
-    let chunks = sharded.chunks("mlshard.m");
+    assert_eq!(view.shard_key(&ns).await, Some(doc! {"_id": "hashed"}));
+    let chunks = view.chunks(&ns).await;
     assert_eq!(chunks.len(), 4, "numInitialChunks: {chunks:?}");
     // Counted on the shards themselves.
-    let on: Vec<i64> =
-        futures::future::join_all((0..2).map(|i| sharded.shard_documents(i, "mlshard", "m")))
-            .await
-            .into_iter()
-            .map(Result::unwrap)
-            .collect();
-    assert!(on[0] > 0 && on[1] > 0, "documents per shard: {on:?}");
+    let per = view.documents(&name, "m").await;
+    let on: Vec<i64> = per.values().copied().collect();
+    assert!(
+        on.iter().filter(|&&n| n > 0).count() >= 2,
+        "documents per shard: {per:?}"
+    );
     // 200 loaded, then the soak's inserts (6.5 %) less its deletes.
     let soak = reports
         .iter()
@@ -68,52 +77,59 @@ async fn a_hashed_id_spreads_the_documents_over_both_shards_and_a_rerun_keeps_th
         .expect("a soak report");
     assert!(soak.operations.ok > 100, "{soak:?}");
     let total: i64 = on.iter().sum();
-    assert!((150..400).contains(&total), "documents per shard: {on:?}");
+    assert!((150..400).contains(&total), "documents per shard: {per:?}");
 
     // Again: found sharded on the same key, and on it goes.
     let (code, err, _) = run(&text).await;
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("already sharded on this key"), "{err}");
-    assert_eq!(sharded.chunks("mlshard.m").len(), 4);
+    assert_eq!(view.chunks(&ns).await.len(), 4);
 
     // Another key: exit 78 naming both.
-    let other = config(&sim.uri(), "mlshard", "shard_key = { k = 1 }");
+    let other = config(&db.uri(), &name, "shard_key = { k = 1 }");
     let (code, err, _) = run(&other).await;
     assert_eq!(code, Some(78), "{err}");
     assert!(
         err.contains("already sharded on { \"_id\": \"hashed\" }") && err.contains("{ k: 1 }"),
         "{err}"
     );
-    sim.shutdown().await;
+    db.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ranged_presplit_puts_chunks_on_both_shards_and_the_audit_finds_none_missing() {
-    let sim = cluster().await;
-    let sharded = sim.sharded().unwrap();
+    let db = cluster().await;
+    let view = ShardView::of(&db).await;
+    let name = db.database("ranged");
     // initial_docs 200, max_docs 400: the range [0, 400) in 4 chunks.
     let text = config(
-        &sim.uri(),
-        "mlranged",
+        &db.uri(),
+        &name,
         "shard_key = { _id = 1 }\npresplit = 4\naudit = true",
     )
     .replace("load_batch = 100\n", "load_batch = 100\nmax_docs = 400\n");
     let (code, err, reports) = run(&text).await;
     assert_eq!(code, Some(0), "{err}");
-    let chunks = sharded.chunks("mlranged.m");
+    let chunks = view.chunks(&format!("{name}.m")).await;
     assert_eq!(chunks.len(), 4, "{chunks:?}");
     let mins: Vec<_> = chunks.iter().map(|c| c.min.get("_id").cloned()).collect();
     assert!(
         mins.contains(&Some(100i64.into())) && mins.contains(&Some(300i64.into())),
         "split at 100, 200, 300: {chunks:?}"
     );
-    for s in 0..2 {
-        assert_eq!(
-            chunks.iter().filter(|c| c.shard == s).count(),
-            2,
+    // Round-robin over the shards (of 2, two chunks each), and documents
+    // on the first two (the first two chunks hold the 200 loaded).
+    let shards = view.shards().await;
+    let per = view.documents(&name, "m").await;
+    for s in shards.iter().take(4) {
+        let held = chunks.iter().filter(|c| &c.shard == s).count();
+        assert!(
+            (1..=4usize.div_ceil(shards.len())).contains(&held),
             "round-robin: {chunks:?}"
         );
-        assert!(sharded.shard_documents(s, "mlranged", "m").await.unwrap() > 0);
+    }
+    for s in shards.iter().take(2) {
+        assert!(per[s] > 0, "documents per shard: {per:?}");
     }
     let soak = reports
         .iter()
@@ -122,7 +138,7 @@ async fn a_ranged_presplit_puts_chunks_on_both_shards_and_the_audit_finds_none_m
     let audit = soak.audit.as_ref().expect("an audit report");
     assert!(audit.acknowledged > 0 && audit.complete, "{audit:?}");
     assert_eq!(audit.missing_total, 0, "{audit:?}");
-    sim.shutdown().await;
+    db.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -177,11 +193,12 @@ fn check_config_warns_of_a_ranged_key_that_only_grows() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_load_hosts_shard_once() {
-    let sim = cluster().await;
-    let sharded = sim.sharded().unwrap();
+    let db = cluster().await;
+    let view = ShardView::of(&db).await;
+    let name = db.database("two");
     let base = config(
-        &sim.uri(),
-        "mltwo",
+        &db.uri(),
+        &name,
         "shard_key = { _id = \"hashed\" }\npresplit = 6",
     );
     let files: Vec<_> = (0..2)
@@ -209,11 +226,13 @@ async fn two_load_hosts_shard_once() {
         errs.iter().all(|e| !e.contains("already sharded")),
         "the waiting member does not shard again: {errs:?}"
     );
-    assert_eq!(sharded.chunks("mltwo.m").len(), 6);
-    for s in 0..2 {
-        assert!(sharded.shard_documents(s, "mltwo", "m").await.unwrap() > 0);
+    let chunks = view.chunks(&format!("{name}.m")).await;
+    assert_eq!(chunks.len(), 6, "{chunks:?}");
+    let per = view.documents(&name, "m").await;
+    for s in view.shards().await.iter().take(6) {
+        assert!(per[s] > 0, "documents per shard: {per:?}");
     }
-    sim.shutdown().await;
+    db.shutdown().await;
 }
 
 /// `mongoload check-target --json` on `text`: exit code and the report.
@@ -239,40 +258,53 @@ async fn check_target(text: &str) -> (Option<i32>, serde_json::Value, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_target_on_the_routers_lists_the_shards_the_balancer_and_the_sharding() {
-    let sim = cluster().await;
-    let sharded = sim.sharded().unwrap();
-    let client = crate::common::driver_client(&sim.uri(), true, Duration::from_secs(5)).await;
+    let db = cluster().await;
+    let view = ShardView::of(&db).await;
+    let name = db.database("check");
+    let ns = format!("{name}.m");
+    let client = db.client().await;
+    // Before MongoDB 6.0 a database is enabled for sharding first.
     client
         .database("admin")
-        .run_command(doc! {"shardCollection": "mlcheck.m", "key": {"k": 1}})
+        .run_command(doc! {"enableSharding": &name})
         .await
         .unwrap();
-    sharded.set_balancer(false);
-    let planned = config(&sim.uri(), "mlcheck", "shard_key = { _id = \"hashed\" }");
+    client
+        .database("admin")
+        .run_command(doc! {"shardCollection": &ns, "key": {"k": 1}})
+        .await
+        .unwrap();
+    // The simulator's balancer is turned off, to see the report say so; a
+    // real cluster's is left as it is.
+    if let Some(cluster) = db.sim().and_then(|s| s.sharded()) {
+        cluster.set_balancer(false);
+    }
+    let mode = view.balancer_mode().await;
+    let shards = view.shards().await;
+    let planned = config(&db.uri(), &name, "shard_key = { _id = \"hashed\" }");
     let (code, report, err) = check_target(&planned).await;
     let s = &report["sharding"];
     assert_eq!(s["mongos"], true, "{report:#}\n{err}");
-    assert_eq!(
-        s["shards"],
-        serde_json::json!(["shard0", "shard1"]),
-        "{report:#}"
-    );
+    assert_eq!(s["shards"], serde_json::json!(shards), "{report:#}");
     assert!(
-        s["balancer"].as_str().unwrap().starts_with("off"),
-        "{report:#}"
+        s["balancer"].as_str().unwrap().starts_with(&mode),
+        "balancerStatus says {mode}: {report:#}"
     );
-    // The simulator's user-less server: privileges unknown, not refused.
-    assert!(
-        s["actions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|a| a[1].is_null()),
-        "{report:#}"
-    );
+    if db.sim().is_some() {
+        assert_eq!(mode, "off");
+        // The simulator's user-less server: privileges unknown, not refused.
+        assert!(
+            s["actions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|a| a[1].is_null()),
+            "{report:#}"
+        );
+    }
     // Sharded on { k: 1 } already, planned hashed _id: exit 78 naming both.
     let c = &s["collections"][0];
-    assert_eq!(c["namespace"], "mlcheck.m");
+    assert_eq!(c["namespace"], ns.as_str());
     assert_eq!(c["conflict"], true, "{report:#}");
     assert_eq!(code, Some(78), "{report:#}");
     assert!(
@@ -283,7 +315,7 @@ async fn check_target_on_the_routers_lists_the_shards_the_balancer_and_the_shard
         "{report:#}"
     );
     // The same key: ready, and the text report shows the section.
-    let same = config(&sim.uri(), "mlcheck", "shard_key = { k = 1 }");
+    let same = config(&db.uri(), &name, "shard_key = { k = 1 }");
     let (code, report, _) = check_target(&same).await;
     assert_eq!(code, Some(0), "{report:#}");
     let file = write_config(&same);
@@ -294,12 +326,15 @@ async fn check_target_on_the_routers_lists_the_shards_the_balancer_and_the_shard
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("shards         2 (shard0, shard1)")
-            && text.contains("balancer       off")
-            && text.contains("mlcheck.m: now { \"k\": 1 }, planned { k: 1 }"),
+        text.contains(&format!(
+            "shards         {} ({})",
+            shards.len(),
+            shards.join(", ")
+        )) && text.contains(&format!("balancer       {mode}"))
+            && text.contains(&format!("{ns}: now {{ \"k\": 1 }}, planned {{ k: 1 }}")),
         "{text}"
     );
-    sim.shutdown().await;
+    db.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -319,7 +354,10 @@ async fn check_target_refuses_a_shard_key_against_a_replica_set() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_user_refused_the_sharding_commands_exits_77_naming_the_action() {
-    let sim = cluster().await;
+    // The simulator's own cluster: it refuses on demand.
+    let sim = sim::start_sharded(SimConfig::default(), ShardedConfig::new(2, 1, 2))
+        .await
+        .unwrap();
     let sharded = sim.sharded().unwrap();
     sharded.refuse_sharding(true);
     let text = config(&sim.uri(), "mlrefused", "shard_key = { _id = \"hashed\" }");

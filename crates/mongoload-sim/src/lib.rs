@@ -20,6 +20,7 @@ pub mod commands;
 pub mod cursor;
 pub mod error;
 pub mod faults;
+pub mod node;
 pub mod profile;
 pub mod query;
 pub mod replset;
@@ -32,265 +33,100 @@ pub mod update;
 pub mod wire;
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 pub use auth::AuthUser;
 pub use faults::{
     Decision, ErrorFault, Fault, FaultConfig, FaultRecord, Faults, LatencyDist, Stall,
 };
+pub use node::{Node, SimConfig};
 pub use profile::ProfileConfig;
 pub use replset::{
     ElectionTime, Failover, ReplSet, ReplSetConfig, RolledBack, StepDown, StepDownError, WriteKind,
     DEFAULT_ELECTION_TIMEOUT,
 };
-pub use sharded::{start_sharded, ChunkInfo, Migration, Sharded, ShardedConfig};
-use shared::Shared;
+pub use sharded::{ChunkInfo, Migration, Sharded, ShardedConfig};
 pub use tls::TlsFiles;
 
-/// How to start a simulator.
-#[derive(Debug, Clone)]
-pub struct SimConfig {
-    /// Address to listen on; port 0 picks a free port.
-    pub listen: SocketAddr,
-    /// Faults active from the start.
-    pub faults: FaultConfig,
-    /// The one user (in `admin`) clients must authenticate as; none: no authentication.
-    pub auth: Option<AuthUser>,
-    /// Serve TLS with this certificate and key; none: plain TCP.
-    pub tls: Option<TlsFiles>,
-    /// Announce logical sessions in `hello` (as MongoDB does); without
-    /// them the driver sends no session ids and refuses explicit sessions,
-    /// as with a server that has none.
-    pub sessions: bool,
-    /// The profiler's start settings and the slow-query log file.
-    pub profile: ProfileConfig,
+/// A running simulator: a standalone, a replica set (the handle is member
+/// 0's [`Node`] and holds the set) or a sharded cluster (the first
+/// router's, with the cluster beside it). It derefs to its [`Node`] for
+/// the address, faults, listener and replica set. Dropping it shuts the
+/// simulator down.
+pub struct SimHandle {
+    /// Set on a sharded cluster: its shards and other routers, which stop
+    /// as it drops (before the first router).
+    sharded: Option<Box<Sharded>>,
+    node: Node,
 }
 
-impl Default for SimConfig {
-    fn default() -> Self {
-        SimConfig {
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            faults: FaultConfig::default(),
-            auth: None,
-            tls: None,
-            sessions: true,
-            profile: ProfileConfig::default(),
+impl From<Node> for SimHandle {
+    fn from(node: Node) -> SimHandle {
+        SimHandle {
+            sharded: None,
+            node,
         }
     }
 }
 
-type Listener = (CancellationToken, JoinHandle<()>);
-
-/// A running simulator. Dropping it shuts the simulator down.
-pub struct SimHandle {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-    root: CancellationToken,
-    listener: Mutex<Option<Listener>>,
-    replset: Option<ReplSet>,
-    /// Set on a sharded cluster's first router: the cluster.
-    sharded: Option<Box<Sharded>>,
+impl std::ops::Deref for SimHandle {
+    type Target = Node;
+    fn deref(&self) -> &Node {
+        &self.node
+    }
 }
 
 /// Starts a simulator on `config.listen` and returns once it accepts
 /// connections. Unreadable TLS files are an `InvalidInput` error naming the file.
 pub async fn start(config: SimConfig) -> std::io::Result<SimHandle> {
-    let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
-    let log = open_log(&config)?;
-    serve(config.listen, Arc::new(new_shared(&config, &tls, &log))).await
-}
-
-/// Serves `shared` on `listen` (a standalone server or a router), its idle
-/// cursors reaped, and returns its handle.
-async fn serve(listen: SocketAddr, shared: Arc<Shared>) -> std::io::Result<SimHandle> {
-    let root = shared.faults.root().clone();
-    let (addr, stop, task) = server::listen(listen, shared.clone(), &root).await?;
-    tokio::spawn(server::reap_cursors(shared.clone(), root.clone()));
-    Ok(SimHandle {
-        addr,
-        shared,
-        root,
-        listener: Mutex::new(Some((stop, task))),
-        replset: None,
-        sharded: None,
-    })
+    node::start(config).await.map(SimHandle::from)
 }
 
 /// Starts a replica set of `set.members` members on consecutive ports from
 /// `config.listen` (from a free one when its port is 0), each with the
 /// faults of `config.faults`; member 0 is primary. The handle's
-/// [`SimHandle::addr`], [`SimHandle::faults`] and listener methods are
-/// member 0's; [`SimHandle::uri`] is the seed list.
+/// [`Node::addr`], [`Node::faults`] and listener methods are member 0's;
+/// [`SimHandle::uri`] is the seed list.
 pub async fn start_replset(config: SimConfig, set: ReplSetConfig) -> std::io::Result<SimHandle> {
-    let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
-    let log = open_log(&config)?;
-    let started = replset::start(config.listen, &|| new_shared(&config, &tls, &log), set).await?;
-    let (addr, shared, root, stop, task) = started.first;
+    node::start_replset(config, set).await.map(SimHandle::from)
+}
+
+/// Starts a sharded cluster as [`sharded::start`] describes: the handle's
+/// [`Node::addr`] is the first router's, [`SimHandle::uri`] lists every
+/// router, [`SimHandle::sharded`] gives the cluster.
+pub async fn start_sharded(
+    config: SimConfig,
+    sharded: ShardedConfig,
+) -> std::io::Result<SimHandle> {
+    let (node, cluster) = sharded::start(config, sharded).await?;
     Ok(SimHandle {
-        addr,
-        shared,
-        root,
-        listener: Mutex::new(Some((stop, task))),
-        replset: Some(started.set),
-        sharded: None,
+        sharded: Some(Box::new(cluster)),
+        node,
     })
 }
 
-/// Opens the slow-query log for appending (an `InvalidInput` error naming
-/// the file when it cannot be).
-pub(crate) fn open_log(config: &SimConfig) -> std::io::Result<Option<Arc<Mutex<std::fs::File>>>> {
-    let Some(path) = &config.profile.log else {
-        return Ok(None);
-    };
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("--log {}: {e}", path.display()),
-            )
-        })?;
-    Ok(Some(Arc::new(Mutex::new(f))))
-}
-
-/// One server's state as `config` describes it (faults, user, TLS); a
-/// replica set makes one per member.
-pub(crate) fn new_shared(
-    config: &SimConfig,
-    tls: &Option<tokio_rustls::TlsAcceptor>,
-    log: &Option<Arc<Mutex<std::fs::File>>>,
-) -> Shared {
-    let mut shared = Shared::new(Faults::new(config.faults.clone()));
-    shared.profiler = profile::Profiler::new(&config.profile, log.clone());
-    shared.auth = config.auth.as_ref().map(auth::Credentials::new);
-    shared.tls = tls.clone();
-    shared.sessions = config.sessions;
-    shared
-}
-
 impl SimHandle {
-    /// The address it listens on (the real port when started with port 0).
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
     /// A connection string for the driver: `mongodb://127.0.0.1:PORT/`, for
     /// a replica set the seed list `mongodb://h1,h2,h3/?replicaSet=NAME`,
     /// for a sharded cluster every router `mongodb://r1,r2/`.
     pub fn uri(&self) -> String {
-        if let Some(cluster) = &self.sharded {
-            return cluster.uri();
+        match &self.sharded {
+            Some(cluster) => cluster.uri(),
+            None => self.node.uri(),
         }
-        match &self.replset {
-            Some(set) => set.uri(),
-            None => format!("mongodb://{}/", self.addr),
-        }
-    }
-
-    /// The replica set, when started with [`start_replset`]: members,
-    /// elections, replication lag and rollback.
-    pub fn replset(&self) -> Option<&ReplSet> {
-        self.replset.as_ref()
     }
 
     /// The sharded cluster, when started with [`start_sharded`]: routers,
-    /// shards (each a [`SimHandle`] of its own), chunks and migrations.
+    /// shards (each a [`Node`] of its own), chunks and migrations.
     pub fn sharded(&self) -> Option<&Sharded> {
         self.sharded.as_deref()
     }
 
-    /// The fault-injection handle; changes apply to the next command.
-    pub fn faults(&self) -> &Faults {
-        &self.shared.faults
-    }
-
-    /// Connections open now.
-    pub fn connections(&self) -> u64 {
-        self.shared
-            .stats
-            .conns_current
-            .load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// Requests that arrived compressed with `compressor` (`snappy`,
-    /// `zlib`, `zstd`, `noop`) since start.
-    pub fn compressed_requests(&self, compressor: &str) -> u64 {
-        wire::compress::id_of(compressor).map_or(0, |id| {
-            self.shared.stats.compressed[usize::from(id)].load(std::sync::atomic::Ordering::Relaxed)
-        })
-    }
-
-    /// Server-side cursors open now.
-    pub fn open_cursors(&self) -> usize {
-        self.shared.cursors.len()
-    }
-
-    /// Stops listening (new connections are refused by the OS) and closes
-    /// every open connection, as if the server went down. Data is kept.
-    pub async fn stop_listener(&self) {
-        let current = self
-            .listener
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some((stop, task)) = current {
-            stop.cancel();
-            let _ = task.await;
-        }
-        self.shared.faults.drop_connections();
-    }
-
-    /// Listens again on the same address after [`SimHandle::stop_listener`].
-    pub async fn restart_listener(&self) -> std::io::Result<()> {
-        if self
-            .listener
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some()
-        {
-            return Ok(());
-        }
-        let (_, stop, task) = server::listen(self.addr, self.shared.clone(), &self.root).await?;
-        let mut slot = self.listener.lock().unwrap_or_else(|e| e.into_inner());
-        match slot.as_ref() {
-            // Another restart won the race: keep it and drop ours.
-            Some(_) => stop.cancel(),
-            None => *slot = Some((stop, task)),
-        }
-        Ok(())
-    }
-
-    /// Stops listening, closes every connection and waits for the listener to end.
+    /// Stops listening, closes every connection and waits for the listener
+    /// to end (a cluster's shards and other routers first).
     pub async fn shutdown(mut self) {
-        // A sharded cluster's shards and other routers stop as they drop.
         drop(self.sharded.take());
-        self.root.cancel();
-        if let Some(set) = &self.replset {
-            set.shutdown();
-        }
-        let current = self
-            .listener
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some((_, task)) = current {
-            let _ = task.await;
-        }
-    }
-}
-
-impl Drop for SimHandle {
-    fn drop(&mut self) {
-        self.root.cancel();
-        if let Some(set) = &self.replset {
-            set.shutdown();
-        }
+        self.node.shutdown().await;
     }
 }
 

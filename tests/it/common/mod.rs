@@ -58,11 +58,7 @@ pub struct TestDb {
 /// The test's deployment (see [`TestDb`]).
 pub async fn test_db() -> TestDb {
     match std::env::var(TEST_URI) {
-        Ok(uri) if !uri.is_empty() => TestDb {
-            uri,
-            prefix: unique_prefix(),
-            sim: None,
-        },
+        Ok(uri) if !uri.is_empty() => TestDb::real(uri),
         _ => TestDb::of_sim(sim().await),
     }
 }
@@ -88,6 +84,15 @@ impl TestDb {
     /// The simulator, when the test runs against one.
     pub fn sim(&self) -> Option<&SimHandle> {
         self.sim.as_ref()
+    }
+
+    /// The real deployment `uri` names (see [`TEST_URI`]).
+    pub fn real(uri: String) -> TestDb {
+        TestDb {
+            uri,
+            prefix: unique_prefix(),
+            sim: None,
+        }
     }
 
     /// A simulator of the test's own (a test that injects faults), with
@@ -910,6 +915,7 @@ pub use control::*;
 pub mod certs;
 pub mod notify_socket;
 pub mod prometheus_tools;
+pub mod shards;
 
 /// The stage reports of a run log, every line first validated against
 /// etc/runlog.schema.json.

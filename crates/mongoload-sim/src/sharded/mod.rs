@@ -26,7 +26,10 @@ pub use catalog::{Catalog, KeyKind, ShardKey};
 pub(crate) use router::Cluster;
 pub use router::Migration;
 
-use super::{new_shared, open_log, ReplSetConfig, SimConfig, SimHandle};
+use crate::faults::FaultConfig;
+use crate::node::{self, new_shared, open_log, Node, SimConfig};
+use crate::profile::ProfileConfig;
+use crate::replset::{ReplSet, ReplSetConfig};
 
 /// Shards and routers a sharded cluster may have.
 pub const MAX_SHARDS: usize = 16;
@@ -75,14 +78,14 @@ pub struct ChunkInfo {
     pub shard: usize,
 }
 
-/// A running sharded cluster, from [`SimHandle::sharded`]: the routers,
+/// A running sharded cluster, from [`crate::SimHandle::sharded`]: the routers,
 /// each shard as the simulator it is, the chunk tables and migrations.
 pub struct Sharded {
     cluster: Arc<Cluster>,
     routers: Vec<SocketAddr>,
-    /// Routers after the first (the first is the [`SimHandle`] itself).
-    other_routers: Vec<SimHandle>,
-    shards: Vec<SimHandle>,
+    /// Routers after the first (the first is the crate's handle itself).
+    other_routers: Vec<Node>,
+    shards: Vec<Node>,
     names: Vec<String>,
 }
 
@@ -95,13 +98,12 @@ fn invalid(message: String) -> std::io::Error {
 /// `config.listen`'s address, each with `config`'s faults, then
 /// `sharded.mongos` routers on consecutive ports from `config.listen`
 /// (free ones when its port is 0) with `config`'s authentication, TLS and
-/// profiler. The handle's [`SimHandle::addr`] is the first router's,
-/// [`SimHandle::uri`] lists every router, [`SimHandle::sharded`] gives the
-/// cluster.
-pub async fn start_sharded(
+/// profiler. Returns the first router and the cluster, which
+/// [`crate::start_sharded`] keeps together in its handle.
+pub(crate) async fn start(
     config: SimConfig,
     sharded: ShardedConfig,
-) -> std::io::Result<SimHandle> {
+) -> std::io::Result<(Node, Sharded)> {
     if !(1..=MAX_SHARDS).contains(&sharded.shards) {
         return Err(invalid(format!(
             "a sharded cluster has 1 to {MAX_SHARDS} shards, not {}",
@@ -126,7 +128,7 @@ pub async fn start_sharded(
         auth: None,
         tls: None,
         sessions: config.sessions,
-        profile: super::ProfileConfig {
+        profile: ProfileConfig {
             log: None,
             ..config.profile.clone()
         },
@@ -145,9 +147,9 @@ pub async fn start_sharded(
                 failover_every: None,
                 ..sharded.replset.clone()
             };
-            super::start_replset(shard_config.clone(), set).await?
+            node::start_replset(shard_config.clone(), set).await?
         } else {
-            super::start(shard_config.clone()).await?
+            node::start(shard_config.clone()).await?
         };
         let (members, host) = match handle.replset() {
             Some(set) => (
@@ -166,7 +168,7 @@ pub async fn start_sharded(
         links,
         sharded.balance_every.is_some(),
     ));
-    let tls = config.tls.as_ref().map(super::tls::acceptor).transpose()?;
+    let tls = config.tls.as_ref().map(crate::tls::acceptor).transpose()?;
     let log = open_log(&config)?;
     let mut routers = Vec::new();
     for k in 0..sharded.mongos {
@@ -178,20 +180,20 @@ pub async fn start_sharded(
         }
         // Faults are the shards' (a router's own may be set through its handle).
         let router_config = SimConfig {
-            faults: super::FaultConfig::default(),
+            faults: FaultConfig::default(),
             ..config.clone()
         };
         let shared = new_shared(&router_config, &tls, &log);
         let _ = shared.role.set(cluster.clone());
-        routers.push(crate::serve(listen, Arc::new(shared)).await?);
+        routers.push(node::serve(listen, Arc::new(shared)).await?);
     }
-    let mut first = routers.remove(0);
+    let first = routers.remove(0);
     if let Some(every) = sharded.balance_every {
         tokio::spawn(router::balancer(cluster.clone(), every, first.root.clone()));
     }
     if let Some(every) = sharded.replset.failover_every {
         let n = shards.len();
-        for (i, set) in shards.iter().filter_map(SimHandle::replset).enumerate() {
+        for (i, set) in shards.iter().filter_map(Node::replset).enumerate() {
             let first_at = every.mul_f64((i + 1) as f64 / n as f64);
             tokio::spawn(staggered_failovers(
                 set.clone(),
@@ -204,21 +206,21 @@ pub async fn start_sharded(
     let addrs = std::iter::once(first.addr)
         .chain(routers.iter().map(|r| r.addr))
         .collect();
-    first.sharded = Some(Box::new(Sharded {
+    let cluster = Sharded {
         cluster,
         routers: addrs,
         other_routers: routers,
         shards,
         names,
-    }));
-    Ok(first)
+    };
+    Ok((first, cluster))
 }
 
 /// Steps `set`'s primary down at `first_at`, then every `every`, until
 /// `stop`: shard `i` of N first at `(i + 1)·every/N`, so the shards' elections
 /// are spread over the period instead of all at once.
 async fn staggered_failovers(
-    set: super::ReplSet,
+    set: ReplSet,
     first_at: Duration,
     every: Duration,
     stop: tokio_util::sync::CancellationToken,
@@ -238,7 +240,7 @@ async fn staggered_failovers(
 }
 
 impl Sharded {
-    /// The routers' addresses (the first is the [`SimHandle`]'s).
+    /// The routers' addresses (the first is the crate's handle's).
     pub fn routers(&self) -> &[SocketAddr] {
         &self.routers
     }
@@ -249,9 +251,9 @@ impl Sharded {
         format!("mongodb://{}/", hosts.join(","))
     }
 
-    /// Router `k` (0 is the [`SimHandle`] itself, so `k` from 1): its
+    /// Router `k` (0 is the crate's handle itself, so `k` from 1): its
     /// faults and listener.
-    pub fn router(&self, k: usize) -> Option<&SimHandle> {
+    pub fn router(&self, k: usize) -> Option<&Node> {
         k.checked_sub(1).and_then(|k| self.other_routers.get(k))
     }
 
@@ -261,9 +263,9 @@ impl Sharded {
     }
 
     /// Shard `i` as the simulator it is: a standalone, or a replica set
-    /// ([`SimHandle::replset`]), with its faults and its own URI (for
+    /// ([`Node::replset`]), with its faults and its own URI (for
     /// reading what it holds directly).
-    pub fn shard(&self, i: usize) -> &SimHandle {
+    pub fn shard(&self, i: usize) -> &Node {
         &self.shards[i]
     }
 
@@ -357,6 +359,15 @@ impl Sharded {
     pub fn refuse_list_shards(&self, refuse: bool) {
         self.cluster
             .refuse_list_shards
+            .store(refuse, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Refuses (`true`) or allows reads of `config.changelog` (`find`,
+    /// `aggregate`, `count`, `distinct`) as Unauthorized (13), as MongoDB
+    /// refuses them to a user with only `readWrite`.
+    pub fn refuse_changelog(&self, refuse: bool) {
+        self.cluster
+            .refuse_changelog
             .store(refuse, std::sync::atomic::Ordering::Relaxed);
     }
 

@@ -23,8 +23,13 @@ use crate::commands::{self, as_i64, coll_name, command_name, CmdError};
 use crate::query::{compare, Filter, Projection, SortSpec};
 use crate::shared::Shared;
 
-/// The metadata collections the router serves from its catalog.
-const CONFIG_COLLECTIONS: [&str; 4] = ["shards", "databases", "collections", "chunks"];
+/// The metadata collections the router serves from its catalog (and
+/// `changelog` from its migration records).
+const CONFIG_COLLECTIONS: [&str; 5] = ["shards", "databases", "collections", "chunks", "changelog"];
+
+/// The `server` of the changelog's documents: the config server that
+/// wrote them, which the simulator has none of.
+const CHANGELOG_SERVER: &str = "mongoload-sim-config";
 
 /// One chunk migration as it really happened: its namespace and range,
 /// the shards, the documents moved and when it began and ended (wall
@@ -62,6 +67,9 @@ pub(crate) struct Cluster {
     /// Refuse `listShards` as Unauthorized (13), as MongoDB does for a
     /// user without `clusterMonitor` (a test's switch).
     pub(crate) refuse_list_shards: AtomicBool,
+    /// Refuse reads of `config.changelog` as Unauthorized (13), as
+    /// MongoDB does for a user with only `readWrite` (a test's switch).
+    pub(crate) refuse_changelog: AtomicBool,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -176,6 +184,7 @@ impl Cluster {
             balancer_on: AtomicBool::new(balancer_on),
             refuse_sharding: AtomicBool::new(false),
             refuse_list_shards: AtomicBool::new(false),
+            refuse_changelog: AtomicBool::new(false),
             balancer_rounds: AtomicU64::new(0),
             in_round: AtomicBool::new(false),
         }
@@ -255,9 +264,13 @@ impl Cluster {
                 | "moveChunk"
                 | "movechunk"
         );
+        let reads_changelog = db == "config"
+            && matches!(name.as_str(), "find" | "aggregate" | "count" | "distinct")
+            && body.get_str(&name) == Ok("changelog");
         let refused = (sharding_command && self.refuse_sharding.load(Ordering::Relaxed))
             || (matches!(name.as_str(), "listShards" | "listshards")
-                && self.refuse_list_shards.load(Ordering::Relaxed));
+                && self.refuse_list_shards.load(Ordering::Relaxed))
+            || (reads_changelog && self.refuse_changelog.load(Ordering::Relaxed));
         if refused {
             return CmdError::new(
                 13,
@@ -645,6 +658,9 @@ impl Cluster {
 
     /// The metadata collection `config.<coll>` as documents.
     fn config_docs(&self, coll: &str) -> Vec<Document> {
+        if coll == "changelog" {
+            return changelog_docs(&lock(&self.migrations));
+        }
         let catalog = lock(&self.catalog);
         match coll {
             "shards" => catalog.shard_docs(),
@@ -1095,6 +1111,49 @@ fn index_name(key: &ShardKey) -> String {
         })
         .collect::<Vec<_>>()
         .join("_")
+}
+
+/// `config.changelog` as MongoDB's config server writes it for the
+/// migrations: per migration a `moveChunk.start` (at its start) and a
+/// `moveChunk.commit` (at its commit: the record's end), each with
+/// `details: {min, max, from, to}`, in the order the records were made
+/// (the simulator records a migration when it commits, so a start shows
+/// only with its commit).
+pub(crate) fn changelog_docs(migrations: &[Migration]) -> Vec<Document> {
+    let mut out = Vec::with_capacity(migrations.len() * 2);
+    for (i, m) in migrations.iter().enumerate() {
+        let committed = m.started + m.end.duration_since(m.start);
+        for (k, (what, at)) in [
+            ("moveChunk.start", m.started),
+            ("moveChunk.commit", committed),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let time = bson::DateTime::from_system_time(at);
+            out.push(doc! {
+                // MongoDB's `<host>-<time>-<increment>`.
+                "_id": format!(
+                    "{CHANGELOG_SERVER}-{}-{}",
+                    time.try_to_rfc3339_string().unwrap_or_default(),
+                    i * 2 + k
+                ),
+                "server": CHANGELOG_SERVER,
+                "shard": "config",
+                "clientAddr": "",
+                "time": time,
+                "what": what,
+                "ns": &m.ns,
+                "details": {
+                    "min": m.min.clone(),
+                    "max": m.max.clone(),
+                    "from": &m.from,
+                    "to": &m.to,
+                },
+            });
+        }
+    }
+    out
 }
 
 /// The balancer: one round every `every` while the cluster's token lives.
