@@ -14,11 +14,11 @@
 #     toolchain (rustup's, mounted read-only into the build), and this
 #     machine's CA bundle (its egress proxy re-signs crates.io's TLS).
 # The build itself runs the Containerfile unchanged but for its
-# CARGO_PROFILE argument: `image-check` (Cargo.toml: release without LTO,
-# 16 codegen units) in place of `release`, since the package's release
-# build (packaging/check.sh) already builds the shipped binary once and an
-# LTO build takes minutes more; set IMAGE_PROFILE=release to check the
-# shipped build. It runs `cargo build --profile … --locked` inside the
+# CARGO_PROFILE argument: `image-check` (Cargo.toml: unoptimized, no debug
+# info) in place of `release`, since what is checked is that the
+# Containerfile builds and its image runs, and the release build takes a
+# quarter of an hour of CI's 2 cores; set IMAGE_PROFILE=release to check
+# the shipped build. It runs `cargo build --profile … --locked` inside the
 # build stage (crates from crates.io), then the slim
 # stage, in Docker format (which keeps a HEALTHCHECK; OCI drops it). The
 # image is then inspected (user, entrypoint, command, port, no healthcheck)

@@ -1227,8 +1227,11 @@ async fn a_state_change_error_comes_with_its_state_change() {
     let http = run.http;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let term = set.term();
+    // A fifth of the writes (about 20/s at this rate and mix): some 20
+    // errors in 5 s. At 5 % (some 5 expected) fewer than 3 came one run in
+    // eight, and the check below failed with nothing wrong.
     set.faults(0).set_error(Some(ErrorFault {
-        rate: 0.05,
+        rate: 0.2,
         code: 10107,
         commands: vec!["insert".into(), "update".into(), "delete".into()],
     }));
