@@ -904,6 +904,8 @@ fn three_cluster_members_add_up_in_the_rules_and_the_overview() {
     // 18 scrapes of every member at least (a scrape that a loaded machine
     // answers late is missing from the window, and 20 of 20 might never
     // come).
+    // Each new reading is printed: a timeout then says which part was missing.
+    let mut last = String::new();
     wait_for(
         "20 s of the three members' stage in Prometheus",
         Duration::from_secs(120),
@@ -914,6 +916,13 @@ fn three_cluster_members_add_up_in_the_rules_and_the_overview() {
             let scraped = value(prom.query(
                 r#"min(count_over_time(mongoload_target_rate{job="mongoload",workload="mix"}[20s]))"#,
             ));
+            let now = format!(
+                "members at their rate for 20 s: {shares}, fewest scrapes in 20 s: {scraped}"
+            );
+            if now != last {
+                eprintln!("{now}");
+                last = now;
+            }
             shares == 3.0 && scraped >= 18.0
         },
         || children.assert_running(logs),
