@@ -1075,26 +1075,14 @@ fn the_shards_row_and_imbalance_read_a_sharded_cluster() {
     // One chunk of the collection from its shard to the other and back,
     // as an operator's moveChunk would.
     let (moved_from, moved_to) = rt.block_on(async {
-        use mongodb::bson::{doc, Document};
-        let config = client.database("config");
-        let coll = config
-            .collection::<Document>("collections")
-            .find_one(doc! {"_id": "e2eshards.mixed"})
-            .await
-            .expect("config.collections")
-            .expect("the collection is sharded");
-        let chunk = config
-            .collection::<Document>("chunks")
-            .find_one(doc! {"uuid": coll.get("uuid").cloned().expect("uuid")})
-            .await
-            .expect("config.chunks")
-            .expect("a chunk");
-        let from = chunk.get_str("shard").expect("shard").to_owned();
+        use mongodb::bson::doc;
+        let chunks = crate::common::shards::ShardView::over(client.clone())
+            .chunks("e2eshards.mixed")
+            .await;
+        let chunk = chunks.first().expect("a chunk");
+        let from = chunk.shard.clone();
         let to = if from == "shard0" { "shard1" } else { "shard0" };
-        let bounds = [
-            chunk.get_document("min").expect("min").clone(),
-            chunk.get_document("max").expect("max").clone(),
-        ];
+        let bounds = [chunk.min.clone(), chunk.max.clone()];
         for shard in [to, from.as_str()] {
             client
                 .database("admin")

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
-use mongoload::sim::SimHandle;
+use mongoload::sim::{Sharded, SimHandle};
 
 use super::{driver_client, TestDb, TEST_URI};
 
@@ -46,16 +46,23 @@ pub struct Chunk {
 
 /// The cluster's metadata and placement, read through a router.
 pub struct ShardView<'a> {
-    db: &'a TestDb,
+    /// The test's own simulator cluster, whose shards count their
+    /// documents themselves.
+    sim: Option<&'a Sharded>,
     client: mongodb::Client,
 }
 
 impl<'a> ShardView<'a> {
     pub async fn of(db: &'a TestDb) -> ShardView<'a> {
         ShardView {
-            db,
+            sim: db.sim().and_then(SimHandle::sharded),
             client: db.client().await,
         }
+    }
+
+    /// Through `client`'s router only.
+    pub fn over(client: mongodb::Client) -> ShardView<'static> {
+        ShardView { sim: None, client }
     }
 
     /// `listShards`' shard names, in its order.
@@ -128,7 +135,7 @@ impl<'a> ShardView<'a> {
     pub async fn documents(&self, db: &str, coll: &str) -> BTreeMap<String, i64> {
         let mut per: BTreeMap<String, i64> =
             self.shards().await.into_iter().map(|s| (s, 0)).collect();
-        if let Some(cluster) = self.db.sim().and_then(SimHandle::sharded) {
+        if let Some(cluster) = self.sim {
             for i in 0..cluster.shards() {
                 let n = cluster.shard_documents(i, db, coll).await.unwrap();
                 per.insert(cluster.shard_name(i).to_owned(), n);
