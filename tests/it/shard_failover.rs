@@ -330,9 +330,13 @@ async fn a_refused_list_shards_leaves_shard_failovers_unknown() {
 /// shards of 3 members, `w: "majority"`, a balancer round every 2 s
 /// (instead of 10 s) and each shard's primary stepped down every 6 s
 /// (instead of 30 s; staggered, so one shard fails over every 2 s), for
-/// 16 s. Sum over `op` = scheduled, YCSB's documents per shard within 10 %
-/// of even, 0 acknowledged writes missing, every failover on its shard.
-/// The full-length run is in BENCHMARKS.md, "Sharded cluster".
+/// 16 s. A chunk of YCSB's collection moved by the test 4 s in leaves its
+/// shards at 1, 2 and 3 chunks, which the balancer evens out again while
+/// the load runs. Sum over `op` = scheduled, YCSB's documents per shard
+/// within 10 % of even, 0 acknowledged writes missing, every failover on
+/// its shard, and the chunk migrations counted per (from, to) equal the
+/// simulator's record of them. The full-length run is in BENCHMARKS.md,
+/// "Sharded cluster".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acceptance_ycsb_a_through_two_routers_with_shard_failovers() {
     let _serial = crate::common::serial().await;
@@ -414,6 +418,25 @@ duration = "{SECS}s"
     })
     .await;
     let watched_from = SystemTime::now();
+    // A chunk to another shard, as an operator's moveChunk would (retried
+    // while the shards' elections refuse it); the balancer moves one back.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let ns = "shacc.usertable";
+    let chunk = doc! {"_id": "user1"};
+    let moved = crate::common::wait_for("a chunk moved", Duration::from_secs(10), || async {
+        for to in [0, 1] {
+            match cluster.move_chunk(ns, &chunk, to).await {
+                Ok(Some(m)) => return Some(m),
+                Ok(None) => {}
+                Err(e) => {
+                    eprintln!("moveChunk to shard {to}: {e}");
+                    return None;
+                }
+            }
+        }
+        None
+    })
+    .await;
     tokio::time::timeout(Duration::from_secs(90), running.wait())
         .await
         .expect("the run ends");
@@ -494,10 +517,37 @@ duration = "{SECS}s"
     }
     assert!(records.iter().all(|r| r.shard.is_some()), "{records:?}");
     assert!(elections >= 5, "{elections} elections watched");
-    let migrations = cluster.migrations().len();
+    // The test's migration and the balancer's answer to it, counted per
+    // (from, to) as the simulator recorded them.
+    let truth: Vec<sim::Migration> = cluster
+        .migrations()
+        .into_iter()
+        .filter(|m| m.ns == ns && m.started >= watched_from)
+        .collect();
+    assert!(
+        truth.iter().any(|m| m.by_balancer && m.to == moved.from),
+        "the balancer evened out the moved chunk: {truth:?}"
+    );
+    let mut want: std::collections::BTreeMap<(String, String), f64> = Default::default();
+    for m in &truth {
+        *want.entry((m.from.clone(), m.to.clone())).or_default() += 1.0;
+    }
+    let mut counted: std::collections::BTreeMap<(String, String), f64> = Default::default();
+    for s in samples(
+        &p,
+        "mongoload_shard_chunk_migrations_total",
+        &[("workload", "ycsb")],
+    ) {
+        if s.value > 0.0 {
+            let pair = (s.label("from").unwrap(), s.label("to").unwrap());
+            counted.insert((pair.0.to_owned(), pair.1.to_owned()), s.value);
+        }
+    }
+    assert_eq!(counted, want, "chunk migrations per (from, to)");
     eprintln!(
-        "acceptance: {} failovers on their shards ({elections} elections watched), ycsb documents per shard {per:?}, {migrations} migrations",
-        records.len()
+        "acceptance: {} failovers on their shards ({elections} elections watched), ycsb documents per shard {per:?}, {} migrations of {ns} while the load ran",
+        records.len(),
+        truth.len()
     );
     let reports = crate::common::read_run_log(&log);
     assert!(reports
