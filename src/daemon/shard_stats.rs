@@ -34,6 +34,7 @@ use std::time::Duration;
 
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
@@ -75,6 +76,17 @@ impl ShardBook {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
+    }
+
+    /// Keeps the readings of `workloads` only, in their order (a reload
+    /// stopped the others).
+    fn keep(&self, workloads: &[String]) {
+        let mut all = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        all.retain(|d| workloads.contains(&d.workload));
+        all.sort_by_key(|d| workloads.iter().position(|w| *w == d.workload));
     }
 
     fn set(&self, workload: &str, read_at: Option<String>, shards: PerShard) {
@@ -306,22 +318,29 @@ struct Changelog {
 
 impl Changelog {
     fn new(db: &str, workloads: &[(String, Vec<String>)]) -> Changelog {
-        let mut workloads_of: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for (name, collections) in workloads {
-            for c in collections {
-                workloads_of
-                    .entry(format!("{db}.{c}"))
-                    .or_default()
-                    .push(name.clone());
-            }
-        }
-        Changelog {
-            workloads_of,
+        let mut changelog = Changelog {
+            workloads_of: BTreeMap::new(),
             since: mongodb::bson::DateTime::now(),
             at_since: HashSet::new(),
             shown: BTreeSet::new(),
             off: false,
             failing: false,
+        };
+        changelog.set_workloads(db, workloads);
+        changelog
+    }
+
+    /// The workloads whose namespaces are read from now on (a reload's);
+    /// the series counted so far stay.
+    fn set_workloads(&mut self, db: &str, workloads: &[(String, Vec<String>)]) {
+        self.workloads_of.clear();
+        for (name, collections) in workloads {
+            for c in collections {
+                self.workloads_of
+                    .entry(format!("{db}.{c}"))
+                    .or_default()
+                    .push(name.clone());
+            }
         }
     }
 
@@ -425,7 +444,7 @@ impl Changelog {
 /// `/status`, so a report and the metric agree at that moment.
 struct Counter {
     db: mongodb::Database,
-    workloads: Vec<(String, Vec<String>)>,
+    workloads: watch::Receiver<WorkloadCollections>,
     metrics: Arc<Metrics>,
     book: Arc<ShardBook>,
 }
@@ -433,7 +452,7 @@ struct Counter {
 impl std::fmt::Debug for Counter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Counter")
-            .field("workloads", &self.workloads)
+            .field("workloads", &*self.workloads.borrow())
             .finish_non_exhaustive()
     }
 }
@@ -444,8 +463,13 @@ pub type ReportCounter = Arc<std::sync::OnceLock<Arc<dyn crate::report::ShardCou
 impl crate::report::ShardCounter for Counter {
     fn documents<'a>(&'a self, workload: &'a str) -> crate::report::ShardReading<'a> {
         Box::pin(async move {
-            let (_, collections) = self.workloads.iter().find(|(n, _)| n == workload)?;
-            let per_shard = tokio::time::timeout(REPORT_READ_TIMEOUT, read(&self.db, collections))
+            let collections = self
+                .workloads
+                .borrow()
+                .iter()
+                .find(|(n, _)| n == workload)
+                .map(|(_, c)| c.clone())?;
+            let per_shard = tokio::time::timeout(REPORT_READ_TIMEOUT, read(&self.db, &collections))
                 .await
                 .ok()?
                 .ok()?;
@@ -462,23 +486,28 @@ impl crate::report::ShardCounter for Counter {
     }
 }
 
+/// Each workload's name and collections, in the config's order (kept
+/// current by the supervisor at each reload).
+pub type WorkloadCollections = Vec<(String, Vec<String>)>;
+
 /// Runs until `stop`: spawn it as a task. `workloads`: each workload's
-/// name and collections; `reports`: given the stage reports' reader once
-/// the target is known to be a mongos.
+/// name and collections, as the config has them after each reload;
+/// `reports`: given the stage reports' reader once the target is known to
+/// be a mongos.
 pub async fn run(
     interval: Duration,
     db: mongodb::Database,
-    workloads: Vec<(String, Vec<String>)>,
+    mut workloads: watch::Receiver<WorkloadCollections>,
     metrics: Arc<Metrics>,
     book: Arc<ShardBook>,
     reports: ReportCounter,
     stop: CancellationToken,
 ) {
-    if interval.is_zero() || workloads.is_empty() {
+    if interval.is_zero() {
         return;
     }
     // Migrations are counted from the task's start.
-    let mut changelog = Changelog::new(db.name(), &workloads);
+    let mut changelog = Changelog::new(db.name(), &workloads.borrow_and_update());
     // Whether the target is a mongos, asked until it answers.
     loop {
         let hello = tokio::select! {
@@ -506,26 +535,28 @@ pub async fn run(
         book: book.clone(),
     };
     let _ = reports.set(Arc::new(counter));
-    let mut watched: Vec<Watched> = workloads
-        .into_iter()
-        .map(|(name, collections)| Watched {
-            name,
-            collections,
-            shown: Vec::new(),
-            failing: false,
-            stage: None,
-        })
-        .collect();
+    let mut watched: Vec<Watched> = Vec::new();
+    let mut reloads = true;
     let mut ticker = tokio::time::interval(interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticker.tick().await;
     let mut poll = tokio::time::interval(STAGE_POLL);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    poll.tick().await;
+    // The first round reads every workload, as a reload's does.
+    let mut all = true;
     loop {
-        let all = tokio::select! {
-            () = stop.cancelled() => break,
-            _ = ticker.tick() => true,
-            _ = poll.tick() => false,
-        };
+        let list = workloads.borrow_and_update().clone();
+        if watched.len() != list.len()
+            || watched
+                .iter()
+                .zip(&list)
+                .any(|(w, (name, c))| w.name != *name || w.collections != *c)
+        {
+            watched = rewatch(std::mem::take(&mut watched), &list, &metrics, &book);
+            changelog.set_workloads(db.name(), &list);
+            all = true;
+        }
         for w in &mut watched {
             let stage = metrics.current_stage(&w.name);
             let changed = stage != w.stage;
@@ -537,6 +568,16 @@ pub async fn run(
         if all {
             changelog.update(&db, &metrics, &watched).await;
         }
+        all = tokio::select! {
+            () = stop.cancelled() => break,
+            _ = ticker.tick() => true,
+            _ = poll.tick() => false,
+            // A reload: the next round reads the new list.
+            r = workloads.changed(), if reloads => {
+                reloads = r.is_ok();
+                false
+            }
+        };
     }
     // The run's end: the figures after the last stage, within the time
     // a task gets to stop.
@@ -547,6 +588,42 @@ pub async fn run(
         changelog.update(&db, &metrics, &watched).await;
     };
     let _ = tokio::time::timeout(FINAL_READ_TIMEOUT, last).await;
+}
+
+/// The workloads watched after a reload: those still in `list` keep what
+/// they showed, a stopped one leaves `mongoload_shard_documents` and
+/// `/status`, and a new one starts unread.
+fn rewatch(
+    old: Vec<Watched>,
+    list: &[(String, Vec<String>)],
+    metrics: &Metrics,
+    book: &ShardBook,
+) -> Vec<Watched> {
+    let mut old = old;
+    let mut kept = Vec::with_capacity(list.len());
+    for (name, collections) in list {
+        let w = match old.iter().position(|w| w.name == *name) {
+            Some(i) => {
+                let mut w = old.swap_remove(i);
+                w.collections.clone_from(collections);
+                w
+            }
+            None => Watched {
+                name: name.clone(),
+                collections: collections.clone(),
+                shown: Vec::new(),
+                failing: false,
+                stage: None,
+            },
+        };
+        kept.push(w);
+    }
+    for mut gone in old {
+        gone.forget(metrics);
+    }
+    let names: Vec<String> = list.iter().map(|(n, _)| n.clone()).collect();
+    book.keep(&names);
+    kept
 }
 
 #[cfg(test)]

@@ -46,15 +46,23 @@ pub async fn start_with(
         &base.metrics,
     );
     let shard_book = Arc::new(crate::daemon::shard_stats::ShardBook::default());
+    // Each workload's collections, as the supervisor keeps them at reloads.
+    let (collections, collections_rx) = tokio::sync::watch::channel(
+        base.built
+            .iter()
+            .map(supervisor::Built::collections)
+            .collect(),
+    );
     spawn_shard_stats(
         &mut tasks,
         &config,
-        &db,
+        (&db, collections_rx),
         &base,
         (&shard_book, reports.run().shards.clone()),
     );
     spawn_shard_failover(&mut tasks, &config, &base);
-    let (statuses, reloader, workloads) = start_engines(&config, &mut base, db, reports, &load);
+    let (statuses, reloader, workloads) =
+        start_engines(&config, &mut base, (db, collections), reports, &load);
 
     // HTTP and the control socket run on a thread of their own, so no
     // client of theirs ever takes the load runtime's workers.
@@ -100,7 +108,10 @@ pub async fn start_with(
 fn start_engines(
     config: &Config,
     base: &mut Base,
-    db: mongodb::Database,
+    (db, collections): (
+        mongodb::Database,
+        tokio::sync::watch::Sender<crate::daemon::shard_stats::WorkloadCollections>,
+    ),
     reports: ReportWriter,
     load: &CancellationToken,
 ) -> (
@@ -116,6 +127,7 @@ fn start_engines(
         reports,
         cluster: base.cluster.clone(),
         cluster_metrics: base.cluster_metrics.clone(),
+        collections,
     };
     Supervisor::start(env, config.clone(), std::mem::take(&mut base.built))
 }
@@ -324,7 +336,10 @@ fn spawn_probe(
 fn spawn_shard_stats(
     tasks: &mut Tasks,
     config: &Config,
-    db: &mongodb::Database,
+    (db, workloads): (
+        &mongodb::Database,
+        tokio::sync::watch::Receiver<crate::daemon::shard_stats::WorkloadCollections>,
+    ),
     base: &Base,
     (book, reports): (
         &Arc<crate::daemon::shard_stats::ShardBook>,
@@ -335,11 +350,6 @@ fn spawn_shard_stats(
     if interval.is_zero() {
         return;
     }
-    let workloads = base
-        .built
-        .iter()
-        .map(supervisor::Built::collections)
-        .collect();
     let (db, metrics, book) = (db.clone(), base.metrics.clone(), book.clone());
     tasks.spawn(Task::ShardStats, |stop| {
         crate::daemon::shard_stats::run(interval, db, workloads, metrics, book, reports, stop)

@@ -331,6 +331,9 @@ pub struct Env {
     pub cluster: Option<Arc<crate::cluster::Coordinator>>,
     /// The cluster families (exported alone too).
     pub cluster_metrics: crate::cluster::ClusterMetrics,
+    /// Each workload's collections, sent again after each reload (the
+    /// documents-per-shard task reads them).
+    pub collections: watch::Sender<crate::daemon::shard_stats::WorkloadCollections>,
 }
 
 /// A running engine of one workload.
@@ -602,7 +605,9 @@ impl Supervisor {
             .collect();
         let mut summary = diff(&running, &new.workloads);
         // Build everything that will start before stopping anything.
-        let mut built: HashMap<String, Built> = build(&new)?
+        let all = build(&new)?;
+        let collections: Vec<(String, Vec<String>)> = all.iter().map(Built::collections).collect();
+        let mut built: HashMap<String, Built> = all
             .into_iter()
             .filter(|b| !summary.kept.contains(&b.config.name))
             .map(|b| (b.config.name.clone(), b))
@@ -658,6 +663,7 @@ impl Supervisor {
             slots.push(slot);
         }
         self.slots.set(slots);
+        self.env.collections.send_replace(collections);
         Ok(summary)
     }
 }

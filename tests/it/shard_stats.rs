@@ -475,3 +475,92 @@ async fn a_refused_changelog_leaves_migrations_unknown_with_one_line() {
     assert!(lines[0].contains("not authorized"), "{}", lines[0]);
     sim.shutdown().await;
 }
+
+/// A reload (the supervisor's, as SIGHUP applies it) changes the workloads
+/// whose documents per shard are read: a workload it starts gets its
+/// gauges per shard, equal to what each shard holds after the run, and
+/// one it stops leaves `mongoload_shard_documents` and `/status`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_changes_the_workloads_read_per_shard() {
+    let _serial = crate::common::serial().await;
+    let sim = sim::start_sharded(SimConfig::default(), ShardedConfig::new(2, 1, 1))
+        .await
+        .expect("the sharded cluster starts");
+    let cluster = sim.sharded().unwrap();
+    let client = crate::common::driver_client(&sim.uri(), true, Duration::from_secs(10)).await;
+    for ns in ["shrl.mixed", "shrl.second"] {
+        client
+            .database("admin")
+            .run_command(doc! {"shardCollection": ns, "key": {"_id": "hashed"}})
+            .await
+            .unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let text = config(
+        &sim.uri(),
+        "shrl",
+        "[[workloads.stages]]\nrate = 100\nduration = \"1h\"\n",
+        &dir.path().join("runs.jsonl"),
+    );
+    let (file, running) = crate::common::start_daemon(&text).await;
+    let addr = running.http_addr;
+    crate::common::wait_for("w's shards", Duration::from_secs(10), || async {
+        let text = crate::common::scrape(addr).await;
+        (samples(&text, "mongoload_shard_documents", &[("workload", "w")]).len() == 2).then_some(())
+    })
+    .await;
+
+    // w replaced by v, which loads another collection for 3 s.
+    let new_text = text
+        .replace("name = \"w\"", "name = \"v\"")
+        .replace(
+            "initial_docs = 0",
+            "initial_docs = 0\ncollection = \"second\"",
+        )
+        .replace("duration = \"1h\"", "duration = \"3s\"");
+    let summary = running
+        .reload(crate::common::parse(&new_text, &file.path))
+        .await
+        .expect("the reload applies");
+    assert_eq!(summary.stopped, vec!["w"]);
+    assert_eq!(summary.started, vec!["v"]);
+    crate::common::wait_for(
+        "v's shards, and w's gone",
+        Duration::from_secs(10),
+        || async {
+            let text = crate::common::scrape(addr).await;
+            let v = samples(&text, "mongoload_shard_documents", &[("workload", "v")]);
+            let w = samples(&text, "mongoload_shard_documents", &[("workload", "w")]);
+            (v.len() == 2 && w.is_empty()).then_some(())
+        },
+    )
+    .await;
+    let status: serde_json::Value =
+        serde_json::from_str(&crate::common::must_get(addr, "/status").await.body).unwrap();
+    let listed: Vec<&str> = status["shard_documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["workload"].as_str())
+        .collect();
+    assert_eq!(listed, ["v"], "{status}");
+    let metrics = running.metrics.clone();
+    running.wait().await;
+
+    // After the run: v's last reading is each shard's own count.
+    let text = metrics.encode().unwrap();
+    for i in 0..cluster.shards() {
+        let name = cluster.shard_name(i).to_owned();
+        let truth = cluster.shard_documents(i, "shrl", "second").await.unwrap() as f64;
+        let got = sample(
+            &text,
+            "mongoload_shard_documents",
+            &[("workload", "v"), ("shard", name.as_str())],
+        )
+        .unwrap_or_else(|| panic!("no gauge of v for {name}:\n{text}"));
+        assert_eq!(got, truth, "shard {name}");
+        assert!(truth > 0.0, "v's documents on {name}");
+    }
+    assert!(samples(&text, "mongoload_shard_documents", &[("workload", "w")]).is_empty());
+    sim.shutdown().await;
+}
