@@ -1,14 +1,19 @@
 //! A workload's [`PrepareStep::Shard`](crate::workload::PrepareStep::Shard)
 //! against the deployment: through a mongos only, `enableSharding`,
 //! `shardCollection` of each collection, and a ranged `presplit`'s `split`s
-//! and `moveChunk`s round-robin over `listShards`. Idempotent: a collection
-//! already sharded on the same key is left as it is.
+//! and `moveChunk`s round-robin over `listShards`. Idempotent and
+//! resumable: a collection already sharded on the same key is not sharded
+//! again, and a ranged presplit does what its chunks (`config.chunks`) do
+//! not show done yet, so one interrupted by a restart ends the same way.
 
 use mongodb::bson::{doc, Document};
 
 use super::Deployment;
 use crate::exit::Exit;
-use crate::workload::shard::{same_key, shard_names, split_middle, Presplit, ShardPlan};
+use crate::workload::shard::{
+    missing_splits, same_key, shard_names, split_middle, spreading_moves, ChunkAt, Presplit,
+    ShardPlan,
+};
 
 /// Why sharding did not happen.
 #[derive(Debug)]
@@ -90,6 +95,9 @@ impl Deployment {
             let ns = format!("{db}.{}", coll.name());
             if self.sharded_as(workload, &ns, plan).await? {
                 tracing::info!(workload, ns, key = %plan.key, "prepare: already sharded on this key");
+                if let Presplit::Ranged(points) = &plan.presplit {
+                    self.presplit(workload, &ns, plan, points).await?;
+                }
                 continue;
             }
             let mut cmd = doc! { "shardCollection": &ns, "key": plan.key.to_document() };
@@ -151,8 +159,10 @@ impl Deployment {
         })
     }
 
-    /// A ranged `presplit`: splits `ns` at `points` and moves chunk `i` to
-    /// the `i`-th shard of `listShards`, round-robin.
+    /// A ranged `presplit`: splits `ns` at those of `points` that are not
+    /// chunk boundaries yet, then, unless the chunks are spread already,
+    /// moves chunk `i` to the `i`-th shard of `listShards` (round-robin)
+    /// where it is elsewhere.
     async fn presplit(
         &self,
         workload: &str,
@@ -161,7 +171,9 @@ impl Deployment {
         points: &[i64],
     ) -> Result<(), ShardError> {
         let admin = self.db.client().database("admin");
-        for p in points {
+        let chunks = self.chunks(workload, ns, plan).await?;
+        let splits = missing_splits(points, &chunks);
+        for p in &splits {
             let middle = split_middle(&plan.key, *p);
             self.bounded(async {
                 admin
@@ -176,16 +188,10 @@ impl Deployment {
             .await
             .map_err(|e| refused(e, workload, "listShards", "the cluster"))?;
         let shards = shard_names(&reply);
-        if shards.is_empty() {
-            return Ok(());
-        }
-        // A point inside each chunk: the first chunk holds everything below
-        // the first split point.
-        let starts = std::iter::once(points.first().map_or(0, |p| p.saturating_sub(1)))
-            .chain(points.iter().copied());
-        for (i, start) in starts.enumerate() {
-            let to = &shards[i % shards.len()];
-            let find = split_middle(&plan.key, start);
+        let chunks = self.chunks(workload, ns, plan).await?;
+        let moves = spreading_moves(points, &chunks, &shards);
+        for (point, to) in &moves {
+            let find = split_middle(&plan.key, *point);
             self.bounded(async {
                 admin
                     .run_command(doc! { "moveChunk": ns, "find": find, "to": to.as_str() })
@@ -194,13 +200,59 @@ impl Deployment {
             .await
             .map_err(|e| refused(e, workload, "moveChunk", ns))?;
         }
-        tracing::info!(
-            workload,
-            ns,
-            chunks = points.len() + 1,
-            shards = shards.len(),
-            "prepare: presplit and spread over the shards"
-        );
+        if splits.is_empty() && moves.is_empty() {
+            tracing::info!(workload, ns, "prepare: presplit done before");
+        } else {
+            tracing::info!(
+                workload,
+                ns,
+                chunks = points.len() + 1,
+                shards = shards.len(),
+                splits = splits.len(),
+                moves = moves.len(),
+                "prepare: presplit and spread over the shards"
+            );
+        }
         Ok(())
+    }
+
+    /// The chunks of `ns` from `config.chunks` (by the collection's `uuid`
+    /// since MongoDB 5.0, by `ns` before).
+    async fn chunks(
+        &self,
+        workload: &str,
+        ns: &str,
+        plan: &ShardPlan,
+    ) -> Result<Vec<ChunkAt>, ShardError> {
+        let config = self.db.client().database("config");
+        let coll = self
+            .bounded(async {
+                config
+                    .collection::<Document>("collections")
+                    .find_one(doc! { "_id": ns })
+                    .await
+            })
+            .await
+            .map_err(|e| refused(e, workload, "find", "config.collections"))?;
+        let filter = match coll.as_ref().and_then(|c| c.get("uuid")) {
+            Some(uuid) => doc! { "$or": [{ "uuid": uuid.clone() }, { "ns": ns }] },
+            None => doc! { "ns": ns },
+        };
+        let docs: Vec<Document> = self
+            .bounded(async {
+                use futures::TryStreamExt;
+                config
+                    .collection::<Document>("chunks")
+                    .find(filter)
+                    .await?
+                    .try_collect()
+                    .await
+            })
+            .await
+            .map_err(|e| refused(e, workload, "find", "config.chunks"))?;
+        Ok(docs
+            .iter()
+            .filter_map(|d| ChunkAt::from_chunk(d, &plan.key))
+            .collect())
     }
 }

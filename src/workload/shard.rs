@@ -403,6 +403,78 @@ pub fn shard_names(reply: &Document) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// One chunk of a collection as a ranged presplit sees it: where its range
+/// starts on the key's first field (`None`: at MinKey, the first chunk)
+/// and the shard holding it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkAt {
+    pub start: Option<i64>,
+    pub shard: String,
+}
+
+impl ChunkAt {
+    /// From a `config.chunks` document (`min`, `shard`), for `key`; `None`
+    /// when its `min` does not start with an integer or MinKey on the
+    /// key's first field (a chunk this presplit did not make).
+    pub fn from_chunk(d: &Document, key: &ShardKey) -> Option<ChunkAt> {
+        let min = d.get_document("min").ok()?;
+        let start = match min.get(key.first())? {
+            Bson::MinKey => None,
+            Bson::Int64(n) => Some(*n),
+            Bson::Int32(n) => Some(i64::from(*n)),
+            _ => return None,
+        };
+        Some(ChunkAt {
+            start,
+            shard: d.get_str("shard").ok()?.to_owned(),
+        })
+    }
+}
+
+/// The split points of a ranged presplit that are not yet chunk
+/// boundaries: an interrupted presplit resumes with these.
+pub fn missing_splits(points: &[i64], chunks: &[ChunkAt]) -> Vec<i64> {
+    points
+        .iter()
+        .copied()
+        .filter(|p| !chunks.iter().any(|c| c.start == Some(*p)))
+        .collect()
+}
+
+/// The moves that spread a ranged presplit's chunks round-robin over
+/// `shards` (chunk `i` in key order to shard `i mod n`): `(a point inside
+/// the chunk, to)`, only for a chunk not on its shard. None once the
+/// chunks are spread (every shard's count within one of the others', as
+/// round-robin leaves them), whoever spread them: a presplit that ran to
+/// its end, or the balancer since. `points` gives the first chunk's
+/// point (below the first split).
+pub fn spreading_moves(
+    points: &[i64],
+    chunks: &[ChunkAt],
+    shards: &[String],
+) -> Vec<(i64, String)> {
+    if shards.is_empty() || chunks.is_empty() {
+        return Vec::new();
+    }
+    let count = |s: &String| chunks.iter().filter(|c| c.shard == *s).count();
+    let most = shards.iter().map(count).max().unwrap_or(0);
+    let fewest = shards.iter().map(count).min().unwrap_or(0);
+    if most <= fewest + 1 {
+        return Vec::new();
+    }
+    let mut ordered: Vec<&ChunkAt> = chunks.iter().collect();
+    ordered.sort_by_key(|c| c.start.unwrap_or(i64::MIN));
+    let below = points.first().map_or(0, |p| p.saturating_sub(1));
+    ordered
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let to = &shards[i % shards.len()];
+            (c.shard != *to).then(|| (c.start.unwrap_or(below), to.clone()))
+        })
+        .collect()
+}
+
 /// `{ key: … }` of a collection as `config.collections` holds it, compared
 /// with the planned key (field order included).
 pub fn same_key(found: &Document, planned: &ShardKey) -> bool {
@@ -599,5 +671,84 @@ mod tests {
             shard_names(&doc! {"shards": [{"_id": "shard0"}, {"_id": "shard1"}], "ok": 1}),
             vec!["shard0", "shard1"]
         );
+    }
+
+    fn at(start: Option<i64>, shard: &str) -> ChunkAt {
+        ChunkAt {
+            start,
+            shard: shard.to_owned(),
+        }
+    }
+
+    fn names(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("shard{i}")).collect()
+    }
+
+    #[test]
+    fn a_fresh_presplit_splits_everywhere_and_spreads_round_robin() {
+        let points = [100, 200, 300];
+        let one = [at(None, "shard1")];
+        assert_eq!(missing_splits(&points, &one), vec![100, 200, 300]);
+        let split: Vec<ChunkAt> = [None, Some(100), Some(200), Some(300)]
+            .into_iter()
+            .map(|s| at(s, "shard1"))
+            .collect();
+        // Chunk 1 belongs on shard1, where it is: no move for it.
+        assert_eq!(
+            spreading_moves(&points, &split, &names(3)),
+            vec![
+                (99, "shard0".to_owned()),
+                (200, "shard2".to_owned()),
+                (300, "shard0".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_interrupted_presplit_resumes_with_what_is_missing_only() {
+        let points = [100, 200, 300];
+        // Split at 100 and 200 only, nothing moved yet.
+        let part = [
+            at(None, "shard0"),
+            at(Some(100), "shard0"),
+            at(Some(200), "shard0"),
+        ];
+        assert_eq!(missing_splits(&points, &part), vec![300]);
+        // All split, chunks 0 and 1 moved, then interrupted: 3 on shard0.
+        let moved = [
+            at(Some(300), "shard0"),
+            at(None, "shard0"),
+            at(Some(200), "shard0"),
+            at(Some(100), "shard1"),
+        ];
+        assert!(missing_splits(&points, &moved).is_empty());
+        assert_eq!(
+            spreading_moves(&points, &moved, &names(3)),
+            vec![(200, "shard2".to_owned())]
+        );
+        // Spread (by the presplit or the balancer since): nothing to do.
+        let spread = [
+            at(None, "shard2"),
+            at(Some(100), "shard0"),
+            at(Some(200), "shard1"),
+            at(Some(300), "shard0"),
+        ];
+        assert!(spreading_moves(&points, &spread, &names(3)).is_empty());
+    }
+
+    #[test]
+    fn a_chunk_document_gives_its_start_on_the_first_field_and_its_shard() {
+        let key = ShardKey {
+            fields: vec![
+                ("k".into(), Ok(KeyDir::Ranged)),
+                ("_id".into(), Ok(KeyDir::Ranged)),
+            ],
+        };
+        let first = doc! {"min": {"k": Bson::MinKey, "_id": Bson::MinKey}, "shard": "s0"};
+        assert_eq!(ChunkAt::from_chunk(&first, &key), Some(at(None, "s0")));
+        let next = doc! {"min": {"k": 5_i64, "_id": Bson::MinKey}, "shard": "s1"};
+        assert_eq!(ChunkAt::from_chunk(&next, &key), Some(at(Some(5), "s1")));
+        let other = doc! {"min": {"k": "x"}, "shard": "s1"};
+        assert_eq!(ChunkAt::from_chunk(&other, &key), None);
     }
 }

@@ -141,6 +141,56 @@ async fn a_ranged_presplit_puts_chunks_on_both_shards_and_the_audit_finds_none_m
     db.shutdown().await;
 }
 
+/// A ranged presplit interrupted after its first split (the collection
+/// sharded, split at 100, nothing moved: as a restart would find it) is
+/// finished by the next run: split at 200 and 300 too, and its 4 chunks
+/// spread round-robin; a run after that finds it done and moves nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_ranged_presplit_is_finished_by_the_next_run() {
+    let db = cluster().await;
+    let view = ShardView::of(&db).await;
+    let name = db.database("resplit");
+    let ns = format!("{name}.m");
+    let admin = db.client().await.database("admin");
+    admin
+        .run_command(doc! {"shardCollection": &ns, "key": {"_id": 1}})
+        .await
+        .expect("shardCollection");
+    admin
+        .run_command(doc! {"split": &ns, "middle": {"_id": 100_i64}})
+        .await
+        .expect("split");
+    assert_eq!(view.chunks(&ns).await.len(), 2);
+    let text = config(&db.uri(), &name, "shard_key = { _id = 1 }\npresplit = 4")
+        .replace("load_batch = 100\n", "load_batch = 100\nmax_docs = 400\n");
+    let (code, err, _) = run(&text).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("already sharded on this key"), "{err}");
+    assert!(
+        err.contains("presplit and spread over the shards") && err.contains("splits=2"),
+        "{err}"
+    );
+    let chunks = view.chunks(&ns).await;
+    let mut mins: Vec<_> = chunks
+        .iter()
+        .filter_map(|c| c.min.get_i64("_id").ok())
+        .collect();
+    mins.sort_unstable();
+    assert_eq!(mins, [100, 200, 300], "{chunks:?}");
+    let shards = view.shards().await;
+    for s in shards.iter().take(4) {
+        let held = chunks.iter().filter(|c| &c.shard == s).count();
+        assert!(
+            (1..=4usize.div_ceil(shards.len())).contains(&held),
+            "round-robin: {chunks:?}"
+        );
+    }
+    let (code, err, _) = run(&text).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("presplit done before"), "{err}");
+    db.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shard_key_against_a_replica_set_exits_78_naming_the_workload_and_key() {
     let sim = sim::start_replset(SimConfig::default(), sim::ReplSetConfig::new("rs0", 1))
