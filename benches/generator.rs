@@ -18,9 +18,12 @@
 //!   the rounds' ratios. Twice (`GEN_CLOSED`: `both`, `process`,
 //!   `inprocess`): the shipped `mongoload run` as its own process, and the
 //!   daemon library in this process (the floor's allocator and runtime).
+//!   `GEN_MIX=write`: 90 % find by `_id`, 10 % insert of ~100 B documents
+//!   on both sides instead of finds only.
 //! - `memory`: `mongoload run` as its own process against a simulator that
-//!   delays every reply by 1 s, 1,000 ops/s: VmRSS / VmHWM with ~1,000
-//!   operations in flight.
+//!   delays every reply by 1 s, 1,000 ops/s (`GEN_MEM_RATE`): VmRSS /
+//!   VmHWM with ~1,000 operations in flight, `max_inflight` 1.5 × that and
+//!   the pool sized to the plan (`GEN_MEM_POOL`, default 0).
 //! - `peak`: the daemon stepping its rate up until it falls behind, with
 //!   the CPU use of both processes per step.
 //! - `events`: the daemon's CPU per operation with command monitoring
@@ -33,7 +36,8 @@
 //! `GEN_PEAK_RATES` (comma-separated steps, default 6000,…,30000),
 //! `GEN_COMMAND_EVENTS` (`true` or `false`: `target.command_events` of the
 //! daemon runs other than `events`; unset by default, which is off for
-//! these read-only runs).
+//! these read-only runs), `GEN_BIN` (the `mongoload` binary to run as
+//! the daemon and simulator processes, default the one cargo built).
 //! CPU time comes from /proc (utime + stime), so figures stay meaningful on
 //! a shared machine where wall-clock rates do not.
 
@@ -73,6 +77,8 @@ const DOCS: u64 = 10_000;
 const TASKS: usize = 64;
 /// Connections in the driver's pool, for both.
 const POOL: u32 = 32;
+/// The `_id`s of the closed-loop floor's inserts.
+static FLOOR_IDS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(1 << 40);
 /// Unmeasured lead-in of every run at the measured rate (pool, caches).
 const WARM: Duration = Duration::from_secs(3);
 
@@ -131,9 +137,12 @@ fn main() {
 
 // ---------------------------------------------------------------- processes
 
-/// `target/<profile>/mongoload`: cargo builds the package's binaries beside
+/// `GEN_BIN`, or `target/<profile>/mongoload`: cargo builds the package's binaries beside
 /// the bench executable's `deps` directory.
 fn mongoload_binary() -> PathBuf {
+    if let Some(bin) = std::env::var_os("GEN_BIN") {
+        return PathBuf::from(bin);
+    }
     let exe = std::env::current_exe().expect("current exe");
     let dir = exe
         .parent()
@@ -562,13 +571,15 @@ async fn floor_client(uri: &str, pool: u32) -> mongodb::Client {
 
 /// The closed-loop floor: `tasks` tasks each call `find_one({_id})` back
 /// to back on `coll` for `secs` after `warm`, with no metrics and no
-/// engine. Returns (operations completed in the measured window, CPU
+/// engine (`writes`: one call in ten an `insert_one` of a ~100 B document
+/// instead, as the daemon's 90/10 plan). Returns (operations completed in the measured window, CPU
 /// seconds of this process in it).
 async fn floor_closed(
     coll: &mongodb::Collection<Document>,
     tasks: usize,
     warm: Duration,
     secs: Duration,
+    writes: bool,
 ) -> (u64, f64) {
     let done = Arc::new(AtomicU64::new(0));
     let measure_from = Instant::now() + warm;
@@ -579,13 +590,21 @@ async fn floor_closed(
         set.spawn(async move {
             let mut rng = SmallRng::seed_from_u64(t as u64);
             loop {
-                let id = rng.random_range(0..DOCS) as i64;
-                let found = coll.find_one(doc! {"_id": id}).await;
+                let ok = if writes && rng.random_ratio(1, 10) {
+                    // Ids of their own, never the daemon's, unique across rounds.
+                    let next_id = FLOOR_IDS.fetch_add(1, Ordering::Relaxed);
+                    let pad = "x".repeat(80);
+                    let inserted = coll.insert_one(doc! {"_id": next_id, "pad": pad}).await;
+                    inserted.is_ok()
+                } else {
+                    let id = rng.random_range(0..DOCS) as i64;
+                    matches!(coll.find_one(doc! {"_id": id}).await, Ok(Some(_)))
+                };
                 let now = Instant::now();
                 if now >= end {
                     return;
                 }
-                if matches!(found, Ok(Some(_))) && now >= measure_from {
+                if ok && now >= measure_from {
                     done.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -785,6 +804,16 @@ async fn closed_loop_one(bin: &Path, process: bool) {
         )],
     )
     .replace("\nrate = ", "\nconcurrency = ");
+    // GEN_MIX=write: 90 % find by `_id`, 10 % insert of a ~100 B document,
+    // on both sides (the daemon's plan then writes: command monitoring is
+    // on unless GEN_COMMAND_EVENTS says otherwise).
+    let writes = std::env::var("GEN_MIX").is_ok_and(|m| m == "write");
+    let text = if writes {
+        text.replace("insert = 0\n", "insert = 1\n")
+            .replace("find = 1\n", "find = 9\n")
+    } else {
+        text
+    };
     let text = format!("{text}[control]\nsocket = \"{}\"\n", socket.display());
     let daemon = if process {
         let proc = spawn_run(bin, dir.path(), &text);
@@ -818,8 +847,13 @@ async fn closed_loop_one(bin: &Path, process: bool) {
     let client = floor_client(&uri, POOL).await;
     let coll = client.database("closed").collection::<Document>("gen");
     println!(
-        "\n== closed loop ({}): {WORKERS} workers find-by-_id, {rounds} rounds of {}s daemon + {}s floor, max_inflight 256, pool {POOL}; load average {}",
+        "\n== closed loop ({}): {WORKERS} workers {}, {rounds} rounds of {}s daemon + {}s floor, max_inflight 256, pool {POOL}; load average {}",
         daemon.name(),
+        if writes {
+            "90 % find-by-_id, 10 % insert"
+        } else {
+            "find-by-_id"
+        },
         secs.as_secs(),
         secs.as_secs(),
         load_average()
@@ -837,7 +871,7 @@ async fn closed_loop_one(bin: &Path, process: bool) {
             ((cpu1 - cpu0) / (ops1 - ops0).max(1.0) * 1e6, ops1 - ops0)
         };
         let floor = async {
-            let (n, cpu) = floor_closed(&coll, WORKERS, settle, secs).await;
+            let (n, cpu) = floor_closed(&coll, WORKERS, settle, secs, writes).await;
             (cpu / n.max(1) as f64 * 1e6, n as f64)
         };
         let ((d, dn), (f, fn_)) = if round % 2 == 0 {
@@ -871,25 +905,34 @@ async fn closed_loop_one(bin: &Path, process: bool) {
 }
 
 async fn memory(bin: &Path) {
-    let rate = 1000.0;
+    // In flight ≈ rate × 1 s (the simulator's latency).
+    let rate: f64 = env_or("GEN_MEM_RATE", 1000.0);
+    let inflight = (rate * 1.5) as usize;
+    // 0: sized to the plan (max_inflight connections, kept warm).
+    let pool: u32 = env_or("GEN_MEM_POOL", 0);
     let (sim_proc, addr) = start_sim(bin, &["--latency", "1s"]).await;
     let dir = tempfile::tempdir().expect("tempdir");
     let http = format!("127.0.0.1:{}", free_port());
-    let secs = 20;
+    let secs = env_or("GEN_SECS", 20);
     let text = config_text(
         &format!("mongodb://{addr}/?directConnection=true"),
         "mem",
         &http,
         &dir.path().join("run.jsonl"),
-        1500,
-        1200,
+        inflight,
+        pool,
         &[("hold".to_owned(), rate, Duration::from_secs(secs))],
     );
     // Fewer preloaded documents: each prepare batch also waits 1 s.
     let text = text.replace(&format!("initial_docs = {DOCS}"), "initial_docs = 2000");
     let proc = spawn_run(bin, dir.path(), &text);
     let pid = proc.pid();
-    println!("\n== memory: mongoload run (pid {pid}) at {rate} ops/s, simulator latency 1 s, max_inflight 1500, pool 1200");
+    let pool = if pool == 0 {
+        format!("{inflight} (sized to the plan)")
+    } else {
+        pool.to_string()
+    };
+    println!("\n== memory: mongoload run (pid {pid}) at {rate} ops/s, simulator latency 1 s, max_inflight {inflight}, pool {pool}");
     let http: SocketAddr = http.parse().unwrap();
     wait_listening(http).await;
     let t0 = Instant::now();

@@ -1,5 +1,6 @@
-//! The engine: drives one workload through its schedule. A fixed set of
-//! worker tasks (no task per operation) executes operations; in open loop
+//! The engine: drives one workload through its schedule. Worker tasks (no
+//! task per operation; spawned as they are needed, up to the workload's
+//! bound, see `crew`) execute operations; in open loop
 //! they claim numbered tickets whose intended start times come from the
 //! stage (`start + offset(i)`, absolute, no drift) and latency counts from
 //! that intended instant, so a stalled server shows in the percentiles; in
@@ -11,6 +12,7 @@
 
 mod controller;
 mod count;
+mod crew;
 mod prepare;
 mod prepare_lease;
 mod status;
@@ -21,7 +23,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
-use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -37,7 +38,7 @@ use crate::schedule::{Schedule, Stage};
 use crate::workload::Workload;
 
 use count::CountProgress;
-use worker::Worker;
+use crew::Crew;
 
 #[cfg(any(test, feature = "test-hooks"))]
 pub use controller::fault;
@@ -59,8 +60,9 @@ pub struct WorkloadRun {
     pub schedule: watch::Receiver<Schedule>,
     pub deployment: Deployment,
     pub metrics: WorkloadMetrics,
-    /// Worker tasks: the open-loop bound on operations in flight, or the
-    /// highest closed-loop concurrency, whichever is larger.
+    /// Worker tasks at most (spawned as they are needed): the open-loop
+    /// bound on operations in flight, or the highest closed-loop
+    /// concurrency, whichever is larger.
     pub workers: usize,
     /// Open loop: an operation whose send is later than this behind its
     /// intended start is counted missed instead of sent.
@@ -188,21 +190,17 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
     let (stage_tx, stage_rx) = watch::channel(Published::Idle);
     // Cancelled once the controller is done (or with the run).
     let workers_stop = cancel.child_token();
-    let mut workers = JoinSet::new();
     let op_metrics: Arc<[OpMetrics]> = run.metrics.ops().into();
     // One error log for all the workers: lines per class, not per worker.
     let errors = Arc::new(ErrorLog::default());
-    for id in 0..run.workers.max(1) {
-        let worker = Worker {
-            id: id as u32,
-            run: run.clone(),
-            ops: op_metrics.clone(),
-            errors: errors.clone(),
-            stage: stage_rx.clone(),
-            stop: workers_stop.clone(),
-        };
-        workers.spawn(worker.run());
-    }
+    // Workers are spawned as they are needed, up to `run.workers`.
+    let crew = Crew::start(
+        run.clone(),
+        op_metrics,
+        errors,
+        stage_rx,
+        workers_stop.clone(),
+    );
 
     let monitor_stop = cancel.child_token();
     let monitor = run.thresholds.clone().map(|book| {
@@ -230,6 +228,7 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
 
     let _ = stage_tx.send(Published::Done);
     workers_stop.cancel();
+    let mut workers = crew.close();
     let drained = tokio::time::timeout(grace, async {
         while workers.join_next().await.is_some() {}
     })
