@@ -19,17 +19,11 @@
 /// Free workers kept ready (each holding an open-loop ticket claim).
 pub(super) const SPARE_WORKERS: usize = 64;
 
+use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::sync::watch;
 use tokio::task::JoinSet;
-use tokio_util::sync::CancellationToken;
-
-use super::worker::Worker;
-use super::{Published, WorkloadRun};
-use crate::error_log::ErrorLog;
-use crate::metrics::OpMetrics;
 
 /// How many workers exist and how many are busy; decides when to spawn
 /// one more. Pure bookkeeping, no tasks: see [`Crew`] for those.
@@ -81,65 +75,35 @@ impl Headcount {
     }
 }
 
-/// The worker tasks of a workload: their headcount, what every worker is
-/// given, and the set they run in, closed once the engine drains them (a
-/// worker that would spawn another after that does not).
+/// The worker tasks of a workload: their headcount and the set they run
+/// in, closed once the engine drains them (a worker that would spawn
+/// another after that does not). What a worker is, and what each is
+/// given, is `worker.rs`'s: the crew only counts and holds the tasks.
 pub(super) struct Crew {
     pub(super) headcount: Headcount,
-    run: Arc<WorkloadRun>,
-    ops: Arc<[OpMetrics]>,
-    errors: Arc<ErrorLog>,
-    stage: watch::Receiver<Published>,
-    stop: CancellationToken,
     tasks: Mutex<Option<JoinSet<()>>>,
 }
 
 impl Crew {
-    /// The crew of `run` (up to `run.workers` workers), with its spare
-    /// workers spawned.
-    pub(super) fn start(
-        run: Arc<WorkloadRun>,
-        ops: Arc<[OpMetrics]>,
-        errors: Arc<ErrorLog>,
-        stage: watch::Receiver<Published>,
-        stop: CancellationToken,
-    ) -> Arc<Self> {
-        let crew = Arc::new(Crew {
-            headcount: Headcount::new(run.workers, SPARE_WORKERS),
-            run,
-            ops,
-            errors,
-            stage,
-            stop,
+    /// An empty crew of at most `max` workers, keeping [`SPARE_WORKERS`]
+    /// free.
+    pub(super) fn new(max: usize) -> Arc<Self> {
+        Arc::new(Crew {
+            headcount: Headcount::new(max, SPARE_WORKERS),
             tasks: Mutex::new(Some(JoinSet::new())),
-        });
-        for _ in 0..SPARE_WORKERS {
-            if let Some(id) = crew.headcount.reserve() {
-                crew.spawn(id);
-            }
-        }
-        crew
+        })
     }
 
-    /// Spawns worker `id` (reserved from the headcount), unless the set
-    /// is closed.
-    pub(super) fn spawn(self: &Arc<Self>, id: u32) {
-        let worker = Worker {
-            id,
-            crew: self.clone(),
-            run: self.run.clone(),
-            ops: self.ops.clone(),
-            errors: self.errors.clone(),
-            stage: self.stage.clone(),
-            stop: self.stop.clone(),
-        };
+    /// Runs a worker's task (its id reserved from the headcount), unless
+    /// the set is closed.
+    pub(super) fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
         let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(set) = tasks.as_mut() {
             // Finished workers leave their result in the set until it is
             // joined: collect them here, so the set does not grow with the
             // run (they finish only at its end, so this is rarely any).
             while set.try_join_next().is_some() {}
-            set.spawn(worker.run());
+            set.spawn(task);
         }
     }
 

@@ -38,7 +38,7 @@ use crate::schedule::{Schedule, Stage};
 use crate::workload::Workload;
 
 use count::CountProgress;
-use crew::Crew;
+use worker::Worker;
 
 #[cfg(any(test, feature = "test-hooks"))]
 pub use controller::fault;
@@ -194,7 +194,7 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
     // One error log for all the workers: lines per class, not per worker.
     let errors = Arc::new(ErrorLog::default());
     // Workers are spawned as they are needed, up to `run.workers`.
-    let crew = Crew::start(
+    let crew = Worker::start_crew(
         run.clone(),
         op_metrics,
         errors,

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::count::WorkerCount;
-use super::crew::Crew;
+use super::crew::{Crew, SPARE_WORKERS};
 use super::{Published, WorkloadRun};
 use crate::audit::Pending;
 use crate::error_kind::ErrorKind;
@@ -39,6 +39,49 @@ pub(super) struct Worker {
 }
 
 impl Worker {
+    /// Starts a workload's crew: its first [`SPARE_WORKERS`] workers (or
+    /// `run.workers`, if fewer), each given the same; later ones
+    /// join as operations take them up ([`Crew`]).
+    pub(super) fn start_crew(
+        run: Arc<WorkloadRun>,
+        ops: Arc<[OpMetrics]>,
+        errors: Arc<ErrorLog>,
+        stage: watch::Receiver<Published>,
+        stop: CancellationToken,
+    ) -> Arc<Crew> {
+        let crew = Crew::new(run.workers);
+        let template = Worker {
+            id: 0,
+            crew: crew.clone(),
+            run,
+            ops,
+            errors,
+            stage,
+            stop,
+        };
+        for _ in 0..SPARE_WORKERS {
+            if let Some(id) = crew.headcount.reserve() {
+                template.hire(id);
+            }
+        }
+        crew
+    }
+
+    /// Spawns worker `id` (reserved from the headcount) with what this
+    /// one was given.
+    fn hire(&self, id: u32) {
+        let worker = Worker {
+            id,
+            crew: self.crew.clone(),
+            run: self.run.clone(),
+            ops: self.ops.clone(),
+            errors: self.errors.clone(),
+            stage: self.stage.clone(),
+            stop: self.stop.clone(),
+        };
+        self.crew.spawn(worker.run());
+    }
+
     pub(super) async fn run(mut self) {
         let mut source = self
             .run
@@ -215,7 +258,7 @@ impl Worker {
         session: &mut WorkerSession,
     ) {
         if let Some(id) = self.crew.headcount.busy() {
-            self.crew.spawn(id);
+            self.hire(id);
         }
         let Op { op, body } = source.next_op();
         let metrics = &self.ops[op];
