@@ -41,6 +41,45 @@ initial_docs = 0
     )
 }
 
+/// Two shards of one member behind one router, with each of `namespaces`
+/// sharded on a hashed `_id` through it; the cluster and a client of its
+/// router.
+async fn two_shards(namespaces: &[&str]) -> (sim::SimHandle, mongodb::Client) {
+    let sim = sim::start_sharded(SimConfig::default(), ShardedConfig::new(2, 1, 1))
+        .await
+        .expect("the sharded cluster starts");
+    let client = crate::common::driver_client(&sim.uri(), true, Duration::from_secs(10)).await;
+    for ns in namespaces {
+        client
+            .database("admin")
+            .run_command(doc! {"shardCollection": *ns, "key": {"_id": "hashed"}})
+            .await
+            .unwrap();
+    }
+    (sim, client)
+}
+
+/// Waits until the daemon at `addr` shows `workload`'s documents on both
+/// shards.
+async fn wait_both_shards(addr: std::net::SocketAddr, workload: &str) {
+    crate::common::wait_for(
+        &format!("{workload}'s documents on both shards"),
+        Duration::from_secs(10),
+        || async {
+            let text = crate::common::scrape(addr).await;
+            (samples(
+                &text,
+                "mongoload_shard_documents",
+                &[("workload", workload)],
+            )
+            .len()
+                == 2)
+                .then_some(())
+        },
+    )
+    .await;
+}
+
 /// The run log's lines, each validated against etc/runlog.schema.json.
 fn run_log(path: &std::path::Path) -> Vec<serde_json::Value> {
     let schema: serde_json::Value =
@@ -60,16 +99,8 @@ fn run_log(path: &std::path::Path) -> Vec<serde_json::Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn documents_per_shard_equal_what_each_shard_holds() {
     let _serial = crate::common::serial().await;
-    let sim = sim::start_sharded(SimConfig::default(), ShardedConfig::new(2, 1, 1))
-        .await
-        .expect("the sharded cluster starts");
+    let (sim, client) = two_shards(&["shst.mixed"]).await;
     let cluster = sim.sharded().unwrap();
-    let client = crate::common::driver_client(&sim.uri(), true, Duration::from_secs(10)).await;
-    client
-        .database("admin")
-        .run_command(doc! {"shardCollection": "shst.mixed", "key": {"_id": "hashed"}})
-        .await
-        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs.jsonl");
     let text = config(
@@ -236,15 +267,7 @@ async fn against_a_replica_set_there_is_no_shard_metric() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_read_is_unknown_and_recovers() {
     let _serial = crate::common::serial().await;
-    let sim = sim::start_sharded(SimConfig::default(), ShardedConfig::new(2, 1, 1))
-        .await
-        .expect("the sharded cluster starts");
-    let client = crate::common::driver_client(&sim.uri(), true, Duration::from_secs(10)).await;
-    client
-        .database("admin")
-        .run_command(doc! {"shardCollection": "shst_refused.mixed", "key": {"_id": "hashed"}})
-        .await
-        .unwrap();
+    let (sim, _client) = two_shards(&["shst_refused.mixed"]).await;
     sim.faults().set_error(Some(ErrorFault {
         rate: 1.0,
         code: 13,
@@ -312,17 +335,9 @@ fn committed(m: &sim::Migration) -> std::time::SystemTime {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chunk_migrations_equal_the_simulators_record() {
     let _serial = crate::common::serial().await;
-    let sim = sim::start_sharded(SimConfig::default(), ShardedConfig::new(2, 1, 1))
-        .await
-        .expect("the sharded cluster starts");
-    let cluster = sim.sharded().unwrap();
-    let client = crate::common::driver_client(&sim.uri(), true, Duration::from_secs(10)).await;
     let ns = "shmig.mixed";
-    client
-        .database("admin")
-        .run_command(doc! {"shardCollection": ns, "key": {"_id": "hashed"}})
-        .await
-        .unwrap();
+    let (sim, client) = two_shards(&[ns]).await;
+    let cluster = sim.sharded().unwrap();
     // One migration before the daemon starts: not the daemon's to count.
     let chunk_of = |k: i64| doc! {"_id": k};
     let mut before = cluster.move_chunk(ns, &chunk_of(1), 1).await.unwrap();
@@ -340,11 +355,7 @@ async fn chunk_migrations_equal_the_simulators_record() {
     );
     let (_file, running) = crate::common::start_daemon(&text).await;
     let addr = running.http_addr;
-    crate::common::wait_for("both shards' gauges", Duration::from_secs(10), || async {
-        let text = crate::common::scrape(addr).await;
-        (samples(&text, "mongoload_shard_documents", &[("workload", "w")]).len() == 2).then_some(())
-    })
-    .await;
+    wait_both_shards(addr, "w").await;
     // Chunks back and forth while the load runs, across several readings.
     for round in 0..6_usize {
         for k in [1_i64, 2] {
@@ -410,18 +421,10 @@ async fn chunk_migrations_equal_the_simulators_record() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_changelog_leaves_migrations_unknown_with_one_line() {
     let _serial = crate::common::serial().await;
-    let sim = sim::start_sharded(SimConfig::default(), ShardedConfig::new(2, 1, 1))
-        .await
-        .expect("the sharded cluster starts");
+    let ns = "shmig_refused.mixed";
+    let (sim, client) = two_shards(&[ns]).await;
     let cluster = sim.sharded().unwrap();
     cluster.refuse_changelog(true);
-    let client = crate::common::driver_client(&sim.uri(), true, Duration::from_secs(10)).await;
-    let ns = "shmig_refused.mixed";
-    client
-        .database("admin")
-        .run_command(doc! {"shardCollection": ns, "key": {"_id": "hashed"}})
-        .await
-        .unwrap();
     let refused = client
         .database("config")
         .collection::<Document>("changelog")
@@ -483,18 +486,8 @@ async fn a_refused_changelog_leaves_migrations_unknown_with_one_line() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_changes_the_workloads_read_per_shard() {
     let _serial = crate::common::serial().await;
-    let sim = sim::start_sharded(SimConfig::default(), ShardedConfig::new(2, 1, 1))
-        .await
-        .expect("the sharded cluster starts");
+    let (sim, _client) = two_shards(&["shrl.mixed", "shrl.second"]).await;
     let cluster = sim.sharded().unwrap();
-    let client = crate::common::driver_client(&sim.uri(), true, Duration::from_secs(10)).await;
-    for ns in ["shrl.mixed", "shrl.second"] {
-        client
-            .database("admin")
-            .run_command(doc! {"shardCollection": ns, "key": {"_id": "hashed"}})
-            .await
-            .unwrap();
-    }
     let dir = tempfile::tempdir().unwrap();
     let text = config(
         &sim.uri(),
@@ -504,20 +497,17 @@ async fn a_reload_changes_the_workloads_read_per_shard() {
     );
     let (file, running) = crate::common::start_daemon(&text).await;
     let addr = running.http_addr;
-    crate::common::wait_for("w's shards", Duration::from_secs(10), || async {
-        let text = crate::common::scrape(addr).await;
-        (samples(&text, "mongoload_shard_documents", &[("workload", "w")]).len() == 2).then_some(())
-    })
-    .await;
+    wait_both_shards(addr, "w").await;
 
-    // w replaced by v, which loads another collection for 3 s.
+    // w replaced by v, which loads another collection until stopped (a
+    // run that ended by itself could take the HTTP server with it before
+    // the reads below on a slow machine).
     let new_text = text
         .replace("name = \"w\"", "name = \"v\"")
         .replace(
             "initial_docs = 0",
             "initial_docs = 0\ncollection = \"second\"",
-        )
-        .replace("duration = \"1h\"", "duration = \"3s\"");
+        );
     let summary = running
         .reload(crate::common::parse(&new_text, &file.path))
         .await
@@ -545,6 +535,7 @@ async fn a_reload_changes_the_workloads_read_per_shard() {
         .collect();
     assert_eq!(listed, ["v"], "{status}");
     let metrics = running.metrics.clone();
+    running.stop();
     running.wait().await;
 
     // After the run: v's last reading is each shard's own count.
