@@ -23,7 +23,9 @@
 //! - `memory`: `mongoload run` as its own process against a simulator that
 //!   delays every reply by 1 s, 1,000 ops/s (`GEN_MEM_RATE`): VmRSS /
 //!   VmHWM with ~1,000 operations in flight, `max_inflight` 1.5 × that and
-//!   the pool sized to the plan (`GEN_MEM_POOL`, default 0).
+//!   the pool sized to the plan (`GEN_MEM_POOL`, default 0), and VmRSS
+//!   with the pool warm before the load (the open connections in every
+//!   sample).
 //! - `peak`: the daemon stepping its rate up until it falls behind, with
 //!   the CPU use of both processes per step.
 //! - `events`: the daemon's CPU per operation with command monitoring
@@ -572,21 +574,24 @@ async fn floor_client(uri: &str, pool: u32) -> mongodb::Client {
 /// The closed-loop floor: `tasks` tasks each call `find_one({_id})` back
 /// to back on `coll` for `secs` after `warm`, with no metrics and no
 /// engine (`writes`: one call in ten an `insert_one` of a ~100 B document
-/// instead, as the daemon's 90/10 plan). Returns (operations completed in the measured window, CPU
-/// seconds of this process in it).
+/// instead, as the daemon's 90/10 plan). Returns the calls completed in
+/// the measured window whatever their outcome (as the daemon's
+/// `mongoload_operations_total` counts them), those of them that failed or
+/// found nothing, and the CPU seconds of this process in the window.
 async fn floor_closed(
     coll: &mongodb::Collection<Document>,
     tasks: usize,
     warm: Duration,
     secs: Duration,
     writes: bool,
-) -> (u64, f64) {
+) -> (u64, u64, f64) {
     let done = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
     let measure_from = Instant::now() + warm;
     let end = measure_from + secs;
     let mut set = tokio::task::JoinSet::new();
     for t in 0..tasks {
-        let (coll, done) = (coll.clone(), done.clone());
+        let (coll, done, failed) = (coll.clone(), done.clone(), failed.clone());
         set.spawn(async move {
             let mut rng = SmallRng::seed_from_u64(t as u64);
             loop {
@@ -604,8 +609,11 @@ async fn floor_closed(
                 if now >= end {
                     return;
                 }
-                if ok && now >= measure_from {
+                if now >= measure_from {
                     done.fetch_add(1, Ordering::Relaxed);
+                    if !ok {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
             }
         });
@@ -615,7 +623,11 @@ async fn floor_closed(
     tokio::time::sleep_until(end).await;
     let cpu1 = cpu_seconds("self");
     while set.join_next().await.is_some() {}
-    (done.load(Ordering::Relaxed), cpu1 - cpu0)
+    (
+        done.load(Ordering::Relaxed),
+        failed.load(Ordering::Relaxed),
+        cpu1 - cpu0,
+    )
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -808,9 +820,13 @@ async fn closed_loop_one(bin: &Path, process: bool) {
     // on both sides (the daemon's plan then writes: command monitoring is
     // on unless GEN_COMMAND_EVENTS says otherwise).
     let writes = std::env::var("GEN_MIX").is_ok_and(|m| m == "write");
+    // Unbounded (`max_docs = 0`): past its default bound of ten times the
+    // preloaded documents `mixed` deletes the oldest with each insert (two
+    // requests where the floor sends one), and the floor's finds of those
+    // ids would find nothing.
     let text = if writes {
         text.replace("insert = 0\n", "insert = 1\n")
-            .replace("find = 1\n", "find = 9\n")
+            .replace("find = 1\n", "find = 9\nmax_docs = 0\n")
     } else {
         text
     };
@@ -871,7 +887,10 @@ async fn closed_loop_one(bin: &Path, process: bool) {
             ((cpu1 - cpu0) / (ops1 - ops0).max(1.0) * 1e6, ops1 - ops0)
         };
         let floor = async {
-            let (n, cpu) = floor_closed(&coll, WORKERS, settle, secs, writes).await;
+            let (n, failed, cpu) = floor_closed(&coll, WORKERS, settle, secs, writes).await;
+            if failed > 0 {
+                println!("  floor: {failed} of {n} calls failed or found nothing");
+            }
             (cpu / n.max(1) as f64 * 1e6, n as f64)
         };
         let ((d, dn), (f, fn_)) = if round % 2 == 0 {
@@ -939,6 +958,7 @@ async fn memory(bin: &Path) {
     let mut peak_inflight = 0.0f64;
     let mut at_peak = (0, 0);
     let mut hwm_seen = 0;
+    let mut warm = (0, 0.0);
     let until = t0 + Duration::from_secs(secs + 8);
     while Instant::now() < until {
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -954,25 +974,39 @@ async fn memory(bin: &Path) {
             .and_then(|l| l.rsplit(' ').next())
             .unwrap_or("0")
             .to_owned();
+        // Open connections: idle + in use.
+        let connections: f64 = page
+            .lines()
+            .filter(|l| l.starts_with("mongoload_pool_connections{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum();
         let rss = status_kib(pid, "VmRSS");
         let hwm = status_kib(pid, "VmHWM");
         hwm_seen = hwm_seen.max(hwm);
         println!(
-            "t={:>2}s in flight {inflight:>5} ok {ok:>7} VmRSS {:.1} MiB VmHWM {:.1} MiB",
+            "t={:>2}s in flight {inflight:>5} connections {connections:>5} ok {ok:>7} VmRSS {:.1} MiB VmHWM {:.1} MiB",
             t0.elapsed().as_secs(),
             rss as f64 / 1024.0,
             hwm as f64 / 1024.0
         );
+        // The pool warm and nothing in flight yet: what connections cost
+        // before any operation does.
+        if peak_inflight == 0.0 && inflight == 0.0 && connections > 0.0 {
+            warm = (rss, connections);
+        }
         if inflight >= peak_inflight {
             peak_inflight = inflight;
             at_peak = (rss, hwm);
         }
     }
     println!(
-        "RESULT memory: {peak_inflight} in flight: VmRSS {:.1} MiB, VmHWM {:.1} MiB (whole run high-water mark {:.1} MiB)",
+        "RESULT memory: {peak_inflight} in flight: VmRSS {:.1} MiB, VmHWM {:.1} MiB (whole run high-water mark {:.1} MiB); \
+         before the load, {} connections open and nothing in flight: VmRSS {:.1} MiB",
         at_peak.0 as f64 / 1024.0,
         at_peak.1 as f64 / 1024.0,
-        hwm_seen as f64 / 1024.0
+        hwm_seen as f64 / 1024.0,
+        warm.1,
+        warm.0 as f64 / 1024.0
     );
     drop(proc);
     drop(sim_proc);
