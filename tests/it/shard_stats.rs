@@ -502,12 +502,10 @@ async fn a_reload_changes_the_workloads_read_per_shard() {
     // w replaced by v, which loads another collection until stopped (a
     // run that ended by itself could take the HTTP server with it before
     // the reads below on a slow machine).
-    let new_text = text
-        .replace("name = \"w\"", "name = \"v\"")
-        .replace(
-            "initial_docs = 0",
-            "initial_docs = 0\ncollection = \"second\"",
-        );
+    let new_text = text.replace("name = \"w\"", "name = \"v\"").replace(
+        "initial_docs = 0",
+        "initial_docs = 0\ncollection = \"second\"",
+    );
     let summary = running
         .reload(crate::common::parse(&new_text, &file.path))
         .await
