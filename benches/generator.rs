@@ -19,7 +19,9 @@
 //!   `inprocess`): the shipped `mongoload run` as its own process, and the
 //!   daemon library in this process (the floor's allocator and runtime).
 //!   `GEN_MIX=write`: 90 % find by `_id`, 10 % insert of ~100 B documents
-//!   on both sides instead of finds only.
+//!   on both sides instead of finds only. `GEN_FLOOR=session`: the
+//!   strongest floor, each task with one explicit session as the workers
+//!   keep, instead of the driver's implicit session per call.
 //! - `memory`: `mongoload run` as its own process against a simulator that
 //!   delays every reply by 1 s, 1,000 ops/s (`GEN_MEM_RATE`): VmRSS /
 //!   VmHWM with ~1,000 operations in flight, `max_inflight` 1.5 × that and
@@ -578,12 +580,16 @@ async fn floor_client(uri: &str, pool: u32) -> mongodb::Client {
 /// the measured window whatever their outcome (as the daemon's
 /// `mongoload_operations_total` counts them), those of them that failed or
 /// found nothing, and the CPU seconds of this process in the window.
+/// `sessions`: each task keeps one explicit session (no causal
+/// consistency) for all its calls, as mongoload's workers do, instead of
+/// the driver's implicit session per call (the naive floor).
 async fn floor_closed(
     coll: &mongodb::Collection<Document>,
     tasks: usize,
     warm: Duration,
     secs: Duration,
     writes: bool,
+    sessions: bool,
 ) -> (u64, u64, f64) {
     let done = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
@@ -594,16 +600,32 @@ async fn floor_closed(
         let (coll, done, failed) = (coll.clone(), done.clone(), failed.clone());
         set.spawn(async move {
             let mut rng = SmallRng::seed_from_u64(t as u64);
+            let mut session = if sessions {
+                let client = coll.client();
+                let started = client.start_session().causal_consistency(false).await;
+                Some(started.expect("a session"))
+            } else {
+                None
+            };
             loop {
                 let ok = if writes && rng.random_ratio(1, 10) {
                     // Ids of their own, never the daemon's, unique across rounds.
                     let next_id = FLOOR_IDS.fetch_add(1, Ordering::Relaxed);
                     let pad = "x".repeat(80);
-                    let inserted = coll.insert_one(doc! {"_id": next_id, "pad": pad}).await;
+                    let insert = coll.insert_one(doc! {"_id": next_id, "pad": pad});
+                    let inserted = match session.as_mut() {
+                        Some(s) => insert.session(s).await,
+                        None => insert.await,
+                    };
                     inserted.is_ok()
                 } else {
                     let id = rng.random_range(0..DOCS) as i64;
-                    matches!(coll.find_one(doc! {"_id": id}).await, Ok(Some(_)))
+                    let find = coll.find_one(doc! {"_id": id});
+                    let found = match session.as_mut() {
+                        Some(s) => find.session(s).await,
+                        None => find.await,
+                    };
+                    matches!(found, Ok(Some(_)))
                 };
                 let now = Instant::now();
                 if now >= end {
@@ -820,6 +842,10 @@ async fn closed_loop_one(bin: &Path, process: bool) {
     // on both sides (the daemon's plan then writes: command monitoring is
     // on unless GEN_COMMAND_EVENTS says otherwise).
     let writes = std::env::var("GEN_MIX").is_ok_and(|m| m == "write");
+    // GEN_FLOOR=session: the strongest floor, a session per task (as the
+    // workers keep one); otherwise the naive one, an implicit session per
+    // call.
+    let floor_sessions = std::env::var("GEN_FLOOR").is_ok_and(|f| f == "session");
     // Unbounded (`max_docs = 0`): past its default bound of ten times the
     // preloaded documents `mixed` deletes the oldest with each insert (two
     // requests where the floor sends one), and the floor's finds of those
@@ -863,7 +889,7 @@ async fn closed_loop_one(bin: &Path, process: bool) {
     let client = floor_client(&uri, POOL).await;
     let coll = client.database("closed").collection::<Document>("gen");
     println!(
-        "\n== closed loop ({}): {WORKERS} workers {}, {rounds} rounds of {}s daemon + {}s floor, max_inflight 256, pool {POOL}; load average {}",
+        "\n== closed loop ({}): {WORKERS} workers {}, {rounds} rounds of {}s daemon + {}s floor ({}), max_inflight 256, pool {POOL}; load average {}",
         daemon.name(),
         if writes {
             "90 % find-by-_id, 10 % insert"
@@ -872,6 +898,11 @@ async fn closed_loop_one(bin: &Path, process: bool) {
         },
         secs.as_secs(),
         secs.as_secs(),
+        if floor_sessions {
+            "a session per task"
+        } else {
+            "implicit sessions"
+        },
         load_average()
     );
     let (mut daemon_us, mut floor_us, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
@@ -887,7 +918,8 @@ async fn closed_loop_one(bin: &Path, process: bool) {
             ((cpu1 - cpu0) / (ops1 - ops0).max(1.0) * 1e6, ops1 - ops0)
         };
         let floor = async {
-            let (n, failed, cpu) = floor_closed(&coll, WORKERS, settle, secs, writes).await;
+            let (n, failed, cpu) =
+                floor_closed(&coll, WORKERS, settle, secs, writes, floor_sessions).await;
             if failed > 0 {
                 println!("  floor: {failed} of {n} calls failed or found nothing");
             }
