@@ -115,6 +115,9 @@ fn main() {
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         load_average(),
         match command_events_line() {
+            "" if std::env::var("GEN_MIX").is_ok_and(|m| m == "write") => {
+                "unset (on for GEN_MIX=write, which inserts)"
+            }
             "" => "unset (off: the runs only read)",
             line => line.trim_end(),
         }

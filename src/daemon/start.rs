@@ -222,7 +222,7 @@ async fn connect(
     let handlers = Handlers {
         cmap: Some(metrics.cmap_handler()),
         sdam: Some(metrics.sdam_handler()),
-        command: config.command_events().then(|| metrics.command_handler()),
+        command: config.command_events().then(|| metrics.command_monitor()),
     };
     let timeouts = Timeouts {
         connect: config.target.connect_timeout,

@@ -47,7 +47,8 @@ use crate::metrics::failover::FailoverFamilies;
 use clock::OutageClock;
 pub use records::FailoverRecord;
 use records::PrimaryState;
-use retry::{is_write_command, RetryBook};
+pub use retry::is_write_command;
+use retry::RetryBook;
 use shards::{ShardChange, ShardPrimaries};
 
 /// How long after the primary is back an outage begun by its loss, which no

@@ -24,7 +24,7 @@ pub(super) struct RetryBook {
 }
 
 /// The write commands (their attempts feed the outage clock).
-pub(super) fn is_write_command(name: &str) -> bool {
+pub fn is_write_command(name: &str) -> bool {
     matches!(
         name,
         "insert" | "update" | "delete" | "findAndModify" | "commitTransaction"

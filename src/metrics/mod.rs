@@ -260,14 +260,17 @@ impl Metrics {
         })
     }
 
-    /// A command event handler for `ClientOptions::command_event_handler`:
-    /// each write attempt's outcome (so a failure the driver's retryable
-    /// writes hide still starts a write outage) and the retries.
-    pub fn command_handler(
-        &self,
-    ) -> mongodb::event::EventHandler<mongodb::event::command::CommandEvent> {
+    /// Command monitoring of the write commands: each write attempt's
+    /// outcome (so a failure the driver's retryable writes hide still
+    /// starts a write outage) and the retries.
+    pub fn command_monitor(&self) -> crate::mongo::CommandMonitor {
         let failover = Arc::clone(&self.failover);
-        mongodb::event::EventHandler::callback(move |event| failover.on_command(&event))
+        crate::mongo::CommandMonitor {
+            handler: mongodb::event::EventHandler::callback(move |event| {
+                failover.on_command(&event)
+            }),
+            wants: crate::failover::is_write_command,
+        }
     }
 
     /// The acknowledged-write audit's families.

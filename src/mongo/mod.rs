@@ -192,22 +192,27 @@ impl Deployment {
                     .limit(limit)
                     .optional(sort, |f, s| f.sort(s))
                     .optional(projection, |f, p| f.projection(p));
-                let mut n = 0;
-                match session {
-                    None => {
-                        let mut cursor = find.await?;
-                        while cursor.advance().await? {
-                            n += 1;
+                // Boxed, as the aggregation below: a cursor's state would
+                // otherwise size every request, finds by `_id` included.
+                Box::pin(async move {
+                    let mut n = 0;
+                    match session {
+                        None => {
+                            let mut cursor = find.await?;
+                            while cursor.advance().await? {
+                                n += 1;
+                            }
+                        }
+                        Some(session) => {
+                            let mut cursor = find.session(&mut *session).await?;
+                            while cursor.advance(&mut *session).await? {
+                                n += 1;
+                            }
                         }
                     }
-                    Some(session) => {
-                        let mut cursor = find.session(&mut *session).await?;
-                        while cursor.advance(&mut *session).await? {
-                            n += 1;
-                        }
-                    }
-                }
-                Ok(n)
+                    Ok(n)
+                })
+                .await
             }
             Action::UpdateOne {
                 collection,
@@ -237,24 +242,27 @@ impl Deployment {
             } => {
                 // Counted as they come, never decoded.
                 let agg = c[collection].aggregate(pipeline);
-                let n = match session {
-                    None => {
-                        let mut cursor = agg.await?;
-                        let mut n = 0;
-                        while cursor.advance().await? {
-                            n += 1;
+                let n = Box::pin(async move {
+                    Ok::<_, mongodb::error::Error>(match session {
+                        None => {
+                            let mut cursor = agg.await?;
+                            let mut n = 0;
+                            while cursor.advance().await? {
+                                n += 1;
+                            }
+                            n
                         }
-                        n
-                    }
-                    Some(session) => {
-                        let mut cursor = agg.session(&mut *session).await?;
-                        let mut n = 0;
-                        while cursor.advance(&mut *session).await? {
-                            n += 1;
+                        Some(session) => {
+                            let mut cursor = agg.session(&mut *session).await?;
+                            let mut n = 0;
+                            while cursor.advance(&mut *session).await? {
+                                n += 1;
+                            }
+                            n
                         }
-                        n
-                    }
-                };
+                    })
+                })
+                .await?;
                 Ok(n)
             }
             Action::Count { collection, filter } => {
@@ -463,7 +471,10 @@ pub async fn connect(
     options.server_selection_timeout = Some(timeouts.server_selection);
     options.cmap_event_handler = handlers.cmap;
     options.sdam_event_handler = handlers.sdam;
-    options.command_event_handler = handlers.command;
+    if let Some(monitor) = handlers.command {
+        options.command_event_handler = Some(monitor.handler);
+        options.command_event_filter = Some(monitor.wants);
+    }
     Client::with_options(options)
 }
 
@@ -484,7 +495,17 @@ pub struct Handlers {
     pub sdam: Option<mongodb::event::EventHandler<mongodb::event::sdam::SdamEvent>>,
     /// Command monitoring: each write attempt's outcome, for the write
     /// outage and the retried writes.
-    pub command: Option<mongodb::event::EventHandler<mongodb::event::command::CommandEvent>>,
+    pub command: Option<CommandMonitor>,
+}
+
+/// A command event handler and the commands it is sent events for.
+pub struct CommandMonitor {
+    pub handler: mongodb::event::EventHandler<mongodb::event::command::CommandEvent>,
+    /// Whether a command, by name, is monitored. The driver copies and
+    /// converts a monitored command and its reply for the event: a find's
+    /// copies cost more than the rest of its load path, so only the
+    /// commands the handler reads are monitored.
+    pub wants: fn(&str) -> bool,
 }
 
 #[cfg(test)]

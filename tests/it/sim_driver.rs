@@ -854,3 +854,72 @@ async fn a_client_shuts_down_while_its_pool_fills_against_a_frozen_server() {
     );
     warming.abort();
 }
+
+/// Command monitoring of the commands wanted only (the driver patch
+/// `ClientOptions::command_event_filter`, vendor/mongodb/src/client.rs):
+/// a handler that reads the write commands' events is sent no event of a
+/// find or its `getMore`, so the driver does not copy their commands and
+/// replies for it, and every write still has its started and succeeded
+/// or failed event, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn command_events_are_sent_for_the_commands_the_filter_wants() {
+    use mongodb::event::command::CommandEvent;
+    use std::sync::{Arc, Mutex};
+
+    let sim = common::sim().await;
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let mut opts = mongodb::options::ClientOptions::parse(sim.uri())
+        .await
+        .unwrap();
+    let log = seen.clone();
+    opts.command_event_handler = Some(mongodb::event::EventHandler::callback(
+        move |ev: CommandEvent| {
+            let what = match ev {
+                CommandEvent::Started(e) => format!("started {}", e.command_name),
+                CommandEvent::Succeeded(e) => format!("succeeded {}", e.command_name),
+                CommandEvent::Failed(e) => format!("failed {}", e.command_name),
+                _ => "other".to_owned(),
+            };
+            log.lock().unwrap().push(what);
+        },
+    ));
+    opts.command_event_filter = Some(mongoload::failover::is_write_command);
+    let client = Client::with_options(opts).unwrap();
+    let coll = client.database("d").collection::<Document>("c");
+    coll.insert_many((0..5).map(|i| doc! {"_id": i}))
+        .await
+        .unwrap();
+    coll.find_one(doc! {"_id": 1}).await.unwrap();
+    let all: Vec<Document> = coll
+        .find(doc! {})
+        .batch_size(2)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 5);
+    coll.update_one(doc! {"_id": 1}, doc! {"$set": {"x": 1}})
+        .await
+        .unwrap();
+    let duplicate = coll.insert_one(doc! {"_id": 2}).await.unwrap_err();
+    assert!(
+        matches!(*duplicate.kind, ErrorKind::Write(_)),
+        "{duplicate}"
+    );
+    coll.delete_one(doc! {"_id": 3}).await.unwrap();
+    // A write error is a reply with `writeErrors`: the command succeeded.
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "started insert",
+            "succeeded insert",
+            "started update",
+            "succeeded update",
+            "started insert",
+            "succeeded insert",
+            "started delete",
+            "succeeded delete",
+        ]
+    );
+}

@@ -328,6 +328,7 @@ impl Client {
 
     pub(crate) async fn emit_command_event(
         &self,
+        command_name: &str,
         generate_event: impl FnOnce() -> RawCommandEvent,
     ) {
         #[cfg(test)]
@@ -351,7 +352,12 @@ impl Client {
             None
         };
         let test_channel = self.test_command_event_channel();
-        let should_send = test_channel.is_some() || self.options().command_event_handler.is_some();
+        let wanted = self
+            .options()
+            .command_event_filter
+            .is_none_or(|wanted| wanted(command_name));
+        let should_send = test_channel.is_some()
+            || (wanted && self.options().command_event_handler.is_some());
         #[cfg(feature = "tracing-unstable")]
         let should_send = should_send || tracing_emitter.is_some();
         if !should_send {
@@ -370,7 +376,12 @@ impl Client {
         if let Some(ref tracing_emitter) = tracing_emitter {
             tracing_emitter.handle(raw_event.clone());
         }
-        if let Some(handler) = &self.options().command_event_handler {
+        if let Some(handler) = self
+            .options()
+            .command_event_handler
+            .as_ref()
+            .filter(|_| wanted)
+        {
             let event = event.unwrap_or_else(|| raw_event.into());
             handler.handle(event);
         }

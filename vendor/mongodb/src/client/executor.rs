@@ -633,7 +633,7 @@ impl Client {
                 }
             }
 
-            self.emit_command_event(|| {
+            self.emit_command_event(&cmd_name, || {
                 let command_body = if should_redact {
                     RawDocumentBuf::new()
                 } else {
@@ -668,7 +668,7 @@ impl Client {
 
             let result = match command_result {
                 Err(mut err) => {
-                    self.emit_command_event(|| {
+                    self.emit_command_event(&cmd_name, || {
                         let mut err = err.clone();
                         if should_redact {
                             err.redact();
@@ -695,7 +695,7 @@ impl Client {
                     op.handle_error(err)
                 }
                 Ok(response) => {
-                    self.emit_command_event(|| {
+                    self.emit_command_event(&cmd_name, || {
                         let reply = if should_redact {
                             RawDocumentBuf::new()
                         } else {

@@ -525,6 +525,16 @@ pub struct ClientOptions {
     #[serde(skip)]
     pub command_event_handler: Option<EventHandler<crate::event::command::CommandEvent>>,
 
+    /// Which commands, by name, `command_event_handler` is sent events for
+    /// (none: every command). A command it rejects costs no event: its
+    /// command and reply documents are not copied. (A patch of
+    /// mongoload's: the events' copies of every find and its reply cost
+    /// more than the rest of its load path when only writes are wanted.)
+    #[derive_where(skip)]
+    #[builder(default)]
+    #[serde(skip)]
+    pub command_event_filter: Option<fn(&str) -> bool>,
+
     /// The connect timeout passed to each underlying TcpStream when attemtping to connect to the
     /// server.
     ///

@@ -139,7 +139,14 @@ impl Connection {
 
     pub(crate) fn take(&mut self) -> Self {
         Self {
-            stream: std::mem::replace(&mut self.stream, BufStream::new(AsyncStream::Null)),
+            // The least buffers for the husk left behind (a reader's may not
+            // be empty): this runs at every check-in, and `BufStream::new`
+            // allocated (and zeroed) 16 KiB each time only to drop it (a
+            // patch of mongoload's).
+            stream: std::mem::replace(
+                &mut self.stream,
+                BufStream::with_capacity(1, 0, AsyncStream::Null),
+            ),
             stream_description: self.stream_description.take(),
             address: self.address.clone(),
             id: self.id,
