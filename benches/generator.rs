@@ -27,7 +27,7 @@
 //!   VmHWM with ~1,000 operations in flight, `max_inflight` 1.5 × that and
 //!   the pool sized to the plan (`GEN_MEM_POOL`, default 0), and VmRSS
 //!   with the pool warm before the load (the open connections in every
-//!   sample).
+//!   sample); beside each VmRSS its RssAnon, without the binary's pages.
 //! - `peak`: the daemon stepping its rate up until it falls behind, with
 //!   the CPU use of both processes per step.
 //! - `events`: the daemon's CPU per operation with command monitoring
@@ -991,9 +991,9 @@ async fn memory(bin: &Path) {
     wait_listening(http).await;
     let t0 = Instant::now();
     let mut peak_inflight = 0.0f64;
-    let mut at_peak = (0, 0);
+    let mut at_peak = (0, 0, 0);
     let mut hwm_seen = 0;
-    let mut warm = (0, 0.0);
+    let mut warm = (0, 0.0, 0);
     let until = t0 + Duration::from_secs(secs + 8);
     while Instant::now() < until {
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -1017,31 +1017,38 @@ async fn memory(bin: &Path) {
             .sum();
         let rss = status_kib(pid, "VmRSS");
         let hwm = status_kib(pid, "VmHWM");
+        // VmRSS = RssAnon (heap, stacks) + RssFile (the binary's pages
+        // touched, shared with every process of the same binary).
+        let anon = status_kib(pid, "RssAnon");
         hwm_seen = hwm_seen.max(hwm);
         println!(
-            "t={:>2}s in flight {inflight:>5} connections {connections:>5} ok {ok:>7} VmRSS {:.1} MiB VmHWM {:.1} MiB",
+            "t={:>2}s in flight {inflight:>5} connections {connections:>5} ok {ok:>7} VmRSS {:.1} MiB VmHWM {:.1} MiB RssAnon {:.1} MiB",
             t0.elapsed().as_secs(),
             rss as f64 / 1024.0,
-            hwm as f64 / 1024.0
+            hwm as f64 / 1024.0,
+            anon as f64 / 1024.0
         );
         // The pool warm and nothing in flight yet: what connections cost
         // before any operation does.
         if peak_inflight == 0.0 && inflight == 0.0 && connections > 0.0 {
-            warm = (rss, connections);
+            warm = (rss, connections, anon);
         }
         if inflight >= peak_inflight {
             peak_inflight = inflight;
-            at_peak = (rss, hwm);
+            at_peak = (rss, hwm, anon);
         }
     }
     println!(
-        "RESULT memory: {peak_inflight} in flight: VmRSS {:.1} MiB, VmHWM {:.1} MiB (whole run high-water mark {:.1} MiB); \
-         before the load, {} connections open and nothing in flight: VmRSS {:.1} MiB",
+        "RESULT memory: {peak_inflight} in flight: VmRSS {:.1} MiB (RssAnon {:.1} MiB), VmHWM {:.1} MiB \
+         (whole run high-water mark {:.1} MiB); before the load, {} connections open and nothing \
+         in flight: VmRSS {:.1} MiB (RssAnon {:.1} MiB)",
         at_peak.0 as f64 / 1024.0,
+        at_peak.2 as f64 / 1024.0,
         at_peak.1 as f64 / 1024.0,
         hwm_seen as f64 / 1024.0,
         warm.1,
-        warm.0 as f64 / 1024.0
+        warm.0 as f64 / 1024.0,
+        warm.2 as f64 / 1024.0
     );
     drop(proc);
     drop(sim_proc);
