@@ -195,22 +195,10 @@ impl Deployment {
                 // Boxed, as the aggregation below: a cursor's state would
                 // otherwise size every request, finds by `_id` included.
                 Box::pin(async move {
-                    let mut n = 0;
                     match session {
-                        None => {
-                            let mut cursor = find.await?;
-                            while cursor.advance().await? {
-                                n += 1;
-                            }
-                        }
-                        Some(session) => {
-                            let mut cursor = find.session(&mut *session).await?;
-                            while cursor.advance(&mut *session).await? {
-                                n += 1;
-                            }
-                        }
+                        None => count(find.await?).await,
+                        Some(s) => count_in(find.session(&mut *s).await?, s).await,
                     }
-                    Ok(n)
                 })
                 .await
             }
@@ -240,30 +228,14 @@ impl Deployment {
                 collection,
                 pipeline,
             } => {
-                // Counted as they come, never decoded.
                 let agg = c[collection].aggregate(pipeline);
-                let n = Box::pin(async move {
-                    Ok::<_, mongodb::error::Error>(match session {
-                        None => {
-                            let mut cursor = agg.await?;
-                            let mut n = 0;
-                            while cursor.advance().await? {
-                                n += 1;
-                            }
-                            n
-                        }
-                        Some(session) => {
-                            let mut cursor = agg.session(&mut *session).await?;
-                            let mut n = 0;
-                            while cursor.advance(&mut *session).await? {
-                                n += 1;
-                            }
-                            n
-                        }
-                    })
+                Box::pin(async move {
+                    match session {
+                        None => count(agg.await?).await,
+                        Some(s) => count_in(agg.session(&mut *s).await?, s).await,
+                    }
                 })
-                .await?;
-                Ok(n)
+                .await
             }
             Action::Count { collection, filter } => {
                 in_session!(c[collection].count_documents(filter))?;
@@ -476,6 +448,27 @@ pub async fn connect(
         options.command_event_filter = Some(monitor.wants);
     }
     Client::with_options(options)
+}
+
+/// The documents of a cursor, counted as they come, never decoded.
+async fn count(mut cursor: mongodb::Cursor<Document>) -> Outcome {
+    let mut n = 0;
+    while cursor.advance().await? {
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// [`count`] for a cursor of `session`.
+async fn count_in(
+    mut cursor: mongodb::SessionCursor<Document>,
+    session: &mut ClientSession,
+) -> Outcome {
+    let mut n = 0;
+    while cursor.advance(session).await? {
+        n += 1;
+    }
+    Ok(n)
 }
 
 /// Connections the driver may be opening at once (its default is 2).

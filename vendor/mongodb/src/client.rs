@@ -326,9 +326,19 @@ impl Client {
         }
     }
 
+    /// Whether `command_event_handler` is sent the events of the command
+    /// `command_name` (`command_event_filter`; a patch of mongoload's).
+    /// Asked once per command, for its started and its succeeded or
+    /// failed event.
+    pub(crate) fn command_events_wanted(&self, command_name: &str) -> bool {
+        self.options()
+            .command_event_filter
+            .is_none_or(|wanted| wanted(command_name))
+    }
+
     pub(crate) async fn emit_command_event(
         &self,
-        command_name: &str,
+        wanted: bool,
         generate_event: impl FnOnce() -> RawCommandEvent,
     ) {
         #[cfg(test)]
@@ -352,10 +362,6 @@ impl Client {
             None
         };
         let test_channel = self.test_command_event_channel();
-        let wanted = self
-            .options()
-            .command_event_filter
-            .is_none_or(|wanted| wanted(command_name));
         let should_send = test_channel.is_some()
             || (wanted && self.options().command_event_handler.is_some());
         #[cfg(feature = "tracing-unstable")]

@@ -604,6 +604,7 @@ impl Client {
             let request_id = next_request_id();
             let should_redact = cmd.should_redact();
             let cmd_name = cmd.name.clone();
+            let events_wanted = self.command_events_wanted(&cmd_name);
             let target_db = cmd.target_db.clone();
             #[cfg(feature = "opentelemetry")]
             let cmd_attrs = crate::otel::CommandAttributes::new(&cmd);
@@ -633,7 +634,7 @@ impl Client {
                 }
             }
 
-            self.emit_command_event(&cmd_name, || {
+            self.emit_command_event(events_wanted, || {
                 let command_body = if should_redact {
                     RawDocumentBuf::new()
                 } else {
@@ -668,7 +669,7 @@ impl Client {
 
             let result = match command_result {
                 Err(mut err) => {
-                    self.emit_command_event(&cmd_name, || {
+                    self.emit_command_event(events_wanted, || {
                         let mut err = err.clone();
                         if should_redact {
                             err.redact();
@@ -695,7 +696,7 @@ impl Client {
                     op.handle_error(err)
                 }
                 Ok(response) => {
-                    self.emit_command_event(&cmd_name, || {
+                    self.emit_command_event(events_wanted, || {
                         let reply = if should_redact {
                             RawDocumentBuf::new()
                         } else {
