@@ -875,7 +875,23 @@ async fn command_events_are_sent_for_the_commands_the_filter_wants() {
     opts.command_event_handler = Some(mongodb::event::EventHandler::callback(
         move |ev: CommandEvent| {
             let what = match ev {
-                CommandEvent::Started(e) => format!("started {}", e.command_name),
+                // The body only: the session, and no document sequence
+                // (the driver sends an insert's documents as one; an
+                // update's updates and a delete's deletes are in the body).
+                CommandEvent::Started(e) => format!(
+                    "started {}{}{}",
+                    e.command_name,
+                    if e.command.contains_key("lsid") {
+                        " lsid"
+                    } else {
+                        ""
+                    },
+                    ["documents", "updates", "deletes"]
+                        .iter()
+                        .filter(|k| e.command.contains_key(k))
+                        .map(|k| format!(" {k}"))
+                        .collect::<String>()
+                ),
                 CommandEvent::Succeeded(e) => format!("succeeded {}", e.command_name),
                 CommandEvent::Failed(e) => format!("failed {}", e.command_name),
                 _ => "other".to_owned(),
@@ -912,13 +928,13 @@ async fn command_events_are_sent_for_the_commands_the_filter_wants() {
     assert_eq!(
         *seen.lock().unwrap(),
         [
-            "started insert",
+            "started insert lsid",
             "succeeded insert",
-            "started update",
+            "started update lsid updates",
             "succeeded update",
-            "started insert",
+            "started insert lsid",
             "succeeded insert",
-            "started delete",
+            "started delete lsid deletes",
             "succeeded delete",
         ]
     );

@@ -637,6 +637,12 @@ impl Client {
             self.emit_command_event(events_wanted, || {
                 let command_body = if should_redact {
                     RawDocumentBuf::new()
+                } else if self.options().command_event_filter.is_some() {
+                    // A patch of mongoload's: with a filter, the command's
+                    // body without its document sequences (an insert's
+                    // documents), which would be copied and converted for
+                    // every write.
+                    message.document_payload.clone()
                 } else {
                     message.get_raw_command_document()
                 };

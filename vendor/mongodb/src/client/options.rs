@@ -530,6 +530,11 @@ pub struct ClientOptions {
     /// command and reply documents are not copied. (A patch of
     /// mongoload's: the events' copies of every find and its reply cost
     /// more than the rest of its load path when only writes are wanted.)
+    /// With a filter set, a started event's `command` is the command's
+    /// body without its document sequences: no `documents` of an insert
+    /// (an update's `updates` and a delete's `deletes` are in the body);
+    /// the session (`lsid`, `txnNumber`) and the rest of the body are
+    /// there.
     #[derive_where(skip)]
     #[builder(default)]
     #[serde(skip)]
