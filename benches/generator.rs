@@ -22,6 +22,11 @@
 //!   on both sides instead of finds only. `GEN_FLOOR=session`: the
 //!   strongest floor, each task with one explicit session as the workers
 //!   keep, instead of the driver's implicit session per call.
+//!   `GEN_ALLOCATOR=jemalloc`: this process (the floor, and the daemon
+//!   run in it) on the shipped binary's allocator instead of glibc's;
+//!   with `GEN_FLOOR=session` and `GEN_CLOSED=inprocess`, the strongest
+//!   floor as issue 26 defines it, beside the daemon on the same
+//!   allocator and runtime.
 //! - `memory`: `mongoload run` as its own process against a simulator that
 //!   delays every reply by 1 s, 1,000 ops/s (`GEN_MEM_RATE`): VmRSS /
 //!   VmHWM with ~1,000 operations in flight, `max_inflight` 1.5 × that and
@@ -56,6 +61,71 @@ use std::time::Duration;
 use mongodb::bson::{doc, Document};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use tokio::time::Instant;
+
+/// This process's allocator, for the floor and for the daemon run in this
+/// process (`GEN_CLOSED=inprocess`): glibc malloc by default, the naive
+/// floor's; `GEN_ALLOCATOR=jemalloc`: the shipped binary's, for the
+/// strongest floor (with `GEN_FLOOR=session`). Chosen at the first
+/// allocation, from the environment, and never again.
+struct BenchAlloc;
+
+/// 0: not chosen yet; 1: glibc malloc; 2: jemalloc.
+static ALLOCATOR: AtomicU8 = AtomicU8::new(0);
+
+extern "C" {
+    fn getenv(name: *const std::ffi::c_char) -> *const std::ffi::c_char;
+}
+
+fn jemalloc() -> bool {
+    match ALLOCATOR.load(Ordering::Relaxed) {
+        1 => false,
+        2 => true,
+        _ => {
+            // SAFETY: `getenv` allocates nothing (this runs inside the
+            // allocator) and the bench never sets its environment.
+            let value = unsafe { getenv(c"GEN_ALLOCATOR".as_ptr()) };
+            let je = !value.is_null() && unsafe { std::ffi::CStr::from_ptr(value) } == c"jemalloc";
+            ALLOCATOR.store(if je { 2 } else { 1 }, Ordering::Relaxed);
+            je
+        }
+    }
+}
+
+// SAFETY: every call goes to the one allocator chosen at the first, so a
+// block is always freed by the allocator that gave it.
+unsafe impl std::alloc::GlobalAlloc for BenchAlloc {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if jemalloc() {
+            unsafe { tikv_jemallocator::Jemalloc.alloc(layout) }
+        } else {
+            unsafe { std::alloc::System.alloc(layout) }
+        }
+    }
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if jemalloc() {
+            unsafe { tikv_jemallocator::Jemalloc.alloc_zeroed(layout) }
+        } else {
+            unsafe { std::alloc::System.alloc_zeroed(layout) }
+        }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        if jemalloc() {
+            unsafe { tikv_jemallocator::Jemalloc.dealloc(ptr, layout) }
+        } else {
+            unsafe { std::alloc::System.dealloc(ptr, layout) }
+        }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, size: usize) -> *mut u8 {
+        if jemalloc() {
+            unsafe { tikv_jemallocator::Jemalloc.realloc(ptr, layout, size) }
+        } else {
+            unsafe { std::alloc::System.realloc(ptr, layout, size) }
+        }
+    }
+}
+
+#[global_allocator]
+static ALLOC: BenchAlloc = BenchAlloc;
 
 /// `target.command_events` of the daemon runs: 0 unset (the default: off
 /// for these read-only runs), 1 false, 2 true (the `events` comparison
@@ -110,10 +180,11 @@ fn main() {
             .map(|v| v == "true"),
     );
     println!(
-        "mongoload binary: {}; {} CPUs; load average at start: {}; command_events = {}",
+        "mongoload binary: {}; {} CPUs; load average at start: {}; this process's allocator: {}; command_events = {}",
         bin.display(),
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         load_average(),
+        if jemalloc() { "jemalloc" } else { "glibc malloc" },
         match command_events_line() {
             "" if std::env::var("GEN_MIX").is_ok_and(|m| m == "write") => {
                 "unset (on for GEN_MIX=write, which inserts)"
