@@ -23,6 +23,10 @@ floor's process (`GEN_CLOSED=inprocess`: one allocator, one runtime) under
   driver's call alone (`Deployment::execute_unbounded` for the daemon;
   the floor's `find_one`/`insert_one` futures).
 
+Work the driver does on tasks of its own (the pool's worker, the
+monitors, and with `--floor naive` the check-in of every implicit session)
+is in neither side's figure: the whole process's total is printed beside.
+
 Run: `python3 benches/instructions.py [--mix write] [--floor naive]`
 after `cargo bench --bench generator --no-run` (it finds the newest
 generator executable) and a release `mongoload` (`GEN_BIN`, default
