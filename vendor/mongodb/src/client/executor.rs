@@ -763,7 +763,11 @@ impl Client {
             {
                 // This retry is done outside of the normal retry loop because all operations,
                 // regardless of retryability, should be retried after reauthentication.
-                self.reauthenticate_connection(connection).await?;
+                // Boxed (a patch of mongoload's): this rare path's state
+                // (3,336 bytes) would otherwise size every operation's
+                // future, whose box the caller allocates and copies per
+                // operation.
+                Box::pin(self.reauthenticate_connection(connection)).await?;
                 continue;
             } else {
                 return result;
