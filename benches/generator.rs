@@ -91,36 +91,29 @@ fn jemalloc() -> bool {
     }
 }
 
+/// The allocator chosen (see [`BenchAlloc`]).
+fn chosen() -> &'static dyn std::alloc::GlobalAlloc {
+    if jemalloc() {
+        &tikv_jemallocator::Jemalloc
+    } else {
+        &std::alloc::System
+    }
+}
+
 // SAFETY: every call goes to the one allocator chosen at the first, so a
 // block is always freed by the allocator that gave it.
 unsafe impl std::alloc::GlobalAlloc for BenchAlloc {
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        if jemalloc() {
-            unsafe { tikv_jemallocator::Jemalloc.alloc(layout) }
-        } else {
-            unsafe { std::alloc::System.alloc(layout) }
-        }
+        unsafe { chosen().alloc(layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
-        if jemalloc() {
-            unsafe { tikv_jemallocator::Jemalloc.alloc_zeroed(layout) }
-        } else {
-            unsafe { std::alloc::System.alloc_zeroed(layout) }
-        }
+        unsafe { chosen().alloc_zeroed(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
-        if jemalloc() {
-            unsafe { tikv_jemallocator::Jemalloc.dealloc(ptr, layout) }
-        } else {
-            unsafe { std::alloc::System.dealloc(ptr, layout) }
-        }
+        unsafe { chosen().dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, size: usize) -> *mut u8 {
-        if jemalloc() {
-            unsafe { tikv_jemallocator::Jemalloc.realloc(ptr, layout, size) }
-        } else {
-            unsafe { std::alloc::System.realloc(ptr, layout, size) }
-        }
+        unsafe { chosen().realloc(ptr, layout, size) }
     }
 }
 

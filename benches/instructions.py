@@ -54,9 +54,9 @@ def newest_generator():
     return max(found, key=os.path.getmtime)
 
 
-def calls_and_names(path):
-    """Calls into each function (by its compressed id), and the names."""
-    names, calls, callee = {}, {}, None
+def calls(path):
+    """Calls into each function, by name."""
+    names, by_id, callee = {}, {}, None
     with open(path) as f:
         for line in f:
             m = re.match(r"^(c?fn)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
@@ -69,11 +69,11 @@ def calls_and_names(path):
                 continue
             m = re.match(r"^calls=(\d+)", line)
             if m and callee is not None:
-                calls[callee] = calls.get(callee, 0) + int(m.group(1))
+                by_id[callee] = by_id.get(callee, 0) + int(m.group(1))
     table = {}
-    for i, n in calls.items():
+    for i, n in by_id.items():
         table[names.get(i, "?")] = table.get(names.get(i, "?"), 0) + n
-    return table, names
+    return table
 
 
 def inclusive(path):
@@ -126,7 +126,7 @@ def main():
 
 
 def read(profile):
-    return calls_and_names(profile)[0], inclusive(profile)
+    return calls(profile), inclusive(profile)
 
 
 def report(a, rounds, calls, inc):
