@@ -314,4 +314,36 @@ mod tests {
         assert!(err < 0.05, "{err}");
         assert!(worst_error(&ONE_TWO_FIVE, &members) > 0.05);
     }
+
+    /// The Prometheus client puts every value in the bucket of the first
+    /// bound at least as large (`le`), as a scan of the bounds would: it
+    /// is patched to search them instead (vendor/prometheus, `bucket_index`).
+    /// Every bound, the floats either side of it, below the first, above
+    /// the last, infinities and NaN (counted, in no bucket).
+    #[test]
+    fn the_client_puts_each_value_in_the_bucket_of_its_bound() {
+        let bounds = latency_buckets();
+        let opts = prometheus::HistogramOpts::new("t", "t").buckets(bounds.clone());
+        let h = prometheus::Histogram::with_opts(opts).expect("valid buckets");
+        let mut values = vec![-1.0, 0.0, 1e-9, 61.0, f64::INFINITY, f64::NAN];
+        for b in &bounds {
+            values.extend([b.next_down(), *b, b.next_up()]);
+        }
+        for v in &values {
+            h.observe(*v);
+        }
+        let m = prometheus::core::Metric::metric(&h);
+        let got: Vec<u64> = m
+            .histogram
+            .bucket
+            .iter()
+            .map(|b| b.cumulative_count())
+            .collect();
+        let want: Vec<u64> = bounds
+            .iter()
+            .map(|b| values.iter().filter(|v| *v <= b).count() as u64)
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(m.histogram.sample_count(), values.len() as u64);
+    }
 }

@@ -9,9 +9,11 @@
 //! `mongoload_pool_clears_total{cause}`, `mongoload_topology_servers{type}`,
 //! `mongoload_primary_changes_total`.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::hash::Hash;
 use std::sync::{Mutex, PoisonError};
+
+use foldhash::{HashMap, HashMapExt, HashSet};
 
 use mongodb::bson::oid::ObjectId;
 use mongodb::event::cmap::{CmapEvent, ConnectionCheckoutFailedReason, ConnectionClosedReason};
@@ -114,7 +116,8 @@ impl<K: Hash + Eq + Clone> PoolBook<K> {
         match self.checked_out.get_mut(pool) {
             Some(set) => set.insert(id),
             None => {
-                self.checked_out.insert(pool.clone(), HashSet::from([id]));
+                self.checked_out
+                    .insert(pool.clone(), HashSet::from_iter([id]));
                 true
             }
         }
