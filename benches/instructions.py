@@ -31,6 +31,9 @@ Run: `python3 benches/instructions.py [--mix write] [--floor naive]`
 after `cargo bench --bench generator --no-run` (it finds the newest
 generator executable) and a release `mongoload` (`GEN_BIN`, default
 `target/release/mongoload`). Needs valgrind; takes about 3 minutes.
+The bench process runs on glibc malloc unless `GEN_ALLOCATOR=jemalloc`
+is set (the shipped binary's allocator: issue 26's strongest floor);
+the variable passes through to the bench.
 """
 
 import argparse
