@@ -314,6 +314,7 @@ impl Failover {
                 }
                 let from = state.last.replace(p.to_owned());
                 state.current = Some(p.to_owned());
+                state.current_since = Some(now);
                 let loss = state.loss.take();
                 if !changed {
                     drop(state);
@@ -485,6 +486,7 @@ impl Failover {
                 ev.request_id,
                 ev.duration,
                 crate::mongo::errors::classify(&ev.failure),
+                &ev.connection.address.to_string(),
             ),
             CommandEvent::Succeeded(ev) => {
                 self.write_succeeded(&ev.command_name, ev.request_id, ev.duration, &ev.reply)
@@ -508,14 +510,30 @@ impl Failover {
         }
     }
 
-    /// A command sent `took` ago failed with an error of class `kind`.
-    fn write_failed(&self, name: &str, request_id: i32, took: Duration, kind: ErrorKind) {
+    /// A command sent `took` ago to `server` failed with an error of
+    /// class `kind`. A refusal by a member the driver had already
+    /// replaced as primary when the command was sent is not an outage:
+    /// the route was picked before the failover (the driver retries the
+    /// write at the new primary), and counted, it would start a second
+    /// outage of about 0 s after the real one.
+    fn write_failed(
+        &self,
+        name: &str,
+        request_id: i32,
+        took: Duration,
+        kind: ErrorKind,
+        server: &str,
+    ) {
         if !is_write_command(name) {
             return;
         }
         self.retries().failed(request_id, kind);
         let now = Instant::now();
-        self.write_result(now.checked_sub(took).unwrap_or(now), now, Err(kind));
+        let sent = now.checked_sub(took).unwrap_or(now);
+        if kind == ErrorKind::NotPrimary && self.state().sent_to_replaced_primary(server, sent) {
+            return;
+        }
+        self.write_result(sent, now, Err(kind));
     }
 
     /// A command sent `took` ago succeeded with `reply`.
@@ -653,6 +671,34 @@ mod tests {
         assert!(!seen.has_changed().unwrap());
     }
 
+    /// A refusal by the old primary of a write sent after the driver
+    /// knew the new one starts no outage; the same refusal from the
+    /// current primary, or of a write sent before the new primary was
+    /// known, does.
+    #[test]
+    fn a_refusal_by_the_replaced_primary_is_no_outage() {
+        let m = Failover::new().unwrap();
+        m.on_topology(Some("a:1"), false, PrimaryLoss::Other);
+        m.on_topology(None, false, PrimaryLoss::SteppedDown);
+        let before = Instant::now();
+        std::thread::sleep(Duration::from_millis(5));
+        m.on_topology(Some("b:1"), true, PrimaryLoss::Other);
+        // Ends the outage the loss began.
+        m.write_result(Instant::now(), Instant::now(), Ok(()));
+        assert_eq!(m.families.outage.get_sample_count(), 1);
+        m.write_failed("insert", 1, Duration::ZERO, ErrorKind::NotPrimary, "a:1");
+        assert_eq!(m.ongoing_outage(), None, "a stale route");
+        // Sent before b:1 was known: counts (the clock's own rule leaves
+        // out what was sent before the last outage ended).
+        let took = before.elapsed();
+        assert!(m.state().sent_to_replaced_primary("a:1", Instant::now()));
+        assert!(!m
+            .state()
+            .sent_to_replaced_primary("a:1", Instant::now() - took));
+        m.write_failed("insert", 2, Duration::ZERO, ErrorKind::NotPrimary, "b:1");
+        assert!(m.ongoing_outage().is_some(), "the current primary refuses");
+    }
+
     fn insert(lsid: u8, txn: i64) -> Document {
         let id = Binary {
             subtype: BinarySubtype::Uuid,
@@ -669,7 +715,7 @@ mod tests {
         m.write_started("insert", 2, &insert(2, 5));
         m.write_succeeded("insert", 1, ms, &doc! {"ok": 1});
         m.write_started("insert", 3, &insert(1, 6));
-        m.write_failed("insert", 3, ms, ErrorKind::Network);
+        m.write_failed("insert", 3, ms, ErrorKind::Network, "a:1");
         assert_eq!(m.families.retried.with_label_values(&["network"]).get(), 0);
         assert!(
             m.ongoing_outage().is_some(),

@@ -31,6 +31,8 @@ pub struct FailoverRecord {
 #[derive(Debug, Default)]
 pub(super) struct PrimaryState {
     pub(super) current: Option<String>,
+    /// When the driver learnt of `current`.
+    pub(super) current_since: Option<Instant>,
     /// The primary before the current gap, and when the gap began.
     pub(super) lost: Option<(Option<String>, Instant)>,
     /// The last primary known (what a failover is "from").
@@ -41,6 +43,17 @@ pub(super) struct PrimaryState {
 }
 
 impl PrimaryState {
+    /// Whether a write sent at `sent` to `server` went to a member the
+    /// driver had already replaced as primary: a route picked from the
+    /// topology before (its connection checked out only after the new
+    /// primary was known), not a deployment without primary.
+    pub(super) fn sent_to_replaced_primary(&self, server: &str, sent: Instant) -> bool {
+        match (&self.current, self.current_since) {
+            (Some(p), Some(since)) => p != server && sent >= since,
+            _ => false,
+        }
+    }
+
     /// Keeps a new failover, dropping the oldest beyond [`KEEP_FAILOVERS`].
     pub(super) fn push(&mut self, record: FailoverRecord) {
         if self.records.len() == KEEP_FAILOVERS {
