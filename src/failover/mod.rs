@@ -486,7 +486,7 @@ impl Failover {
                 ev.request_id,
                 ev.duration,
                 crate::mongo::errors::classify(&ev.failure),
-                &ev.connection.address.to_string(),
+                &ev.connection.address,
             ),
             CommandEvent::Succeeded(ev) => {
                 self.write_succeeded(&ev.command_name, ev.request_id, ev.duration, &ev.reply)
@@ -522,7 +522,7 @@ impl Failover {
         request_id: i32,
         took: Duration,
         kind: ErrorKind,
-        server: &str,
+        server: &impl std::fmt::Display,
     ) {
         if !is_write_command(name) {
             return;
@@ -530,7 +530,13 @@ impl Failover {
         self.retries().failed(request_id, kind);
         let now = Instant::now();
         let sent = now.checked_sub(took).unwrap_or(now);
-        if kind == ErrorKind::NotPrimary && self.state().sent_to_replaced_primary(server, sent) {
+        // The address is formatted only for a refusal, not for every
+        // failure of an outage.
+        if kind == ErrorKind::NotPrimary
+            && self
+                .state()
+                .sent_to_replaced_primary(&server.to_string(), sent)
+        {
             return;
         }
         self.write_result(sent, now, Err(kind));
@@ -686,7 +692,7 @@ mod tests {
         // Ends the outage the loss began.
         m.write_result(Instant::now(), Instant::now(), Ok(()));
         assert_eq!(m.families.outage.get_sample_count(), 1);
-        m.write_failed("insert", 1, Duration::ZERO, ErrorKind::NotPrimary, "a:1");
+        m.write_failed("insert", 1, Duration::ZERO, ErrorKind::NotPrimary, &"a:1");
         assert_eq!(m.ongoing_outage(), None, "a stale route");
         // Sent before b:1 was known: counts (the clock's own rule leaves
         // out what was sent before the last outage ended).
@@ -695,7 +701,7 @@ mod tests {
         assert!(!m
             .state()
             .sent_to_replaced_primary("a:1", Instant::now() - took));
-        m.write_failed("insert", 2, Duration::ZERO, ErrorKind::NotPrimary, "b:1");
+        m.write_failed("insert", 2, Duration::ZERO, ErrorKind::NotPrimary, &"b:1");
         assert!(m.ongoing_outage().is_some(), "the current primary refuses");
     }
 
@@ -715,7 +721,7 @@ mod tests {
         m.write_started("insert", 2, &insert(2, 5));
         m.write_succeeded("insert", 1, ms, &doc! {"ok": 1});
         m.write_started("insert", 3, &insert(1, 6));
-        m.write_failed("insert", 3, ms, ErrorKind::Network, "a:1");
+        m.write_failed("insert", 3, ms, ErrorKind::Network, &"a:1");
         assert_eq!(m.families.retried.with_label_values(&["network"]).get(), 0);
         assert!(
             m.ongoing_outage().is_some(),
