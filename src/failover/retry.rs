@@ -3,9 +3,9 @@
 //! `txnNumber` again) from a new write, and the class of the failure each
 //! retry followed.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
-use mongodb::bson::{Bson, Document};
+use mongodb::bson::{RawBsonRef, RawDocument};
 
 use crate::error_kind::ErrorKind;
 
@@ -13,14 +13,17 @@ use crate::error_kind::ErrorKind;
 /// about one per concurrent operation); beyond this the table restarts.
 const MAX_SESSIONS: usize = 65_536;
 
+/// A session id: the driver makes each as a UUID (16 bytes).
+type SessionId = u128;
+
 /// Which sessions' retryable writes were seen, to tell a retry (the same
 /// session and `txnNumber` again) from a new write.
 #[derive(Debug, Default)]
 pub(super) struct RetryBook {
     /// lsid → (last txnNumber, class of its last failed attempt).
-    sessions: HashMap<Vec<u8>, (i64, Option<ErrorKind>)>,
+    sessions: HashMap<SessionId, (i64, Option<ErrorKind>)>,
     /// request id → lsid of a write attempt in flight.
-    inflight: HashMap<i32, Vec<u8>>,
+    inflight: HashMap<i32, SessionId>,
 }
 
 /// The write commands (their attempts feed the outage clock).
@@ -32,18 +35,19 @@ pub fn is_write_command(name: &str) -> bool {
 }
 
 /// The session id and transaction number of a retryable write (not one
-/// inside a multi-document transaction, whose statements share a number).
-fn retryable_write_key(command: &Document) -> Option<(Vec<u8>, i64)> {
-    if command.contains_key("autocommit") {
+/// inside a multi-document transaction, whose statements share a number),
+/// read from the command as sent.
+fn retryable_write_key(command: &RawDocument) -> Option<(SessionId, i64)> {
+    if command.get("autocommit").ok()?.is_some() {
         return None;
     }
-    let txn = match command.get("txnNumber")? {
-        Bson::Int64(n) => *n,
-        Bson::Int32(n) => i64::from(*n),
+    let txn = match command.get("txnNumber").ok()?? {
+        RawBsonRef::Int64(n) => n,
+        RawBsonRef::Int32(n) => i64::from(n),
         _ => return None,
     };
-    let id = match command.get_document("lsid").ok()?.get("id")? {
-        Bson::Binary(b) => b.bytes.clone(),
+    let id = match command.get_document("lsid").ok()?.get("id").ok()?? {
+        RawBsonRef::Binary(b) => SessionId::from_be_bytes(b.bytes.try_into().ok()?),
         _ => return None,
     };
     Some((id, txn))
@@ -53,7 +57,7 @@ impl RetryBook {
     /// A write attempt `request_id` of `command` was sent: the class of the
     /// failure it retries when it is a retry (a retryable write of a
     /// session and `txnNumber` seen before), else none.
-    pub(super) fn started(&mut self, request_id: i32, command: &Document) -> Option<ErrorKind> {
+    pub(super) fn started(&mut self, request_id: i32, command: &RawDocument) -> Option<ErrorKind> {
         let (lsid, txn) = retryable_write_key(command)?;
         if self.sessions.len() >= MAX_SESSIONS {
             self.sessions.clear();
@@ -62,7 +66,7 @@ impl RetryBook {
             Some((last, failure)) if *last == txn => Some(failure.unwrap_or(ErrorKind::Other)),
             _ => None,
         };
-        self.sessions.insert(lsid.clone(), (txn, None));
+        self.sessions.insert(lsid, (txn, None));
         self.inflight.insert(request_id, lsid);
         retry
     }

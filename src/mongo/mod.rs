@@ -444,7 +444,7 @@ pub async fn connect(
     options.cmap_event_handler = handlers.cmap;
     options.sdam_event_handler = handlers.sdam;
     if let Some(monitor) = handlers.command {
-        options.command_event_handler = Some(monitor.handler);
+        options.raw_command_event_handler = Some(monitor.handler);
         options.command_event_filter = Some(monitor.wants);
     }
     Client::with_options(options)
@@ -493,11 +493,13 @@ pub struct Handlers {
 
 /// A command event handler and the commands it is sent events for.
 pub struct CommandMonitor {
-    pub handler: mongodb::event::EventHandler<mongodb::event::command::CommandEvent>,
-    /// Whether a command, by name, is monitored. The driver copies and
-    /// converts a monitored command and its reply for the event: a find's
-    /// copies cost more than the rest of its load path, so only the
-    /// commands the handler reads are monitored.
+    /// Sent the raw events (command and reply as bytes, not converted to
+    /// `Document`s: the handler reads two or three fields of them).
+    pub handler: mongodb::event::EventHandler<mongodb::event::command::raw::RawCommandEvent>,
+    /// Whether a command, by name, is monitored. The driver copies a
+    /// monitored command and its reply for the event: a find's copies cost
+    /// more than the rest of its load path, so only the commands the
+    /// handler reads are monitored.
     pub wants: fn(&str) -> bool,
 }
 

@@ -860,10 +860,12 @@ async fn a_client_shuts_down_while_its_pool_fills_against_a_frozen_server() {
 /// a handler that reads the write commands' events is sent no event of a
 /// find or its `getMore`, so the driver does not copy their commands and
 /// replies for it, and every write still has its started and succeeded
-/// or failed event, in order.
+/// or failed event, in order; a raw handler beside it
+/// (`ClientOptions::raw_command_event_handler`, the one mongoload sets) is
+/// sent the same events, its commands unconverted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn command_events_are_sent_for_the_commands_the_filter_wants() {
-    use mongodb::event::command::CommandEvent;
+    use mongodb::event::command::{raw::RawCommandEvent, CommandEvent};
     use std::sync::{Arc, Mutex};
 
     let sim = common::sim().await;
@@ -897,6 +899,31 @@ async fn command_events_are_sent_for_the_commands_the_filter_wants() {
                 _ => "other".to_owned(),
             };
             log.lock().unwrap().push(what);
+        },
+    ));
+    // The raw events (mongoload's handler), beside the converted ones: the
+    // same events with the same fields, the command read in place.
+    let raw_seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let raw_log = raw_seen.clone();
+    opts.raw_command_event_handler = Some(mongodb::event::EventHandler::callback(
+        move |ev: RawCommandEvent| {
+            let has = |d: &mongodb::bson::RawDocument, k: &str| matches!(d.get(k), Ok(Some(_)));
+            let what = match ev {
+                RawCommandEvent::Started(e) => format!(
+                    "started {}{}{}",
+                    e.command_name,
+                    if has(&e.command, "lsid") { " lsid" } else { "" },
+                    ["documents", "updates", "deletes"]
+                        .iter()
+                        .filter(|k| has(&e.command, k))
+                        .map(|k| format!(" {k}"))
+                        .collect::<String>()
+                ),
+                RawCommandEvent::Succeeded(e) => format!("succeeded {}", e.command_name),
+                RawCommandEvent::Failed(e) => format!("failed {}", e.command_name),
+                _ => "other".to_owned(),
+            };
+            raw_log.lock().unwrap().push(what);
         },
     ));
     opts.command_event_filter = Some(mongoload::failover::is_write_command);
@@ -938,4 +965,5 @@ async fn command_events_are_sent_for_the_commands_the_filter_wants() {
             "succeeded delete",
         ]
     );
+    assert_eq!(*raw_seen.lock().unwrap(), *seen.lock().unwrap());
 }

@@ -363,7 +363,9 @@ impl Client {
         };
         let test_channel = self.test_command_event_channel();
         let should_send = test_channel.is_some()
-            || (wanted && self.options().command_event_handler.is_some());
+            || (wanted
+                && (self.options().command_event_handler.is_some()
+                    || self.options().raw_command_event_handler.is_some()));
         #[cfg(feature = "tracing-unstable")]
         let should_send = should_send || tracing_emitter.is_some();
         if !should_send {
@@ -382,14 +384,25 @@ impl Client {
         if let Some(ref tracing_emitter) = tracing_emitter {
             tracing_emitter.handle(raw_event.clone());
         }
-        if let Some(handler) = self
+        let handler = self
             .options()
             .command_event_handler
             .as_ref()
-            .filter(|_| wanted)
-        {
-            let event = event.unwrap_or_else(|| raw_event.into());
-            handler.handle(event);
+            .filter(|_| wanted);
+        let raw_handler = self
+            .options()
+            .raw_command_event_handler
+            .as_ref()
+            .filter(|_| wanted);
+        match (handler, raw_handler) {
+            (Some(handler), Some(raw_handler)) => {
+                let event = event.unwrap_or_else(|| raw_event.clone().into());
+                handler.handle(event);
+                raw_handler.handle(raw_event);
+            }
+            (Some(handler), None) => handler.handle(event.unwrap_or_else(|| raw_event.into())),
+            (None, Some(raw_handler)) => raw_handler.handle(raw_event),
+            (None, None) => {}
         }
     }
 

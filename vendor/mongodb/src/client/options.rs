@@ -540,6 +540,18 @@ pub struct ClientOptions {
     #[serde(skip)]
     pub command_event_filter: Option<fn(&str) -> bool>,
 
+    /// A handler sent the command events as the driver makes them, with the
+    /// command and reply as raw documents, not converted to `Document`s
+    /// (a patch of mongoload's: the conversion of each write's command and
+    /// reply cost more than the handler's reading of two fields).
+    /// `command_event_filter` applies to it as to `command_event_handler`;
+    /// both may be set.
+    #[derive_where(skip)]
+    #[builder(setter(strip_option))]
+    #[serde(skip)]
+    pub raw_command_event_handler:
+        Option<EventHandler<crate::event::command::raw::RawCommandEvent>>,
+
     /// The connect timeout passed to each underlying TcpStream when attemtping to connect to the
     /// server.
     ///

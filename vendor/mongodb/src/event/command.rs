@@ -1,7 +1,10 @@
 //! Contains the events and functionality to monitor the commands and responses that a `Client`
 //! sends and receives from the server.
 
-pub(crate) mod raw;
+/// The events as the driver makes them, before their command and reply are
+/// converted to `Document`s (`ClientOptions::raw_command_event_handler`;
+/// a patch of mongoload's).
+pub mod raw;
 
 use std::time::Duration;
 
