@@ -873,27 +873,24 @@ async fn command_events_are_sent_for_the_commands_the_filter_wants() {
     let mut opts = mongodb::options::ClientOptions::parse(sim.uri())
         .await
         .unwrap();
+    // A started event as the session and the document keys its body has:
+    // the body only, so the session and no document sequence (the driver
+    // sends an insert's documents as one; an update's updates and a
+    // delete's deletes are in the body).
+    fn started(name: &str, has: impl Fn(&str) -> bool) -> String {
+        let lsid = if has("lsid") { " lsid" } else { "" };
+        let docs: String = ["documents", "updates", "deletes"]
+            .into_iter()
+            .filter(|k| has(k))
+            .map(|k| format!(" {k}"))
+            .collect();
+        format!("started {name}{lsid}{docs}")
+    }
     let log = seen.clone();
     opts.command_event_handler = Some(mongodb::event::EventHandler::callback(
         move |ev: CommandEvent| {
             let what = match ev {
-                // The body only: the session, and no document sequence
-                // (the driver sends an insert's documents as one; an
-                // update's updates and a delete's deletes are in the body).
-                CommandEvent::Started(e) => format!(
-                    "started {}{}{}",
-                    e.command_name,
-                    if e.command.contains_key("lsid") {
-                        " lsid"
-                    } else {
-                        ""
-                    },
-                    ["documents", "updates", "deletes"]
-                        .iter()
-                        .filter(|k| e.command.contains_key(k))
-                        .map(|k| format!(" {k}"))
-                        .collect::<String>()
-                ),
+                CommandEvent::Started(e) => started(&e.command_name, |k| e.command.contains_key(k)),
                 CommandEvent::Succeeded(e) => format!("succeeded {}", e.command_name),
                 CommandEvent::Failed(e) => format!("failed {}", e.command_name),
                 _ => "other".to_owned(),
@@ -907,18 +904,10 @@ async fn command_events_are_sent_for_the_commands_the_filter_wants() {
     let raw_log = raw_seen.clone();
     opts.raw_command_event_handler = Some(mongodb::event::EventHandler::callback(
         move |ev: RawCommandEvent| {
-            let has = |d: &mongodb::bson::RawDocument, k: &str| matches!(d.get(k), Ok(Some(_)));
             let what = match ev {
-                RawCommandEvent::Started(e) => format!(
-                    "started {}{}{}",
-                    e.command_name,
-                    if has(&e.command, "lsid") { " lsid" } else { "" },
-                    ["documents", "updates", "deletes"]
-                        .iter()
-                        .filter(|k| has(&e.command, k))
-                        .map(|k| format!(" {k}"))
-                        .collect::<String>()
-                ),
+                RawCommandEvent::Started(e) => {
+                    started(&e.command_name, |k| matches!(e.command.get(k), Ok(Some(_))))
+                }
                 RawCommandEvent::Succeeded(e) => format!("succeeded {}", e.command_name),
                 RawCommandEvent::Failed(e) => format!("failed {}", e.command_name),
                 _ => "other".to_owned(),
