@@ -183,6 +183,9 @@ delete = 0
 doc_size = 512
 initial_docs = 2000
 load_batch = 200
+# Unbounded, so that every insert leaves its document: the default bound
+# (ten times initial_docs) is within reach of a fast closed-loop stage.
+max_docs = 0
 collection = "m"
 [[workloads.stages]]
 name = "warm"
