@@ -86,7 +86,8 @@ pub fn interval_for(planned: Duration) -> Duration {
 #[derive(Debug, Clone)]
 struct Open {
     index: u64,
-    /// Per series (0: all, then the ops): the latency.
+    /// Per series (0: all, then the ops): the latency. While open, series
+    /// 0 holds only results of out-of-range ops; closing adds the ops'.
     series: Vec<Histogram<u32>>,
 }
 
@@ -96,7 +97,8 @@ pub struct IntervalRecorder {
     interval_ns: u64,
     open: VecDeque<Open>,
     /// Per series (0: all, then the ops, then the steps of the operations
-    /// of several steps): ok and failed per interval.
+    /// of several steps): ok and failed per interval. Series 0 counts only
+    /// out-of-range ops; [`IntervalRecorder::finish`] adds the ops'.
     counts: Vec<(Vec<u64>, Vec<u64>)>,
     /// Per series: the latency of the closed intervals (counts unused).
     closed: Vec<SampleSeries>,
@@ -167,7 +169,11 @@ impl IntervalRecorder {
     /// Records one operation `op` that finished `done` after the start of
     /// measurement.
     pub fn record(&mut self, op: usize, done: Duration, latency: Duration, ok: bool) {
-        self.record_in(&[0, op + 1], done, latency, ok);
+        // The stage's series is the sum of the operations' (added up as an
+        // interval closes and at the end): one record per result, not two.
+        // An out-of-range op counts in the stage's series only.
+        let series = if op < self.steps.len() { op + 1 } else { 0 };
+        self.record_in(&[series], done, latency, ok);
     }
 
     /// Records one request of step `step` of operation `op`, answered
@@ -244,9 +250,15 @@ impl IntervalRecorder {
 
     /// Closes the oldest open interval, with empty ones before it.
     fn close_oldest(&mut self) {
-        let Some(o) = self.open.pop_front() else {
+        let Some(mut o) = self.open.pop_front() else {
             return;
         };
+        if let Some((all, rest)) = o.series.split_first_mut() {
+            for op in &rest[..self.steps.len()] {
+                // Both auto-resize, so adding cannot go out of range.
+                let _ = all.add(op);
+            }
+        }
         while (self.closed[0].len() as u64) < o.index {
             for s in &mut self.closed {
                 s.push(0, 0, None);
@@ -263,6 +275,19 @@ impl IntervalRecorder {
         let mut r = self.clone();
         while !r.open.is_empty() {
             r.close_oldest();
+        }
+        // The stage's counts: its own (out-of-range ops) plus the ops'.
+        if let Some(((oks, errors), rest)) = r.counts.split_first_mut() {
+            for (op_oks, op_errors) in &rest[..self.steps.len()] {
+                for (all, op) in [(&mut *oks, op_oks), (&mut *errors, op_errors)] {
+                    if all.len() < op.len() {
+                        all.resize(op.len(), 0);
+                    }
+                    for (a, b) in all.iter_mut().zip(op) {
+                        *a += b;
+                    }
+                }
+            }
         }
         let whole = u64::try_from(measured.as_nanos() / u128::from(self.interval_ns))
             .unwrap_or(u64::MAX)
@@ -358,6 +383,39 @@ mod tests {
         // A measured time longer than the results pads with empty intervals.
         let s = r.finish(Duration::from_secs(5)).samples;
         assert_eq!(s.all.ok, [11, 0, 4, 1, 0]);
+    }
+
+    #[test]
+    fn the_stages_series_is_the_operations_added_up() {
+        // Interval 0: op 0 90 × 1 ms, op 1 10 × 100 ms, one result of an
+        // out-of-range op at 1 s (it counts in the stage's series only);
+        // interval 1 is closed before the end (OPEN later ones follow).
+        let mut r = IntervalRecorder::new(2, Duration::from_secs(1));
+        for i in 0..90 {
+            r.record(0, MS * i, MS, true);
+        }
+        for i in 0..10 {
+            r.record(1, MS * i, MS * 100, i != 0);
+        }
+        r.record(5, MS * 500, Duration::from_secs(1), true);
+        r.record(1, Duration::from_secs(1), MS * 7, true);
+        for sec in 2..(OPEN as u64 + 3) {
+            r.record(0, Duration::from_secs(sec), MS, true);
+        }
+        let f = r.finish(Duration::from_secs(2));
+        assert_eq!(f.samples.all.ok, [100, 1]);
+        assert_eq!(f.samples.all.error, [1, 0]);
+        assert_eq!(
+            (f.ops[0].ok[0], f.ops[1].ok[0], f.ops[1].error[0]),
+            (90, 9, 1)
+        );
+        let near = |v: u64, ms: u64| (v as f64 - ms as f64 * 1e6).abs() <= ms as f64 * 1e6 * 0.01;
+        let all = &f.samples.all;
+        assert!(near(all.p50_ns[0], 1), "{all:?}");
+        assert!(near(all.p99_ns[0], 100), "{all:?}");
+        assert!(near(all.p999_ns[0], 1000), "{all:?}");
+        assert!(near(all.p50_ns[1], 7), "{all:?}");
+        assert!(near(f.ops[1].p50_ns[0], 100), "{:?}", f.ops[1]);
     }
 
     #[test]

@@ -152,6 +152,7 @@ pub struct StageStats {
     /// measurement; grown on demand. u32: 4 bytes a second keeps a day-long
     /// stage at 340 KB.
     per_second: Vec<u32>,
+    /// The operations of out-of-range op indexes (the total adds the ops').
     all: OpStats,
     ops: Vec<OpStats>,
     /// Per op, per step: the requests.
@@ -219,9 +220,10 @@ impl StageStats {
     ) {
         let ok = outcome.is_ok();
         self.samples.record(op, done, latency, ok);
-        self.all.record(latency, ok);
-        if let Some(o) = self.ops.get_mut(op) {
-            o.record(latency, ok);
+        // The total is the sum of the ops' (see [`StageStats::total`]).
+        match self.ops.get_mut(op) {
+            Some(o) => o.record(latency, ok),
+            None => self.all.record(latency, ok),
         }
         match outcome {
             Ok(()) => {
@@ -276,9 +278,14 @@ impl StageStats {
         self.missed += other.missed;
     }
 
-    /// All operations together.
-    pub fn total(&self) -> &OpStats {
-        &self.all
+    /// All operations together: the ops' figures added up, with those
+    /// of out-of-range ops (a histogram record per result, not two).
+    pub fn total(&self) -> OpStats {
+        let mut all = self.all.clone();
+        for o in &self.ops {
+            all.merge(o);
+        }
+        all
     }
 
     /// One operation's figures, by index into the op names.
