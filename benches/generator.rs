@@ -19,14 +19,19 @@
 //!   `inprocess`): the shipped `mongoload run` as its own process, and the
 //!   daemon library in this process (the floor's allocator and runtime).
 //!   `GEN_MIX=write`: 90 % find by `_id`, 10 % insert of ~100 B documents
-//!   on both sides instead of finds only. `GEN_FLOOR=session`: the
-//!   strongest floor, each task with one explicit session as the workers
-//!   keep, instead of the driver's implicit session per call.
-//!   `GEN_ALLOCATOR=jemalloc`: this process (the floor, and the daemon
-//!   run in it) on the shipped binary's allocator instead of glibc's;
-//!   with `GEN_FLOOR=session` and `GEN_CLOSED=inprocess`, the strongest
-//!   floor as issue 26 defines it, beside the daemon on the same
-//!   allocator and runtime.
+//!   on both sides instead of finds only. `GEN_FLOOR`: `naive` (the
+//!   driver's implicit session per call), `session` (each task with one
+//!   explicit session, as the workers keep), or `both`, alternated with
+//!   the daemon in every round and each printed beside it. The shipped
+//!   process's comparison runs each floor as a process of its own (this
+//!   executable again, `GEN_FLOOR_CHILD`) and defaults to `both`: the
+//!   naive floor on glibc malloc and the strongest, a session per task on
+//!   jemalloc, as issue 26 defines them. The in-process comparison
+//!   defaults to `naive`. `GEN_ALLOCATOR=jemalloc`: this process (its
+//!   floors, and the daemon run in it) on the shipped binary's allocator
+//!   instead of glibc's; with `GEN_FLOOR=session` and
+//!   `GEN_CLOSED=inprocess`, the strongest floor beside the daemon on the
+//!   same allocator and runtime.
 //! - `memory`: `mongoload run` as its own process against a simulator that
 //!   delays every reply by 1 s, 1,000 ops/s (`GEN_MEM_RATE`): VmRSS /
 //!   VmHWM with ~1,000 operations in flight, `max_inflight` 1.5 × that and
@@ -142,10 +147,18 @@ fn command_events_line() -> &'static str {
 const DOCS: u64 = 10_000;
 /// Worker tasks of the daemon (`max_inflight`) and tasks of the floor.
 const TASKS: usize = 64;
+/// Workers of the closed-loop daemon (`concurrency`) and tasks of each of
+/// its floors.
+const CLOSED_WORKERS: usize = 32;
 /// Connections in the driver's pool, for both.
 const POOL: u32 = 32;
-/// The `_id`s of the closed-loop floor's inserts.
+/// The `_id`s of the closed-loop floor's inserts (a floor child starts at
+/// the base its parent gives it, so that two floors never insert the
+/// same id).
 static FLOOR_IDS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(1 << 40);
+/// The variable that makes this executable a floor child (its value: the
+/// deployment's URI); see [`FloorSide`].
+const FLOOR_CHILD: &str = "GEN_FLOOR_CHILD";
 /// Unmeasured lead-in of every run at the measured rate (pool, caches).
 const WARM: Duration = Duration::from_secs(3);
 
@@ -157,6 +170,10 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 }
 
 fn main() {
+    if let Ok(uri) = std::env::var(FLOOR_CHILD) {
+        floor_child(&uri);
+        return;
+    }
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with("--"))
@@ -814,6 +831,187 @@ async fn accuracy_and_cost(bin: &Path) {
     drop(sim_proc);
 }
 
+/// One floor of a closed-loop comparison: 32 bare tasks in this process
+/// (`GEN_CLOSED=inprocess`, the daemon's allocator and runtime), or in a
+/// process of their own (`GEN_CLOSED=process`: this executable again,
+/// with the allocator of its floor), measured one window at a time.
+enum FloorSide {
+    InProcess {
+        coll: mongodb::Collection<Document>,
+        sessions: bool,
+        writes: bool,
+    },
+    Child {
+        proc: Proc,
+        stdin: std::process::ChildStdin,
+        stdout: std::io::BufReader<std::process::ChildStdout>,
+    },
+}
+
+/// A floor of the comparison: its name in the output, and whether its
+/// tasks keep a session each (the strongest floor) or use the driver's
+/// implicit session per call (the naive one).
+#[derive(Clone, Copy)]
+struct FloorKind {
+    name: &'static str,
+    sessions: bool,
+    /// The allocator of a floor child (`None`: this process's).
+    allocator: Option<&'static str>,
+}
+
+/// The floors `GEN_FLOOR` asks for: `naive`, `session` (on this process's
+/// allocator, `GEN_ALLOCATOR`), or `both`: the naive floor on glibc
+/// malloc and the strongest, a session per task on jemalloc (the shipped
+/// binary's allocator), as issue 26 defines them. Both is the default of
+/// the `mongoload run` process's comparison, where each floor is a
+/// process of its own; naive, of the daemon in this process.
+fn floor_kinds(process: bool) -> Vec<FloorKind> {
+    let naive = FloorKind {
+        name: "naive",
+        sessions: false,
+        allocator: None,
+    };
+    let session = FloorKind {
+        name: "session",
+        sessions: true,
+        allocator: None,
+    };
+    let asked = std::env::var("GEN_FLOOR")
+        .unwrap_or_else(|_| if process { "both" } else { "naive" }.to_owned());
+    match asked.as_str() {
+        "session" => vec![session],
+        "both" if process => vec![
+            FloorKind {
+                allocator: Some("glibc"),
+                ..naive
+            },
+            FloorKind {
+                name: "strongest",
+                allocator: Some("jemalloc"),
+                ..session
+            },
+        ],
+        "both" => vec![naive, session],
+        _ => vec![naive],
+    }
+}
+
+impl FloorSide {
+    async fn start(
+        kind: FloorKind,
+        process: bool,
+        uri: &str,
+        writes: bool,
+        ids_from: i64,
+    ) -> FloorSide {
+        if !process {
+            let client = floor_client(uri, POOL).await;
+            return FloorSide::InProcess {
+                coll: client.database("closed").collection("gen"),
+                sessions: kind.sessions,
+                writes,
+            };
+        }
+        let mut cmd = Command::new(std::env::current_exe().expect("this executable"));
+        cmd.env(FLOOR_CHILD, uri)
+            .env("GEN_FLOOR", if kind.sessions { "session" } else { "naive" })
+            .env("GEN_FLOOR_IDS", ids_from.to_string())
+            .env("GEN_MIX", if writes { "write" } else { "find" })
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
+        if let Some(a) = kind.allocator {
+            cmd.env("GEN_ALLOCATOR", a);
+        }
+        let mut child = cmd.spawn().expect("spawn a floor child");
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+        FloorSide::Child {
+            proc: Proc(child),
+            stdin,
+            stdout,
+        }
+    }
+
+    /// One measured window after `settle`: the calls completed, those
+    /// that failed or found nothing, and the floor process's CPU seconds.
+    async fn measure(&mut self, settle: Duration, secs: Duration) -> (u64, u64, f64) {
+        match self {
+            FloorSide::InProcess {
+                coll,
+                sessions,
+                writes,
+            } => floor_closed(coll, CLOSED_WORKERS, settle, secs, *writes, *sessions).await,
+            FloorSide::Child { stdin, stdout, .. } => {
+                use std::io::BufRead;
+                writeln!(stdin, "{} {}", settle.as_millis(), secs.as_millis())
+                    .expect("write to the floor child");
+                let mut line = String::new();
+                tokio::task::block_in_place(|| stdout.read_line(&mut line))
+                    .expect("read from the floor child");
+                let f: Vec<&str> = line.split_whitespace().collect();
+                match f.as_slice() {
+                    [n, failed, cpu] => (
+                        n.parse().expect("calls"),
+                        failed.parse().expect("failed calls"),
+                        cpu.parse().expect("CPU seconds"),
+                    ),
+                    _ => panic!("the floor child answered {line:?}"),
+                }
+            }
+        }
+    }
+
+    async fn stop(self) {
+        match self {
+            FloorSide::InProcess { coll, .. } => coll.client().clone().shutdown().await,
+            FloorSide::Child { proc, stdin, .. } => {
+                drop(stdin);
+                drop(proc);
+            }
+        }
+    }
+}
+
+/// A floor child's whole life (`GEN_FLOOR_CHILD=<uri>`): for each line
+/// `<settle ms> <secs ms>` on stdin, one window of [`floor_closed`] (its
+/// tasks and mix from `GEN_FLOOR` and `GEN_MIX`), answered on stdout as
+/// `<calls> <failed> <CPU seconds>`.
+fn floor_child(uri: &str) {
+    use std::io::BufRead;
+    FLOOR_IDS.store(env_or("GEN_FLOOR_IDS", 1 << 40), Ordering::Relaxed);
+    let sessions = std::env::var("GEN_FLOOR").is_ok_and(|f| f == "session");
+    let writes = std::env::var("GEN_MIX").is_ok_and(|m| m == "write");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let coll = rt.block_on(async {
+        floor_client(uri, POOL)
+            .await
+            .database("closed")
+            .collection::<Document>("gen")
+    });
+    let mut out = std::io::stdout();
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { return };
+        let ms: Vec<u64> = line
+            .split_whitespace()
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        let [settle, secs] = ms[..] else { return };
+        let (n, failed, cpu) = rt.block_on(floor_closed(
+            &coll,
+            CLOSED_WORKERS,
+            Duration::from_millis(settle),
+            Duration::from_millis(secs),
+            writes,
+            sessions,
+        ));
+        writeln!(out, "{n} {failed} {cpu}").expect("write to the parent");
+        out.flush().expect("flush to the parent");
+    }
+}
+
 /// The daemon of the closed-loop comparison: `mongoload run` as its own
 /// process (the shipped binary, with its allocator), or the library in
 /// this process beside the floor (the same allocator and runtime as the
@@ -882,7 +1080,6 @@ async fn closed_loop_cost(bin: &Path) {
 }
 
 async fn closed_loop_one(bin: &Path, process: bool) {
-    const WORKERS: usize = 32;
     let secs = Duration::from_secs(env_or("GEN_SECS", 5));
     let rounds: usize = env_or("GEN_ROUNDS", 8);
     let settle = Duration::from_secs(1);
@@ -900,7 +1097,7 @@ async fn closed_loop_one(bin: &Path, process: bool) {
         POOL,
         &[(
             "hold".to_owned(),
-            WORKERS as f64,
+            CLOSED_WORKERS as f64,
             Duration::from_secs(24 * 3600),
         )],
     )
@@ -909,10 +1106,10 @@ async fn closed_loop_one(bin: &Path, process: bool) {
     // on both sides (the daemon's plan then writes: command monitoring is
     // on unless GEN_COMMAND_EVENTS says otherwise).
     let writes = std::env::var("GEN_MIX").is_ok_and(|m| m == "write");
-    // GEN_FLOOR=session: the strongest floor, a session per task (as the
-    // workers keep one); otherwise the naive one, an implicit session per
-    // call.
-    let floor_sessions = std::env::var("GEN_FLOOR").is_ok_and(|f| f == "session");
+    // GEN_FLOOR: the naive floor (an implicit session per call), the
+    // strongest (a session per task, as the workers keep one), or both
+    // (see `floor_kinds`).
+    let kinds = floor_kinds(process);
     // Unbounded (`max_docs = 0`): past its default bound of ten times the
     // preloaded documents `mixed` deletes the oldest with each insert (two
     // requests where the floor sends one), and the floor's finds of those
@@ -953,10 +1150,13 @@ async fn closed_loop_one(bin: &Path, process: bool) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     control("pause gen").await;
-    let client = floor_client(&uri, POOL).await;
-    let coll = client.database("closed").collection::<Document>("gen");
+    let mut floors = Vec::new();
+    for (i, kind) in kinds.iter().enumerate() {
+        let ids_from = (1i64 << 40) + ((i as i64) << 36);
+        floors.push(FloorSide::start(*kind, process, &uri, writes, ids_from).await);
+    }
     println!(
-        "\n== closed loop ({}): {WORKERS} workers {}, {rounds} rounds of {}s daemon + {}s floor ({}), max_inflight 256, pool {POOL}; load average {}",
+        "\n== closed loop ({}): {CLOSED_WORKERS} workers {}, {rounds} rounds of {}s each for the daemon and each floor ({}), in turn, max_inflight 256, pool {POOL}; load average {}",
         daemon.name(),
         if writes {
             "90 % find-by-_id, 10 % insert"
@@ -964,61 +1164,90 @@ async fn closed_loop_one(bin: &Path, process: bool) {
             "find-by-_id"
         },
         secs.as_secs(),
-        secs.as_secs(),
-        if floor_sessions {
-            "a session per task"
-        } else {
-            "implicit sessions"
-        },
+        kinds
+            .iter()
+            .map(|k| format!(
+                "{}: {}{}",
+                k.name,
+                if k.sessions {
+                    "a session per task"
+                } else {
+                    "implicit sessions"
+                },
+                match (k.allocator, process) {
+                    (Some(a), _) => format!(", {a} in its own process"),
+                    (None, true) => " in its own process".to_owned(),
+                    (None, false) => String::new(),
+                }
+            ))
+            .collect::<Vec<_>>()
+            .join("; "),
         load_average()
     );
-    let (mut daemon_us, mut floor_us, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    // Per side (0 the daemon, then the floors): µs of CPU per operation in
+    // each round; per floor: the daemon's ratio to it in each round.
+    let sides = floors.len() + 1;
+    let mut us: Vec<Vec<f64>> = vec![Vec::new(); sides];
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); floors.len()];
     for round in 0..rounds {
-        let measure_daemon = async {
-            control("resume gen").await;
-            tokio::time::sleep(settle).await;
-            let (ops0, cpu0) = (daemon.ops(), daemon.cpu());
-            tokio::time::sleep(secs).await;
-            let (ops1, cpu1) = (daemon.ops(), daemon.cpu());
-            control("pause gen").await;
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            ((cpu1 - cpu0) / (ops1 - ops0).max(1.0) * 1e6, ops1 - ops0)
-        };
-        let floor = async {
-            let (n, failed, cpu) =
-                floor_closed(&coll, WORKERS, settle, secs, writes, floor_sessions).await;
-            if failed > 0 {
-                println!("  floor: {failed} of {n} calls failed or found nothing");
-            }
-            (cpu / n.max(1) as f64 * 1e6, n as f64)
-        };
-        let ((d, dn), (f, fn_)) = if round % 2 == 0 {
-            let d = measure_daemon.await;
-            (d, floor.await)
-        } else {
-            let f = floor.await;
-            (measure_daemon.await, f)
-        };
-        println!(
-            "round {round}: daemon {d:.1} us/op ({:.0} ops/s), floor {f:.1} us/op ({:.0} ops/s), ratio {:.2}",
-            dn / secs.as_secs_f64(),
-            fn_ / secs.as_secs_f64(),
-            d / f
-        );
-        daemon_us.push(d);
-        floor_us.push(f);
-        ratios.push(d / f);
+        // Each round starts with the next side, so that no side always
+        // follows the same one.
+        let mut this = vec![(0.0, 0.0); sides];
+        for k in 0..sides {
+            let side = (round + k) % sides;
+            this[side] = if side == 0 {
+                control("resume gen").await;
+                tokio::time::sleep(settle).await;
+                let (ops0, cpu0) = (daemon.ops(), daemon.cpu());
+                tokio::time::sleep(secs).await;
+                let (ops1, cpu1) = (daemon.ops(), daemon.cpu());
+                control("pause gen").await;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                ((cpu1 - cpu0) / (ops1 - ops0).max(1.0) * 1e6, ops1 - ops0)
+            } else {
+                let (n, failed, cpu) = floors[side - 1].measure(settle, secs).await;
+                if failed > 0 {
+                    let name = kinds[side - 1].name;
+                    println!("  {name} floor: {failed} of {n} calls failed or found nothing");
+                }
+                (cpu / n.max(1) as f64 * 1e6, n as f64)
+            };
+        }
+        let rate = |n: f64| n / secs.as_secs_f64();
+        let (d, dn) = this[0];
+        let mut line = format!("round {round}: daemon {d:.1} us/op ({:.0} ops/s)", rate(dn));
+        for (i, &(f, n)) in this[1..].iter().enumerate() {
+            line += &format!(
+                ", {} floor {f:.1} us/op ({:.0} ops/s), ratio {:.2}",
+                kinds[i].name,
+                rate(n),
+                d / f
+            );
+            ratios[i].push(d / f);
+        }
+        println!("{line}");
+        for (side, &(u, _)) in this.iter().enumerate() {
+            us[side].push(u);
+        }
     }
-    println!(
-        "MEDIAN closed loop ({}): daemon {:.1} us/op, floor {:.1} us/op; ratio daemon/floor (median of {rounds} rounds) {:.2}x; load average {}",
+    let mut line = format!(
+        "MEDIAN closed loop ({}): daemon {:.1} us/op",
         daemon.name(),
-        median(daemon_us),
-        median(floor_us),
-        median(ratios),
-        load_average()
+        median(us[0].clone())
     );
+    for (i, kind) in kinds.iter().enumerate() {
+        line += &format!(
+            "; {} floor {:.1} us/op, ratio daemon/floor (median of {rounds} rounds) {:.2}x",
+            kind.name,
+            median(us[i + 1].clone()),
+            median(ratios[i].clone())
+        );
+    }
+    println!("{line}; load average {}", load_average());
     daemon.stop().await;
-    client.shutdown().await;
+    for f in floors {
+        f.stop().await;
+    }
     drop(sim_proc);
 }
 
