@@ -1243,6 +1243,17 @@ async fn closed_loop_one(bin: &Path, process: bool) {
             median(ratios[i].clone())
         );
     }
+    if us.len() == 3 {
+        // The floors against each other: what a session per task (and,
+        // in processes of their own, jemalloc) saves the bare loop.
+        let second: Vec<f64> = us[2].iter().zip(&us[1]).map(|(b, a)| b / a).collect();
+        line += &format!(
+            "; {} floor / {} floor (median of {rounds} rounds) {:.2}x",
+            kinds[1].name,
+            kinds[0].name,
+            median(second)
+        );
+    }
     println!("{line}; load average {}", load_average());
     daemon.stop().await;
     for f in floors {
