@@ -170,8 +170,12 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 }
 
 fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
     if let Ok(uri) = std::env::var(FLOOR_CHILD) {
-        floor_child(&uri);
+        floor_child(&rt, &uri);
         return;
     }
     let args: Vec<String> = std::env::args()
@@ -179,10 +183,6 @@ fn main() {
         .filter(|a| !a.starts_with("--"))
         .collect();
     let wants = |name: &str| args.is_empty() || args.iter().any(|a| a == name);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
     let bin = mongoload_binary();
     set_command_events(
         std::env::var("GEN_COMMAND_EVENTS")
@@ -976,15 +976,11 @@ impl FloorSide {
 /// `<settle ms> <secs ms>` on stdin, one window of [`floor_closed`] (its
 /// tasks and mix from `GEN_FLOOR` and `GEN_MIX`), answered on stdout as
 /// `<calls> <failed> <CPU seconds>`.
-fn floor_child(uri: &str) {
+fn floor_child(rt: &tokio::runtime::Runtime, uri: &str) {
     use std::io::BufRead;
     FLOOR_IDS.store(env_or("GEN_FLOOR_IDS", 1 << 40), Ordering::Relaxed);
     let sessions = std::env::var("GEN_FLOOR").is_ok_and(|f| f == "session");
     let writes = std::env::var("GEN_MIX").is_ok_and(|m| m == "write");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
     let coll = rt.block_on(async {
         floor_client(uri, POOL)
             .await
@@ -1185,10 +1181,13 @@ async fn closed_loop_one(bin: &Path, process: bool) {
         load_average()
     );
     // Per side (0 the daemon, then the floors): µs of CPU per operation in
-    // each round; per floor: the daemon's ratio to it in each round.
+    // each round.
     let sides = floors.len() + 1;
     let mut us: Vec<Vec<f64>> = vec![Vec::new(); sides];
-    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); floors.len()];
+    // The median over the rounds of side `a`'s figure over side `b`'s.
+    let ratio = |us: &[Vec<f64>], a: usize, b: usize| {
+        median(us[a].iter().zip(&us[b]).map(|(x, y)| x / y).collect())
+    };
     for round in 0..rounds {
         // Each round starts with the next side, so that no side always
         // follows the same one.
@@ -1223,7 +1222,6 @@ async fn closed_loop_one(bin: &Path, process: bool) {
                 rate(n),
                 d / f
             );
-            ratios[i].push(d / f);
         }
         println!("{line}");
         for (side, &(u, _)) in this.iter().enumerate() {
@@ -1240,18 +1238,17 @@ async fn closed_loop_one(bin: &Path, process: bool) {
             "; {} floor {:.1} us/op, ratio daemon/floor (median of {rounds} rounds) {:.2}x",
             kind.name,
             median(us[i + 1].clone()),
-            median(ratios[i].clone())
+            ratio(&us, 0, i + 1)
         );
     }
-    if us.len() == 3 {
+    if sides == 3 {
         // The floors against each other: what a session per task (and,
         // in processes of their own, jemalloc) saves the bare loop.
-        let second: Vec<f64> = us[2].iter().zip(&us[1]).map(|(b, a)| b / a).collect();
         line += &format!(
             "; {} floor / {} floor (median of {rounds} rounds) {:.2}x",
             kinds[1].name,
             kinds[0].name,
-            median(second)
+            ratio(&us, 2, 1)
         );
     }
     println!("{line}; load average {}", load_average());
