@@ -40,7 +40,7 @@ use crate::workload::Workload;
 use count::CountProgress;
 use worker::Worker;
 
-#[cfg(any(test, feature = "test-hooks"))]
+#[doc(hidden)]
 pub use controller::fault;
 pub(crate) use prepare::prepare_steps;
 pub use status::{Heartbeat, PrepareProgress, StageLabel, StageState, WorkloadStatus};
