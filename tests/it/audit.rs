@@ -48,7 +48,6 @@ fn page(running: &mongoload::daemon::Running) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn majority_writes_survive_three_failovers_and_deletes_are_never_missing() {
-    let _serial = crate::common::serial().await;
     let sim = replset(50).await;
     let set = sim.replset().unwrap().clone();
     let dir = tempfile::tempdir().unwrap();
@@ -178,7 +177,6 @@ duration = "18s"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exactly_the_rolled_back_w1_writes_are_reported_missing() {
-    let _serial = crate::common::serial().await;
     let sim = replset(50).await;
     let set = sim.replset().unwrap().clone();
     let dir = tempfile::tempdir().unwrap();

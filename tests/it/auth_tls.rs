@@ -191,7 +191,6 @@ fn errors(page: &str, kind: &str) -> f64 {
 /// user — not one per retry — and never the password.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_password_is_one_log_line_naming_the_user() {
-    let _serial = serial().await;
     let sim = sim_with(true, None).await;
     let http = free_port();
     let wrong = "WrongPassw0rd";
@@ -235,7 +234,6 @@ async fn a_wrong_password_is_one_log_line_naming_the_user() {
 /// /metrics, /status, `check-config`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_password_in_uri_file_over_tls_works_and_never_shows() {
-    let _serial = serial().await;
     let certs = Certs::new("mongoload daemon CA");
     let sim = sim_with(true, Some(&certs)).await;
     let http = free_port();

@@ -291,7 +291,6 @@ fn rates(cfg: &config::Config) -> BTreeMap<String, f64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_captured_mix_replays_in_its_proportions_sizes_and_rate() {
     // The original run must keep its rate: not beside other daemons.
-    let _serial = common::serial().await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("mongod.log");
     let sim = profiled_sim(Some(&log)).await;

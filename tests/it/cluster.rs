@@ -167,7 +167,6 @@ async fn count(uri: &str, collection: &str) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_members_run_one_load_with_disjoint_keys_in_step() {
-    let _serial = crate::common::serial().await;
     let sim = crate::common::sim().await;
     let dir = tempfile::tempdir().unwrap();
     let workload = r#"[[workloads]]
@@ -338,7 +337,6 @@ duration = "8s"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_preparer_is_replaced_and_a_restarted_member_rejoins_its_stage() {
-    let _serial = crate::common::serial().await;
     let sim = crate::common::sim().await;
     let dir = tempfile::tempdir().unwrap();
     // Reads only, so the document count stays what prepare loads.

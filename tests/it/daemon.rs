@@ -106,7 +106,6 @@ async fn ready_daemon(sim: &SimHandle, stages: &str) -> (ConfigFile, Running) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fixed_rate_counts_match_the_mix_and_the_deployment() {
-    let _serial = serial().await;
     let sim = crate::common::test_db().await;
     let (_file, running) = start_daemon(&crate::common::config_toml_in(
         &sim.uri(),
@@ -226,7 +225,6 @@ async fn fixed_rate_counts_match_the_mix_and_the_deployment() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closed_loop_stage_keeps_concurrency_workers_busy() {
-    let _serial = serial().await;
     let sim = sim().await;
     sim.faults()
         .set_latency(Some(LatencyDist::Fixed(Duration::from_millis(5))));
@@ -271,7 +269,6 @@ async fn closed_loop_stage_keeps_concurrency_workers_busy() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn injected_error_codes_land_under_their_kind() {
-    let _serial = serial().await;
     let sim = sim().await;
     let (_file, running) = start_daemon(&config_toml(
         &sim.uri(),
@@ -343,7 +340,6 @@ async fn injected_error_codes_land_under_their_kind() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_and_target_up_follow_the_deployment() {
-    let _serial = serial().await;
     let sim = sim().await;
     let (_file, running) = ready_daemon(
         &sim,
@@ -402,7 +398,6 @@ async fn readyz_and_target_up_follow_the_deployment() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_at_start_runs_and_becomes_ready_later() {
-    let _serial = serial().await;
     let addr = free_port();
     let uri = format!("mongodb://{addr}/");
     let (_file, running) = start_daemon(&config_toml(
@@ -461,7 +456,6 @@ async fn unreachable_at_start_runs_and_becomes_ready_later() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_drains_and_returns_the_summary() {
-    let _serial = serial().await;
     let sim = sim().await;
     // Every command takes 200 ms: stopping finds operations in flight.
     let (_file, running) = ready_daemon(
@@ -503,7 +497,6 @@ async fn stop_drains_and_returns_the_summary() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_stops_the_binary_with_exit_0_and_a_summary() {
-    let _serial = serial().await;
     let sim = sim().await;
     let http = free_port();
     let toml = config_toml(
@@ -534,7 +527,6 @@ async fn sigterm_stops_the_binary_with_exit_0_and_a_summary() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn promtool_accepts_the_page_under_load() {
-    let _serial = serial().await;
     let sim = sim().await;
     let (_file, running) = ready_daemon(
         &sim,
@@ -584,7 +576,6 @@ async fn promtool_accepts_the_page_under_load() {
 /// must be counted, and SIGTERM must still end the process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_password_never_appears() {
-    let _serial = serial().await;
     let sim = sim().await;
     let http = free_port();
     let uri = format!("mongodb://user:hunter2@{}/", sim.addr());
@@ -643,7 +634,6 @@ async fn the_password_never_appears() {
 /// the stage's end; each must still be executed or counted missed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_operation_of_a_stage_is_done_or_missed() {
-    let _serial = serial().await;
     let sim = sim().await;
     let (_file, running) = start_daemon(&config_toml(
         &sim.uri(),
@@ -669,7 +659,6 @@ async fn every_operation_of_a_stage_is_done_or_missed() {
 /// first prepare does not stall a rolling update; both 200 once it runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_can_count_a_preparing_workload_as_ready() {
-    let _serial = serial().await;
     let sim = sim().await;
     // 100 load batches, each held 300 ms: half a minute of prepare.
     sim.faults()

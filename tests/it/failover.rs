@@ -81,7 +81,6 @@ fn ok_ops(page: &str) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_step_down_mid_stage_is_seen_timed_and_recovered_from() {
-    let _serial = crate::common::serial().await;
     const RATE: u32 = 200;
     let election = Duration::from_secs(2);
     let sim = replset(election, Duration::from_millis(20)).await;
@@ -192,7 +191,6 @@ async fn a_step_down_mid_stage_is_seen_timed_and_recovered_from() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_during_an_election_are_counted_by_class() {
-    let _serial = crate::common::serial().await;
     // Server selection gives up before the election ends: writes fail with
     // server_selection (after the driver's one retry) until it is over.
     let election = Duration::from_secs(3);
@@ -267,7 +265,6 @@ fn page_after(log: &Path) -> StageReport {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_workload_sees_the_failover_but_no_outage() {
-    let _serial = crate::common::serial().await;
     let sim = replset(Duration::from_millis(500), Duration::ZERO).await;
     let set = sim.replset().unwrap().clone();
     let dir = tempfile::tempdir().unwrap();
@@ -335,7 +332,6 @@ async fn a_read_only_workload_sees_the_failover_but_no_outage() {
 async fn the_simulators_transactions_end_with_an_election() {
     use mongodb::bson::doc;
     use mongodb::error::TRANSIENT_TRANSACTION_ERROR;
-    let _serial = crate::common::serial().await;
     let sim = replset(Duration::from_millis(300), Duration::ZERO).await;
     let set = sim.replset().unwrap().clone();
     let client = crate::common::driver_client(&sim.uri(), true, Duration::from_secs(10)).await;
@@ -390,7 +386,6 @@ async fn the_simulators_transactions_end_with_an_election() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sysbench_transactions_are_retried_through_a_failover() {
-    let _serial = crate::common::serial().await;
     // Every reply 5 ms late: a transaction (18 statements) is always in
     // flight when the primary steps down.
     let sim = replset(Duration::from_secs(1), Duration::from_millis(5)).await;
@@ -498,7 +493,6 @@ async fn a_dropped_connection_is_logged_as_one_not_as_an_election() {
     // Alone: run beside the freeze drills (tests/it/faults.rs), the set
     // stopped answering after the drop in 3 runs of 3, with the published
     // driver as with the patched one (not understood yet).
-    let _serial = crate::common::serial().await;
     let set = replset(Duration::from_secs(2), Duration::ZERO).await;
     let http = free_port();
     let dir = tempfile::tempdir().unwrap();
@@ -554,7 +548,6 @@ async fn a_dropped_connection_is_logged_as_one_not_as_an_election() {
 /// operation took 600 ms).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_transactions_abort_ends_by_the_operations_deadline() {
-    let _serial = crate::common::serial().await;
     let sim = replset(Duration::from_secs(1), Duration::ZERO).await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs.jsonl");

@@ -206,7 +206,6 @@ fn error_lines(stderr: &str) -> HashMap<String, Vec<f64>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_fault_is_counted_by_class_and_the_rate_recovers() {
     // Rates are measured: one daemon at a time.
-    let _serial = serial().await;
     let sim = sim().await;
     let http = free_port();
     // 512 workers: an outage fails hundreds of operations at once.
@@ -404,7 +403,6 @@ async fn wait_file(path: &Path, what: &str, pred: fn(&str) -> bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_during_prepare_mid_stage_and_in_a_reconnect_storm() {
     // Rates are measured: one daemon at a time.
-    let _serial = serial().await;
     // During prepare: a load slowed to a crawl by 20 ms per command.
     let sim = sim().await;
     sim.faults()
@@ -698,7 +696,6 @@ async fn freeze_drill(freezer: Freezer, port: u16, pool: &str) -> (f64, f64, f64
 /// the load stayed down 10 s and more after the freeze.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_freeze_reads_as_long_as_it_was_and_the_load_is_back_within_a_second() {
-    let _serial = serial().await;
     for pool in ["", "pool_size = 64"] {
         let port = free_ports(1);
         let sim = spawn_sim(port, &[]);
@@ -715,7 +712,6 @@ async fn a_freeze_reads_as_long_as_it_was_and_the_load_is_back_within_a_second()
 /// rate within 1 s of the thaw.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_simulators_freeze_fault_reads_as_long_as_its_record() {
-    let _serial = serial().await;
     let sim = sim().await;
     let (freeze, outage, back) = freeze_drill(Freezer::Fault(sim), 0, "").await;
     eprintln!(
@@ -1007,7 +1003,6 @@ async fn silent_primary_drill(fault: SimFault) {
 /// record of it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_primary_is_replaced_after_the_election_timeout() {
-    let _serial = serial().await;
     silent_primary_drill(SimFault::Freeze).await;
 }
 
@@ -1015,7 +1010,6 @@ async fn a_frozen_primary_is_replaced_after_the_election_timeout() {
 /// replaced after the election timeout; the outage reads as the record.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blackholed_primary_is_replaced_after_the_election_timeout() {
-    let _serial = serial().await;
     silent_primary_drill(SimFault::Blackhole).await;
 }
 
@@ -1027,7 +1021,6 @@ async fn a_blackholed_primary_is_replaced_after_the_election_timeout() {
 /// backwards.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reset_is_counted_by_class_and_the_load_is_back_within_a_second() {
-    let _serial = serial().await;
     const SECS: u32 = 12;
     let sim = sim().await;
     let mut run = drill_run(&sim.uri(), SECS);
@@ -1095,7 +1088,6 @@ async fn a_reset_is_counted_by_class_and_the_load_is_back_within_a_second() {
 /// to the slow one: it picks the member with fewer operations in flight.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_member_slows_only_what_reads_from_it() {
-    let _serial = serial().await;
     const SECS: u32 = 8;
     let slow = Duration::from_millis(300);
     let sim = set_with_election_timeout(2).await;
@@ -1220,7 +1212,6 @@ fn the_fault_flags_log_each_fault_from_its_start_to_its_end() {
 /// the driver knew no primary until its next heartbeat (5–10 s each time).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_state_change_error_comes_with_its_state_change() {
-    let _serial = serial().await;
     const SECS: u32 = 12;
     let (sim, set, mut run, (stop, watcher)) = replset_drill(SECS).await;
     let (stderr_path, log) = (run.stderr.clone(), run.log.clone());

@@ -135,7 +135,6 @@ fn pixels_near(png_path: &Path, colours: &[[u8; 3]]) -> (Vec<usize>, usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_html_report_of_a_failover_run_renders_offline_with_the_run_logs_figures() {
     let Some(chromium) = chromium() else { return };
-    let _serial = crate::common::serial().await;
     let mut set = ReplSetConfig::new("rs0", 3);
     set.election = sim::ElectionTime::fixed(Duration::from_secs(1));
     let config = SimConfig {

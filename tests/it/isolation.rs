@@ -220,7 +220,6 @@ const WARMUP_SECS: u64 = 2;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scrape_storm_does_not_change_the_load() {
     // Rates are measured: one daemon at a time.
-    let _serial = serial().await;
     let sim = sim().await;
     let http = free_port();
     let dir = tempfile::tempdir().unwrap();
@@ -406,7 +405,6 @@ async fn connect_many(addr: SocketAddr, n: usize, timeout: Duration) -> Vec<toki
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_peers_neither_crash_nor_stall_the_load() {
     // Rates are measured: one daemon at a time.
-    let _serial = serial().await;
     use tokio::io::AsyncWriteExt;
     let limit = raise_fd_limit();
     let idle_wanted = 10_000usize;

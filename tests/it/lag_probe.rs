@@ -11,7 +11,6 @@ use mongoload::sim::{self, ReplSetConfig, SimConfig};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_probe_reads_the_configured_lag_on_each_secondary() {
-    let _serial = crate::common::serial().await;
     let lag = Duration::from_millis(500);
     let mut set = ReplSetConfig::new("rs0", 3);
     set.replication_lag = lag;

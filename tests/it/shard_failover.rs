@@ -79,7 +79,6 @@ fn secs_between(a: SystemTime, b: SystemTime) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shards_step_down_is_a_failover_on_that_shard() {
-    let _serial = crate::common::serial().await;
     const RATE: u32 = 100;
     let sim = cluster(3, Duration::from_millis(1500)).await;
     let cluster = sim.sharded().unwrap();
@@ -287,7 +286,6 @@ async fn a_shards_step_down_is_a_failover_on_that_shard() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_list_shards_leaves_shard_failovers_unknown() {
-    let _serial = crate::common::serial().await;
     let sim = cluster(2, Duration::from_millis(500)).await;
     let cluster = sim.sharded().unwrap();
     cluster.refuse_list_shards(true);
@@ -339,7 +337,6 @@ async fn a_refused_list_shards_leaves_shard_failovers_unknown() {
 /// "Sharded cluster".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acceptance_ycsb_a_through_two_routers_with_shard_failovers() {
-    let _serial = crate::common::serial().await;
     const SECS: u64 = 16;
     const YCSB_RATE: u64 = 150;
     const INS_RATE: u64 = 50;

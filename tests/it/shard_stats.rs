@@ -98,7 +98,6 @@ fn run_log(path: &std::path::Path) -> Vec<serde_json::Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn documents_per_shard_equal_what_each_shard_holds() {
-    let _serial = crate::common::serial().await;
     let (sim, client) = two_shards(&["shst.mixed"]).await;
     let cluster = sim.sharded().unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -266,7 +265,6 @@ async fn against_a_replica_set_there_is_no_shard_metric() {
 /// answers again the documents per shard come back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_read_is_unknown_and_recovers() {
-    let _serial = crate::common::serial().await;
     let (sim, _client) = two_shards(&["shst_refused.mixed"]).await;
     sim.faults().set_error(Some(ErrorFault {
         rate: 1.0,
@@ -334,7 +332,6 @@ fn committed(m: &sim::Migration) -> std::time::SystemTime {
 /// the router's `config.changelog` has one `moveChunk.commit` per record.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chunk_migrations_equal_the_simulators_record() {
-    let _serial = crate::common::serial().await;
     let ns = "shmig.mixed";
     let (sim, client) = two_shards(&[ns]).await;
     let cluster = sim.sharded().unwrap();
@@ -420,7 +417,6 @@ async fn chunk_migrations_equal_the_simulators_record() {
 /// per shard are read on as before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_changelog_leaves_migrations_unknown_with_one_line() {
-    let _serial = crate::common::serial().await;
     let ns = "shmig_refused.mixed";
     let (sim, client) = two_shards(&[ns]).await;
     let cluster = sim.sharded().unwrap();
@@ -485,7 +481,6 @@ async fn a_refused_changelog_leaves_migrations_unknown_with_one_line() {
 /// one it stops leaves `mongoload_shard_documents` and `/status`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_changes_the_workloads_read_per_shard() {
-    let _serial = crate::common::serial().await;
     let (sim, _client) = two_shards(&["shrl.mixed", "shrl.second"]).await;
     let cluster = sim.sharded().unwrap();
     let dir = tempfile::tempdir().unwrap();

@@ -40,7 +40,6 @@ fn config_with(uri: &str, log: &std::path::Path, tables: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_threshold_crosses_and_recovers_with_an_error_fault() {
-    let _serial = serial().await;
     let sim = sim().await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("run.jsonl");
@@ -147,7 +146,6 @@ check = "p99 < 2s"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fault_free_run_breaches_nothing() {
-    let _serial = serial().await;
     let sim = sim().await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("run.jsonl");
@@ -215,7 +213,6 @@ check = "achieved_ratio > 0.95"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abort_on_fail_ends_the_run_with_exit_99() {
-    let _serial = serial().await;
     let sim = sim().await;
     // Every command takes 100 ms from the start.
     sim.faults()

@@ -788,67 +788,6 @@ pub fn log_time(
         .find(|&t| t >= after)
 }
 
-/// Serialises the tests of one test binary that run a daemon: they
-/// measure rates and deadlines, and eleven daemons in debug builds on two
-/// cores would measure the machine instead.
-pub async fn serial() -> Serial {
-    let asked = std::time::Instant::now();
-    let guard = SERIAL.lock().await;
-    Serial::new(guard, asked)
-}
-
-/// [`serial`] for a test outside a runtime (a plain `#[test]` that runs its
-/// daemon as a process).
-pub fn serial_blocking() -> Serial {
-    let asked = std::time::Instant::now();
-    let guard = SERIAL.blocking_lock();
-    Serial::new(guard, asked)
-}
-
-/// The serial lock, held until dropped. With `MONGOLOAD_TEST_SERIAL_LOG`
-/// set to a file, each test appends how long it waited for the lock and
-/// held it (`<test> waited <s> held <s>`): the serial tests' sum of held
-/// times is the part of the suite that two test threads cannot overlap.
-pub struct Serial {
-    _guard: tokio::sync::MutexGuard<'static, ()>,
-    asked: std::time::Instant,
-    got: std::time::Instant,
-}
-
-impl Serial {
-    fn new(guard: tokio::sync::MutexGuard<'static, ()>, asked: std::time::Instant) -> Self {
-        Serial {
-            _guard: guard,
-            asked,
-            got: std::time::Instant::now(),
-        }
-    }
-}
-
-impl Drop for Serial {
-    fn drop(&mut self) {
-        let Some(path) = std::env::var_os("MONGOLOAD_TEST_SERIAL_LOG") else {
-            return;
-        };
-        let line = format!(
-            "{} waited {:.1} held {:.1}\n",
-            std::thread::current().name().unwrap_or("?"),
-            (self.got - self.asked).as_secs_f64(),
-            self.got.elapsed().as_secs_f64()
-        );
-        use std::io::Write;
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-        {
-            let _ = f.write_all(line.as_bytes());
-        }
-    }
-}
-
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 /// Binomial tolerance: how far a count of an outcome with probability `p`
 /// among `n` trials may be from `n·p` — 5 standard deviations, plus one
 /// for rounding. A false failure is then rarer than one in a million.
