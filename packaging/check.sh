@@ -3,7 +3,8 @@
 #   1. the man pages are generated from the CLI and the .deb is built
 #      (cargo-deb from crates.io: `cargo install cargo-deb --locked`) into
 #      target/debian/, where packaging/systemd-test.sh takes it next; the
-#      binary from the `release` profile, or PACKAGE_PROFILE's (CI: dev);
+#      binary from the `release` profile, or PACKAGE_PROFILE's (CI: dev,
+#      with PACKAGE_PREBUILT=1: the binary the tests built, not rebuilt);
 #   2. the .deb is listed (dpkg-deb -c), its control data checked (conffile,
 #      dependencies, maintainer scripts that never enable or start a unit);
 #   3. it is unpacked into a scratch root (dpkg -x) and every file checked
@@ -37,23 +38,33 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 target_dir=${CARGO_TARGET_DIR:-target}
 
+# The binary's Cargo profile: `release` (LTO, one codegen unit) is what
+# ships. CI passes PACKAGE_PROFILE=dev and PACKAGE_PREBUILT=1: the binary
+# its tests already built, as it is (cargo-deb strips it), since what is
+# checked here is the package (files, modes, control data, units,
+# maintainer scripts), not the compiler's optimization, and a release
+# build takes 14 minutes of CI's 2 cores. (A `cargo build` here would
+# build the library once more: the tests' build has the features their
+# dev-dependencies turn on in shared dependencies.)
+profile=${PACKAGE_PROFILE:-release}
+case "$profile" in dev) profile_dir=debug ;; *) profile_dir=$profile ;; esac
+bin="$target_dir/$profile_dir/mongoload"
+if [ "${PACKAGE_PREBUILT:-}" = 1 ]; then
+    [ -x "$bin" ] || fail "PACKAGE_PREBUILT=1 but no binary at $bin"
+else
+    # cargo-deb's own build passes flags of its own that rebuild the
+    # binary: build it here as `cargo build` does, and package that one.
+    cargo build --locked --profile "$profile" --bin mongoload
+fi
+
 step "man pages from the CLI definition"
 rm -rf target/man
-cargo run --locked --quiet -- man --dir target/man >/dev/null
+"$bin" man --dir target/man >/dev/null
 gzip -9nf target/man/*.1 target/man/*.5
 ls target/man
 
-# The binary's Cargo profile: `release` (LTO, one codegen unit) is what
-# ships. CI passes PACKAGE_PROFILE=dev: the binary its tests already built
-# (cargo-deb strips it), since what is checked here is the package (files,
-# modes, control data, units, maintainer scripts), not the compiler's
-# optimization, and a release build takes 14 minutes of CI's 2 cores.
-profile=${PACKAGE_PROFILE:-release}
-step "cargo deb ($profile profile)"
+step "cargo deb ($profile profile, $bin)"
 rm -f "$target_dir"/debian/*.deb
-# cargo-deb's own build passes flags of its own that rebuild the binary:
-# build it here as `cargo build` does, and package that one.
-cargo build --locked --profile "$profile" --bin mongoload
 cargo deb --locked --profile "$profile" --no-build --output "$target_dir/debian/" \
     >"$scratch/deb.log" 2>&1 || { cat "$scratch/deb.log"; fail "cargo deb"; }
 deb=$(ls "$target_dir"/debian/*.deb)

@@ -16,8 +16,9 @@
 #      restarted), an unwritable run.log (exit 78, then the ReadWritePaths=
 #      drop-in), instances side by side, the watchdog on a frozen daemon,
 #      systemd-analyze security, purge.
-# Usage: packaging/systemd-test.sh [PACKAGE.deb]   (default: the one .deb in
-# target/debian/, where packaging/check.sh leaves it). It changes nothing
+# Usage: packaging/systemd-test.sh [PACKAGE.deb | --rootfs-only]   (default:
+# the one .deb in target/debian/, where packaging/check.sh leaves it;
+# --rootfs-only makes the cached root filesystem and stops). It changes nothing
 # on the host but target/systemd-test/.
 # Needs: root, mmdebstrap, systemd-container (systemd-nspawn), util-linux
 # (nsenter), python3, the Debian archive reachable (first run only).
@@ -26,14 +27,20 @@ cd "$(dirname "$0")/.."
 
 target_dir=${CARGO_TARGET_DIR:-target}
 deb=${1:-}
-if [ -z "$deb" ]; then
+# --rootfs-only: make (or find cached) the root filesystem and stop; CI
+# runs it early, beside the build, since it mostly waits on the archive.
+rootfs_only=false
+if [ "$deb" = --rootfs-only ]; then
+    rootfs_only=true
+    deb=""
+elif [ -z "$deb" ]; then
     shopt -s nullglob
     debs=("$target_dir"/debian/*.deb)
     shopt -u nullglob
     [ "${#debs[@]}" = 1 ] || { echo "systemd-test: want one .deb in $target_dir/debian/, found ${#debs[@]}; pass its path" >&2; exit 2; }
     deb=${debs[0]}
 fi
-[ -f "$deb" ] || { echo "systemd-test: no such package: $deb" >&2; exit 2; }
+$rootfs_only || [ -f "$deb" ] || { echo "systemd-test: no such package: $deb" >&2; exit 2; }
 
 cache="$target_dir/systemd-test"
 work=""
@@ -135,6 +142,7 @@ else
     mv "$cache/partial.tar" "$rootfs"
     echo "$key" >"$rootfs.key"
 fi
+$rootfs_only && exit 0
 work=$(mktemp -d "$cache/run.XXXXXX")
 root="$work/root"
 mkdir "$root"

@@ -3,24 +3,42 @@
 # buildah, offline but for the package registries, and checks it. CI runs it
 # from .ci/run as root; it needs buildah and mmdebstrap (Debian packages).
 #
+#   packaging/container/check.sh [--full | --binary PATH]
+#
+# Two ways to make the image's binary:
+#   --full: the Containerfile's own `cargo build --locked` inside its build
+#     stage (the in-image compile, about 7 minutes of CI's 2 cores). On
+#     success it writes packaging/container/full-build.sha256: the hashes
+#     of what that compile depends on beyond the sources (the Containerfile,
+#     Cargo.lock, .dockerignore, this script) and the toolchain's version.
+#   --binary PATH (CI passes the binary its tests built): while those
+#     hashes still match the committed full-build.sha256, the one
+#     instruction of the Containerfile that compiles is replaced by a COPY
+#     of PATH, after a check that every file of this workspace that the
+#     compile read (the binary's dep-info) is in the build context;
+#     the rest of the Containerfile runs unchanged. Where they differ (the
+#     Containerfile, the lock file, the context or the toolchain changed),
+#     it says so and does the full build; commit the stamp that run writes.
+# With no argument: --full.
+#
 # The Containerfile's base images (rust:1-bookworm, debian:bookworm-slim)
 # live on a container registry this machine cannot reach, so the script
 # first makes local stand-ins from Debian's packages with mmdebstrap and
 # passes them as RUST_IMAGE / RUNTIME_IMAGE:
 #   - localhost/debian:bookworm-slim: a minbase bookworm with passwd, as the
-#     slim image is;
-#   - localhost/rust:bookworm: bookworm with gcc, libc6-dev and make (jemalloc), cargo and
-#     rustc on PATH in /usr/local/cargo/bin from this machine's Rust
-#     toolchain (rustup's, mounted read-only into the build), and this
-#     machine's CA bundle (its egress proxy re-signs crates.io's TLS).
-# The build itself runs the Containerfile unchanged but for its
-# CARGO_PROFILE argument: `image-check` (Cargo.toml: unoptimized, no debug
-# info) in place of `release`, since what is checked is that the
-# Containerfile builds and its image runs, and the release build takes a
-# quarter of an hour of CI's 2 cores; set IMAGE_PROFILE=release to check
-# the shipped build. It runs `cargo build --profile … --locked` inside the
-# build stage (crates from crates.io), then the slim
-# stage, in Docker format (which keeps a HEALTHCHECK; OCI drops it). The
+#     slim image is (with --binary, the build stage's base too: nothing
+#     compiles there);
+#   - localhost/rust:bookworm (--full only): bookworm with gcc, libc6-dev
+#     and make (jemalloc), cargo and rustc on PATH in /usr/local/cargo/bin
+#     from this machine's Rust toolchain (rustup's, mounted read-only into
+#     the build), and this machine's CA bundle (its egress proxy re-signs
+#     crates.io's TLS).
+# The full build passes the Containerfile's CARGO_PROFILE argument
+# `image-check` (Cargo.toml: unoptimized, no debug info) in place of
+# `release`, since what is checked is that the Containerfile builds and its
+# image runs, and the release build takes a quarter of an hour of CI's 2
+# cores; set IMAGE_PROFILE=release to check the shipped build. The build
+# runs in Docker format (which keeps a HEALTHCHECK; OCI drops it). The
 # image is then inspected (user, entrypoint, command, port, no healthcheck)
 # and run as its user: --version, check-config of its default config, and
 # `mongoload demo` until its /metrics counts operations.
@@ -33,11 +51,40 @@ cd "$(dirname "$0")/../.."
 fail() { echo "packaging/container/check.sh: FAIL: $*" >&2; exit 1; }
 step() { echo "--- container: $*"; }
 
-for tool in buildah mmdebstrap curl python3 rustc; do
+binary=""
+case "${1:-}" in
+    "" | --full) ;;
+    --binary) binary=${2:?"--binary needs the path of a built mongoload"} ;;
+    *) echo "usage: $0 [--full | --binary PATH]" >&2; exit 2 ;;
+esac
+
+for tool in buildah mmdebstrap curl python3 rustc sha256sum; do
     command -v "$tool" >/dev/null \
         || fail "$tool missing (apt-get install buildah mmdebstrap curl python3; rustc: the toolchain the build mounts)"
 done
 [ "$(id -u)" = 0 ] || fail "run as root (buildah with a private storage root)"
+
+# What the in-image compile depends on beyond the sources.
+stamp=packaging/container/full-build.sha256
+inputs() {
+    sha256sum packaging/container/Containerfile Cargo.lock .dockerignore packaging/container/check.sh
+    echo "toolchain  $(rustc --version)"
+}
+if [ -n "$binary" ]; then
+    [ -x "$binary" ] || fail "no binary at $binary"
+    # Cargo's dep-info of the binary: beside it (`cargo build`), or beside
+    # the file in deps/ it is a hard link of (a binary `cargo test` built).
+    depinfo="$binary.d"
+    if [ ! -f "$depinfo" ]; then
+        depinfo="$(find "$(dirname "$binary")/deps" -maxdepth 1 -samefile "$binary" 2>/dev/null | head -1).d"
+    fi
+    [ -f "$depinfo" ] || fail "no dep-info of $binary (beside it, or in deps/): build it with cargo"
+    if ! inputs | cmp -s - "$stamp"; then
+        echo "the in-image compile's inputs differ from $stamp; the full build instead:"
+        inputs | diff "$stamp" - || true
+        binary=""
+    fi
+fi
 
 work=$(mktemp -d /var/tmp/mongoload-image.XXXXXX)
 # buildah keeps RUN --mount=type=cache directories under $TMPDIR: inside
@@ -71,33 +118,67 @@ b config --cmd '["bash"]' "$ctr"
 b commit --quiet --rm "$ctr" localhost/debian:bookworm-slim >/dev/null
 rm "$work/slim.tar"
 
-mmdebstrap --quiet --variant=minbase --include=gcc,libc6-dev,make,ca-certificates \
-    --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
-    bookworm "$work/rust.tar"
-sysroot=$(rustc --print sysroot)
-ctr=$(b from scratch)
-b add "$ctr" "$work/rust.tar" / >/dev/null
-rm "$work/rust.tar"
-b copy "$ctr" /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt >/dev/null
-# The toolchain is not copied in (600 MB twice over): the build mounts this
-# machine's, read-only, at /usr/local/rust.
-b run --isolation chroot "$ctr" -- sh -c \
-    'mkdir -p /usr/local/cargo/bin && for t in cargo rustc rustdoc; do ln -s /usr/local/rust/bin/$t /usr/local/cargo/bin/$t; done'
-b config --env CARGO_HOME=/usr/local/cargo \
-    --env PATH=/usr/local/cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$ctr"
-b commit --quiet --rm "$ctr" localhost/rust:bookworm >/dev/null
-toolchain=(--volume "$sysroot:/usr/local/rust:ro")
-ctr=$(b from localhost/rust:bookworm)
-b run --isolation chroot "${toolchain[@]}" "$ctr" -- cargo --version
-b rm "$ctr" >/dev/null
-
+containerfile=packaging/container/Containerfile
 profile=${IMAGE_PROFILE:-image-check}
-step "build the Containerfile (cargo build --profile $profile --locked inside)"
+toolchain=()
+if [ -n "$binary" ]; then
+    step "the Containerfile with the binary $binary in place of its compile"
+    # The workspace's files the compile read, relative to the repository
+    # (the dep-info's first line: the binary, then every source file).
+    root=$(pwd)/
+    sed -n '1s/^[^:]*: //p' "$depinfo" | tr ' ' '\n' \
+        | awk -v r="$root" 'index($0, r) == 1 { print substr($0, length(r) + 1) }' \
+        >"$work/sources"
+    [ -s "$work/sources" ] || fail "no source file of this repository in $depinfo"
+    ctr=$(b from scratch)
+    b copy "$ctr" "$binary" /prebuilt/mongoload >/dev/null
+    b copy "$ctr" "$work/sources" /prebuilt/sources >/dev/null
+    b commit --quiet --rm "$ctr" localhost/mongoload-binary:check >/dev/null
+    # The instruction that compiles: from its `RUN --mount=…registry` line
+    # to the first line that does not continue.
+    awk '
+        /^RUN --mount=type=cache,target=\/usr\/local\/cargo\/registry/ { skip = 1; n++ }
+        skip { if ($0 !~ /\\$/) { skip = 0
+            print "COPY --from=localhost/mongoload-binary:check /prebuilt/ /prebuilt/"
+            print "RUN while read -r f; do [ -e \"$f\" ] || { echo \"not in the build context: $f\" >&2; exit 1; }; done </prebuilt/sources \\"
+            print "    && install -D -m 0755 /prebuilt/mongoload /out/usr/bin/mongoload && rm -r /prebuilt"
+          }; next }
+        { print }
+        END { if (n != 1) exit 1 }
+    ' packaging/container/Containerfile >"$work/Containerfile" \
+        || fail "the Containerfile has no single compiling RUN instruction to replace"
+    containerfile=$work/Containerfile
+    rust_image=localhost/debian:bookworm-slim
+    echo "$(wc -l <"$work/sources") source files, all to be found in the build context"
+else
+    mmdebstrap --quiet --variant=minbase --include=gcc,libc6-dev,make,ca-certificates \
+        --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+        bookworm "$work/rust.tar"
+    sysroot=$(rustc --print sysroot)
+    ctr=$(b from scratch)
+    b add "$ctr" "$work/rust.tar" / >/dev/null
+    rm "$work/rust.tar"
+    b copy "$ctr" /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt >/dev/null
+    # The toolchain is not copied in (600 MB twice over): the build mounts this
+    # machine's, read-only, at /usr/local/rust.
+    b run --isolation chroot "$ctr" -- sh -c \
+        'mkdir -p /usr/local/cargo/bin && for t in cargo rustc rustdoc; do ln -s /usr/local/rust/bin/$t /usr/local/cargo/bin/$t; done'
+    b config --env CARGO_HOME=/usr/local/cargo \
+        --env PATH=/usr/local/cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$ctr"
+    b commit --quiet --rm "$ctr" localhost/rust:bookworm >/dev/null
+    toolchain=(--volume "$sysroot:/usr/local/rust:ro")
+    ctr=$(b from localhost/rust:bookworm)
+    b run --isolation chroot "${toolchain[@]}" "$ctr" -- cargo --version
+    b rm "$ctr" >/dev/null
+    rust_image=localhost/rust:bookworm
+fi
+
+step "build the Containerfile (${binary:-cargo build --profile $profile --locked inside})"
 b build --quiet --isolation chroot --layers=false --format docker "${toolchain[@]}" \
     --build-arg CARGO_PROFILE="$profile" \
-    --build-arg RUST_IMAGE=localhost/rust:bookworm \
+    --build-arg RUST_IMAGE="$rust_image" \
     --build-arg RUNTIME_IMAGE=localhost/debian:bookworm-slim \
-    -f packaging/container/Containerfile -t "localhost/mongoload:$version" . \
+    -f "$containerfile" -t "localhost/mongoload:$version" . \
     >"$work/build.log" 2>&1 || { tail -60 "$work/build.log"; fail "buildah build"; }
 grep -E '^ *Finished ' "$work/build.log" || true
 echo "built localhost/mongoload:$version in $(( $(date +%s) - start )) s (base images included)"
@@ -155,4 +236,8 @@ demo_pid=
 grep "final: [0-9]* operations ok" "$work/demo.log" | tail -1 \
     || { tail -20 "$work/demo.log"; fail "the demo did not drain and summarise on SIGTERM"; }
 
+if [ -z "$binary" ] && [ "$profile" = image-check ]; then
+    inputs >"$stamp"
+    echo "wrote $stamp: commit it, and --binary checks skip the in-image compile until these change"
+fi
 step "ok ($(( $(date +%s) - start )) s)"
