@@ -232,27 +232,59 @@ pub fn error_code(e: &mongodb::error::Error) -> Option<i32> {
     }
 }
 
-/// A loopback port nothing listens on: bound, then released. Another
-/// process could take it in between; on a test machine that is rare
-/// enough, and the tests that use it say what they expected on failure.
+/// A loopback port no other test uses: free when picked, and claimed for
+/// the rest of this process with an exclusive lock on a file named after
+/// it (`$TMPDIR/mongoload-test-ports/PORT`), which every test process
+/// honours: under nextest each test is a process of its own, eight at
+/// once. Picked at random below the kernel's ephemeral range (32768–60999
+/// by default), never in it: the outgoing connections of the tests'
+/// drivers take their local ports from that range, and one of them took
+/// a port between a test's pick and its daemon's bind ("Address already
+/// in use"). The lock files stay; the locks go with the process.
 pub fn free_port() -> SocketAddr {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    l.local_addr().unwrap()
+    SocketAddr::from(([127, 0, 0, 1], free_ports(1)))
 }
 
 /// The first of `n` consecutive free loopback ports (a replica set's
-/// members), found as [`free_port`] finds one.
+/// members), each claimed as [`free_port`] claims one.
 pub fn free_ports(n: u16) -> u16 {
-    loop {
-        let first = free_port().port();
-        let rest: Vec<std::net::TcpListener> = (1..n)
-            .filter_map(|i| std::net::TcpListener::bind(("127.0.0.1", first.checked_add(i)?)).ok())
-            .collect();
-        if rest.len() == usize::from(n - 1) {
+    use rand::Rng;
+    const LOW: u16 = 20_000;
+    const HIGH: u16 = 32_768;
+    let mut rng = rand::rng();
+    for _ in 0..10_000 {
+        let first = rng.random_range(LOW..HIGH - n);
+        let claims: Option<Vec<std::fs::File>> = (first..first + n).map(claim_port).collect();
+        if let Some(claims) = claims {
+            CLAIMED_PORTS
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .extend(claims);
             return first;
         }
     }
+    panic!("no {n} free consecutive loopback ports in {LOW}..{HIGH}");
 }
+
+/// Claims `port` for this process: its lock file locked (no other test
+/// process holds it), and nothing listening on it.
+fn claim_port(port: u16) -> Option<std::fs::File> {
+    use rustix::fs::{flock, FlockOperation};
+    let dir = std::env::temp_dir().join("mongoload-test-ports");
+    std::fs::create_dir_all(&dir).expect("create the ports' lock directory");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(port.to_string()))
+        .expect("open a port's lock file");
+    flock(&file, FlockOperation::NonBlockingLockExclusive).ok()?;
+    std::net::TcpListener::bind(("127.0.0.1", port)).ok()?;
+    Some(file)
+}
+
+/// The lock files of the ports this process claimed, held until it exits.
+static CLAIMED_PORTS: std::sync::Mutex<Vec<std::fs::File>> = std::sync::Mutex::new(Vec::new());
 
 /// A config file in its own temporary directory (removed on drop).
 pub struct ConfigFile {
