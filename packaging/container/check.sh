@@ -10,7 +10,8 @@
 #     stage (the in-image compile, about 7 minutes of CI's 2 cores). On
 #     success it writes packaging/container/full-build.sha256: the hashes
 #     of what that compile depends on beyond the sources (the Containerfile,
-#     Cargo.lock, .dockerignore, this script) and the toolchain's version.
+#     Cargo.lock, .dockerignore) and the toolchain's version. (A change to
+#     the stand-in rust image below is checked by running --full.)
 #   --binary PATH (CI passes the binary its tests built): while those
 #     hashes still match the committed full-build.sha256, the one
 #     instruction of the Containerfile that compiles is replaced by a COPY
@@ -67,18 +68,26 @@ done
 # What the in-image compile depends on beyond the sources.
 stamp=packaging/container/full-build.sha256
 inputs() {
-    sha256sum packaging/container/Containerfile Cargo.lock .dockerignore packaging/container/check.sh
+    sha256sum packaging/container/Containerfile Cargo.lock .dockerignore
     echo "toolchain  $(rustc --version)"
 }
 if [ -n "$binary" ]; then
     [ -x "$binary" ] || fail "no binary at $binary"
-    # Cargo's dep-info of the binary: beside it (`cargo build`), or beside
-    # the file in deps/ it is a hard link of (a binary `cargo test` built).
-    depinfo="$binary.d"
-    if [ ! -f "$depinfo" ]; then
-        depinfo="$(find "$(dirname "$binary")/deps" -maxdepth 1 -samefile "$binary" 2>/dev/null | head -1).d"
+    # Cargo's dep-info: beside the binary (`cargo build` writes one that
+    # names every file the build read), or else (a binary `cargo test`
+    # built) rustc's own, in deps/: the binary's unit (the file it is a
+    # hard link of) and the library units of this workspace's crates and
+    # of the patched ones under vendor/ (the ones whose dep-info names an
+    # .rlib; not the unit tests' units, which read fixtures the image never
+    # needs).
+    if [ -f "$binary.d" ]; then
+        depinfos=("$binary.d")
+    else
+        deps="$(dirname "$binary")/deps"
+        unit=$(find "$deps" -maxdepth 1 -samefile "$binary" 2>/dev/null | head -1)
+        [ -n "$unit" ] && [ -f "$unit.d" ] || fail "no dep-info of $binary (beside it, or in deps/): build it with cargo"
+        mapfile -t depinfos < <(echo "$unit.d"; grep -l -E '^[^ ]*/lib(mongoload|mongoload_sim|mongoload_loglimit|mongodb|prometheus)-[0-9a-f]+\.rlib:' "$deps"/*.d)
     fi
-    [ -f "$depinfo" ] || fail "no dep-info of $binary (beside it, or in deps/): build it with cargo"
     if ! inputs | cmp -s - "$stamp"; then
         echo "the in-image compile's inputs differ from $stamp; the full build instead:"
         inputs | diff "$stamp" - || true
@@ -124,12 +133,15 @@ toolchain=()
 if [ -n "$binary" ]; then
     step "the Containerfile with the binary $binary in place of its compile"
     # The workspace's files the compile read, relative to the repository
-    # (the dep-info's first line: the binary, then every source file).
+    # (each dep-info's first line: a unit, then every file it read; rustc
+    # writes this workspace's as relative paths, cargo as absolute ones),
+    # those that still exist (a target directory may hold older units).
     root=$(pwd)/
-    sed -n '1s/^[^:]*: //p' "$depinfo" | tr ' ' '\n' \
-        | awk -v r="$root" 'index($0, r) == 1 { print substr($0, length(r) + 1) }' \
-        >"$work/sources"
-    [ -s "$work/sources" ] || fail "no source file of this repository in $depinfo"
+    for d in "${depinfos[@]}"; do sed -n '1s/^[^:]*: //p' "$d"; done | tr ' ' '\n' \
+        | awk -v r="$root" 'index($0, r) == 1 { print substr($0, length(r) + 1); next } /^[^\/]/' \
+        | sort -u | while read -r f; do [ -f "$f" ] && echo "$f"; done >"$work/sources"
+    grep -qx 'src/main.rs' "$work/sources" && grep -qx 'src/lib.rs' "$work/sources" \
+        || fail "the dep-info (${depinfos[*]}) names neither src/main.rs nor src/lib.rs"
     ctr=$(b from scratch)
     b copy "$ctr" "$binary" /prebuilt/mongoload >/dev/null
     b copy "$ctr" "$work/sources" /prebuilt/sources >/dev/null
