@@ -140,6 +140,10 @@ fn suppressed(n: u64, what: &str) -> String {
 /// back, no election".
 const LOSS_LINES: usize = PrimaryLoss::ALL.len();
 
+/// Log-limiter class of the line for a write outage that ended with no
+/// primary change, after the [`LOSS_LINES`] pairs.
+const OUTAGE_LINE: usize = 2 * LOSS_LINES;
+
 /// Failover as the load sees it, and its log; one per process, fed by the SDAM and
 /// command event handlers and by the workers.
 pub struct Failover {
@@ -155,7 +159,8 @@ pub struct Failover {
     /// The lines about losing the primary and getting the same one back:
     /// one per class per 10 s (a dropped connection clears the pool and
     /// loses the primary for the 0.5 s minimum heartbeat, which would
-    /// otherwise log a line per dropped connection).
+    /// otherwise log a line per dropped connection), and so the line for an
+    /// outage over with no primary change.
     lines: crate::error_log::LogLimiter,
     /// Through a mongos: each shard's primary ([`shards`]); `watching`:
     /// whether any shard is monitored (write failures are attributed only
@@ -175,7 +180,7 @@ impl Failover {
             retries: Mutex::new(RetryBook::default()),
             failovers: watch::channel(0).0,
             lines: crate::error_log::LogLimiter::new(
-                2 * LOSS_LINES,
+                OUTAGE_LINE + 1,
                 crate::error_log::LOG_INTERVAL,
             ),
             shards: Mutex::new(ShardPrimaries::default()),
@@ -240,24 +245,45 @@ impl Failover {
         self.families.outage.observe(secs);
         self.families.outage_last.set(secs);
         let start = self.origin + Duration::from_nanos(start);
-        let attached = self.state().attach_outage(start, length);
-        if attached.is_none() && self.watching.load(Ordering::Relaxed) {
+        let mut state = self.state();
+        let attached = state.attach_outage(start, length);
+        if attached.is_none() && state.lost.is_some() {
+            // Acknowledged while the events still say "no primary": the
+            // event naming the primary the write reached is on its way.
+            state.pending_outage = Some(length);
+            return;
+        }
+        drop(state);
+        self.log_outage_over(secs, attached.as_deref());
+    }
+
+    /// The line for an outage that ended: by the failover to `primary`, or
+    /// with no primary change (one per [`OUTAGE_LINE`] interval: a dropped
+    /// connection makes one).
+    fn log_outage_over(&self, secs: f64, primary: Option<&str>) {
+        if primary.is_none() && self.watching.load(Ordering::Relaxed) {
             tracing::debug!(
                 outage_s = mongoload_loglimit::round(secs, 3),
                 "write outage over after {secs:.3}s (through a mongos)"
             );
             return;
         }
-        match attached {
+        match primary {
             Some(primary) => tracing::info!(
                 outage_s = mongoload_loglimit::round(secs, 3),
                 primary = %primary,
                 "write outage over after {secs:.3}s: writes acknowledged by the new primary {primary}"
             ),
-            None => tracing::info!(
-                outage_s = mongoload_loglimit::round(secs, 3),
-                "write outage over after {secs:.3}s (no primary change)"
-            ),
+            None => {
+                if let Some(n) = self.lines.admit(OUTAGE_LINE, Instant::now()) {
+                    tracing::info!(
+                        outage_s = mongoload_loglimit::round(secs, 3),
+                        suppressed = n,
+                        "write outage over after {secs:.3}s (no primary change){}",
+                        suppressed(n, "such outages")
+                    );
+                }
+            }
         }
     }
 
@@ -316,8 +342,12 @@ impl Failover {
                 state.current = Some(p.to_owned());
                 state.current_since = Some(now);
                 let loss = state.loss.take();
+                let pending = state.pending_outage.take();
                 if !changed {
                     drop(state);
+                    if let Some(length) = pending {
+                        self.log_outage_over(length.as_secs_f64(), None);
+                    }
                     if let (Some(g), Some(loss)) = (gap, loss) {
                         if let Some(n) = self.lines.admit(LOSS_LINES + loss.class(), now) {
                             tracing::info!(
@@ -345,7 +375,7 @@ impl Failover {
                     from: from.clone(),
                     to: p.to_owned(),
                     no_primary: gap,
-                    write_outage: None,
+                    write_outage: pending,
                     shard: None,
                 });
                 drop(state);
@@ -357,6 +387,9 @@ impl Failover {
                     from.as_deref().unwrap_or("unknown"),
                     gap.map_or(String::new(), |g| format!(", {:.3}s without a primary", g.as_secs_f64())),
                 );
+                if let Some(length) = pending {
+                    self.log_outage_over(length.as_secs_f64(), Some(p));
+                }
                 self.failovers.send_modify(|n| *n += 1);
             }
         }
@@ -677,6 +710,43 @@ mod tests {
         m.on_topology(Some("b:1"), false, PrimaryLoss::Other);
         assert_eq!(m.recent(10).len(), 1);
         assert!(!seen.has_changed().unwrap());
+    }
+
+    /// The driver delivers its events on a task of its own: under load a
+    /// write can be acknowledged by the new primary before the event
+    /// naming it reaches the handler. The outage still belongs to that
+    /// failover; after a gap that ends with the same primary it belongs to
+    /// none.
+    #[test]
+    fn an_outage_over_before_the_event_of_its_primary_is_that_failovers() {
+        let m = Failover::new().unwrap();
+        m.on_topology(Some("a:1"), false, PrimaryLoss::Other);
+        m.on_topology(None, false, PrimaryLoss::SteppedDown);
+        let t0 = Instant::now();
+        m.write_result(t0, t0, Err(ErrorKind::ServerSelection));
+        let t1 = t0 + Duration::from_millis(3);
+        m.write_result(t1, t1, Ok(()));
+        assert_eq!(m.families.outage.get_sample_count(), 1, "the outage ended");
+        assert!(m.recent(10).is_empty(), "no failover known yet");
+        m.on_topology(Some("b:1"), true, PrimaryLoss::Other);
+        let r = m.recent(10);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].to, "b:1");
+        let length = r[0].write_outage.expect("the outage attached");
+        assert!(length >= Duration::from_millis(3), "{length:?}");
+
+        // A dropped connection: the same primary back, no failover, and
+        // its outage goes to no later failover.
+        m.on_topology(None, false, PrimaryLoss::ConnectionLost);
+        let t2 = Instant::now();
+        m.write_result(t2, t2, Err(ErrorKind::Network));
+        m.write_result(t2, t2 + Duration::from_millis(1), Ok(()));
+        m.on_topology(Some("b:1"), false, PrimaryLoss::Other);
+        m.on_topology(None, false, PrimaryLoss::SteppedDown);
+        m.on_topology(Some("c:1"), true, PrimaryLoss::Other);
+        let r = m.recent(10);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[1].write_outage, None, "{r:?}");
     }
 
     /// A refusal by the old primary of a write sent after the driver

@@ -39,6 +39,12 @@ pub(super) struct PrimaryState {
     pub(super) last: Option<String>,
     /// How the primary of the current gap was lost.
     pub(super) loss: Option<super::PrimaryLoss>,
+    /// The length of a write outage that ended during the current
+    /// gap as the events tell it: a write was acknowledged, so the driver
+    /// knew a primary again, but its event naming it had not reached us
+    /// (the driver delivers events on a task of its own, which lags under
+    /// load). The primary learnt of next decides: a failover takes it.
+    pub(super) pending_outage: Option<Duration>,
     pub(super) records: VecDeque<FailoverRecord>,
 }
 

@@ -485,8 +485,8 @@ duration = "1m"
 /// the member's pool and lose the primary until its next check, with no
 /// election. The log says a connection failed (not an election), once per
 /// 10 s with the rest counted, the same primary's return is logged as no
-/// election, and `mongoload_pool_clears_total{cause="error"}` counts the
-/// clears.
+/// election (so is the end of the write outage, if a write saw one), and
+/// `mongoload_pool_clears_total{cause="error"}` counts the clears.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_connection_is_logged_as_one_not_as_an_election() {
     use crate::common::{free_port, scrape, spawn_run, terminate, wait_status, write_config};
@@ -538,6 +538,11 @@ async fn a_dropped_connection_is_logged_as_one_not_as_an_election() {
         .filter(|l| l.contains("back after") && l.contains("no election"))
         .collect();
     assert_eq!(back.len(), 1, "one line per 10 s: {back:#?}\n{stderr}");
+    let over: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("write outage over") && l.contains("no primary change"))
+        .collect();
+    assert!(over.len() <= 1, "one line per 10 s: {over:#?}\n{stderr}");
     set.shutdown().await;
 }
 
