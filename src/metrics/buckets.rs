@@ -334,8 +334,8 @@ mod tests {
         }
         let m = prometheus::core::Metric::metric(&h);
         let got: Vec<u64> = m
-            .histogram
-            .bucket
+            .get_histogram()
+            .get_bucket()
             .iter()
             .map(|b| b.cumulative_count())
             .collect();
@@ -344,6 +344,6 @@ mod tests {
             .map(|b| values.iter().filter(|v| *v <= b).count() as u64)
             .collect();
         assert_eq!(got, want);
-        assert_eq!(m.histogram.sample_count(), values.len() as u64);
+        assert_eq!(m.get_histogram().get_sample_count(), values.len() as u64);
     }
 }
