@@ -140,9 +140,11 @@ fn suppressed(n: u64, what: &str) -> String {
 /// back, no election".
 const LOSS_LINES: usize = PrimaryLoss::ALL.len();
 
-/// Log-limiter class of the line for a write outage that ended with no
-/// primary change, after the [`LOSS_LINES`] pairs.
-const OUTAGE_LINE: usize = 2 * LOSS_LINES;
+/// Log-limiter classes, after the [`LOSS_LINES`] pairs: the line for a
+/// write outage that began (writes fail), and for one that ended with no
+/// primary change.
+const OUTAGE_START_LINE: usize = 2 * LOSS_LINES;
+const OUTAGE_LINE: usize = 2 * LOSS_LINES + 1;
 
 /// Failover as the load sees it, and its log; one per process, fed by the SDAM and
 /// command event handlers and by the workers.
@@ -227,8 +229,9 @@ impl Failover {
                     // router-level outages: the shard's lines tell it.
                     if watching {
                         tracing::debug!(error_kind = %kind, "write outage: writes fail ({kind})");
-                    } else {
-                        tracing::warn!(error_kind = %kind, "write outage: writes fail ({kind})");
+                    } else if let Some(n) = self.lines.admit(OUTAGE_START_LINE, done) {
+                        tracing::warn!(error_kind = %kind, suppressed = n,
+                            "write outage: writes fail ({kind}){}", suppressed(n, "such outages"));
                     }
                 }
                 if watching {

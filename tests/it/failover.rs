@@ -546,6 +546,73 @@ async fn a_dropped_connection_is_logged_as_one_not_as_an_election() {
     set.shutdown().await;
 }
 
+/// Dropped connections on a replica set for 40 s, about one a second:
+/// the log holds at most one line of each kind per 10 s (the loss, the
+/// same primary back, the outage begun and over, the error by class),
+/// so a day of drops writes at most 8,640 lines of a kind instead of one
+/// per drop, and the drops are counted in `mongoload_pool_clears_total`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_minute_of_dropped_connections_logs_one_line_of_a_kind_per_10_s() {
+    use crate::common::{free_port, scrape, spawn_run, terminate, wait_status, write_config};
+    use std::collections::BTreeMap;
+    const SOAK: Duration = Duration::from_secs(40);
+    let set = replset(Duration::from_secs(2), Duration::ZERO).await;
+    let http = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let toml = config(&set.uri(), &dir.path().join("run.log"), "5s", 100, 3600)
+        .replace("listen = \"127.0.0.1:0\"", &format!("listen = \"{http}\""));
+    let file = write_config(&toml);
+    let (mut child, stderr_path) = spawn_run(&file, "info");
+    wait_status(http, "/readyz", 200, Duration::from_secs(30)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before = scrape(http).await;
+    let logged_before = std::fs::read_to_string(&stderr_path)
+        .unwrap()
+        .lines()
+        .count();
+    // 100 inserts/s and the driver's checks: a drop about every second.
+    set.faults().set_drop_rate(0.01);
+    tokio::time::sleep(SOAK).await;
+    set.faults().set_drop_rate(0.0);
+    let after = scrape(http).await;
+    let status = terminate(&mut child).await;
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let clears = sample(&after, "mongoload_pool_clears_total", &[("cause", "error")])
+        .unwrap_or(0.0)
+        - sample(
+            &before,
+            "mongoload_pool_clears_total",
+            &[("cause", "error")],
+        )
+        .unwrap_or(0.0);
+    assert!(clears >= 10.0, "{clears} pool clears counted:\n{stderr}");
+    // A line's kind: its level, target and first words, digits left out.
+    let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+    let soak: Vec<&str> = stderr.lines().skip(logged_before).collect();
+    for line in &soak {
+        let words: Vec<String> = line
+            .split_whitespace()
+            .skip(1)
+            .take(6)
+            .map(|w| w.chars().filter(|c| !c.is_ascii_digit()).collect())
+            .collect();
+        *kinds.entry(words.join(" ")).or_default() += 1;
+    }
+    let bound = (SOAK.as_secs() / 10 + 2) as usize;
+    let over: Vec<_> = kinds.iter().filter(|(_, n)| **n > bound).collect();
+    eprintln!(
+        "{clears} pool clears in {SOAK:?}: {} lines, {} kinds: {kinds:#?}",
+        soak.len(),
+        kinds.len()
+    );
+    assert!(
+        over.is_empty(),
+        "more than {bound} lines of a kind in {SOAK:?}: {over:#?}\n{stderr}"
+    );
+    set.shutdown().await;
+}
+
 /// A failed transaction's abort runs within the operation's deadline, as
 /// its statements do: with every reply 300 ms late and failing, the first
 /// statement fails at 300 ms and the abort is cut at the 400 ms
