@@ -192,6 +192,12 @@ pub struct DemoArgs {
     /// Where the simulator listens (port 0: a free port).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub sim_listen: SocketAddr,
+    /// The run log: one JSON line per finished stage, appended
+    /// (`mongoload report --html OUT.html RUNLOG` makes the page); where
+    /// its directory cannot be written, the same name in the temporary
+    /// directory.
+    #[arg(long, value_name = "RUNLOG", default_value = "mongoload-demo.jsonl")]
+    pub run_log: PathBuf,
     #[command(flatten)]
     pub progress: crate::progress::ProgressArgs,
 }
@@ -688,20 +694,49 @@ async fn demo(args: DemoArgs, progress: Option<crate::progress::Progress>) -> Ex
     config.target.uri = Some(SecretUri::new(sim.uri()));
     config.target.uri_file = None;
     config.http.listen = args.http_listen;
+    let run_log = demo_run_log(&args.run_log);
+    config.run.log = Some(run_log.clone());
     // The demo runs on when nobody reads its stdout.
     let _ = emit(&format!(
         "mongoload demo: simulator (an in-memory test double, not a database) at {}\n\
          mongoload demo: a replica set of 3 whose primary steps down every {}\n\
          mongoload demo: metrics at http://{}/metrics  status at http://{}/status\n\
+         mongoload demo: run log (a line per finished stage) at {}\n\
          mongoload demo: Ctrl-C stops both\n",
         sim.uri(),
         humantime::format_duration(DEMO_FAILOVER_EVERY),
         args.http_listen,
-        args.http_listen
+        args.http_listen,
+        run_log.display(),
     ));
     let code = run_daemon(config, None, progress).await;
     sim.shutdown().await;
+    let _ = emit(&format!(
+        "mongoload demo: run log at {log}; as a page: mongoload report --html mongoload-demo.html {log}\n",
+        log = run_log.display(),
+    ));
     code
+}
+
+/// The demo's run log: `wanted` made absolute, or the same file name in
+/// the temporary directory where `wanted`'s directory cannot be written
+/// (a demo started from `/`), so that the demo runs wherever it starts.
+fn demo_run_log(wanted: &Path) -> PathBuf {
+    let absolute = std::env::current_dir()
+        .map(|d| d.join(wanted))
+        .unwrap_or_else(|_| wanted.to_path_buf());
+    let writable = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&absolute)
+        .is_ok();
+    if writable {
+        return absolute;
+    }
+    let name = wanted
+        .file_name()
+        .map_or_else(|| "mongoload-demo.jsonl".into(), |n| n.to_os_string());
+    std::env::temp_dir().join(name)
 }
 
 /// The demo's log filter under the live view: warnings, except those of

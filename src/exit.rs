@@ -16,6 +16,9 @@ pub enum Exit {
     Usage = 2,
     /// EX_UNAVAILABLE: the deployment or the daemon cannot be reached.
     Unavailable = 69,
+    /// EX_PROTOCOL: the deployment does not support a command or an option
+    /// the plan needs.
+    Unsupported = 76,
     /// EX_NOPERM: the deployment refused the login or a privilege.
     Refused = 77,
     /// EX_CONFIG: the configuration is unusable.
@@ -24,11 +27,12 @@ pub enum Exit {
 
 impl Exit {
     /// Every status, in numeric order.
-    pub const ALL: [Exit; 6] = [
+    pub const ALL: [Exit; 7] = [
         Exit::Ok,
         Exit::Failure,
         Exit::Usage,
         Exit::Unavailable,
+        Exit::Unsupported,
         Exit::Refused,
         Exit::Config,
     ];
@@ -60,10 +64,17 @@ impl Exit {
                 "Unavailable (EX_UNAVAILABLE): check-target cannot reach the deployment (network, \
                  TLS, timeouts); ctl: no daemon answers on the control socket."
             }
+            Exit::Unsupported => {
+                "Unsupported (EX_PROTOCOL): the deployment does not have a command or an option \
+                 the plan needs (it answered CommandNotFound, CommandNotSupported, \
+                 NotImplemented, IllegalOperation or InvalidOptions): run, at prepare (the \
+                 message names the command and the way out); check-target; the systemd units \
+                 do not restart on it."
+            }
             Exit::Refused => {
                 "Refused (EX_NOPERM): check-target: the deployment refused the login or a \
-                 privilege the plan needs; run: sharding a workload's collections was refused \
-                 a privilege action (named)."
+                 privilege the plan needs; run, at prepare: a command was refused a privilege \
+                 (named); the systemd units do not restart on it."
             }
             Exit::Config => {
                 "Config (EX_CONFIG): an invalid config (the message names file, key and \
@@ -89,7 +100,7 @@ mod tests {
     #[test]
     fn all_lists_every_status_once_in_order() {
         let codes: Vec<u8> = Exit::ALL.iter().map(|e| e.code()).collect();
-        assert_eq!(codes, [0, 1, 2, 69, 77, 78]);
+        assert_eq!(codes, [0, 1, 2, 69, 76, 77, 78]);
         assert!(Exit::ALL.iter().all(|e| !e.meaning().is_empty()));
     }
 }

@@ -301,22 +301,42 @@ impl Probe<'_> {
             .bounded(admin.run_command(sharding::connection_status()))
             .await
             .ok();
+        let ranged = config.workloads.iter().any(|w| {
+            matches!(
+                w.shard_plan(),
+                Ok(Some(p)) if matches!(p.presplit, crate::workload::shard::Presplit::Ranged(_))
+            )
+        });
         let mut s = sharding::Sharding {
             needed,
             mongos,
             shards: None,
             balancer: "unknown".to_owned(),
             actions: sharding::actions(status.as_ref(), &report.target.database),
+            unsupported: Vec::new(),
+            ranged,
             collections: Vec::new(),
         };
         if !mongos {
             return Some(s);
         }
-        s.shards = self
+        // What the server answers tells a refusal from a command it does
+        // not have, where connectionStatus cannot (a server without
+        // enableSharding lists no such action): listShards, read-only, and
+        // enableSharding on the target database where its action is not
+        // shown granted (what a run before MongoDB 6.0 does at prepare).
+        let list = self
             .bounded(admin.run_command(doc! {"listShards": 1}))
-            .await
-            .ok()
-            .map(|r| crate::workload::shard::shard_names(&r));
+            .await;
+        s.answered("listShards", list.as_ref().err());
+        s.shards = list.ok().map(|r| crate::workload::shard::shard_names(&r));
+        if needed && s.granted("enableSharding") != Some(true) {
+            let db = report.target.database.clone();
+            let enable = self
+                .bounded(admin.run_command(doc! {"enableSharding": db}))
+                .await;
+            s.answered("enableSharding", enable.as_ref().err());
+        }
         let balancer = self
             .bounded(admin.run_command(doc! {"balancerStatus": 1}))
             .await

@@ -30,6 +30,13 @@ pub struct Sharding {
     pub balancer: String,
     /// Each privilege action and whether the user has it (`None`: unknown).
     pub actions: Vec<(String, Option<bool>)>,
+    /// The commands the server answered it does not have (CommandNotFound,
+    /// CommandNotSupported, …), of those tried: `listShards`, and
+    /// `enableSharding` where `connectionStatus` did not show its action.
+    pub unsupported: Vec<String>,
+    /// Whether a workload has a ranged `presplit`, the only user of
+    /// `splitChunk`, `moveChunk` and `listShards`.
+    pub ranged: bool,
     pub collections: Vec<CollectionSharding>,
 }
 
@@ -140,15 +147,59 @@ impl Sharding {
                 ),
             ));
         }
+        if let Some(c) = self
+            .unsupported
+            .iter()
+            .find(|c| self.ranged && *c == "listShards")
+        {
+            return Some((
+                crate::exit::Exit::Unsupported.code(),
+                format!("not supported by this server: {c} (a ranged presplit needs it)"),
+            ));
+        }
         self.actions
             .iter()
-            .find(|(_, g)| *g == Some(false))
+            .find(|(a, g)| *g == Some(false) && self.needs(a))
             .map(|(a, _)| {
                 (
                     crate::exit::Exit::Refused.code(),
                     format!("privilege refused: {a} (sharding the plan's collections needs it)"),
                 )
             })
+    }
+
+    /// Whether the user has privilege action `action`, as known so far.
+    pub fn granted(&self, action: &str) -> Option<bool> {
+        self.actions
+            .iter()
+            .find(|(a, _)| a == action)
+            .and_then(|(_, g)| *g)
+    }
+
+    /// What command `command` (of the privilege action of the same name)
+    /// answered: done (the action granted), refused (not granted), not
+    /// supported by the server; another failure leaves what was known.
+    pub fn answered(&mut self, command: &str, error: Option<&mongodb::error::Error>) {
+        use crate::mongo::errors::{permanent, Permanent};
+        let granted = match error.map(permanent) {
+            None => Some(true),
+            Some(Some(Permanent::Refused)) => Some(false),
+            Some(Some(Permanent::Unsupported)) => {
+                self.unsupported.push(command.to_owned());
+                return;
+            }
+            Some(None) => return,
+        };
+        if let Some((_, g)) = self.actions.iter_mut().find(|(a, _)| a == command) {
+            *g = granted;
+        }
+    }
+
+    /// Whether the plan needs privilege action `action`: `enableSharding`
+    /// (`shardCollection` asks for it) unless the server has no such
+    /// command, the others for a ranged presplit only.
+    fn needs(&self, action: &str) -> bool {
+        !self.unsupported.iter().any(|c| c == action) && (action == "enableSharding" || self.ranged)
     }
 
     /// The lines of the text report.
@@ -189,14 +240,14 @@ impl Sharding {
                 .actions
                 .iter()
                 .map(|(a, g)| {
-                    format!(
-                        "{a} {}",
-                        match g {
-                            Some(true) => "yes",
-                            Some(false) => "NO",
-                            None => "unknown",
-                        }
-                    )
+                    let answer = match g {
+                        _ if self.unsupported.contains(a) => "not supported by this server",
+                        Some(true) => "yes",
+                        Some(false) if self.needs(a) => "NO",
+                        Some(false) => "no (not needed)",
+                        None => "unknown",
+                    };
+                    format!("{a} {answer}")
                 })
                 .collect();
             line("shard privs", &text.join(", "));
@@ -271,6 +322,8 @@ mod tests {
             shards: None,
             balancer: "unknown".into(),
             actions: vec![("moveChunk".into(), Some(false))],
+            unsupported: vec![],
+            ranged: true,
             collections: vec![CollectionSharding {
                 workload: "w".into(),
                 namespace: "d.m".into(),
@@ -295,6 +348,31 @@ mod tests {
                 "privilege refused: moveChunk (sharding the plan's collections needs it)"
                     .to_owned()
             )
+        );
+        // Without a ranged presplit moveChunk is not needed.
+        s.ranged = false;
+        assert_eq!(s.blocker(), None);
+        // A command the server does not have is no refusal: a blocker only
+        // where the plan needs it.
+        s.actions = vec![
+            ("enableSharding".into(), Some(false)),
+            ("listShards".into(), Some(false)),
+        ];
+        s.unsupported = vec!["enableSharding".into(), "listShards".into()];
+        assert_eq!(s.blocker(), None);
+        let mut lines = Vec::new();
+        s.render(&mut |k, v| lines.push(format!("{k} {v}")));
+        assert!(
+            lines.contains(&"shard privs enableSharding not supported by this server, listShards not supported by this server".to_owned()),
+            "{lines:?}"
+        );
+        s.ranged = true;
+        assert_eq!(
+            s.blocker(),
+            Some((
+                76,
+                "not supported by this server: listShards (a ranged presplit needs it)".to_owned()
+            ))
         );
         s.needed = false;
         assert_eq!(s.blocker(), None);

@@ -6,7 +6,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::{PrepareProgress, WorkloadRun};
+use crate::exit::Exit;
 use crate::mongo::classify;
+use crate::mongo::errors::{permanent, Permanent};
 use crate::mongo::shard::ShardError;
 use crate::workload::PrepareStep;
 
@@ -112,9 +114,7 @@ pub(crate) async fn prepare_steps(
                         Err(ShardError::Retry(e)) => Err(e),
                         // Not for retrying: stop the run with its status.
                         Err(ShardError::Fatal { exit, message }) => {
-                            tracing::error!(workload = %run.name, "prepare: {message}");
-                            run.status.set_fatal(exit.code());
-                            run.run_cancel.cancel();
+                            give_up(run, exit, &message);
                             return false;
                         }
                     }
@@ -140,6 +140,11 @@ pub(crate) async fn prepare_steps(
                     // The driver's reason in a sentence, not its
                     // `Kind: …, labels: {}, source: None` dump.
                     let reason = crate::mongo::explain(&e);
+                    if let Some(p) = permanent(&e) {
+                        let (exit, message) = permanent_message(p, &run.name, n, step, &reason);
+                        give_up(run, exit, &message);
+                        return false;
+                    }
                     tracing::warn!(
                         workload = %run.name,
                         step = n,
@@ -157,4 +162,42 @@ pub(crate) async fn prepare_steps(
         }
     }
     true
+}
+
+/// Ends the run at prepare: asking again cannot help. The message goes to
+/// the journal, the exit status to `/status` and the process.
+fn give_up(run: &WorkloadRun, exit: Exit, message: &str) {
+    tracing::error!(workload = %run.name, exit = exit.code(), "prepare: {message}");
+    run.status.set_fatal(exit.code());
+    run.run_cancel.cancel();
+}
+
+/// The exit status and the message for prepare step `n` (`step`) of
+/// `workload` answered for good with `reason`: what the server said, and
+/// the way out.
+fn permanent_message(
+    p: Permanent,
+    workload: &str,
+    n: usize,
+    step: &PrepareStep,
+    reason: &str,
+) -> (Exit, String) {
+    let command = step.command();
+    match p {
+        Permanent::Unsupported => (
+            Exit::Unsupported,
+            format!(
+                "workload {workload:?}, step {}: the server does not support {command} as this workload sends it ({reason}); {}",
+                n + 1,
+                step.way_out()
+            ),
+        ),
+        Permanent::Refused => (
+            Exit::Refused,
+            format!(
+                "workload {workload:?}, step {}: the server refused {command} to this user ({reason}); grant readWrite on the target database, which is all a run needs",
+                n + 1
+            ),
+        ),
+    }
 }

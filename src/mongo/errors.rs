@@ -37,6 +37,30 @@ const ROUTER_SELECTION_CODES: &[i32] = &[133];
 /// itself and returns one only when its retries ran out; like a write
 /// conflict, the same operation succeeds when tried again.
 const ROUTER_CONFLICT_CODES: &[i32] = &[63, 150, 249, 13388, 117, 314];
+/// What a server answers for a command or an option it does not have:
+/// IllegalOperation, CommandNotFound, InvalidOptions, CommandNotSupported,
+/// NotImplemented. Asking again gets the same answer.
+const UNSUPPORTED_CODES: &[i32] = &[20, 59, 72, 115, 238];
+
+/// A permanent answer to a command outside the load path (prepare,
+/// check-target): asking again cannot change it, so it ends what asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Permanent {
+    /// The server does not have the command or the option.
+    Unsupported,
+    /// The user lacks a privilege the command needs (13 Unauthorized).
+    Refused,
+}
+
+/// Whether `err` is a permanent answer (see [`Permanent`]); `None`: it may
+/// pass (the deployment down, an election, a timeout, a conflict).
+pub fn permanent(err: &Error) -> Option<Permanent> {
+    match server_code(err)? {
+        UNAUTHORIZED => Some(Permanent::Refused),
+        c if UNSUPPORTED_CODES.contains(&c) => Some(Permanent::Unsupported),
+        _ => None,
+    }
+}
 
 /// The class an error is counted under.
 pub fn classify(err: &Error) -> ErrorKind {
@@ -195,6 +219,24 @@ mod tests {
         let reset = "Connection pool for 127.0.0.1:43443 cleared because another operation \
                      failed with: Kind: I/O error: Connection reset by peer, labels: {}";
         assert!(!is_auth_failure(reset));
+    }
+
+    #[test]
+    fn only_a_missing_command_or_privilege_is_permanent() {
+        for code in [59, 115, 238, 20, 72] {
+            assert_eq!(
+                permanent(&command_error(code)),
+                Some(Permanent::Unsupported),
+                "{code}"
+            );
+        }
+        assert_eq!(permanent(&command_error(13)), Some(Permanent::Refused));
+        // An election, a timeout, a conflict, a network error: they pass.
+        for code in [10107, 91, 50, 112, 11000, 133] {
+            assert_eq!(permanent(&command_error(code)), None, "{code}");
+        }
+        let io = Error::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert_eq!(permanent(&io), None);
     }
 
     #[test]

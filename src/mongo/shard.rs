@@ -22,7 +22,8 @@ pub enum ShardError {
     /// prepare step.
     Retry(mongodb::error::Error),
     /// It cannot work against this deployment: the run stops with `exit`
-    /// (78 config, 77 a missing privilege).
+    /// (78 config, 77 a missing privilege, 76 a command the server does
+    /// not have).
     Fatal { exit: Exit, message: String },
 }
 
@@ -34,19 +35,80 @@ fn code_of(e: &mongodb::error::Error) -> Option<i32> {
     }
 }
 
-/// Unauthorized (13) becomes a fatal refusal naming the privilege action
-/// `action` on `resource`; anything else is retried.
-fn refused(e: mongodb::error::Error, workload: &str, action: &str, resource: &str) -> ShardError {
-    if code_of(&e) == Some(13) {
-        ShardError::Fatal {
+/// The wire version of MongoDB 6.0, the first that shards a collection
+/// without `enableSharding` on its database first.
+const WIRE_6_0: i32 = 17;
+
+/// Whether a router whose `hello` says `max_wire` needs `enableSharding`
+/// before `shardCollection` (before 6.0; unknown: asked, to be safe).
+pub fn needs_enable_sharding(max_wire: Option<i32>) -> bool {
+    max_wire.is_none_or(|w| w < WIRE_6_0)
+}
+
+/// One command of the sharding step, for its errors: the command, the
+/// privilege action it needs, what it acts on, and what to do when the
+/// server does not have it.
+struct Asked<'a> {
+    command: &'a str,
+    action: &'a str,
+    resource: &'a str,
+    way_out: &'a str,
+}
+
+/// What a ranged presplit's commands suggest when the server lacks one.
+const PRESPLIT_WAY_OUT: &str =
+    "remove the ranged presplit (a hashed shard_key spreads its chunks itself)";
+/// What the other commands suggest.
+const SHARD_WAY_OUT: &str =
+    "remove shard_key, and shard the collection by other means if the server can";
+
+/// A permanent answer becomes a fatal error: Unauthorized (13) names the
+/// privilege action, a command or option the server does not have
+/// (exit 76) names the command and the way out; anything else is retried.
+fn refused(e: mongodb::error::Error, workload: &str, asked: &Asked) -> ShardError {
+    use crate::mongo::errors::{permanent, Permanent};
+    let Asked {
+        command,
+        action,
+        resource,
+        way_out,
+    } = asked;
+    match permanent(&e) {
+        Some(Permanent::Refused) => ShardError::Fatal {
             exit: Exit::Refused,
             message: format!(
                 "workload {workload:?}: the user lacks the privilege action {action:?} on {resource}, which sharding its collections needs (the built-in role clusterManager has it); {}",
                 super::explain(&e)
             ),
-        }
-    } else {
-        ShardError::Retry(e)
+        },
+        Some(Permanent::Unsupported) => ShardError::Fatal {
+            exit: Exit::Unsupported,
+            message: format!(
+                "workload {workload:?}: the server does not support {command} on {resource} ({}), which sharding its collections needs; {way_out}",
+                super::explain(&e)
+            ),
+        },
+        None => ShardError::Retry(e),
+    }
+}
+
+/// A `find` on a `config` collection.
+fn read(collection: &str) -> Asked<'_> {
+    Asked {
+        command: "find",
+        action: "find",
+        resource: collection,
+        way_out: SHARD_WAY_OUT,
+    }
+}
+
+/// A command of a ranged presplit.
+fn presplit<'a>(command: &'a str, action: &'a str, resource: &'a str) -> Asked<'a> {
+    Asked {
+        command,
+        action,
+        resource,
+        way_out: PRESPLIT_WAY_OUT,
     }
 }
 
@@ -75,21 +137,39 @@ impl Deployment {
                 ),
             });
         }
-        // Needed before 6.0, harmless since.
-        match self
-            .bounded(async { admin.run_command(doc! { "enableSharding": &db }).await })
-            .await
-        {
-            // 23 AlreadyInitialized: enabled before (old servers).
-            Err(e) if code_of(&e) != Some(23) => {
-                return Err(refused(
-                    e,
-                    workload,
-                    "enableSharding",
-                    &format!("database {db:?}"),
-                ))
+        let database = format!("database {db:?}");
+        let max_wire = hello.get_i32("maxWireVersion").ok();
+        // Needed before 6.0 only: not asked of a server that does not need
+        // it, nor held against one that answers it does not have it (the
+        // shardCollection after it decides).
+        if needs_enable_sharding(max_wire) {
+            match self
+                .bounded(async { admin.run_command(doc! { "enableSharding": &db }).await })
+                .await
+            {
+                Ok(_) => {}
+                // 23 AlreadyInitialized: enabled before (old servers).
+                Err(e) if code_of(&e) == Some(23) => {}
+                Err(e)
+                    if crate::mongo::errors::permanent(&e)
+                        == Some(crate::mongo::errors::Permanent::Unsupported) =>
+                {
+                    tracing::info!(workload, error = %super::explain(&e),
+                        "prepare: enableSharding is not supported by this server; sharding the collections without it");
+                }
+                Err(e) => {
+                    return Err(refused(
+                        e,
+                        workload,
+                        &Asked {
+                            command: "enableSharding",
+                            action: "enableSharding",
+                            resource: &database,
+                            way_out: SHARD_WAY_OUT,
+                        },
+                    ))
+                }
             }
-            _ => {}
         }
         for coll in self.collections.iter() {
             let ns = format!("{db}.{}", coll.name());
@@ -116,7 +196,18 @@ impl Deployment {
                     }
                     return Err(ShardError::Retry(e));
                 }
-                Err(e) => return Err(refused(e, workload, "enableSharding", &ns)),
+                Err(e) => {
+                    return Err(refused(
+                        e,
+                        workload,
+                        &Asked {
+                            command: "shardCollection",
+                            action: "enableSharding",
+                            resource: &ns,
+                            way_out: SHARD_WAY_OUT,
+                        },
+                    ))
+                }
             }
             tracing::info!(workload, ns, key = %plan.key, "prepare: sharded the collection");
             if let Presplit::Ranged(points) = &plan.presplit {
@@ -142,7 +233,7 @@ impl Deployment {
         let found = self
             .bounded(async { colls.find_one(doc! { "_id": ns }).await })
             .await
-            .map_err(|e| refused(e, workload, "find", "config.collections"))?;
+            .map_err(|e| refused(e, workload, &read("config.collections")))?;
         let Some(found) = found.filter(|d| d.get_bool("dropped") != Ok(true)) else {
             return Ok(false);
         };
@@ -181,12 +272,18 @@ impl Deployment {
                     .await
             })
             .await
-            .map_err(|e| refused(e, workload, "splitChunk", ns))?;
+            .map_err(|e| refused(e, workload, &presplit("split", "splitChunk", ns)))?;
         }
         let reply = self
             .bounded(async { admin.run_command(doc! { "listShards": 1 }).await })
             .await
-            .map_err(|e| refused(e, workload, "listShards", "the cluster"))?;
+            .map_err(|e| {
+                refused(
+                    e,
+                    workload,
+                    &presplit("listShards", "listShards", "the cluster"),
+                )
+            })?;
         let shards = shard_names(&reply);
         let chunks = self.chunks(workload, ns, plan).await?;
         let moves = spreading_moves(points, &chunks, &shards);
@@ -198,7 +295,7 @@ impl Deployment {
                     .await
             })
             .await
-            .map_err(|e| refused(e, workload, "moveChunk", ns))?;
+            .map_err(|e| refused(e, workload, &presplit("moveChunk", "moveChunk", ns)))?;
         }
         if splits.is_empty() && moves.is_empty() {
             tracing::info!(workload, ns, "prepare: presplit done before");
@@ -233,7 +330,7 @@ impl Deployment {
                     .await
             })
             .await
-            .map_err(|e| refused(e, workload, "find", "config.collections"))?;
+            .map_err(|e| refused(e, workload, &read("config.collections")))?;
         let filter = match coll.as_ref().and_then(|c| c.get("uuid")) {
             Some(uuid) => doc! { "$or": [{ "uuid": uuid.clone() }, { "ns": ns }] },
             None => doc! { "ns": ns },
@@ -249,10 +346,24 @@ impl Deployment {
                     .await
             })
             .await
-            .map_err(|e| refused(e, workload, "find", "config.chunks"))?;
+            .map_err(|e| refused(e, workload, &read("config.chunks")))?;
         Ok(docs
             .iter()
             .filter_map(|d| ChunkAt::from_chunk(d, &plan.key))
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enable_sharding_is_asked_before_6_0_only() {
+        assert!(needs_enable_sharding(Some(13)), "5.0");
+        assert!(needs_enable_sharding(Some(WIRE_6_0 - 1)));
+        assert!(!needs_enable_sharding(Some(WIRE_6_0)), "6.0");
+        assert!(!needs_enable_sharding(Some(21)), "7.0");
+        assert!(needs_enable_sharding(None), "unknown: asked");
     }
 }

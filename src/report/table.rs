@@ -13,6 +13,22 @@ pub const STAGE_COLUMNS: [&str; 14] = [
     "p95ms", "p99ms", "p99.9ms", "maxms", "errors",
 ];
 
+/// The line under [`stage_table`] that says what its less common columns
+/// hold.
+pub const STAGE_LEGEND: &str = "ips.75/.95/.99: the ok ops/s that 75/95/99 % of the stage's whole seconds reached (the insert benchmark's figures; - under 4/20/100 seconds); * a stage cut short";
+
+/// The `ips.N` cell of a stage of `seconds` whole seconds: the rate that
+/// the fraction `p` of its seconds reached, or `-` where the stage has too
+/// few seconds for it to be more than its slowest second (fewer than
+/// `1 / (1 - p)`: 4 for ips.75, 20 for ips.95, 100 for ips.99).
+pub fn ips_cell(rate: u64, seconds: u64, p: f64) -> String {
+    if (seconds as f64) * (1.0 - p) < 1.0 - 1e-9 {
+        "-".to_owned()
+    } else {
+        rate.to_string()
+    }
+}
+
 /// Nanoseconds as milliseconds with three significant digits (`0.512`,
 /// `1.23`, `12.3`, `123`, `1230`).
 pub fn ms(ns: u64) -> String {
@@ -49,7 +65,10 @@ pub fn stage_label(r: &StageReport) -> String {
 
 /// One row per report, in the given order.
 pub fn stage_table(reports: &[StageReport]) -> String {
-    render(&STAGE_COLUMNS, &stage_rows(reports), 2)
+    let mut text = render(&STAGE_COLUMNS, &stage_rows(reports), 2);
+    text.push_str(STAGE_LEGEND);
+    text.push('\n');
+    text
 }
 
 /// The cells of [`stage_table`] (under [`STAGE_COLUMNS`]), unaligned: the
@@ -64,9 +83,9 @@ pub fn stage_rows(reports: &[StageReport]) -> Vec<Vec<String>> {
                 format!("{:.0}s", r.duration_seconds),
                 r.operations.ok.to_string(),
                 format!("{:.1}", r.ops_per_sec),
-                r.ips_75.to_string(),
-                r.ips_95.to_string(),
-                r.ips_99.to_string(),
+                ips_cell(r.ips_75, r.whole_seconds, 0.75),
+                ips_cell(r.ips_95, r.whole_seconds, 0.95),
+                ips_cell(r.ips_99, r.whole_seconds, 0.99),
                 ms(r.latency_ns.p50),
                 ms(r.latency_ns.p95),
                 ms(r.latency_ns.p99),
@@ -425,6 +444,18 @@ pub(crate) mod tests {
         assert_eq!(cells[3][11], "2");
     }
 
+    /// The rate 99 % of the seconds of a 60 s stage reached is the
+    /// slowest second's: shown as `-`, not as a figure of its own.
+    #[test]
+    fn an_ips_column_needs_enough_seconds() {
+        assert_eq!(ips_cell(7, 3, 0.75), "-");
+        assert_eq!(ips_cell(7, 4, 0.75), "7");
+        assert_eq!(ips_cell(7, 19, 0.95), "-");
+        assert_eq!(ips_cell(7, 20, 0.95), "7");
+        assert_eq!(ips_cell(0, 99, 0.99), "-");
+        assert_eq!(ips_cell(0, 100, 0.99), "0");
+    }
+
     #[test]
     fn one_aligned_row_per_stage() {
         let mut b = report("mixed", "peak", 60_000, 60.0, 950_000_000);
@@ -432,14 +463,15 @@ pub(crate) mod tests {
         b.partial = true;
         let t = stage_table(&[report("mixed", "warm", 6_000, 60.0, 2_000_000), b]);
         let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(lines.len(), 3, "{t}");
+        assert_eq!(lines.len(), 4, "{t}");
+        assert_eq!(lines[3], STAGE_LEGEND, "the legend under the rows");
         assert!(lines[0].starts_with("workload  stage    duration"), "{t}");
         assert!(lines[0].ends_with("errors"), "{t}");
         let cells: Vec<&str> = lines[2].split_whitespace().collect();
         assert_eq!(
             cells,
             [
-                "mixed", "peak@2*", "60s", "60000", "1000.0", "1000", "990", "12", "0.512", "1.23",
+                "mixed", "peak@2*", "60s", "60000", "1000.0", "1000", "990", "-", "0.512", "1.23",
                 "950", "1020", "1100", "4"
             ]
         );

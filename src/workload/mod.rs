@@ -331,6 +331,36 @@ pub enum PrepareStep {
     Shard { plan: shard::ShardPlan },
 }
 
+impl PrepareStep {
+    /// The command the step sends (the first of a load, which reads before
+    /// it inserts), for the message when the server refuses it for good.
+    pub fn command(&self) -> &'static str {
+        match self {
+            PrepareStep::CreateIndex { .. } => "createIndexes",
+            PrepareStep::Load { .. } => "insert",
+            PrepareStep::SeekKeys { .. } => "find",
+            PrepareStep::CountKeys { .. } => "aggregate (countDocuments)",
+            PrepareStep::Shard { .. } => "shardCollection",
+        }
+    }
+
+    /// What to change when the server does not support the step.
+    pub fn way_out(&self) -> &'static str {
+        match self {
+            PrepareStep::CreateIndex { .. } => {
+                "change the workload's indexes (an option or a unique index the server does not support)"
+            }
+            PrepareStep::Load { .. } => {
+                "change the workload's documents (a type or a size the server does not support)"
+            }
+            PrepareStep::SeekKeys { .. } | PrepareStep::CountKeys { .. } => {
+                "use a workload kind whose prepare this server supports"
+            }
+            PrepareStep::Shard { .. } => "remove shard_key",
+        }
+    }
+}
+
 impl fmt::Debug for PrepareStep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

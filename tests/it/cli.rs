@@ -237,12 +237,22 @@ async fn demo_serves_metrics_with_operations_increasing() {
     let http = free_port();
     let dir = tempfile::tempdir().unwrap();
     let stdout_path = dir.path().join("stdout");
+    let run_log = dir.path().join("demo.jsonl");
     let mut child = ChildGuard::new(
-        mongoload(&["demo", "--http-listen", &http.to_string()], &[])
-            .stdout(std::fs::File::create(&stdout_path).unwrap())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn mongoload demo"),
+        mongoload(
+            &[
+                "demo",
+                "--http-listen",
+                &http.to_string(),
+                "--run-log",
+                run_log.to_str().unwrap(),
+            ],
+            &[],
+        )
+        .stdout(std::fs::File::create(&stdout_path).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn mongoload demo"),
     );
     let first = wait_metric(http, "demo operations", Duration::from_secs(30), |p| {
         sum(p, "mongoload_operations_total", &[("workload", "demo")]) > 0.0
@@ -283,6 +293,22 @@ async fn demo_serves_metrics_with_operations_increasing() {
     })
     .await;
     assert_eq!(status.code(), Some(0));
+    // The run log, named at start and at exit with the command that makes
+    // it a page; the stage cut short by Ctrl-C is in it.
+    let stdout = std::fs::read_to_string(&stdout_path).unwrap();
+    let log = run_log.display().to_string();
+    assert!(
+        stdout.contains(&format!("run log (a line per finished stage) at {log}\n"))
+            && stdout.contains(&format!(
+                "as a page: mongoload report --html mongoload-demo.html {log}\n"
+            )),
+        "{stdout}"
+    );
+    let html = dir.path().join("demo.html");
+    let out = run(&["report", "--html", html.to_str().unwrap(), &log], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stages = mongoload::report::read(&run_log).unwrap();
+    assert!(stages.iter().any(|r| r.stage == "warm"), "{stages:?}");
 }
 
 /// A pipe whose reader has gone, as stdout is for `mongoload … | head`

@@ -485,6 +485,8 @@ fn dashboards_and_rules_return_data_from_a_real_prometheus() {
                 "mongoload",
                 Command::new(env!("CARGO_BIN_EXE_mongoload"))
                     .args(["demo", "--http-listen", &addr])
+                    .arg("--run-log")
+                    .arg(logs.join("demo.jsonl"))
                     .env("RUST_LOG", "warn"),
             );
             addr

@@ -153,7 +153,8 @@ duration = "2s"
     let (code, out, err) = mongoload(&["report", s(&log)]);
     assert_eq!(code, 0, "{err}");
     let rows: Vec<&str> = out.lines().collect();
-    assert_eq!(rows.len(), 3, "{out}");
+    assert_eq!(rows.len(), 4, "{out}");
+    assert_eq!(rows[3], mongoload::report::table::STAGE_LEGEND, "{out}");
     assert!(
         rows[0].starts_with("workload") && rows[0].contains("ips.99"),
         "{out}"
@@ -182,7 +183,7 @@ duration = "2s"
     let (code, out, err) = mongoload(&["report", "--steps", s(&log)]);
     assert_eq!(code, 0, "{err}");
     let (stages_part, steps_part) = out.split_once("\n\n").expect("two tables");
-    assert_eq!(stages_part.lines().count(), 3, "{out}");
+    assert_eq!(stages_part.lines().count(), 4, "{out}");
     let find_rows: Vec<Vec<&str>> = steps_part
         .lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>())

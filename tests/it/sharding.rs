@@ -342,15 +342,20 @@ async fn check_target_on_the_routers_lists_the_shards_the_balancer_and_the_shard
     );
     if db.sim().is_some() {
         assert_eq!(mode, "off");
-        // The simulator's user-less server: privileges unknown, not refused.
-        assert!(
-            s["actions"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .all(|a| a[1].is_null()),
+        // The simulator's user-less server shows no privileges: unknown,
+        // not refused, but for the commands check-target ran (listShards,
+        // and enableSharding whose action was not shown), which answered.
+        assert_eq!(
+            s["actions"],
+            serde_json::json!([
+                ["enableSharding", true],
+                ["splitChunk", null],
+                ["moveChunk", null],
+                ["listShards", true]
+            ]),
             "{report:#}"
         );
+        assert_eq!(s["unsupported"], serde_json::json!([]), "{report:#}");
     }
     // Sharded on { k: 1 } already, planned hashed _id: exit 78 naming both.
     let c = &s["collections"][0];
@@ -418,5 +423,95 @@ async fn a_user_refused_the_sharding_commands_exits_77_naming_the_action() {
         "{err}"
     );
     assert_eq!(sharded.shard_key("mlrefused.m"), None);
+    sim.shutdown().await;
+}
+
+/// A router that has neither `enableSharding` nor `listShards` (it answers
+/// 115 CommandNotSupported, as a MongoDB-compatible server may), with one
+/// router so that every command meets it.
+async fn router_without_enable_sharding_and_list_shards() -> sim::SimHandle {
+    let sim = sim::start_sharded(SimConfig::default(), ShardedConfig::new(2, 1, 1))
+        .await
+        .unwrap();
+    sim.faults().set_error(Some(sim::ErrorFault {
+        rate: 1.0,
+        code: 115,
+        commands: vec!["enableSharding".into(), "listShards".into()],
+    }));
+    sim
+}
+
+/// MongoDB 6.0 and later shard a collection without `enableSharding`:
+/// a hashed key is sharded with `shardCollection` alone, and check-target
+/// says which commands the server does not have instead of calling them
+/// refused privileges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_enable_sharding_shards_with_shard_collection_alone() {
+    let sim = router_without_enable_sharding_and_list_shards().await;
+    let text = config(&sim.uri(), "mlnoenable", "shard_key = { _id = \"hashed\" }");
+    let (code, report, err) = check_target(&text).await;
+    assert_eq!(code, Some(0), "{report:#}\n{err}");
+    let unsupported = &report["sharding"]["unsupported"];
+    assert_eq!(
+        unsupported,
+        &serde_json::json!(["listShards", "enableSharding"]),
+        "{report:#}"
+    );
+    let file = write_config(&text);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(["check-target", "--config"])
+        .arg(&file.path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("enableSharding not supported by this server")
+            && stdout.contains("listShards not supported by this server")
+            && !stdout.contains("NO"),
+        "{stdout}"
+    );
+
+    let (code, err, _) = run(&text).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("retrying"), "{err}");
+    let key = sim.sharded().unwrap().shard_key("mlnoenable.m");
+    assert_eq!(key, Some(doc! {"_id": "hashed"}));
+    sim.shutdown().await;
+}
+
+/// A ranged presplit needs `listShards` to spread its chunks: against a
+/// server without it the run ends at prepare with exit 76, naming the
+/// command, the server's answer and the way out, instead of retrying
+/// for ever; check-target says so first, with the same status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_the_server_does_not_have_ends_the_run_with_76() {
+    let sim = router_without_enable_sharding_and_list_shards().await;
+    let text = config(
+        &sim.uri(),
+        "mlnolist",
+        "shard_key = { _id = 1 }\npresplit = 4",
+    )
+    .replace("load_batch = 100\n", "load_batch = 100\nmax_docs = 400\n");
+    let (code, report, err) = check_target(&text).await;
+    assert_eq!(code, Some(76), "{report:#}\n{err}");
+    assert_eq!(
+        report["verdict"], "not supported by this server: listShards (a ranged presplit needs it)",
+        "{report:#}"
+    );
+    let started = std::time::Instant::now();
+    let (code, err, _) = run(&text).await;
+    assert_eq!(code, Some(76), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "ended after {:?}",
+        started.elapsed()
+    );
+    assert!(
+        err.contains("the server does not support listShards")
+            && err.contains("CommandNotSupported")
+            && err.contains("remove the ranged presplit"),
+        "{err}"
+    );
+    assert!(!err.contains("retrying"), "{err}");
     sim.shutdown().await;
 }

@@ -44,6 +44,7 @@ th, td { border: 1px solid #ddd; padding: 2px 6px; }
 td.num { text-align: right; } th { background: #f3f3f3; }
 td.fail { color: #b00; font-weight: bold; } td.pass { color: #070; }
 pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; font-size: 12px; }
+p.note { color: #555; font-size: 12px; margin-top: -0.6em; }
 svg.chart { display: block; margin: 0.5em 0; background: #fff; }
 svg.chart text { font: 11px system-ui, sans-serif; fill: #333; }
 svg.chart text.title { font-size: 13px; font-weight: bold; }
@@ -437,6 +438,7 @@ fn run_tables(out: &mut String, run: &Run) {
         &table::stage_rows(run.reports),
         2,
     );
+    let _ = write!(out, "<p class=\"note\">{}</p>", escape(table::STAGE_LEGEND));
     let _ = write!(out, "<h3>Operations and steps{}</h3>", escape(&role));
     html_table(
         out,
