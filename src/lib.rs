@@ -25,6 +25,7 @@ pub mod schedule;
 pub mod threshold;
 pub mod throttle;
 pub mod values;
+pub mod web;
 pub mod workload;
 
 /// The simulator, a crate of its own in this workspace (`crates/mongoload-sim`):

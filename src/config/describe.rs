@@ -136,6 +136,9 @@ impl Config {
             &t.describe_concerns(t.uri.as_ref().map(SecretUri::expose), self.command_events()),
         );
         let _ = writeln!(out, "http:\n  listen: {}", self.http.listen);
+        if let Some(web) = &self.http.web_config {
+            let _ = writeln!(out, "  web_config: {}", web.display());
+        }
         let _ = writeln!(
             out,
             "run:\n  shutdown_grace: {}",

@@ -53,7 +53,20 @@ pub fn load_with_env(
         path: path.to_path_buf(),
         reason: e.to_string(),
     })?;
-    parse_with_env(&text, path, env)
+    let mut cfg = parse_with_env(&text, path, env)?;
+    // The web configuration, from the file's directory, read and checked
+    // as the HTTP server will use it (its certificates, key and hashes).
+    if let Some(web) = cfg.http.web_config.take() {
+        let dir = path.parent().unwrap_or(Path::new(""));
+        let web = dir.join(web);
+        crate::web::WebConfig::load(&web).map_err(|e| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            key: "http.web_config".to_owned(),
+            reason: e.to_string(),
+        })?;
+        cfg.http.web_config = Some(web);
+    }
+    Ok(cfg)
 }
 
 /// Parses config text (`path` only names it in errors), applies the

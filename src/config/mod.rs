@@ -309,12 +309,18 @@ fn check_uri_scheme(uri: &str) -> Result<(), String> {
 pub struct HttpConfig {
     /// Address `/metrics`, `/healthz`, `/readyz` and `/status` listen on.
     pub listen: SocketAddr,
+    /// TLS and basic authentication for the endpoints, in the Prometheus
+    /// exporter-toolkit's web configuration format ([`crate::web`]); a
+    /// relative path is from the config file's directory. Read at start and
+    /// at each reload. None: plain HTTP, no password.
+    pub web_config: Option<PathBuf>,
 }
 
 impl Default for HttpConfig {
     fn default() -> Self {
         HttpConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 9480)),
+            web_config: None,
         }
     }
 }

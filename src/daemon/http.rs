@@ -12,16 +12,19 @@
 
 use std::convert::Infallible;
 use std::pin::pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::header::{
+    HeaderValue, ALLOW, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, WWW_AUTHENTICATE,
+};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -29,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error_log::LogLimiter;
 use crate::metrics::{Metrics, MetricsError, TEXT_CONTENT_TYPE};
 use crate::throttle::Throttle;
+use crate::web::{Verdict, WebConfig};
 
 /// Connections served at once; further ones wait in the listen backlog.
 pub const MAX_CONNECTIONS: u32 = 64;
@@ -48,6 +52,19 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 /// not served at the load's expense.
 pub const REQUEST_RATE: u32 = 100;
 pub const REQUEST_BURST: u32 = 50;
+/// Passwords checked with bcrypt per second, at most (a burst of as many
+/// passes at once): a wrong password costs tens of milliseconds of CPU,
+/// and a flood of them must not take a core from the load. Credentials
+/// that passed before are not checked again.
+pub const PASSWORD_CHECKS: u32 = 10;
+/// Time a client has to finish the TLS handshake.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The web configuration in force (`[http] web_config`): none is plain
+/// HTTP without a password. A reload replaces it; each new connection
+/// takes the one in force when it is accepted.
+pub type WebSlot = Arc<RwLock<Option<WebConfig>>>;
+
 /// `/metrics` is rendered at most this often; requests in between get the
 /// last page, so it is never older than this (plus the time to render it).
 pub const RENDER_INTERVAL: Duration = Duration::from_millis(250);
@@ -102,6 +119,8 @@ pub struct HttpState {
     pub ready_while_preparing: Arc<dyn Fn() -> bool + Send + Sync>,
     /// The body of `/status`. Must not contain secrets.
     pub status: Arc<dyn Fn() -> serde_json::Value + Send + Sync>,
+    /// TLS and basic authentication, when configured.
+    pub web: WebSlot,
 }
 
 impl HttpState {
@@ -114,7 +133,14 @@ impl HttpState {
             ready: Arc::new(|| false),
             ready_while_preparing: Arc::new(|| false),
             status: Arc::new(|| serde_json::json!({})),
+            web: WebSlot::default(),
         }
+    }
+
+    /// Sets the web configuration slot (shared with the reloads).
+    pub fn with_web(mut self, web: WebSlot) -> Self {
+        self.web = web;
+        self
     }
 
     /// Sets the readiness check.
@@ -154,6 +180,7 @@ pub async fn serve(
     let listener = TcpListener::from_std(listener)?;
     let state = Arc::new(state);
     let throttle = Arc::new(Throttle::new(REQUEST_RATE, REQUEST_BURST));
+    let checks = Arc::new(Throttle::new(PASSWORD_CHECKS, PASSWORD_CHECKS));
     let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS as usize));
     let accept_errors = LogLimiter::new(1, crate::error_log::LOG_INTERVAL);
     let mut backoff = ACCEPT_BACKOFF_MIN;
@@ -192,11 +219,32 @@ pub async fn serve(
                 continue;
             }
         };
+        let web = state
+            .web
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let state = Arc::clone(&state);
-        let throttle = Arc::clone(&throttle);
+        let limits = Limits {
+            requests: Arc::clone(&throttle),
+            checks: Arc::clone(&checks),
+        };
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
-            serve_connection(stream, state, throttle, shutdown).await;
+            match web.as_ref().and_then(|w| w.tls.clone()) {
+                None => serve_connection(stream, state, web, limits, shutdown).await,
+                Some(tls) => {
+                    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+                    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await
+                    {
+                        Ok(Ok(stream)) => {
+                            serve_connection(stream, state, web, limits, shutdown).await
+                        }
+                        Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
+                        Err(_) => tracing::debug!("TLS handshake timed out"),
+                    }
+                }
+            }
             drop(permit);
         });
     }
@@ -214,16 +262,46 @@ fn is_per_connection(e: &std::io::Error) -> bool {
     )
 }
 
+/// The server's throttles: every connection and request, and the
+/// password checks.
+struct Limits {
+    requests: Arc<Throttle>,
+    checks: Arc<Throttle>,
+}
+
 async fn serve_connection(
-    stream: tokio::net::TcpStream,
+    stream: impl AsyncRead + AsyncWrite + Unpin + Send + 'static,
     state: Arc<HttpState>,
-    throttle: Arc<Throttle>,
+    web: Option<WebConfig>,
+    limits: Limits,
     shutdown: CancellationToken,
 ) {
+    let web = Arc::new(web);
+    let limits = Arc::new(limits);
     let service = service_fn(move |req: Request<Incoming>| {
-        let (state, throttle) = (Arc::clone(&state), Arc::clone(&throttle));
+        let (state, web, limits) = (Arc::clone(&state), Arc::clone(&web), Arc::clone(&limits));
         async move {
-            throttle.admit().await;
+            limits.requests.admit().await;
+            if let Some(web) = web.as_ref() {
+                let header = req
+                    .headers()
+                    .get(AUTHORIZATION)
+                    .map(|v| v.as_bytes().to_vec());
+                let verdict = match web.judge_fast(header.as_deref()) {
+                    Some(v) => v,
+                    None => {
+                        limits.checks.admit().await;
+                        let web = web.clone();
+                        tokio::task::spawn_blocking(move || web.authorize(header.as_deref()))
+                            .await
+                            .unwrap_or(Verdict::Wrong)
+                    }
+                };
+                if let Some(reason) = refused(verdict) {
+                    state.metrics.count_unauthorized(reason);
+                    return Ok::<_, Infallible>(unauthorized());
+                }
+            }
             let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
             Ok::<_, Infallible>(respond(&state, req.method(), target))
         }
@@ -290,6 +368,26 @@ pub fn respond(state: &HttpState, method: &Method, target: &str) -> Response<Ful
         "/" => with_type(StatusCode::OK, "text/html; charset=utf-8", INDEX_PAGE),
         _ => text(StatusCode::NOT_FOUND, "not found\n"),
     }
+}
+
+/// The `reason` label of `mongoload_http_unauthorized_total` for a
+/// verdict that refuses the request.
+fn refused(verdict: Verdict) -> Option<&'static str> {
+    match verdict {
+        Verdict::Allowed => None,
+        Verdict::Missing => Some("missing"),
+        Verdict::Wrong => Some("wrong"),
+    }
+}
+
+/// 401 with the challenge that makes a browser ask for the password.
+fn unauthorized() -> Response<Full<Bytes>> {
+    let mut response = text(StatusCode::UNAUTHORIZED, "unauthorized\n");
+    response.headers_mut().insert(
+        WWW_AUTHENTICATE,
+        HeaderValue::from_static("Basic realm=\"mongoload\", charset=\"UTF-8\""),
+    );
+    response
 }
 
 /// `/`: a page linking the endpoints, as node_exporter and most exporters

@@ -18,7 +18,15 @@ pub async fn start_with(
     let started = Instant::now();
     let mut base = Base::set_up(&config).await?;
     let (listener, http_addr) = bind_http(&config)?;
-    announce(&config, &base.hosts, http_addr);
+    let web = web_slot(&config)?;
+    announce(
+        &config,
+        &base.hosts,
+        http_addr,
+        web.read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref(),
+    );
     let run_info = run_info(&config, tap);
     base.metrics.set_run_info(
         run_info.label(),
@@ -61,8 +69,13 @@ pub async fn start_with(
         (&shard_book, reports.run().shards.clone()),
     );
     spawn_shard_failover(&mut tasks, &config, &base);
-    let (statuses, reloader, workloads) =
-        start_engines(&config, &mut base, (db, collections), reports, &load);
+    let (statuses, reloader, workloads) = start_engines(
+        &config,
+        &mut base,
+        (db, collections),
+        (reports, web.clone()),
+        &load,
+    );
 
     // HTTP and the control socket run on a thread of their own, so no
     // client of theirs ever takes the load runtime's workers.
@@ -77,7 +90,8 @@ pub async fn start_with(
         &target_up,
         started,
         (run_status, shard_book),
-    );
+    )
+    .with_web(web);
     serve_side(&mut tasks, &side, control, (listener, http_addr, state));
     spawn_background(&mut tasks, &config, &base, &target_up);
     if let Some(c) = &base.cluster {
@@ -112,7 +126,7 @@ fn start_engines(
         mongodb::Database,
         tokio::sync::watch::Sender<crate::daemon::shard_stats::WorkloadCollections>,
     ),
-    reports: ReportWriter,
+    (reports, web): (ReportWriter, crate::daemon::http::WebSlot),
     load: &CancellationToken,
 ) -> (
     Arc<supervisor::Slots>,
@@ -120,6 +134,7 @@ fn start_engines(
     tokio::task::JoinHandle<()>,
 ) {
     let env = Env {
+        web,
         db,
         metrics: base.metrics.clone(),
         control_metrics: base.control_metrics.clone(),
@@ -265,6 +280,22 @@ fn bind_http(config: &Config) -> Result<(std::net::TcpListener, SocketAddr), Sta
     Ok((listener, addr))
 }
 
+/// The web configuration in force at start (`[http] web_config`, read
+/// and checked when the config was loaded; read again here).
+fn web_slot(config: &Config) -> Result<crate::daemon::http::WebSlot, StartError> {
+    let web = match &config.http.web_config {
+        None => None,
+        Some(path) => Some(crate::web::WebConfig::load(path).map_err(|e| {
+            StartError::Config(ConfigError::Invalid {
+                path: e.file.clone(),
+                key: e.key.clone(),
+                reason: e.reason.clone(),
+            })
+        })?),
+    };
+    Ok(Arc::new(std::sync::RwLock::new(web)))
+}
+
 /// The control socket, when `[control] socket` is set.
 fn bind_control(config: &Config) -> Result<Option<ControlSocket>, StartError> {
     let Some(path) = &config.control.socket else {
@@ -279,15 +310,22 @@ fn bind_control(config: &Config) -> Result<Option<ControlSocket>, StartError> {
 }
 
 /// The start's log line: version, deployment, pool, workloads, metrics.
-fn announce(config: &Config, hosts: &str, http_addr: SocketAddr) {
+fn announce(
+    config: &Config,
+    hosts: &str,
+    http_addr: SocketAddr,
+    web: Option<&crate::web::WebConfig>,
+) {
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         hosts = %hosts,
         database = %config.target.database,
         pool_size = config.effective_pool_size(),
         workloads = %config.workloads.iter().map(|w| format!("{} ({})", w.name, w.kind.name())).collect::<Vec<_>>().join(", "),
-        "mongoload {} starting against {hosts}; metrics on http://{http_addr}/metrics",
+        "mongoload {} starting against {hosts}; metrics on {}://{http_addr}/metrics{}",
         env!("CARGO_PKG_VERSION"),
+        if web.is_some_and(|w| w.tls.is_some()) { "https" } else { "http" },
+        if web.is_some_and(|w| w.asks_password()) { " (basic authentication)" } else { "" },
     );
 }
 

@@ -211,7 +211,7 @@ pub fn restart_only_change(old: &Config, new: &Config) -> Option<&'static str> {
             a.command_events != b.command_events,
         ),
         ("lag_probe", old.lag_probe != new.lag_probe),
-        ("http.listen", old.http != new.http),
+        ("http.listen", old.http.listen != new.http.listen),
         ("control.socket", old.control != new.control),
         // The run id and its log file are fixed for the process's life.
         ("run.log", old.run.log != new.run.log),
@@ -317,6 +317,8 @@ pub fn build(config: &Config) -> Result<Vec<Built>, ReloadError> {
 
 /// What every engine needs from the daemon.
 pub struct Env {
+    /// The HTTP server's web configuration, replaced at each reload.
+    pub web: crate::daemon::http::WebSlot,
     /// The database the workloads use.
     pub db: mongodb::Database,
     /// The registry.
@@ -588,6 +590,18 @@ impl Supervisor {
         if let Some(key) = restart_only_change(&self.config, &new) {
             return Err(ReloadError::NeedsRestart { key });
         }
+        // Read again (the file or its certificates may have changed since
+        // the config was loaded); a failure keeps everything as it was.
+        let web = match &new.http.web_config {
+            None => None,
+            Some(path) => Some(crate::web::WebConfig::load(path).map_err(|e| {
+                ReloadError::Config(ConfigError::Invalid {
+                    path: e.file.clone(),
+                    key: e.key.clone(),
+                    reason: e.reason.clone(),
+                })
+            })?),
+        };
         if new.command_events() && !self.config.command_events() {
             // The driver's event handlers are fixed when its client is built.
             tracing::warn!(
@@ -639,6 +653,11 @@ impl Supervisor {
         }
         summary.rescheduled = rescheduled;
         self.config = new;
+        *self
+            .env
+            .web
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = web;
 
         let old_slots = self.slots.list();
         for name in summary.stopped.iter().chain(&summary.restarted) {

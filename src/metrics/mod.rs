@@ -90,6 +90,7 @@ pub struct Metrics {
     probe: ProbeFamilies,
     thresholds: ThresholdFamilies,
     run_info: IntGaugeVec,
+    http_unauthorized: IntCounterVec,
     windows: Arc<WindowCollector>,
     /// The current stage of each workload name, shared by every
     /// `WorkloadMetrics` of that name, so after a reload the new handle
@@ -118,6 +119,10 @@ impl Metrics {
         process.register(&registry)?;
         let target_up = process.target_up;
         let run_info = process.run_info;
+        let http_unauthorized = process.http_unauthorized;
+        for reason in ["missing", "wrong"] {
+            http_unauthorized.with_label_values(&[reason]);
+        }
 
         let vecs = Vecs::new()?;
         vecs.register(&registry)?;
@@ -152,6 +157,7 @@ impl Metrics {
             probe,
             thresholds,
             run_info,
+            http_unauthorized,
             windows,
             current_stages: Mutex::new(BTreeMap::new()),
         })
@@ -184,6 +190,11 @@ impl Metrics {
         self.run_info
             .with_label_values(&[run, env!("CARGO_PKG_VERSION"), config_hash])
             .set(1);
+    }
+
+    /// Counts a request answered 401: `missing` credentials or `wrong` ones.
+    pub fn count_unauthorized(&self, reason: &'static str) {
+        self.http_unauthorized.with_label_values(&[reason]).inc();
     }
 
     /// Sets `mongoload_target_up`.
@@ -462,6 +473,9 @@ families! {
         run_info: IntGaugeVec = "mongoload_run_info",
             "Always 1; the labels say which run this is: [run] name (else the run id), version, config hash.",
             labels ["run", "version", "config_hash"];
+        http_unauthorized: IntCounterVec = "mongoload_http_unauthorized_total",
+            "HTTP requests answered 401 under [http] web_config's basic_auth_users, by reason: missing (no credentials) or wrong (an unknown user or a wrong password).",
+            labels ["reason"];
     }
 }
 

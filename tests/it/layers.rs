@@ -38,6 +38,7 @@ const LAYERS: &[&[&str]] = &[
     &[
         "schedule",
         "values",
+        "web",
         "error_kind",
         "throttle",
         "exit",

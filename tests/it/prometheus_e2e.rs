@@ -80,6 +80,17 @@ impl Children {
     }
 }
 
+impl Children {
+    /// The process id of child `name`.
+    fn pid(&self, name: &str) -> u32 {
+        self.0
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, c)| c.id())
+            .unwrap_or_else(|| panic!("no child {name}"))
+    }
+}
+
 impl Drop for Children {
     fn drop(&mut self) {
         for (_, child) in &mut self.0 {
@@ -167,14 +178,24 @@ fn start_prometheus_with(
             )
         })
         .collect();
+    launch_prometheus(children, logs, binary, &rules.concat(), &scrapes.concat())
+}
+
+/// Prometheus on a free loopback port with `rules` (the `rule_files`
+/// entries) and `scrapes` (the `scrape_configs` entries) as written.
+fn launch_prometheus(
+    children: &mut Children,
+    logs: &Path,
+    binary: &Path,
+    rules: &str,
+    scrapes: &str,
+) -> Prometheus {
     let config = logs.join("prometheus.yml");
     std::fs::write(
         &config,
         format!(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
-             rule_files:\n{}scrape_configs:\n{}",
-            rules.concat(),
-            scrapes.concat()
+             rule_files:\n{rules}scrape_configs:\n{scrapes}",
         ),
     )
     .expect("write prometheus.yml");
@@ -1326,4 +1347,153 @@ fn the_shards_row_and_imbalance_read_a_sharded_cluster() {
         "no MongoloadShardImbalance operand checked"
     );
     drop(client);
+}
+
+/// `[http] web_config` with TLS and a password: a real Prometheus scrapes
+/// the daemon over HTTPS with basic authentication, verifying its
+/// certificate against the CA that signed it; a job with a wrong password
+/// is refused (its target down, and `mongoload_http_unauthorized_total`
+/// counts it); plain HTTP is refused; the password reaches no log; a
+/// reload with a broken web configuration keeps the one in force.
+#[test]
+fn prometheus_scrapes_over_tls_with_a_password() {
+    let Some(prometheus) = require_tool(PROMETHEUS) else {
+        return;
+    };
+    const PASSWORD: &str = "Tr0ub4dor-3";
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let logs = tmp.path();
+    let write = |name: &str, text: &str| {
+        let p = logs.join(name);
+        std::fs::write(&p, text).expect("write a file");
+        p
+    };
+    // A CA, and the daemon's certificate it signs (for 127.0.0.1).
+    let certs = crate::common::certs::Certs::new("mongoload test CA");
+    let hash = bcrypt::hash(PASSWORD, 6).unwrap();
+    let web = format!(
+        "tls_server_config:\n  cert_file: {}\n  key_file: {}\n\
+         basic_auth_users:\n  prometheus: '{hash}'\n",
+        certs.cert.display(),
+        certs.key.display()
+    );
+    write("web.yml", &web);
+    write("password", PASSWORD);
+    write("wrong", "not-the-password");
+
+    let mut children = Children(Vec::new());
+    let sim_port = free_port().port();
+    let _sim = spawn_sim(sim_port, &[]);
+    let daemon_addr = free_port().to_string();
+    let config = write(
+        "mongoload.toml",
+        &format!(
+            "[target]\nuri = \"mongodb://127.0.0.1:{sim_port}\"\ndatabase = \"e2etls\"\n\
+             [http]\nlisten = \"{daemon_addr}\"\nweb_config = \"web.yml\"\n\
+             [[workloads]]\nname = \"w\"\nkind = \"mixed\"\nmax_inflight = 8\nseed = 1\n\
+             [[workloads.stages]]\nname = \"soak\"\nrate = 50\nduration = \"1h\"\n"
+        ),
+    );
+    let check = Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(["check-config", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    spawn(
+        &mut children,
+        logs,
+        "mongoload",
+        Command::new(env!("CARGO_BIN_EXE_mongoload"))
+            .args(["run", "--config"])
+            .arg(&config)
+            .env("RUST_LOG", "info"),
+    );
+    let job = |name: &str, password: &str| {
+        format!(
+            "  - job_name: {name}\n    scheme: https\n    tls_config:\n      ca_file: {}\n\
+             \x20   basic_auth:\n      username: prometheus\n      password_file: {}\n\
+             \x20   static_configs:\n      - targets: ['{daemon_addr}']\n",
+            certs.ca.display(),
+            logs.join(password).display()
+        )
+    };
+    let plain =
+        format!("  - job_name: plain\n    static_configs:\n      - targets: ['{daemon_addr}']\n");
+    let scrapes = [
+        job("mongoload", "password"),
+        job("intruder", "wrong"),
+        plain,
+    ]
+    .concat();
+    let prom = launch_prometheus(&mut children, logs, &prometheus, "", &scrapes);
+    let value = first_value;
+    let up = |job: &str| value(prom.query(&format!("up{{job=\"{job}\"}}")));
+    wait_for(
+        "the TLS scrape with the password, and the refused ones",
+        Duration::from_secs(60),
+        || {
+            up("mongoload") == 1.0
+                && value(
+                    prom.query(
+                        r#"mongoload_http_unauthorized_total{job="mongoload",reason="wrong"}"#,
+                    ),
+                ) >= 2.0
+                && value(prom.query(r#"count(up{job=~"intruder|plain"} == 0)"#)) == 2.0
+        },
+        || children.assert_running(logs),
+    );
+    let ops = value(prom.query(r#"sum(mongoload_operations_total{job="mongoload"})"#));
+    assert!(ops > 0.0, "the daemon's metrics over TLS: {ops}");
+    let targets = prom.api("/api/v1/targets").unwrap();
+    let errors: Vec<String> = targets["activeTargets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| format!("{}: {}", t["labels"]["job"], t["lastError"]))
+        .collect();
+    let said = |job: &str, what: &str| {
+        errors
+            .iter()
+            .any(|e| e.starts_with(&format!("\"{job}\"")) && e.contains(what))
+    };
+    assert!(said("intruder", "401"), "{errors:#?}");
+    assert!(!said("mongoload", "401"), "{errors:#?}");
+
+    // A broken web configuration at reload: refused, the one in force
+    // goes on (the password still works, scrapes keep coming).
+    write("web.yml", "basic_auth_users:\n  prometheus: plaintext\n");
+    let pid = children.pid("mongoload");
+    let hup = Command::new("kill")
+        .args(["-HUP", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    let count = || value(prom.query(r#"count_over_time(up{job="mongoload"}[1h])"#));
+    let n = count();
+    wait_for(
+        "five more scrapes after the refused reload",
+        Duration::from_secs(30),
+        || count() >= n + 5.0 && up("mongoload") == 1.0,
+        || children.assert_running(logs),
+    );
+    let stderr = std::fs::read_to_string(logs.join("mongoload.log")).unwrap_or_default();
+    assert!(
+        stderr.contains("reload refused") && stderr.contains("basic_auth_users.prometheus"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains(PASSWORD),
+        "the password in the log:\n{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "metrics on https://{daemon_addr}/metrics (basic authentication)"
+        )),
+        "{stderr}"
+    );
 }
