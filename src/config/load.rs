@@ -58,15 +58,25 @@ pub fn load_with_env(
     // as the HTTP server will use it (its certificates, key and hashes).
     if let Some(web) = cfg.http.web_config.take() {
         let dir = path.parent().unwrap_or(Path::new(""));
-        let web = dir.join(web);
-        crate::web::WebConfig::load(&web).map_err(|e| ConfigError::Invalid {
-            path: path.to_path_buf(),
-            key: "http.web_config".to_owned(),
-            reason: e.to_string(),
-        })?;
-        cfg.http.web_config = Some(web);
+        cfg.http.web_config = Some(dir.join(web));
+        load_web(&cfg)?;
     }
     Ok(cfg)
+}
+
+/// `[http] web_config` of a loaded config, read (none: plain HTTP); an
+/// error names the web configuration file, its key and the reason.
+pub fn load_web(cfg: &Config) -> Result<Option<crate::web::WebConfig>, ConfigError> {
+    cfg.http
+        .web_config
+        .as_deref()
+        .map(crate::web::WebConfig::load)
+        .transpose()
+        .map_err(|e| ConfigError::Invalid {
+            path: e.file,
+            key: e.key,
+            reason: e.reason,
+        })
 }
 
 /// Parses config text (`path` only names it in errors), applies the

@@ -104,7 +104,7 @@ pub use audit::DEFAULT_AUDIT_RATE;
 pub use build::BuildError;
 pub use concerns::{uri_w, ConcernSource, ReadConcernSpec, WriteAck, WriteConcernSpec};
 pub use describe::TIMELINE_HORIZON;
-pub use load::{default_path, load, load_with_env, parse_with_env, ConfigArg};
+pub use load::{default_path, load, load_web, load_with_env, parse_with_env, ConfigArg};
 pub use probe::LagProbeConfig;
 pub use uri::{driver_reason, redact_uri, scrub, uri_hosts, uri_user, SecretUri, UriUser};
 pub use workers::{check_workers, MAX_WORKERS};

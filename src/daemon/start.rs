@@ -283,16 +283,7 @@ fn bind_http(config: &Config) -> Result<(std::net::TcpListener, SocketAddr), Sta
 /// The web configuration in force at start (`[http] web_config`, read
 /// and checked when the config was loaded; read again here).
 fn web_slot(config: &Config) -> Result<crate::daemon::http::WebSlot, StartError> {
-    let web = match &config.http.web_config {
-        None => None,
-        Some(path) => Some(crate::web::WebConfig::load(path).map_err(|e| {
-            StartError::Config(ConfigError::Invalid {
-                path: e.file.clone(),
-                key: e.key.clone(),
-                reason: e.reason.clone(),
-            })
-        })?),
-    };
+    let web = crate::config::load_web(config)?;
     Ok(Arc::new(std::sync::RwLock::new(web)))
 }
 

@@ -592,16 +592,7 @@ impl Supervisor {
         }
         // Read again (the file or its certificates may have changed since
         // the config was loaded); a failure keeps everything as it was.
-        let web = match &new.http.web_config {
-            None => None,
-            Some(path) => Some(crate::web::WebConfig::load(path).map_err(|e| {
-                ReloadError::Config(ConfigError::Invalid {
-                    path: e.file.clone(),
-                    key: e.key.clone(),
-                    reason: e.reason.clone(),
-                })
-            })?),
-        };
+        let web = config::load_web(&new).map_err(ReloadError::Config)?;
         if new.command_events() && !self.config.command_events() {
             // The driver's event handlers are fixed when its client is built.
             tracing::warn!(

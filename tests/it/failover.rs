@@ -481,6 +481,30 @@ duration = "1m"
     drop(sim);
 }
 
+/// A replica set (2 s elections) and `mongoload run` against it at 100
+/// inserts/s with its log at INFO, ready and 2 s into its load: the set,
+/// the HTTP address, the config file (kept for the run's life), the child
+/// and its stderr file.
+async fn logging_daemon() -> (
+    SimHandle,
+    std::net::SocketAddr,
+    crate::common::ConfigFile,
+    crate::common::ChildGuard,
+    std::path::PathBuf,
+) {
+    use crate::common::{free_port, spawn_run, wait_status, write_config};
+    let set = replset(Duration::from_secs(2), Duration::ZERO).await;
+    let http = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let toml = config(&set.uri(), &dir.path().join("run.log"), "5s", 100, 3600)
+        .replace("listen = \"127.0.0.1:0\"", &format!("listen = \"{http}\""));
+    let file = write_config(&toml);
+    let (child, stderr_path) = spawn_run(&file, "info");
+    wait_status(http, "/readyz", 200, Duration::from_secs(30)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    (set, http, file, child, stderr_path)
+}
+
 /// Connections dropped on a replica set: each drop makes the driver clear
 /// the member's pool and lose the primary until its next check, with no
 /// election. The log says a connection failed (not an election), once per
@@ -489,19 +513,11 @@ duration = "1m"
 /// `mongoload_pool_clears_total{cause="error"}` counts the clears.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_connection_is_logged_as_one_not_as_an_election() {
-    use crate::common::{free_port, scrape, spawn_run, terminate, wait_status, write_config};
+    use crate::common::{scrape, terminate};
     // Alone: run beside the freeze drills (tests/it/faults.rs), the set
     // stopped answering after the drop in 3 runs of 3, with the published
     // driver as with the patched one (not understood yet).
-    let set = replset(Duration::from_secs(2), Duration::ZERO).await;
-    let http = free_port();
-    let dir = tempfile::tempdir().unwrap();
-    let toml = config(&set.uri(), &dir.path().join("run.log"), "5s", 100, 3600)
-        .replace("listen = \"127.0.0.1:0\"", &format!("listen = \"{http}\""));
-    let file = write_config(&toml);
-    let (mut child, stderr_path) = spawn_run(&file, "info");
-    wait_status(http, "/readyz", 200, Duration::from_secs(30)).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (set, http, _file, mut child, stderr_path) = logging_daemon().await;
     let before = scrape(http).await;
     for _ in 0..4 {
         set.faults().drop_connections();
@@ -553,18 +569,10 @@ async fn a_dropped_connection_is_logged_as_one_not_as_an_election() {
 /// per drop, and the drops are counted in `mongoload_pool_clears_total`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_minute_of_dropped_connections_logs_one_line_of_a_kind_per_10_s() {
-    use crate::common::{free_port, scrape, spawn_run, terminate, wait_status, write_config};
+    use crate::common::{scrape, terminate};
     use std::collections::BTreeMap;
     const SOAK: Duration = Duration::from_secs(40);
-    let set = replset(Duration::from_secs(2), Duration::ZERO).await;
-    let http = free_port();
-    let dir = tempfile::tempdir().unwrap();
-    let toml = config(&set.uri(), &dir.path().join("run.log"), "5s", 100, 3600)
-        .replace("listen = \"127.0.0.1:0\"", &format!("listen = \"{http}\""));
-    let file = write_config(&toml);
-    let (mut child, stderr_path) = spawn_run(&file, "info");
-    wait_status(http, "/readyz", 200, Duration::from_secs(30)).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (set, http, _file, mut child, stderr_path) = logging_daemon().await;
     let before = scrape(http).await;
     let logged_before = std::fs::read_to_string(&stderr_path)
         .unwrap()

@@ -111,6 +111,20 @@ fn spawn(children: &mut Children, logs: &Path, name: &'static str, cmd: &mut Com
     children.0.push((name, child));
 }
 
+/// `mongoload run --config CONFIG` with its log at `level`, as child
+/// "mongoload" (its log in `logs/mongoload.log`).
+fn spawn_run(children: &mut Children, logs: &Path, config: &Path, level: &str) {
+    spawn(
+        children,
+        logs,
+        "mongoload",
+        Command::new(env!("CARGO_BIN_EXE_mongoload"))
+            .args(["run", "--config"])
+            .arg(config)
+            .env("RUST_LOG", level),
+    );
+}
+
 /// Percent-encodes a query parameter value (RFC 3986 unreserved kept).
 fn encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len() * 2);
@@ -805,15 +819,7 @@ fn a_sysbench_rate_reads_right_in_the_dashboard_and_the_recording_rule() {
         ),
     )
     .expect("write mongoload.toml");
-    spawn(
-        &mut children,
-        logs,
-        "mongoload",
-        Command::new(env!("CARGO_BIN_EXE_mongoload"))
-            .args(["run", "--config"])
-            .arg(&config)
-            .env("RUST_LOG", "warn"),
-    );
+    spawn_run(&mut children, logs, &config, "warn");
     let mut prom = start_prometheus_with(
         &mut children,
         logs,
@@ -1156,15 +1162,7 @@ fn the_shards_row_and_imbalance_read_a_sharded_cluster() {
         ),
     )
     .expect("write the config");
-    spawn(
-        &mut children,
-        logs,
-        "mongoload",
-        Command::new(env!("CARGO_BIN_EXE_mongoload"))
-            .args(["run", "--config"])
-            .arg(&config)
-            .env("RUST_LOG", "warn"),
-    );
+    spawn_run(&mut children, logs, &config, "warn");
     let mut prom = start_prometheus(&mut children, logs, &prometheus, &[("mongoload", &addr)]);
     wait_for(
         "documents on both shards in Prometheus",
@@ -1404,15 +1402,7 @@ fn prometheus_scrapes_over_tls_with_a_password() {
         "{}",
         String::from_utf8_lossy(&check.stderr)
     );
-    spawn(
-        &mut children,
-        logs,
-        "mongoload",
-        Command::new(env!("CARGO_BIN_EXE_mongoload"))
-            .args(["run", "--config"])
-            .arg(&config)
-            .env("RUST_LOG", "info"),
-    );
+    spawn_run(&mut children, logs, &config, "info");
     let job = |name: &str, password: &str| {
         format!(
             "  - job_name: {name}\n    scheme: https\n    tls_config:\n      ca_file: {}\n\

@@ -306,6 +306,17 @@ async fn check_target(text: &str) -> (Option<i32>, serde_json::Value, String) {
     )
 }
 
+/// `mongoload check-target` on `text`: its text report.
+fn check_target_text(text: &str) -> String {
+    let file = write_config(text);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
+        .args(["check-target", "--config"])
+        .arg(&file.path)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_target_on_the_routers_lists_the_shards_the_balancer_and_the_sharding() {
     let db = cluster().await;
@@ -373,13 +384,7 @@ async fn check_target_on_the_routers_lists_the_shards_the_balancer_and_the_shard
     let same = config(&db.uri(), &name, "shard_key = { k = 1 }");
     let (code, report, _) = check_target(&same).await;
     assert_eq!(code, Some(0), "{report:#}");
-    let file = write_config(&same);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
-        .args(["check-target", "--config"])
-        .arg(&file.path)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = check_target_text(&same);
     assert!(
         text.contains(&format!(
             "shards         {} ({})",
@@ -457,13 +462,7 @@ async fn a_server_without_enable_sharding_shards_with_shard_collection_alone() {
         &serde_json::json!(["listShards", "enableSharding"]),
         "{report:#}"
     );
-    let file = write_config(&text);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mongoload"))
-        .args(["check-target", "--config"])
-        .arg(&file.path)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = check_target_text(&text);
     assert!(
         stdout.contains("enableSharding not supported by this server")
             && stdout.contains("listShards not supported by this server")
