@@ -170,7 +170,7 @@ impl WebConfig {
     /// [`WebConfig::judge_fast`], else bcrypt.
     pub fn authorize(&self, header: Option<&[u8]>) -> Verdict {
         self.judge_fast(header)
-            .unwrap_or_else(|| self.verify(header.and_then(basic_credentials)))
+            .unwrap_or_else(|| self.verify(header))
     }
 
     /// The verdict where it costs nothing: no users, no credentials, or a
@@ -190,10 +190,11 @@ impl WebConfig {
             .then_some(Verdict::Allowed)
     }
 
-    /// bcrypt's verdict on `credentials` (an unknown user is checked
-    /// against a hash of nothing, so it takes as long).
-    fn verify(&self, credentials: Option<(String, String)>) -> Verdict {
-        let Some((user, password)) = credentials else {
+    /// bcrypt's verdict on the header (an unknown user is checked against
+    /// a hash of nothing, so it takes as long); what
+    /// [`WebConfig::judge_fast`] could not decide.
+    pub fn verify(&self, header: Option<&[u8]>) -> Verdict {
+        let Some((user, password)) = header.and_then(basic_credentials) else {
             return Verdict::Missing;
         };
         let hash = self.users.get(&user);

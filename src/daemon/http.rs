@@ -179,8 +179,10 @@ pub async fn serve(
     listener.set_nonblocking(true)?;
     let listener = TcpListener::from_std(listener)?;
     let state = Arc::new(state);
-    let throttle = Arc::new(Throttle::new(REQUEST_RATE, REQUEST_BURST));
-    let checks = Arc::new(Throttle::new(PASSWORD_CHECKS, PASSWORD_CHECKS));
+    let limits = Arc::new(Limits {
+        requests: Throttle::new(REQUEST_RATE, REQUEST_BURST),
+        checks: Throttle::new(PASSWORD_CHECKS, PASSWORD_CHECKS),
+    });
     let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS as usize));
     let accept_errors = LogLimiter::new(1, crate::error_log::LOG_INTERVAL);
     let mut backoff = ACCEPT_BACKOFF_MIN;
@@ -195,7 +197,7 @@ pub async fn serve(
         let accepted = tokio::select! {
             _ = shutdown.cancelled() => break,
             accepted = async {
-                throttle.admit().await;
+                limits.requests.admit().await;
                 listener.accept().await
             } => accepted,
         };
@@ -225,10 +227,7 @@ pub async fn serve(
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         let state = Arc::clone(&state);
-        let limits = Limits {
-            requests: Arc::clone(&throttle),
-            checks: Arc::clone(&checks),
-        };
+        let limits = Arc::clone(&limits);
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
             match web.as_ref().and_then(|w| w.tls.clone()) {
@@ -265,34 +264,32 @@ fn is_per_connection(e: &std::io::Error) -> bool {
 /// The server's throttles: every connection and request, and the
 /// password checks.
 struct Limits {
-    requests: Arc<Throttle>,
-    checks: Arc<Throttle>,
+    requests: Throttle,
+    checks: Throttle,
 }
 
 async fn serve_connection(
     stream: impl AsyncRead + AsyncWrite + Unpin + Send + 'static,
     state: Arc<HttpState>,
     web: Option<WebConfig>,
-    limits: Limits,
+    limits: Arc<Limits>,
     shutdown: CancellationToken,
 ) {
     let web = Arc::new(web);
-    let limits = Arc::new(limits);
     let service = service_fn(move |req: Request<Incoming>| {
         let (state, web, limits) = (Arc::clone(&state), Arc::clone(&web), Arc::clone(&limits));
         async move {
             limits.requests.admit().await;
             if let Some(web) = web.as_ref() {
-                let header = req
-                    .headers()
-                    .get(AUTHORIZATION)
-                    .map(|v| v.as_bytes().to_vec());
-                let verdict = match web.judge_fast(header.as_deref()) {
+                let header = req.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
+                let verdict = match web.judge_fast(header) {
                     Some(v) => v,
                     None => {
+                        // Only bcrypt's path copies the header, to its thread.
+                        let header = header.map(<[u8]>::to_vec);
                         limits.checks.admit().await;
                         let web = web.clone();
-                        tokio::task::spawn_blocking(move || web.authorize(header.as_deref()))
+                        tokio::task::spawn_blocking(move || web.verify(header.as_deref()))
                             .await
                             .unwrap_or(Verdict::Wrong)
                     }
