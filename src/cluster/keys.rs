@@ -113,14 +113,27 @@ impl Keys {
     /// each member holds its part whatever the pace of the others. `None`
     /// while there is none that far back.
     pub fn evicted(&self, key: u64, max_docs: u64) -> Option<u64> {
-        key.checked_sub(self.share_of(max_docs) * self.stride())
+        key.checked_sub(self.reach(max_docs))
+    }
+
+    /// How far back in keys an insert evicts under a bound of `max_docs`
+    /// in all: this member's part, in keys of every member.
+    pub fn reach(&self, max_docs: u64) -> u64 {
+        self.share_of(max_docs) * self.stride()
+    }
+
+    /// Whether a key taken since may have evicted `key` under a bound of
+    /// `max_docs`: the counter has passed `key` by more than
+    /// [`Keys::reach`].
+    pub fn passed(&self, key: u64, max_docs: u64) -> bool {
+        self.bound() > key.saturating_add(self.reach(max_docs))
     }
 
     /// The keys evicted by the inserts of `run` under a bound of
     /// `max_docs`: `[from, to)` of this member's keys (every `stride`-th,
     /// `≡ index (mod stride)`); `None` while there is none.
     pub fn evicted_range(&self, run: KeyRun, max_docs: u64) -> Option<(u64, u64)> {
-        let back = self.share_of(max_docs) * run.stride;
+        let back = self.reach(max_docs);
         let end = run.first + run.len * run.stride;
         let to = end.checked_sub(back).filter(|&t| t > 0)?;
         Some((run.first.saturating_sub(back), to))

@@ -5,6 +5,14 @@
 //! eviction of the oldest documents as the insert's second step, under the
 //! insert's own `op` label (step [`EVICT`]), so the collection holds at
 //! most `max_docs` documents for as long as the workload runs.
+//!
+//! An eviction names exactly the keys `max_docs` behind (the insert
+//! benchmark's range delete: the server's cursor starts at the first key
+//! to delete, never walking over the deleted ones before it). That holds
+//! the bound while inserts land in key order; a worker whose insert was
+//! still in flight when the counter passed it by `max_docs` (it stalled
+//! while the others went on) may see its keys evicted before they land, so
+//! its next eviction reaches back over them too ([`LastInsert`]).
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -28,6 +36,22 @@ pub struct BoundedInserts {
     /// Keys that are not integers (never evicted): the counter is raised
     /// to the document count instead of past the highest `_id`.
     counted: bool,
+}
+
+/// A worker's previous insert (its first key), done, landed or failed,
+/// by the time the worker asks for its next operation: when the keys
+/// taken meanwhile may have evicted it before it landed
+/// ([`Keys::passed`]), the next eviction reaches back to it.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LastInsert(Option<u64>);
+
+impl LastInsert {
+    /// The first key of the previous insert when a later key may have
+    /// evicted it (before taking the next); then forgotten, since the
+    /// eviction about to be made covers it.
+    fn overtaken(&mut self, keys: &Keys, max_docs: u64) -> Option<u64> {
+        self.0.take().filter(|&k| keys.passed(k, max_docs))
+    }
 }
 
 impl BoundedInserts {
@@ -144,9 +168,17 @@ impl BoundedInserts {
 
     /// Operation `op`: one document, made by `make` from its key; with a
     /// bound, the document the bound reaches back to is deleted after it
-    /// (a cluster member's own, [`Keys::evicted`]).
-    pub fn insert_one(&self, op: usize, make: impl FnOnce(u64) -> Document) -> Op {
+    /// (a cluster member's own, [`Keys::evicted`]), with the worker's
+    /// previous insert when it may have been evicted before it landed.
+    pub fn insert_one(
+        &self,
+        op: usize,
+        last: &mut LastInsert,
+        make: impl FnOnce(u64) -> Document,
+    ) -> Op {
+        let overtaken = self.overtaken(last);
         let id = self.next_key();
+        *last = LastInsert(Some(id));
         let insert = Action::InsertOne {
             collection: self.collection,
             doc: make(id),
@@ -155,9 +187,12 @@ impl BoundedInserts {
             .bounded()
             .then(|| self.next.evicted(id, self.max_docs))
             .flatten()
-            .map(|old| Action::DeleteOne {
-                collection: self.collection,
-                filter: doc! { "_id": old as i64 },
+            .map(|old| match overtaken {
+                None => Action::DeleteOne {
+                    collection: self.collection,
+                    filter: doc! { "_id": old as i64 },
+                },
+                Some(first) => self.evict(first.min(old), old + 1, self.next.stride(), id),
             });
         self.op(op, insert, evict)
     }
@@ -165,9 +200,19 @@ impl BoundedInserts {
     /// Operation `op`: a batch of `n` documents (one `insertMany`), made
     /// by `make` from their keys; with a bound, the batch the bound
     /// reaches back to is deleted after it (one `deleteMany` of the key
-    /// range; a cluster member's keys are every stride-th).
-    pub fn insert_many(&self, op: usize, n: u64, make: impl FnMut(u64) -> Document) -> Op {
+    /// range; a cluster member's keys are every stride-th), from the
+    /// worker's previous batch when it may have been evicted before it
+    /// landed.
+    pub fn insert_many(
+        &self,
+        op: usize,
+        n: u64,
+        last: &mut LastInsert,
+        make: impl FnMut(u64) -> Document,
+    ) -> Op {
+        let overtaken = self.overtaken(last);
         let run = self.next.next_run(n);
+        *last = LastInsert(Some(run.first));
         let insert = Action::InsertMany {
             collection: self.collection,
             docs: run.iter().map(make).collect(),
@@ -177,19 +222,32 @@ impl BoundedInserts {
             .then(|| self.next.evicted_range(run, self.max_docs))
             .flatten()
             .map(|(from, to)| {
-                let mut range = doc! { "$gte": from as i64, "$lt": to as i64 };
-                if run.stride > 1 {
-                    range.insert(
-                        "$mod",
-                        vec![run.stride as i64, (run.first % run.stride) as i64],
-                    );
-                }
-                Action::DeleteMany {
-                    collection: self.collection,
-                    filter: doc! { "_id": range },
-                }
+                let from = overtaken.map_or(from, |first| first.min(from));
+                self.evict(from, to, run.stride, run.first)
             });
         self.op(op, insert, evict)
+    }
+
+    fn overtaken(&self, last: &mut LastInsert) -> Option<u64> {
+        if self.bounded() {
+            last.overtaken(&self.next, self.max_docs)
+        } else {
+            None
+        }
+    }
+
+    /// The eviction of this member's keys in `[from, to)` (one
+    /// `deleteMany`): the keys `≡ key (mod stride)` when members share the
+    /// key space.
+    fn evict(&self, from: u64, to: u64, stride: u64, key: u64) -> Action {
+        let mut range = doc! { "$gte": from as i64, "$lt": to as i64 };
+        if stride > 1 {
+            range.insert("$mod", vec![stride as i64, (key % stride) as i64]);
+        }
+        Action::DeleteMany {
+            collection: self.collection,
+            filter: doc! { "_id": range },
+        }
     }
 
     fn op(&self, op: usize, insert: Action, evict: Option<Action>) -> Op {
@@ -215,7 +273,11 @@ mod tests {
     fn unbounded_inserts_take_fresh_keys_and_evict_nothing() {
         let b = BoundedInserts::new(0, 10, 0);
         assert_eq!(b.spec("insert").steps.len(), 1);
-        let op = b.insert_one(3, |id| doc! { "_id": id as i64 });
+        let op = b.insert_one(
+            3,
+            &mut LastInsert::default(),
+            |id| doc! { "_id": id as i64 },
+        );
         assert_eq!(op.op, 3);
         assert!(
             matches!(op.action(), Some(Action::InsertOne { doc, .. }) if doc.get_i64("_id") == Ok(10))
@@ -230,18 +292,47 @@ mod tests {
         let spec = b.spec("insert");
         assert_eq!((&*spec.steps[1], spec.evict_step), (EVICT, Some(1)));
         // Keys 3 and 4 fit under the bound; key 5 evicts key 0.
+        let mut last = LastInsert::default();
         for _ in 0..2 {
-            assert!(evicted(&b.insert_one(0, |_| Document::new())).is_none());
+            assert!(evicted(&b.insert_one(0, &mut last, |_| Document::new())).is_none());
         }
-        let op = b.insert_one(0, |_| Document::new());
+        let op = b.insert_one(0, &mut last, |_| Document::new());
         assert_eq!(evicted(&op), Some(&doc! { "_id": 0i64 }));
         assert_eq!(b.present(), 1..6);
     }
 
     #[test]
+    fn an_insert_overtaken_in_flight_is_evicted_again_by_its_worker() {
+        let b = BoundedInserts::new(0, 0, 5);
+        let (mut slow, mut fast) = (LastInsert::default(), LastInsert::default());
+        // The slow worker takes key 0; the fast one takes 1..=5, and key 5
+        // evicts key 0 (maybe before it landed).
+        b.insert_one(0, &mut slow, |_| Document::new());
+        for _ in 1..=5 {
+            b.insert_one(0, &mut fast, |_| Document::new());
+        }
+        // The fast worker's own previous key (5) was not overtaken.
+        let op = b.insert_one(0, &mut fast, |_| Document::new());
+        assert_eq!(evicted(&op), Some(&doc! { "_id": 1i64 }));
+        // The slow worker's next eviction reaches back to key 0 once.
+        let op = b.insert_one(0, &mut slow, |_| Document::new());
+        assert_eq!(
+            evicted(&op),
+            Some(&doc! { "_id": { "$gte": 0i64, "$lt": 3i64 } })
+        );
+        let op = b.insert_one(0, &mut slow, |_| Document::new());
+        assert_eq!(evicted(&op), Some(&doc! { "_id": 3i64 }));
+    }
+
+    #[test]
     fn a_bounded_batch_evicts_the_batch_max_docs_behind() {
         let b = BoundedInserts::new(0, 1000, 1000);
-        let op = b.insert_many(0, 100, |id| doc! { "_id": id as i64 });
+        let op = b.insert_many(
+            0,
+            100,
+            &mut LastInsert::default(),
+            |id| doc! { "_id": id as i64 },
+        );
         let Some(Action::InsertMany { docs, .. }) = op.requests().first().map(|r| &r.action) else {
             panic!("{op:?}")
         };

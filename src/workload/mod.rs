@@ -40,7 +40,7 @@ pub mod validate;
 pub mod ycsb;
 
 pub use audit_keys::{AuditKeys, IntKeys};
-pub use bounded::BoundedInserts;
+pub use bounded::{BoundedInserts, LastInsert};
 pub use pick::{Mix, WeightedPick};
 
 use std::fmt;

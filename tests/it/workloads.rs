@@ -29,7 +29,7 @@ use mongoload::report::{self, StageReport};
 use mongoload::schedule::Stage;
 use mongoload::sim::{self, SimConfig};
 use mongoload::workload::sysbench::{self, sum_pipeline};
-use mongoload::workload::{self, Action, Workload};
+use mongoload::workload::{self, Action, LastInsert, Workload};
 
 async fn client(sim: &TestDb) -> Client {
     let mut opts = ClientOptions::parse(sim.uri()).await.unwrap();
@@ -467,6 +467,71 @@ async fn insert_benchmark_counts_documents_and_holds_its_bound() {
     prepare(&db, &again).await;
     assert_eq!(count(&db, "purchases_index").await, 1000);
     assert_eq!(again.next_id().bound(), 400 + docs);
+    sim.shutdown().await;
+}
+
+/// Sends one operation's requests as plain driver calls (the inserts and
+/// evictions of a bounded insert).
+async fn send(db: &Database, coll: &str, op: &workload::Op) {
+    let c = db.collection::<Document>(coll);
+    let actions = op.action().into_iter();
+    for action in actions.chain(op.requests().iter().map(|r| &r.action)) {
+        match action {
+            Action::InsertMany { docs, .. } => {
+                c.insert_many(docs.clone()).await.unwrap();
+            }
+            Action::DeleteMany { filter, .. } => {
+                c.delete_many(filter.clone()).await.unwrap();
+            }
+            other => panic!("not a bounded insert's request: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_that_lands_after_its_eviction_is_removed_by_its_worker_s_next() {
+    // The order a stalled worker makes: its batch is taken, another worker
+    // inserts past the bound (evicting the stalled batch's keys before
+    // they exist), then the batch lands. The stalled worker's next
+    // eviction reaches back over it, so the collection is back at its
+    // bound after that worker's next insert.
+    let sim = common::test_db().await;
+    let client = client(&sim).await;
+    let db = client.database(&sim.database("stall"));
+    let b = workload::BoundedInserts::new(0, 0, 100);
+    let (mut stalled, mut other) = (LastInsert::default(), LastInsert::default());
+    let batch = |last: &mut LastInsert| b.insert_many(0, 10, last, |id| doc! {"_id": id as i64});
+    let late = batch(&mut stalled);
+    for _ in 0..10 {
+        send(&db, "c", &batch(&mut other)).await;
+    }
+    // Keys 10..110 went in; the eviction of the keys below 10 found none.
+    assert_eq!(count(&db, "c").await, 100);
+    send(&db, "c", &late).await;
+    assert_eq!(count(&db, "c").await, 110, "the stalled batch landed");
+    // The other worker's next eviction is the plain range: keys 10..20.
+    send(&db, "c", &batch(&mut other)).await;
+    assert_eq!(count(&db, "c").await, 110);
+    send(&db, "c", &batch(&mut stalled)).await;
+    assert_eq!(
+        count(&db, "c").await,
+        100,
+        "the stalled worker's next insert evicts it"
+    );
+    let oldest = db
+        .collection::<Document>("c")
+        .find_one(doc! {})
+        .sort(doc! {"_id": 1})
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(oldest.get_i64("_id").unwrap(), 30);
+    // In order, nothing reaches back: the next eviction is one batch.
+    let op = batch(&mut stalled);
+    let Action::DeleteMany { filter, .. } = &op.requests()[1].action else {
+        panic!("{op:?}")
+    };
+    assert_eq!(filter, &doc! {"_id": {"$gte": 30i64, "$lt": 40i64}});
     sim.shutdown().await;
 }
 

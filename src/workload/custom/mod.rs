@@ -20,7 +20,8 @@ use serde_json::Value;
 
 use super::gen::PadPool;
 use super::{
-    bson_len, Action, BoundedInserts, Built, Generator, Mix, Op, OpSource, OpSpec, PrepareStep,
+    bson_len, Action, BoundedInserts, Built, Generator, LastInsert, Mix, Op, OpSource, OpSpec,
+    PrepareStep,
 };
 use crate::values::KeyError;
 use template::{err, json_to_bson};
@@ -336,6 +337,7 @@ impl Generator for Custom {
             mix: self.mix.clone(),
             custom: self,
             rng,
+            last: LastInsert::default(),
         })
     }
 }
@@ -345,6 +347,8 @@ struct Source {
     /// This worker's own copy of the operations (their generators' state).
     mix: Mix<CompiledOp>,
     rng: SmallRng,
+    /// This worker's previous insert ([`LastInsert`]).
+    last: LastInsert,
 }
 
 impl OpSource for Source {
@@ -355,7 +359,9 @@ impl OpSource for Source {
         let mut ctx = c.ctx(&mut self.rng, docs, None);
         let action = match compiled {
             CompiledOp::Insert(t) => {
-                return c.inserts.insert_one(op, |id| c.document(t, ctx.rng, id));
+                return c
+                    .inserts
+                    .insert_one(op, &mut self.last, |id| c.document(t, ctx.rng, id));
             }
             CompiledOp::Find {
                 filter,

@@ -28,7 +28,9 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 
 use super::gen::PadPool;
-use super::{Action, BoundedInserts, Built, Generator, Op, OpSource, OpSpec, PrepareStep};
+use super::{
+    Action, BoundedInserts, Built, Generator, LastInsert, Op, OpSource, OpSpec, PrepareStep,
+};
 
 const COLL: usize = 0;
 const INSERT: usize = 0;
@@ -127,6 +129,7 @@ impl Generator for InsertBenchmark {
             next_index: worker as usize % 3,
             ib: self,
             rng,
+            last: LastInsert::default(),
         })
     }
 }
@@ -141,6 +144,8 @@ struct Source {
     /// The secondary index the next query scans (round robin).
     next_index: usize,
     rng: SmallRng,
+    /// This worker's previous insert ([`LastInsert`]).
+    last: LastInsert,
 }
 
 impl Source {
@@ -191,7 +196,7 @@ impl Source {
         let (ib, rng) = (&*self.ib, &mut self.rng);
         let now = DateTime::now();
         ib.inserts
-            .insert_many(INSERT, ib.cfg.batch_size as u64, |id| {
+            .insert_many(INSERT, ib.cfg.batch_size as u64, &mut self.last, |id| {
                 ib.document(rng, id, now)
             })
     }

@@ -21,7 +21,7 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 
 use super::gen::PadPool;
-use super::{bson_len, Action, BoundedInserts, Built, Generator, Op, OpSource, OpSpec};
+use super::{bson_len, Action, BoundedInserts, Built, Generator, LastInsert, Op, OpSource, OpSpec};
 
 const COLL: usize = 0;
 const INSERT: usize = 0;
@@ -87,6 +87,7 @@ impl Generator for LargeDoc {
             inserter: is_inserter(worker, self.inserters, self.queriers),
             large_doc: self,
             rng,
+            last: LastInsert::default(),
         })
     }
 }
@@ -95,13 +96,17 @@ struct Source {
     large_doc: Arc<LargeDoc>,
     inserter: bool,
     rng: SmallRng,
+    /// This worker's previous insert ([`LastInsert`]).
+    last: LastInsert,
 }
 
 impl OpSource for Source {
     fn next_op(&mut self) -> Op {
         let (w, rng) = (&*self.large_doc, &mut self.rng);
         if self.inserter {
-            return w.inserts.insert_one(INSERT, |id| w.document(rng, id));
+            return w
+                .inserts
+                .insert_one(INSERT, &mut self.last, |id| w.document(rng, id));
         }
         Op::one(
             QUERY,

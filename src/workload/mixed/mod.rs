@@ -24,7 +24,8 @@ use rand::Rng;
 
 use super::gen::PadPool;
 use super::{
-    bson_len, Action, BoundedInserts, Built, Generator, Mix, Op, OpSource, OpSpec, PrepareStep,
+    bson_len, Action, BoundedInserts, Built, Generator, LastInsert, Mix, Op, OpSource, OpSpec,
+    PrepareStep,
 };
 
 /// The collection index of the single collection.
@@ -122,7 +123,11 @@ pub fn build(cfg: &MixedConfig, seed: u64) -> Built<Mixed> {
 
 impl Generator for Mixed {
     fn source(self: Arc<Self>, _worker: u32, rng: SmallRng) -> Box<dyn OpSource> {
-        Box::new(Source { mixed: self, rng })
+        Box::new(Source {
+            mixed: self,
+            rng,
+            last: LastInsert::default(),
+        })
     }
 }
 
@@ -130,6 +135,8 @@ impl Generator for Mixed {
 struct Source {
     mixed: Arc<Mixed>,
     rng: SmallRng,
+    /// This worker's previous insert ([`LastInsert`]).
+    last: LastInsert,
 }
 
 impl Source {
@@ -149,7 +156,9 @@ impl OpSource for Source {
         let action = match what {
             What::Insert => {
                 let rng = &mut self.rng;
-                return m.inserts.insert_one(op, |id| m.document(rng, id));
+                return m
+                    .inserts
+                    .insert_one(op, &mut self.last, |id| m.document(rng, id));
             }
             What::Update => {
                 let id = self.existing_id();

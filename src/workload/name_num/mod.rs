@@ -18,7 +18,9 @@ use mongodb::bson::{doc, Document};
 use rand::rngs::SmallRng;
 use rand::Rng;
 
-use super::{Action, BoundedInserts, Built, Generator, Mix, Op, OpSource, OpSpec, PrepareStep};
+use super::{
+    Action, BoundedInserts, Built, Generator, LastInsert, Mix, Op, OpSource, OpSpec, PrepareStep,
+};
 
 const COLL: usize = 0;
 
@@ -102,6 +104,7 @@ impl Generator for NameNum {
         Box::new(Source {
             name_num: self,
             rng,
+            last: LastInsert::default(),
         })
     }
 }
@@ -109,6 +112,8 @@ impl Generator for NameNum {
 struct Source {
     name_num: Arc<NameNum>,
     rng: SmallRng,
+    /// This worker's previous insert ([`LastInsert`]).
+    last: LastInsert,
 }
 
 impl OpSource for Source {
@@ -117,7 +122,9 @@ impl OpSource for Source {
         let rng = &mut self.rng;
         let (op, what) = w.mix.draw(rng);
         match what {
-            What::Insert => w.inserts.insert_one(op, |id| w.document(rng, id)),
+            What::Insert => w
+                .inserts
+                .insert_one(op, &mut self.last, |id| w.document(rng, id)),
             What::Update => {
                 let (from, to) = (w.num(rng), w.num(rng));
                 Op::one(
