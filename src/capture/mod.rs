@@ -12,6 +12,7 @@ pub mod log;
 pub mod profile;
 pub mod query_stats;
 pub mod render;
+pub mod sampled;
 pub mod shape;
 #[cfg(test)]
 mod tests;
@@ -47,8 +48,9 @@ pub struct CaptureArgs {
     /// rate between each shape's first and latest execution).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, requires = "query_stats")]
     pub query_stats_for: Option<std::time::Duration>,
-    /// The deployment to read the profiler or $queryStats of (the password
-    /// never shown).
+    /// The deployment to read the profiler or $queryStats of, or, with
+    /// --log, to draw the collections' documents ($sample) and indexes
+    /// from (the password never shown).
     #[arg(
         long,
         env = "MONGOLOAD_URI",
@@ -314,6 +316,15 @@ pub struct Capture {
     /// Index key patterns by (database, collection), from `listIndexes`
     /// when connected (otherwise the plans seen name them).
     pub listed_indexes: BTreeMap<(String, String), Vec<Value>>,
+    /// Documents `$sample` drew from each captured collection, by
+    /// (database, collection), as canonical extended JSON: the document
+    /// template's fields, types and ranges. Empty when not connected.
+    pub sampled: BTreeMap<(String, String), Vec<Value>>,
+    /// When the collections were sampled (ms): dates' ages are as of then.
+    pub sampled_at_ms: i64,
+    /// Why no collection was sampled (a log read with no deployment to
+    /// connect to), said in the file.
+    pub unsampled: Option<String>,
     /// Read from `system.profile` (not a log).
     pub from_profiler: bool,
     /// Read from `$queryStats` (not a log): no writes seen.
@@ -485,7 +496,10 @@ pub async fn run_cli(args: &CaptureArgs) -> ExitCode {
             let read = std::fs::File::open(path)
                 .and_then(|f| Capture::read_from(std::io::BufReader::new(f), &args.own_app_name));
             match read {
-                Ok(c) => (c, path.display().to_string()),
+                Ok(mut c) => {
+                    from_deployment(args, &mut c).await;
+                    (c, path.display().to_string())
+                }
                 Err(e) => {
                     eprintln!("mongoload capture: {}: {e}", path.display());
                     return ExitCode::from(crate::exit::Exit::Usage.code());
@@ -590,7 +604,7 @@ async fn from_profiler(
                 let key = (db.to_owned(), coll.to_owned());
                 if let std::collections::btree_map::Entry::Vacant(v) = samples.entry(key) {
                     let docs = profile::sample(&client, db, coll, SAMPLE_DOCS).await;
-                    v.insert((docs, 0));
+                    v.insert((docs.unwrap_or_default(), 0));
                 }
             }
         }
@@ -623,6 +637,12 @@ async fn from_profiler(
         }
         capture.add(&q);
     }
+    capture.sampled = samples
+        .into_iter()
+        .map(|(k, (docs, _))| (k, docs))
+        .collect();
+    // A collection that cannot be sampled draws from the operations.
+    let _ = sample_collections(&client, &mut capture).await;
     list_indexes(&client, &mut capture).await;
     let source = format!(
         "system.profile of {} ({} entries)",
@@ -703,10 +723,12 @@ async fn from_query_stats(
             continue;
         }
         let docs = profile::sample(&client, &e.db, &e.coll, SAMPLE_DOCS).await;
-        samples.insert(key, docs);
+        samples.insert(key, docs.unwrap_or_default());
     }
     let now = chrono::Utc::now().timestamp_millis();
     let mut capture = query_stats::to_capture(&entries, &samples, window, &args.own_app_name, now);
+    capture.sampled = samples;
+    capture.sampled_at_ms = now;
     list_indexes(&client, &mut capture).await;
     let source = match args.query_stats_for {
         Some(d) => format!(
@@ -718,15 +740,62 @@ async fn from_query_stats(
     Ok((capture, source))
 }
 
+/// A log's capture with `--uri` or `--config`: the collections' documents
+/// (`$sample`) and indexes from the deployment, as the profiler's and
+/// `$queryStats`' captures have them. Without either, or when the
+/// deployment cannot be reached, the document template is drawn from the
+/// operations' values and the file says why.
+async fn from_deployment(args: &CaptureArgs, capture: &mut Capture) {
+    if args.uri.is_none() && args.config.is_none() {
+        capture.unsampled =
+            Some("no --uri or --config was given to draw the collection's documents from".into());
+        return;
+    }
+    let client = match connect(args, "--log with a deployment").await {
+        Ok(c) => c,
+        Err((e, _)) => {
+            eprintln!("mongoload capture: {e}; the documents are drawn from the operations");
+            capture.unsampled = Some(format!("the deployment could not be reached ({e})"));
+            return;
+        }
+    };
+    if let Err(e) = sample_collections(&client, capture).await {
+        eprintln!("mongoload capture: {e}; the documents are drawn from the operations");
+        capture.unsampled = Some(e);
+        return;
+    }
+    list_indexes(&client, capture).await;
+}
+
+/// The collections the capture's shapes touch (not system ones).
+fn collections(capture: &Capture) -> std::collections::BTreeSet<(String, String)> {
+    capture
+        .groups
+        .iter()
+        .filter(|g| !shape_is_system(&g.stmt.db, &g.stmt.coll))
+        .map(|g| (g.stmt.db.clone(), g.stmt.coll.clone()))
+        .collect()
+}
+
+/// Draws documents (`$sample`, which `read` allows) of every captured
+/// collection not sampled yet, for the document template; stops at the
+/// first collection that cannot be read.
+async fn sample_collections(client: &mongodb::Client, capture: &mut Capture) -> Result<(), String> {
+    capture.sampled_at_ms = chrono::Utc::now().timestamp_millis();
+    for key in collections(capture) {
+        if let std::collections::btree_map::Entry::Vacant(v) = capture.sampled.entry(key) {
+            let (db, coll) = v.key();
+            let docs = profile::sample(client, db, coll, SAMPLE_DOCS).await?;
+            v.insert(docs);
+        }
+    }
+    Ok(())
+}
+
 /// The indexes of every collection the capture's shapes touch
 /// (`listIndexes`, which `read` allows), for the config's `indexes`.
 async fn list_indexes(client: &mongodb::Client, capture: &mut Capture) {
-    let colls: std::collections::BTreeSet<(String, String)> = capture
-        .groups
-        .iter()
-        .map(|g| (g.stmt.db.clone(), g.stmt.coll.clone()))
-        .collect();
-    for (db, coll) in colls {
+    for (db, coll) in collections(capture) {
         let keys = profile::list_indexes(client, &db, &coll).await;
         capture.listed_indexes.insert((db, coll), keys);
     }

@@ -111,19 +111,25 @@ pub async fn read(client: &Client, db: &str, w: &Window) -> Result<Vec<Document>
 /// Up to `n` documents of `db.coll` drawn at random (`$sample`; where the
 /// server has no `$sample`, the newest `n` by `_id`): the shapes and sizes
 /// of what inserts write, as the profiler records inserts without their
-/// documents.
-pub async fn sample(client: &Client, db: &str, coll: &str, n: i64) -> Vec<Value> {
+/// documents. Err: neither could be read (the error of the second).
+pub async fn sample(client: &Client, db: &str, coll: &str, n: i64) -> Result<Vec<Value>, String> {
     let c = client.database(db).collection::<Document>(coll);
     let docs: Vec<Document> = match c.aggregate([doc! { "$sample": { "size": n } }]).await {
         Ok(cursor) => cursor.try_collect().await.unwrap_or_default(),
-        Err(_) => match c.find(doc! {}).sort(doc! { "_id": -1 }).limit(n).await {
-            Ok(cursor) => cursor.try_collect().await.unwrap_or_default(),
-            Err(_) => Vec::new(),
-        },
+        Err(_) => c
+            .find(doc! {})
+            .sort(doc! { "_id": -1 })
+            .limit(n)
+            .await
+            .map_err(|e| format!("sampling {db}.{coll}: {e}"))?
+            .try_collect()
+            .await
+            .unwrap_or_default(),
     };
-    docs.into_iter()
+    Ok(docs
+        .into_iter()
         .map(|d| Bson::Document(d).into_canonical_extjson())
-        .collect()
+        .collect())
 }
 
 /// The key patterns of `db.coll`'s indexes but `_id`'s (`listIndexes`).

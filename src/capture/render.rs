@@ -162,28 +162,7 @@ pub fn render(c: &Capture, o: &Options) -> Result<Rendered, String> {
             toml_value(&json!(coll))
         );
         let _ = writeln!(t, "initial_docs = {}", o.initial_docs);
-        let (document, doc_note) = document_template(&gs, o, c.from_query_stats);
-        let sizes: Vec<usize> = gs
-            .iter()
-            .flat_map(|g| g.doc_sizes.iter().copied())
-            .collect();
-        if !sizes.is_empty() {
-            let mean = sizes.iter().sum::<usize>() / sizes.len();
-            let _ = writeln!(
-                t,
-                "doc_size = {mean}  # the mean BSON size of {} logged documents",
-                sizes.len()
-            );
-        }
-        if sizes.is_empty() {
-            let _ = writeln!(t, "# {doc_note}");
-        } else {
-            let _ = writeln!(
-                t,
-                "# Inserts that logged their documents insert their shape (the op's document); this one is for loading."
-            );
-        }
-        let _ = writeln!(t, "document = {}", toml_value(&document));
+        write_document(&mut t, c, (&db, coll), &gs, o);
         let (keys_found, whence) = match c.listed_indexes.get(&(db.clone(), coll.to_owned())) {
             Some(listed) => (listed.clone(), "listIndexes"),
             None => (indexes(&gs), "the plans seen (planSummary)"),
@@ -525,10 +504,88 @@ pub fn generator(s: &SlotStats) -> Value {
     }
 }
 
-/// The workload's document template: the fields its operations filter
-/// and set, each drawing like the values seen there. The log records no
-/// inserted document (only its count), so this is the best evidence.
-fn document_template(gs: &[&Group], o: &Options, from_query_stats: bool) -> (Value, String) {
+/// Writes a workload's `doc_size` and `document`: from the documents
+/// `$sample` drew from the collection where the capture has them, from
+/// the operations' values otherwise (the file says which, and why).
+fn write_document(
+    t: &mut String,
+    c: &Capture,
+    (db, coll): (&str, &str),
+    gs: &[&Group],
+    o: &Options,
+) {
+    let sample = c
+        .sampled
+        .get(&(db.to_owned(), coll.to_owned()))
+        .filter(|d| !d.is_empty());
+    let logged: Vec<usize> = gs
+        .iter()
+        .flat_map(|g| g.doc_sizes.iter().copied())
+        .collect();
+    let sampled_sizes: Vec<usize> = sample
+        .map(|d| d.iter().filter_map(super::bson_size).collect())
+        .unwrap_or_default();
+    if !logged.is_empty() {
+        let mean = logged.iter().sum::<usize>() / logged.len();
+        let _ = writeln!(
+            t,
+            "doc_size = {mean}  # the mean BSON size of {} logged documents",
+            logged.len()
+        );
+    } else if !sampled_sizes.is_empty() {
+        let mean = sampled_sizes.iter().sum::<usize>() / sampled_sizes.len();
+        let _ = writeln!(
+            t,
+            "doc_size = {mean}  # the mean BSON size of the {} sampled documents",
+            sampled_sizes.len()
+        );
+    }
+    let (document, note) = match sample {
+        Some(docs) => sampled_template(docs, c.sampled_at_ms, db, coll),
+        None => document_template(gs, o, c),
+    };
+    let _ = writeln!(t, "# {note}");
+    if !logged.is_empty() {
+        let _ = writeln!(
+            t,
+            "# Inserts that logged their documents insert their shape (the op's document); this one is for loading."
+        );
+    }
+    let _ = writeln!(t, "document = {}", toml_value(&document));
+}
+
+/// The document template of a collection's sampled documents: each field
+/// in at least half of them, drawn like its values there.
+fn sampled_template(docs: &[Value], at_ms: i64, db: &str, coll: &str) -> (Value, String) {
+    let fields = super::sampled::fields(docs, at_ms);
+    let mut doc = Map::new();
+    let (mut used, mut left) = (Vec::new(), Vec::new());
+    for f in &fields {
+        if !super::sampled::common(f, docs.len()) {
+            left.push(f.path.as_str());
+        } else if insert_path(&mut doc, &f.path, generator(&f.stats)) {
+            used.push(f.path.as_str());
+        }
+    }
+    let mut note = format!(
+        "The document draws each field like its values in the {} documents $sample drew from {db}.{coll} (their types and ranges, never the values): {}.",
+        docs.len(),
+        if used.is_empty() { "none".to_owned() } else { used.join(", ") }
+    );
+    if !left.is_empty() {
+        note.push_str(&format!(
+            " Left out, in fewer than half of them: {}.",
+            left.join(", ")
+        ));
+    }
+    (Value::Object(doc), note)
+}
+
+/// The workload's document template when no document of the collection
+/// was sampled: the fields its operations filter and set, each drawing
+/// like the values seen there (an update's operand, not the field's
+/// values: the weakest evidence, and the file says so).
+fn document_template(gs: &[&Group], o: &Options, c: &Capture) -> (Value, String) {
     let mut fields: Vec<(String, Value)> = Vec::new();
     let mut add = |path: &str, v: &Value, g: &Group| {
         if path == "_id" || path.starts_with('$') || fields.iter().any(|(p, _)| p == path) {
@@ -578,7 +635,7 @@ fn document_template(gs: &[&Group], o: &Options, from_query_stats: bool) -> (Val
             used.push(path);
         }
     }
-    let note = if from_query_stats {
+    let mut note = if c.from_query_stats {
         format!(
             "$queryStats records no insert: the document holds the fields the operations filter ({}); set document and doc_size to the real ones.",
             used.join(", ")
@@ -587,10 +644,15 @@ fn document_template(gs: &[&Group], o: &Options, from_query_stats: bool) -> (Val
         "The log records no inserted document and no field of this collection was filtered or set: set document (and doc_size) by hand.".to_owned()
     } else {
         format!(
-            "The log records inserts without their documents: the document holds the fields the operations filter and set ({}); set doc_size to the real size.",
+            "The document holds the fields the operations filter and set ({}), drawn like the operations' values, not the collection's; set doc_size to the real size.",
             used.join(", ")
         )
     };
+    if let Some(why) = &c.unsampled {
+        note.push_str(&format!(
+            " No document was sampled: {why} (capture with --uri to draw them from a $sample of the collection)."
+        ));
+    }
     (Value::Object(doc), note)
 }
 

@@ -3,13 +3,16 @@
 //! aggregation and inserts) runs through the daemon against the simulator
 //! with the profiler at level 2 and the slow-query log at slowms 0;
 //! `mongoload capture` reads the profiler (`--profile`) and the log
-//! (`--log`); both configs pass `check-config` and each runs against a
-//! fresh simulator, profiled the same way. Checked: each shape's share of
-//! each replay within 2 points of the original's, the inserted documents'
-//! mean size within 10 % (the profiler's capture: the log records no
-//! inserted document), each workload's rate within 5 % of the original's
-//! × `--scale`, and no string value of the original documents in either
-//! generated file.
+//! (`--log`, with `--uri` to sample the collections); both configs pass
+//! `check-config` and each runs against a fresh simulator, profiled the
+//! same way. Checked: each shape's share of each replay within 2 points of
+//! the original's, the inserted documents' mean size within 10 % (the
+//! profiler's capture: the log records no inserted document), the
+//! replayed collection's numeric fields over the original's range within
+//! 10 % of it (the `$inc` of `total` by 1 is no evidence of `total`'s
+//! range), each workload's rate within 5 % of the original's × `--scale`,
+//! and no string value of the original documents in either generated
+//! file. A log captured with no deployment to sample says so in its file.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -101,7 +104,7 @@ op = "update"
 name = "bump"
 weight = 20
 filter = { _id = { "$gen" = "latest" } }
-update = { "$inc" = { revision = 1 } }
+update = { "$inc" = { total = 1.0 } }
 
 [[workloads.custom.operations]]
 op = "aggregate"
@@ -223,6 +226,24 @@ fn id_untyped(key: &str) -> String {
     out
 }
 
+/// Each numeric field's range over `docs`.
+fn ranges(docs: &[Document]) -> BTreeMap<String, (f64, f64)> {
+    let mut out: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for d in docs {
+        for (k, v) in d {
+            let x = match v {
+                Bson::Int32(i) => f64::from(*i),
+                Bson::Int64(i) => *i as f64,
+                Bson::Double(x) => *x,
+                _ => continue,
+            };
+            let r = out.entry(k.clone()).or_insert((x, x));
+            *r = (r.0.min(x), r.1.max(x));
+        }
+    }
+    out
+}
+
 fn mean_size(docs: &[Document]) -> f64 {
     let total: usize = docs
         .iter()
@@ -310,6 +331,7 @@ async fn a_captured_mix_replays_in_its_proportions_sizes_and_rate() {
     .await;
     let (want, _) = shares(&sim).await;
     let original_orders = all_docs(&sim, "orders", 300).await;
+    let original_ranges = ranges(&all_docs(&sim, "orders", 0).await);
     let mut literals = BTreeSet::new();
     for coll in ["orders", "usertable"] {
         for d in all_docs(&sim, coll, 0).await {
@@ -338,12 +360,23 @@ async fn a_captured_mix_replays_in_its_proportions_sizes_and_rate() {
         "capture",
         "--log",
         log.to_str().unwrap(),
+        "--uri",
+        &sim.uri(),
         "--scale",
         &SCALE.to_string(),
         "--out",
         from_log.to_str().unwrap(),
     ]);
     assert!(ok, "{err}");
+    // With no deployment, the template comes from the operations, and the
+    // file says so.
+    let (ok, offline, e) = mongoload(&["capture", "--log", log.to_str().unwrap()]);
+    assert!(ok, "{e}");
+    assert!(
+        offline.contains("# The document holds the fields the operations filter and set")
+            && offline.contains("No document was sampled: no --uri or --config was given"),
+        "{offline}"
+    );
     let summaries = [profile_summary, err];
     let mut captured = Vec::new();
     for (file, summary) in [&from_profile, &from_log].into_iter().zip(&summaries) {
@@ -387,6 +420,18 @@ async fn a_captured_mix_replays_in_its_proportions_sizes_and_rate() {
             assert!(
                 (w - g).abs() <= 0.02,
                 "{source}: shape share off by more than 2 points (original, replay):\n{report}\n{text}"
+            );
+        }
+        // The documents' fields: the replayed collection's values over
+        // the original's range. The log's capture samples the collection
+        // too (--uri); before, its `total` drew like the `$inc` operand.
+        let replayed_ranges = ranges(&all_docs(&replay_sim, "orders", 0).await);
+        for field in ["customer", "total"] {
+            let ((lo, hi), (rlo, rhi)) = (original_ranges[field], replayed_ranges[field]);
+            let span = hi - lo;
+            assert!(
+                (rlo - lo).abs() <= 0.10 * span && (rhi - hi).abs() <= 0.10 * span,
+                "{source}: {field} over [{rlo}, {rhi}], the original's [{lo}, {hi}]\n{text}"
             );
         }
         // Inserted documents: the replay's inserts against the original's.
