@@ -105,8 +105,10 @@ pub const STEP_COLUMNS: [&str; 12] = [
 
 /// Per stage, one row per scheduled operation (`step` shown as `-`: the
 /// operation's count and response time) followed by one row per step of
-/// it (its requests: count and request duration). Stages of run logs
-/// without steps (mongoload 0.1) show their operations only.
+/// it (its requests: count and request duration), but for an operation
+/// of one step named like it, whose row would repeat the operation's.
+/// Stages of run logs without steps (mongoload 0.1) show their
+/// operations only.
 pub fn steps_table(reports: &[StageReport]) -> String {
     render(&STEP_COLUMNS, &steps_rows(reports), 4)
 }
@@ -143,6 +145,11 @@ pub fn steps_rows(reports: &[StageReport]) -> Vec<Vec<String>> {
                 &o.latency_ns,
                 c.error,
             ));
+            if let [only] = o.steps.as_slice() {
+                if only.step == o.op {
+                    continue;
+                }
+            }
             for s in &o.steps {
                 let c = &s.requests;
                 rows.push(row(

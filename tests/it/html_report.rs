@@ -5,6 +5,9 @@
 //! charts are drawn (coloured pixels in the screenshot, one series per
 //! operation), the tables in the rendered DOM hold the run log's figures,
 //! the failover is marked, and the page refers to nothing outside itself.
+//! Laid out at 1280 px, the report and a comparison (the same marks twice)
+//! have every chart as wide as the page, no label over another and the
+//! legends under the plots.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -72,6 +75,75 @@ fn run_chromium(bin: &Path, profile: &Path, page: &Path, args: &[String]) -> Vec
         String::from_utf8_lossy(&out.stderr)
     );
     out.stdout
+}
+
+/// Measures the layout of the report at `html` as chromium draws it at
+/// 1280 px: a copy with a script appended (the report itself has none)
+/// that reads every chart's width against the page's, every pair of
+/// labels of a chart for overlap (by more than half a pixel each way) and
+/// each legend entry against the plot's x axis, and writes what it found
+/// into the DOM. Returns the number of charts and the problems.
+fn layout_problems(bin: &Path, profile: &Path, html: &Path) -> (usize, Vec<String>) {
+    const CHECK: &str = r#"<script>(function () {
+  const problems = [];
+  const body = document.body.getBoundingClientRect();
+  const charts = document.querySelectorAll("svg.chart");
+  charts.forEach((svg, k) => {
+    const name = svg.querySelector("text.title").textContent;
+    const r = svg.getBoundingClientRect();
+    if (r.width < 0.95 * body.width) {
+      problems.push(`${name}: ${r.width} px wide in a page of ${body.width}`);
+    }
+    const texts = [...svg.querySelectorAll("text")]
+      .map((t) => ({ text: t.textContent, box: t.getBoundingClientRect() }))
+      .filter((t) => t.box.width > 0);
+    for (let i = 0; i < texts.length; i++) {
+      for (let j = i + 1; j < texts.length; j++) {
+        const a = texts[i].box, b = texts[j].box;
+        const x = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+        const y = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        if (x > 0.5 && y > 0.5) {
+          problems.push(`${name}: "${texts[i].text}" overlaps "${texts[j].text}"`);
+        }
+      }
+    }
+    const axis = svg.querySelector("g.axis line").getBoundingClientRect();
+    svg.querySelectorAll("g.legend").forEach((g) => {
+      if (g.getBoundingClientRect().top < axis.bottom) {
+        problems.push(`${name}: the legend's "${g.textContent}" is over the plot`);
+      }
+    });
+  });
+  const pre = document.createElement("pre");
+  pre.id = "layout";
+  pre.textContent = JSON.stringify({ charts: charts.length, problems });
+  document.body.appendChild(pre);
+})();</script>"#;
+    let page = std::fs::read_to_string(html).unwrap();
+    let probe = html.with_extension("layout.html");
+    std::fs::write(&probe, page.replace("</body>", &format!("{CHECK}</body>"))).unwrap();
+    let dom = String::from_utf8(run_chromium(
+        bin,
+        profile,
+        &probe,
+        &["--dump-dom".into(), "--window-size=1280,1000".into()],
+    ))
+    .unwrap();
+    let start = dom
+        .find(r#"<pre id="layout">"#)
+        .expect("the layout script ran")
+        + 17;
+    let json = &dom[start..start + dom[start..].find("</pre>").unwrap()];
+    let json = json.replace("&quot;", "\"").replace("&amp;", "&");
+    let v: serde_json::Value =
+        serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
+    let problems = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_owned())
+        .collect();
+    (v["charts"].as_u64().unwrap() as usize, problems)
 }
 
 /// The cells of each row of the `<table class="CLASS">` in `dom`.
@@ -346,6 +418,11 @@ check = "p99 < 20s"
     assert_eq!(Some(&ident[0][4]), reports[0].version.as_ref());
     assert_eq!(Some(&ident[0][5]), reports[0].config_hash.as_ref());
 
+    // Laid out at 1280 px: full-width charts, no label over another.
+    let (charts, problems) = layout_problems(&chromium, profile.path(), &html_path);
+    assert_eq!(charts, 3);
+    assert!(problems.is_empty(), "{problems:#?}");
+
     // The screenshot: the charts' colours are on it.
     let shot = out_dir.join("report.png");
     let _ = std::fs::remove_file(&shot);
@@ -355,7 +432,7 @@ check = "p99 < 20s"
         &html_path,
         &[
             format!("--screenshot={}", shot.display()),
-            "--window-size=1200,1100".into(),
+            "--window-size=1280,1100".into(),
         ],
     );
     // The first two line colours of the report's palette: insert, find.
@@ -397,6 +474,10 @@ check = "p99 < 20s"
     );
     assert!(html.contains(r#"data-series="find (base)""#));
     assert!(html.contains(r#"<pre class="comparison">"#));
+    // Both runs' marks at the same times: their labels still apart.
+    let (charts, problems) = layout_problems(&chromium, profile.path(), &compared);
+    assert_eq!(charts, 3);
+    assert!(problems.is_empty(), "{problems:#?}");
 
     // An HTML file that cannot be written: exit 2, naming the file.
     let unwritable = out_dir.join("no-such-dir").join("r.html");

@@ -179,21 +179,29 @@ duration = "2s"
         }
     }
 
-    // --steps: a row per op (step "-") and per step under the stage table.
+    // --steps: a row per op (step "-") and per step under the stage table,
+    // but for an op of one step named like it: its op row alone.
     let (code, out, err) = mongoload(&["report", "--steps", s(&log)]);
     assert_eq!(code, 0, "{err}");
     let (stages_part, steps_part) = out.split_once("\n\n").expect("two tables");
     assert_eq!(stages_part.lines().count(), 4, "{out}");
-    let find_rows: Vec<Vec<&str>> = steps_part
-        .lines()
-        .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .filter(|c| c[1] == "open" && c[2] == "find")
-        .collect();
+    let rows = |op: &str| -> Vec<Vec<&str>> {
+        steps_part
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .filter(|c| c[1] == "open" && c[2] == op)
+            .collect()
+    };
     let find = open.ops.iter().find(|o| o.op == "find").unwrap();
-    assert_eq!(find_rows.len(), 2, "{out}");
+    let find_rows = rows("find");
+    assert_eq!(find_rows.len(), 1, "{out}");
     assert_eq!(find_rows[0][3], "-");
-    assert_eq!(find_rows[1][3], "find");
-    assert_eq!(find_rows[1][4], find.operations.ok.to_string());
+    assert_eq!(find_rows[0][4], find.operations.ok.to_string());
+    let insert = open.ops.iter().find(|o| o.op == "insert").unwrap();
+    let insert_rows = rows("insert");
+    let steps: Vec<&str> = insert_rows.iter().map(|c| c[3]).collect();
+    assert_eq!(steps, ["-", "insert", "evict"], "{out}");
+    assert_eq!(insert_rows[1][4], insert.steps[0].requests.ok.to_string());
 
     // A run log line of mongoload 0.1 (no steps) still reads.
     let old = dir.path().join("old.jsonl");

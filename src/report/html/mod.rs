@@ -30,13 +30,16 @@ pub struct Run<'a> {
     pub reports: &'a [StageReport],
 }
 
+/// The most lines a chart draws: more operations make more charts.
+pub const MAX_SERIES: usize = 6;
+
 /// Line colours, one per operation (cycled); red is the failovers'.
 pub const PALETTE: [&str; 8] = [
     "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#17becf", "#8c564b", "#e377c2", "#bcbd22",
 ];
 
 const STYLE: &str = r#"
-body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; max-width: 1100px; }
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; max-width: 1600px; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ccc; }
 h3 { font-size: 1.05em; }
 table { border-collapse: collapse; margin: 0.5em 0 1em; font-variant-numeric: tabular-nums; }
@@ -45,7 +48,7 @@ td.num { text-align: right; } th { background: #f3f3f3; }
 td.fail { color: #b00; font-weight: bold; } td.pass { color: #070; }
 pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; font-size: 12px; }
 p.note { color: #555; font-size: 12px; margin-top: -0.6em; }
-svg.chart { display: block; margin: 0.5em 0; background: #fff; }
+svg.chart { display: block; width: 100%; height: auto; margin: 0.5em 0 1.5em; background: #fff; }
 svg.chart text { font: 11px system-ui, sans-serif; fill: #333; }
 svg.chart text.title { font-size: 13px; font-weight: bold; }
 svg.chart .axis line { stroke: #888; } svg.chart line.grid { stroke: #eee; }
@@ -180,7 +183,6 @@ fn marks(
     reports: &[&StageReport],
     origin: Option<DateTime<Utc>>,
     prefix: &str,
-    row: u8,
 ) -> (Vec<Marker>, Vec<Band>) {
     let mut markers = Vec::new();
     let mut bands = Vec::new();
@@ -194,7 +196,6 @@ fn marks(
                 kind: MarkerKind::Stage,
                 label: format!("{prefix}{stage}"),
                 title: format!("{prefix}stage {stage} ({}) from {}", r.mode, r.start),
-                row,
             });
         }
         for f in &r.failovers {
@@ -220,7 +221,6 @@ fn marks(
                     kind: MarkerKind::Failover,
                     label: format!("{prefix}failover{on}"),
                     title,
-                    row,
                 });
             }
         }
@@ -234,7 +234,6 @@ fn marks(
                         "{prefix}audit of stage {stage}: {} acknowledged writes found missing ({} checked)",
                         a.missing, a.checked
                     ),
-                    row,
                 });
             }
         }
@@ -277,13 +276,6 @@ fn workload_section(out: &mut String, workload: &str, runs: &[Run]) {
             .flat_map(|(rs, _)| rs.iter().flat_map(|r| r.ops.iter().map(|o| o.op.as_str()))),
     );
     let overlay = runs.len() > 1;
-    let label = |run: &Run, op: &str| {
-        if overlay {
-            format!("{op} ({})", run.role)
-        } else {
-            op.to_owned()
-        }
-    };
     let mut x_end: f64 = 0.0;
     for (rs, o) in &per_run {
         for r in rs {
@@ -294,25 +286,39 @@ fn workload_section(out: &mut String, workload: &str, runs: &[Run]) {
     }
     let mut markers = Vec::new();
     let mut bands = Vec::new();
-    for (i, (run, (rs, o))) in runs.iter().zip(&per_run).enumerate() {
+    for (run, (rs, o)) in runs.iter().zip(&per_run) {
         let prefix = if overlay {
             format!("{}: ", run.role)
         } else {
             String::new()
         };
-        // The base's labels a line below the new run's.
-        let row = u8::from(overlay && i == 0);
-        let (m, b) = marks(rs, *o, &prefix, row);
+        let (m, b) = marks(rs, *o, &prefix);
         markers.extend(m);
         bands.extend(b);
     }
+    // At most MAX_SERIES lines to a chart: the operations in groups, a
+    // chart of each kind per group, each op keeping its colour.
+    let per_chart = (MAX_SERIES / runs.len().max(1)).max(1);
+    let groups: Vec<(usize, &[&str])> = ops
+        .chunks(per_chart)
+        .enumerate()
+        .map(|(g, c)| (g * per_chart, c))
+        .collect();
+    let named = |title: &str, group: &[&str]| {
+        if groups.len() > 1 {
+            format!("{workload}: {title}: {}", group.join(", "))
+        } else {
+            format!("{workload}: {title}")
+        }
+    };
     type Pick = fn(&super::samples::SampleSeries, usize, f64) -> Option<f64>;
-    let time_chart = |title: &str, y_label: &str, pick: Pick| {
+    let time_chart = |title: &str, y_label: &str, pick: Pick, (first, group): (usize, &[&str])| {
         let mut series = Vec::new();
-        for (i, op) in ops.iter().enumerate() {
+        for (i, op) in group.iter().enumerate() {
+            let i = first + i;
             for (j, (run, (rs, o))) in runs.iter().zip(&per_run).enumerate() {
                 series.push(Series {
-                    label: label(run, op),
+                    label: series_label(run, op, overlay),
                     color: PALETTE[i % PALETTE.len()],
                     dashed: overlay && j == 0,
                     segments: over_time(rs, *o, Some(op), pick),
@@ -320,7 +326,7 @@ fn workload_section(out: &mut String, workload: &str, runs: &[Run]) {
             }
         }
         Chart {
-            title: format!("{workload}: {title}"),
+            title: named(title, group),
             x_label: "seconds since the run started".into(),
             y_label: y_label.into(),
             x_range: (0.0, x_end),
@@ -336,17 +342,43 @@ fn workload_section(out: &mut String, workload: &str, runs: &[Run]) {
         r#"<section class="workload"><h2>Workload {}</h2>"#,
         escape(workload)
     );
-    out.push_str(&time_chart(
-        "throughput per interval (successful ops/s)",
-        "ops/s",
-        throughput,
-    ));
-    out.push_str(&time_chart("p99 latency per interval (ms)", "ms", p99_ms));
-    // The spectrum: each op's histograms merged over the run.
+    for &group in &groups {
+        out.push_str(&time_chart(
+            "throughput per interval (successful ops/s)",
+            "ops/s",
+            throughput,
+            group,
+        ));
+    }
+    for &group in &groups {
+        out.push_str(&time_chart(
+            "p99 latency per interval (ms)",
+            "ms",
+            p99_ms,
+            group,
+        ));
+    }
+    for &group in &groups {
+        spectrum_chart(out, &named, runs, &per_run, group);
+    }
+    out.push_str("</section>");
+}
+
+/// The latency spectrum of a group of a workload's ops: each op's
+/// histograms merged over the run.
+fn spectrum_chart(
+    out: &mut String,
+    named: &dyn Fn(&str, &[&str]) -> String,
+    runs: &[Run],
+    per_run: &[(Vec<&StageReport>, Option<DateTime<Utc>>)],
+    (first, group): (usize, &[&str]),
+) {
+    let overlay = runs.len() > 1;
     let mut series = Vec::new();
     let mut max_x: f64 = 1.0;
-    for (i, op) in ops.iter().enumerate() {
-        for (j, (run, (rs, _))) in runs.iter().zip(&per_run).enumerate() {
+    for (i, op) in group.iter().enumerate() {
+        let i = first + i;
+        for (j, (run, (rs, _))) in runs.iter().zip(per_run).enumerate() {
             let points = merged_histogram(rs, op)
                 .map(|h| spectrum(&h))
                 .unwrap_or_default();
@@ -354,7 +386,7 @@ fn workload_section(out: &mut String, workload: &str, runs: &[Run]) {
                 max_x = max_x.max(x);
             }
             series.push(Series {
-                label: label(run, op),
+                label: series_label(run, op, overlay),
                 color: PALETTE[i % PALETTE.len()],
                 dashed: overlay && j == 0,
                 segments: vec![points],
@@ -363,7 +395,7 @@ fn workload_section(out: &mut String, workload: &str, runs: &[Run]) {
     }
     out.push_str(
         &Chart {
-            title: format!("{workload}: latency by percentile (all stages, ms)"),
+            title: named("latency by percentile (all stages, ms)", group),
             x_label: "percentile".into(),
             y_label: "ms".into(),
             x_range: (0.0, max_x),
@@ -374,7 +406,15 @@ fn workload_section(out: &mut String, workload: &str, runs: &[Run]) {
         }
         .svg(),
     );
-    out.push_str("</section>");
+}
+
+/// A series' legend: the op, and the run's role in a comparison.
+fn series_label(run: &Run, op: &str, overlay: bool) -> String {
+    if overlay {
+        format!("{op} ({})", run.role)
+    } else {
+        op.to_owned()
+    }
 }
 
 /// An HTML table: the first `left` columns are names, the rest numbers.
@@ -705,6 +745,53 @@ mod tests {
         assert_eq!(html.matches(r#"<path class="series"#).count(), 12);
         assert_eq!(html.matches(r#"<path class="series dashed""#).count(), 6);
         assert!(html.contains(r#"data-series="find (base)""#));
+    }
+
+    #[test]
+    fn many_ops_are_drawn_in_charts_of_at_most_max_series_lines() {
+        let ops = ["a", "b", "c", "d", "e", "f", "g"];
+        let r = with_ops(report("w", "hold", 60, 3.0, 9_000_000), &ops);
+        let one = Run {
+            role: "",
+            source: "runs.jsonl",
+            reports: std::slice::from_ref(&r),
+        };
+        for (runs, per_op) in [
+            (vec![one], 1),
+            (
+                vec![
+                    Run {
+                        role: "base",
+                        ..one
+                    },
+                    Run { role: "new", ..one },
+                ],
+                2,
+            ),
+        ] {
+            let html = page(&runs, runs.get(1).map(|_| "no regression"));
+            let charts: Vec<&str> = html.split("<svg").skip(1).collect();
+            // Seven ops: 6 + 1 lines alone, 3 + 3 + 1 (two lines each) overlaid.
+            let groups = if per_op == 1 { 2 } else { 3 };
+            assert_eq!(charts.len(), 3 * groups);
+            for c in &charts {
+                let n = c.matches(r#"<path class="series"#).count();
+                assert!((1..=MAX_SERIES).contains(&n), "{n} lines");
+            }
+            // Each op in one chart of each kind, in its own colour.
+            for (i, op) in ops.iter().enumerate() {
+                let label = if per_op == 1 {
+                    op.to_string()
+                } else {
+                    format!("{op} (new)")
+                };
+                let drawn = format!(r#"data-series="{label}" d="#);
+                assert_eq!(html.matches(&drawn).count(), 3, "{op}");
+                let coloured = format!(r#"stroke="{}""#, PALETTE[i % PALETTE.len()]);
+                assert!(html.contains(&coloured));
+            }
+            assert!(html.contains("w: throughput per interval (successful ops/s): a, b"));
+        }
     }
 
     #[test]

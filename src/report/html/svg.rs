@@ -166,8 +166,6 @@ pub struct Marker {
     pub kind: MarkerKind,
     pub label: String,
     pub title: String,
-    /// The label's line (0 first): a second run's marks below the first's.
-    pub row: u8,
 }
 
 /// A shaded span of the x axis (a stage whose thresholds failed).
@@ -193,12 +191,67 @@ pub struct Chart {
     pub bands: Vec<Band>,
 }
 
-pub const WIDTH: f64 = 760.0;
-pub const HEIGHT: f64 = 260.0;
-const LEFT: f64 = 60.0;
+/// The chart's width in its own units; the page scales it to its width.
+pub const WIDTH: f64 = 1200.0;
+/// The plot's height (axes included), without the marks above it and the
+/// legend below it.
+pub const PLOT_HEIGHT: f64 = 280.0;
+const LEFT: f64 = 64.0;
 const RIGHT: f64 = 16.0;
-const TOP: f64 = 30.0;
-const BOTTOM: f64 = 40.0;
+/// The title's band above everything.
+const TITLE: f64 = 26.0;
+const BOTTOM: f64 = 44.0;
+/// One line of text: a lane of marker labels, a row of the legend.
+const LINE: f64 = 14.0;
+/// The width of one character of the 11 px labels, an upper estimate for
+/// the sans-serif fonts browsers pick (measured at 5.5–6.3 px), so that
+/// labels laid out with it never touch.
+pub const CHAR: f64 = 6.6;
+
+/// The estimated width of a label of 11 px text.
+pub fn text_width(text: &str) -> f64 {
+    text.chars().count() as f64 * CHAR
+}
+
+/// Greedy lanes for labels spanning `[x, x + width)` in order of `x`:
+/// each goes into the first lane whose last label ended before it starts.
+/// Returns each label's lane (in the input's order) and the lanes used.
+pub fn lanes(spans: &[(f64, f64)]) -> (Vec<usize>, usize) {
+    let mut order: Vec<usize> = (0..spans.len()).collect();
+    order.sort_by(|&a, &b| spans[a].0.total_cmp(&spans[b].0));
+    let mut ends: Vec<f64> = Vec::new();
+    let mut lane = vec![0; spans.len()];
+    for i in order {
+        let (x, w) = spans[i];
+        let l = match ends.iter().position(|&e| e + 6.0 <= x) {
+            Some(l) => l,
+            None => {
+                ends.push(f64::NEG_INFINITY);
+                ends.len() - 1
+            }
+        };
+        ends[l] = x + w;
+        lane[i] = l;
+    }
+    (lane, ends.len())
+}
+
+/// The legend's entries laid out in rows under the plot: each entry's
+/// (x, row), and the rows used.
+fn legend_rows(labels: &[&str]) -> (Vec<(f64, usize)>, usize) {
+    let mut at = Vec::new();
+    let (mut x, mut row) = (LEFT, 0);
+    for l in labels {
+        let w = 22.0 + text_width(l) + 18.0;
+        if x > LEFT && x + w > WIDTH - RIGHT {
+            x = LEFT;
+            row += 1;
+        }
+        at.push((x, row));
+        x += w;
+    }
+    (at, if labels.is_empty() { 0 } else { row + 1 })
+}
 
 impl Chart {
     /// The largest y of any point (0 with none).
@@ -210,36 +263,63 @@ impl Chart {
             .fold(0.0, f64::max)
     }
 
-    /// The chart as an `<svg>` element: axes with ticks, bands, markers,
-    /// one `<path class="series">` per series, and a legend.
+    /// The chart as an `<svg>` element, as wide as the page: the title;
+    /// the markers' labels in lanes above the plot (none over another);
+    /// the plot with its axes, bands, marker lines and one
+    /// `<path class="series">` per series; the legend in rows under it.
     pub fn svg(&self) -> String {
         let (x0, x1) = if self.x_range.1 > self.x_range.0 {
             self.x_range
         } else {
             (self.x_range.0, self.x_range.0 + 1.0)
         };
-        let y_ticks = nice_ticks(0.0, self.y_max(), 5);
-        let y1 = y_ticks
-            .last()
-            .copied()
-            .unwrap_or(1.0)
-            .max(f64::MIN_POSITIVE);
         let xs = Scale {
             d0: x0,
             d1: x1,
             r0: LEFT,
             r1: WIDTH - RIGHT,
         };
+        let markers: Vec<&Marker> = self
+            .markers
+            .iter()
+            .filter(|m| m.x >= x0 && m.x <= x1)
+            .collect();
+        // A label right of its line, or left of it where it would run
+        // past the chart's edge.
+        let spans: Vec<(f64, f64)> = markers
+            .iter()
+            .map(|m| {
+                let (x, w) = (xs.at(m.x), text_width(&m.label));
+                let start = if x + 3.0 + w <= WIDTH {
+                    x + 3.0
+                } else {
+                    (x - 3.0 - w).max(0.0)
+                };
+                (start, w)
+            })
+            .collect();
+        let (lane, lanes) = lanes(&spans);
+        let top = TITLE + LINE * lanes as f64 + 4.0;
+        let bottom = top + PLOT_HEIGHT - BOTTOM;
+        let labels: Vec<&str> = self.series.iter().map(|s| s.label.as_str()).collect();
+        let (legend, rows) = legend_rows(&labels);
+        let height = bottom + BOTTOM + LINE * rows as f64 + 6.0;
+        let y_ticks = nice_ticks(0.0, self.y_max(), 5);
+        let y1 = y_ticks
+            .last()
+            .copied()
+            .unwrap_or(1.0)
+            .max(f64::MIN_POSITIVE);
         let ys = Scale {
             d0: 0.0,
             d1: y1,
-            r0: HEIGHT - BOTTOM,
-            r1: TOP,
+            r0: bottom,
+            r1: top,
         };
         let mut s = String::new();
         let _ = write!(
             s,
-            r#"<svg class="chart" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img"><title>{}</title>"#,
+            r#"<svg class="chart" viewBox="0 0 {WIDTH} {height:.0}" role="img"><title>{}</title>"#,
             escape(&self.title)
         );
         let _ = write!(
@@ -251,35 +331,40 @@ impl Chart {
             let (a, z) = (xs.at(b.x0.max(x0)), xs.at(b.x1.min(x1)));
             let _ = write!(
                 s,
-                r#"<rect class="band" x="{a:.1}" y="{TOP}" width="{:.1}" height="{:.1}"><title>{}</title></rect><text class="band-label" x="{:.1}" y="{:.1}">{}</text>"#,
+                r#"<rect class="band" x="{a:.1}" y="{top:.1}" width="{:.1}" height="{:.1}"><title>{}</title></rect>"#,
                 (z - a).max(0.0),
-                HEIGHT - BOTTOM - TOP,
+                bottom - top,
                 escape(&b.title),
-                a + 3.0,
-                TOP + 12.0,
-                escape(&b.label)
             );
+            // The label only where the band is wide enough for it.
+            if z - a >= text_width(&b.label) + 6.0 {
+                let _ = write!(
+                    s,
+                    r#"<text class="band-label" x="{:.1}" y="{:.1}">{}</text>"#,
+                    a + 3.0,
+                    top + 12.0,
+                    escape(&b.label)
+                );
+            }
         }
         // Axes and grid.
+        let r = WIDTH - RIGHT;
         let _ = write!(
             s,
-            r#"<g class="axis"><line x1="{LEFT}" y1="{b:.1}" x2="{r:.1}" y2="{b:.1}"/><line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{b:.1}"/>"#,
-            b = HEIGHT - BOTTOM,
-            r = WIDTH - RIGHT
+            r#"<g class="axis"><line x1="{LEFT}" y1="{bottom:.1}" x2="{r:.1}" y2="{bottom:.1}"/><line x1="{LEFT}" y1="{top:.1}" x2="{LEFT}" y2="{bottom:.1}"/>"#,
         );
         for &v in &y_ticks {
             let y = ys.at(v);
             let _ = write!(
                 s,
-                r#"<line class="grid" x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
-                WIDTH - RIGHT,
+                r#"<line class="grid" x1="{LEFT}" y1="{y:.1}" x2="{r:.1}" y2="{y:.1}"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
                 LEFT - 4.0,
                 y + 4.0,
                 tick_label(v)
             );
         }
         let x_ticks: Vec<(f64, String)> = if self.x_ticks.is_empty() {
-            nice_ticks(x0, x1, 8)
+            nice_ticks(x0, x1, 10)
                 .into_iter()
                 .filter(|v| *v >= x0 && *v <= x1)
                 .map(|v| (v, tick_label(v)))
@@ -291,46 +376,35 @@ impl Chart {
             let x = xs.at(*v);
             let _ = write!(
                 s,
-                r#"<line x1="{x:.1}" y1="{b:.1}" x2="{x:.1}" y2="{:.1}"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-                HEIGHT - BOTTOM + 4.0,
-                HEIGHT - BOTTOM + 16.0,
+                r#"<line x1="{x:.1}" y1="{bottom:.1}" x2="{x:.1}" y2="{:.1}"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+                bottom + 4.0,
+                // Below the lowest y tick's label, which ends at the axis.
+                bottom + 19.0,
                 escape(label),
-                b = HEIGHT - BOTTOM
             );
         }
+        let mid = (top + bottom) / 2.0;
         let _ = write!(
             s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text x="12" y="{:.1}" text-anchor="middle" transform="rotate(-90 12 {:.1})">{}</text></g>"#,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text x="14" y="{mid:.1}" text-anchor="middle" transform="rotate(-90 14 {mid:.1})">{}</text></g>"#,
             (LEFT + WIDTH - RIGHT) / 2.0,
-            HEIGHT - 6.0,
+            bottom + 35.0,
             escape(&self.x_label),
-            (TOP + HEIGHT - BOTTOM) / 2.0,
-            (TOP + HEIGHT - BOTTOM) / 2.0,
             escape(&self.y_label)
         );
-        for m in &self.markers {
-            if m.x < x0 || m.x > x1 {
-                continue;
-            }
+        for (m, (l, (lx, _))) in markers.iter().zip(lane.iter().zip(&spans)) {
             let x = xs.at(m.x);
             let _ = write!(
                 s,
-                r#"<g class="marker {}"><line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}"/><text x="{:.1}" y="{:.1}">{}</text><title>{}</title></g>"#,
+                r#"<g class="marker {}"><line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{bottom:.1}"/><text x="{lx:.1}" y="{:.1}">{}</text><title>{}</title></g>"#,
                 m.kind.class(),
-                HEIGHT - BOTTOM,
-                x + 3.0,
-                TOP - 2.0
-                    + 12.0 * f64::from(m.row)
-                    + if m.kind == MarkerKind::Stage {
-                        0.0
-                    } else {
-                        24.0
-                    },
+                TITLE + LINE * *l as f64 + 4.0,
+                TITLE + LINE * (*l as f64 + 1.0),
                 escape(&m.label),
                 escape(&m.title)
             );
         }
-        for (i, series) in self.series.iter().enumerate() {
+        for series in &self.series {
             let d = path_d(&series.segments, xs, ys);
             let _ = write!(
                 s,
@@ -340,9 +414,10 @@ impl Chart {
                 series.color,
                 escape(&series.label)
             );
-            // The legend, top right, one entry per series.
-            let ly = TOP + 4.0 + 14.0 * i as f64;
-            let lx = WIDTH - RIGHT - 170.0;
+        }
+        // The legend, in rows under the axis label.
+        for (series, (lx, row)) in self.series.iter().zip(legend) {
+            let ly = bottom + BOTTOM + 4.0 + LINE * row as f64;
             let _ = write!(
                 s,
                 r#"<g class="legend"><line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{}"{}/><text x="{:.1}" y="{:.1}">{}</text></g>"#,
@@ -457,7 +532,6 @@ mod tests {
                 kind: MarkerKind::Failover,
                 label: "failover".into(),
                 title: "a → b".into(),
-                row: 0,
             }],
             bands: Vec::new(),
         };
@@ -468,5 +542,28 @@ mod tests {
         assert!(!svg.contains("<script>"), "{svg}");
         assert!(!svg.contains("<b>"), "{svg}");
         assert!(svg.contains("&lt;script&gt;x&lt;/script&gt;"));
+    }
+
+    #[test]
+    fn labels_that_would_touch_go_into_separate_lanes() {
+        // Two labels 100 wide at 0 and 50 collide; one at 120 fits after
+        // the first; one at 300 fits in the first lane again.
+        let (lane, n) = lanes(&[(0.0, 100.0), (50.0, 100.0), (120.0, 50.0), (300.0, 10.0)]);
+        assert_eq!(lane, [0, 1, 0, 0]);
+        assert_eq!(n, 2);
+        assert_eq!(lanes(&[]), (vec![], 0));
+    }
+
+    #[test]
+    fn the_legend_wraps_into_rows_within_the_width() {
+        let long = "x".repeat(60);
+        let labels: Vec<&str> = (0..5).map(|_| long.as_str()).collect();
+        let (at, rows) = legend_rows(&labels);
+        // 60 characters: about 436 units each, two to a row of 1120.
+        assert_eq!(rows, 3);
+        assert_eq!(at.iter().map(|a| a.1).collect::<Vec<_>>(), [0, 0, 1, 1, 2]);
+        for (x, _) in at {
+            assert!(x + 22.0 + text_width(&long) <= WIDTH - RIGHT);
+        }
     }
 }
