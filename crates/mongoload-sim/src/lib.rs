@@ -229,6 +229,9 @@ pub struct SimArgs {
     /// A primary frozen or blackholed this long is replaced by an election among the other members (MongoDB's electionTimeoutMillis).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, requires = "replica", help_heading = "Replica set")]
     pub election_timeout: Duration,
+    /// A step-down closes the old primary's connections, as servers before MongoDB 4.2 did (by default they stay open and writes get NotWritablePrimary, as on 4.2 and later).
+    #[arg(long, requires = "replica", help_heading = "Replica set")]
+    pub step_down_closes: bool,
     /// Run a sharded cluster: --mongos routers on consecutive ports from
     /// --listen's (their URI lists them all) in front of --shards shards;
     /// faults and replica-set flags apply to each shard.
@@ -296,6 +299,7 @@ impl SimArgs {
             rollback_writes: self.rollback_writes,
             replication_lag: self.replication_lag,
             election_timeout: self.election_timeout,
+            step_down_closes: self.step_down_closes,
         })
     }
 
@@ -318,6 +322,7 @@ impl SimArgs {
                 rollback_writes: self.rollback_writes,
                 replication_lag: self.replication_lag,
                 election_timeout: self.election_timeout,
+                step_down_closes: self.step_down_closes,
             },
         })
     }
@@ -691,6 +696,7 @@ mod tests {
             "500ms",
             "--election-timeout",
             "2s",
+            "--step-down-closes",
         ])
         .unwrap();
         assert_eq!(
@@ -706,6 +712,7 @@ mod tests {
                 rollback_writes: 50,
                 replication_lag: Duration::from_millis(500),
                 election_timeout: Duration::from_secs(2),
+                step_down_closes: true,
             })
         );
         assert_eq!(

@@ -6,8 +6,10 @@
 //! streaming monitor ([`member`] handles the commands).
 //!
 //! A step-down (from [`ReplSet::step_down`], `--failover-every` or the
-//! `replSetStepDown` command) makes the primary refuse writes and close its
-//! connections; the newest w:1 writes held back from the secondaries
+//! `replSetStepDown` command) makes the primary refuse writes with
+//! NotWritablePrimary and a new `topologyVersion`, its connections left
+//! open as MongoDB 4.2 and later leave them (closing them, as servers
+//! before 4.2 did, is [`ReplSetConfig::step_down_closes`]); the newest w:1 writes held back from the secondaries
 //! (`--rollback-writes N`) are rolled back, everything else is caught up;
 //! after the election time another member becomes primary in a new term.
 //! Writes acknowledged with a write concern above 1 (the default is
@@ -60,6 +62,10 @@ pub struct ReplSetConfig {
     /// replaced by an election among the members that answer, as
     /// MongoDB's `electionTimeoutMillis` (10 s by default).
     pub election_timeout: Duration,
+    /// A step-down closes the old primary's connections, as servers
+    /// before MongoDB 4.2 did (4.2 and later keep them open and answer
+    /// writes with NotWritablePrimary).
+    pub step_down_closes: bool,
 }
 
 /// MongoDB's default `electionTimeoutMillis`.
@@ -77,6 +83,7 @@ impl ReplSetConfig {
             rollback_writes: 0,
             replication_lag: Duration::ZERO,
             election_timeout: DEFAULT_ELECTION_TIMEOUT,
+            step_down_closes: false,
         }
     }
 }
@@ -207,6 +214,8 @@ pub(crate) struct Inner {
     election: Mutex<ElectionTime>,
     rng: Mutex<SmallRng>,
     failovers: Mutex<Vec<Failover>>,
+    /// [`ReplSetConfig::step_down_closes`].
+    step_down_closes: bool,
     /// Cancels the set's tasks (replicator, failover timer, elections).
     tasks: CancellationToken,
 }
@@ -391,6 +400,7 @@ pub(crate) async fn start(
             election: Mutex::new(config.election),
             rng: Mutex::new(SmallRng::from_os_rng()),
             failovers: Mutex::new(Vec::new()),
+            step_down_closes: config.step_down_closes,
             tasks: tasks.clone(),
         }
     });
@@ -644,7 +654,7 @@ impl Inner {
             self.catch_up(m);
         }
         self.core.progress.send_modify(|v| *v += 1);
-        if election.is_some() {
+        if election.is_some() && self.step_down_closes {
             self.members[old].shared.faults.drop_connections();
         }
         let rolled_back: Vec<RolledBack> = rolled
