@@ -734,7 +734,11 @@ fn require_pymongo(test: &str) -> bool {
 
 /// pymongo against `mongoload sim --sharded`: discovery as mongos through
 /// two routers, then shardCollection, split, moveChunk, listShards,
-/// balancerStatus and CRUD.
+/// balancerStatus and CRUD; then, as MongoDB 7.0's documentation has them:
+/// `isdbgrid`, the router's `topologyVersion`, `explain` of a find
+/// (`SINGLE_SHARD` on the shard key, `SHARD_MERGE` off it, each shard's
+/// `IDHACK`, `IXSCAN` or `COLLSCAN`) and of an aggregate, and a unique
+/// index without the shard key as prefix refused (67).
 #[test]
 fn pymongo_uses_the_sharded_sim_binary() {
     if !require_pymongo("sim_sharded (pymongo)") {
@@ -788,6 +792,43 @@ try:
     raise SystemExit("moveChunk to an unknown shard passed")
 except OperationFailure as e:
     assert e.code == 70, e
+
+# A router is a mongos: isdbgrid answers, hello has a topologyVersion.
+assert c.admin.command("isdbgrid")["isdbgrid"] == 1
+tv = c.admin.command("hello")["topologyVersion"]
+assert set(tv) == {"processId", "counter"}, tv
+
+# explain: the shards a query targets and each one's plan.
+c.py.r.create_index([("y", 1)])
+def planner(cmd):
+    return c.py.command("explain", cmd, verbosity="queryPlanner")["queryPlanner"]
+one = planner({"find": "r", "filter": {"x": 70}})["winningPlan"]
+assert one["stage"] == "SINGLE_SHARD", one
+assert [s["shardName"] for s in one["shards"]] == [other], one
+by_id = planner({"find": "h", "filter": {"_id": 7}})["winningPlan"]
+assert by_id["stage"] == "SINGLE_SHARD", by_id
+assert by_id["shards"][0]["winningPlan"]["stage"] == "IDHACK", by_id
+merged = planner({"find": "r", "filter": {"y": 1}})["winningPlan"]
+assert merged["stage"] == "SHARD_MERGE", merged
+assert sorted(s["shardName"] for s in merged["shards"]) == ["shard0", "shard1"], merged
+for s in merged["shards"]:
+    w = s["winningPlan"]
+    assert w["stage"] == "FETCH" and w["inputStage"]["stage"] == "IXSCAN", w
+    assert w["inputStage"]["keyPattern"] == {"y": 1}, w
+scan = planner({"find": "r", "filter": {"z": 1}})["winningPlan"]
+assert {s["winningPlan"]["stage"] for s in scan["shards"]} == {"COLLSCAN"}, scan
+agg = planner({"aggregate": "r", "pipeline": [{"$match": {"x": 70}}, {"$count": "n"}], "cursor": {}})
+assert agg["winningPlan"]["stage"] == "SINGLE_SHARD", agg
+# pymongo's cursor.explain() reads the same.
+assert c.py.r.find({"x": 70}).explain()["queryPlanner"]["winningPlan"]["stage"] == "SINGLE_SHARD"
+
+# A unique index must start with the shard key (or be _id's).
+try:
+    c.py.r.create_index([("y", 1), ("x", 1)], unique=True)
+    raise SystemExit("a unique index without the shard key as prefix was created")
+except OperationFailure as e:
+    assert e.code == 67, e
+c.py.r.create_index([("x", 1), ("y", 1)], unique=True)
 print("pymongo sharded check passed")
 "#;
     let out = std::process::Command::new("python3")

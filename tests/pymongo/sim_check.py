@@ -88,6 +88,25 @@ def main(uri):
     n = list(items.aggregate([{"$match": {"three": True}}, {"$count": "n"}]))
     check(n == [{"n": 30}], f"$count {n}")
 
+    # explain, as mongod's queryPlanner shows the plan: IDHACK for an _id,
+    # an IXSCAN under a FETCH for an indexed field (k_name, made above),
+    # COLLSCAN otherwise.
+    def winning(cursor):
+        return cursor.explain()["queryPlanner"]["winningPlan"]
+    check(winning(items.find({"_id": 3}))["stage"] == "IDHACK", "explain of an _id find")
+    w = winning(items.find({"k": 1}))
+    check(w["stage"] == "FETCH" and w["inputStage"]["stage"] == "IXSCAN", f"explain of an indexed find {w}")
+    check(w["inputStage"]["keyPattern"] == {"k": 1, "name": -1}, f"the index scanned {w}")
+    check(winning(items.find({"three": True}))["stage"] == "COLLSCAN", "explain of a scan")
+    agg = db.command("explain", {"aggregate": "items", "pipeline": [{"$match": {"k": 2}}], "cursor": {}})
+    check(agg["queryPlanner"]["winningPlan"]["inputStage"]["indexName"] == "k_name", f"explain of an aggregate {agg}")
+    # isdbgrid is a mongos's command: a mongod does not have it.
+    try:
+        client.admin.command("isdbgrid")
+        check(False, "isdbgrid on a mongod must fail")
+    except errors.OperationFailure as e:
+        check(e.code == 59, f"isdbgrid code {e.code}")
+
     # Catalog
     check("items" in db.list_collection_names(), "list_collection_names")
     check("pycheck" in client.list_database_names(), "list_database_names")

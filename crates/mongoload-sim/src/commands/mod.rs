@@ -2,7 +2,7 @@
 //! command document and returning the reply MongoDB 7.0 would send. Runs
 //! synchronously under short store locks; faults are applied by the caller.
 //! The commands live by family: `handshake`, `catalog`, `crud`, `reads`
-//! (aggregate, distinct, count); `args` reads their arguments.
+//! (aggregate, distinct, count), `explain`; `args` reads their arguments.
 
 use std::sync::atomic::Ordering as AtomicOrdering;
 
@@ -13,6 +13,7 @@ mod args;
 pub(crate) use args::{as_i64, coll_name};
 mod catalog;
 mod crud;
+pub(crate) mod explain;
 mod handshake;
 mod reads;
 
@@ -98,6 +99,7 @@ pub fn execute(shared: &Shared, connection_id: i64, cmd: Document) -> Document {
         "aggregate" => aggregate(shared, &db, &cmd),
         "distinct" => distinct(shared, &db, &cmd),
         "count" => count(shared, &db, &cmd),
+        "explain" => explain::explain(shared, &db, &cmd),
         "profile" => crate::profile::command(&shared.profiler, &db, &cmd),
         _ => Err(CmdError::new(
             59,

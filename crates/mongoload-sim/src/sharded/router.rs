@@ -70,6 +70,9 @@ pub(crate) struct Cluster {
     /// Refuse reads of `config.changelog` as Unauthorized (13), as
     /// MongoDB does for a user with only `readWrite` (a test's switch).
     pub(crate) refuse_changelog: AtomicBool,
+    /// The `processId` of the routers' `topologyVersion` (they run in one
+    /// process).
+    process_id: bson::oid::ObjectId,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -187,6 +190,7 @@ impl Cluster {
             refuse_changelog: AtomicBool::new(false),
             balancer_rounds: AtomicU64::new(0),
             in_round: AtomicBool::new(false),
+            process_id: bson::oid::ObjectId::new(),
         }
     }
 
@@ -283,8 +287,15 @@ impl Cluster {
             "hello" | "isMaster" | "ismaster" => {
                 let mut reply = commands::execute(shared, connection_id, body);
                 reply.insert("msg", "isdbgrid");
+                // A mongos's counter moves only when it shuts down.
+                reply.insert(
+                    "topologyVersion",
+                    doc! { "processId": self.process_id, "counter": 0_i64 },
+                );
                 Ok(reply)
             }
+            "isdbgrid" => Ok(doc! { "isdbgrid": 1, "hostname": "localhost", "ok": 1.0 }),
+            "explain" => self.explain(&db, &body).await,
             "ping" | "buildInfo" | "buildinfo" | "whatsmyuri" | "endSessions"
             | "killAllSessions" | "killSessions" | "getMore" | "killCursors" | "serverStatus"
             | "profile" => Ok(commands::execute(shared, connection_id, body)),
@@ -730,6 +741,70 @@ impl Cluster {
         Ok(Self::cursor_reply(shared, &ns, docs, batch, single))
     }
 
+    /// `explain` through the router: the shards the command targets, each
+    /// with its own plan, under `SINGLE_SHARD` (one shard) or
+    /// `SHARD_MERGE` (several, their results merged here).
+    async fn explain(&self, db: &str, cmd: &Document) -> CmdResult {
+        let inner = cmd
+            .get_document("explain")
+            .map_err(|_| CmdError::new(14, "TypeMismatch", "explain takes a command document"))?;
+        let (coll, filter_doc, _) = commands::explain::query_of(inner)?;
+        let filter = Filter::parse(&filter_doc)?;
+        let ns = format!("{db}.{coll}");
+        let (_gate, route) = self.route(&ns).await;
+        let shards = match &route {
+            Ok(c) => c.targets(&filter),
+            Err(primary) => vec![*primary],
+        };
+        let sub = doc! { "explain": inner.clone(), "$db": db };
+        let replies =
+            futures::future::join_all(shards.iter().map(|&s| self.links[s].run(&sub))).await;
+        let names: Vec<(String, String)> = lock(&self.catalog).shards.clone();
+        let mut plans = Vec::new();
+        for (&s, reply) in shards.iter().zip(replies) {
+            if reply.get_f64("ok") != Ok(1.0) {
+                return Err(reply_error(&reply));
+            }
+            let mut planner = reply
+                .get_document("queryPlanner")
+                .cloned()
+                .unwrap_or_default();
+            let mut shard = doc! {
+                "shardName": names[s].0.as_str(),
+                "connectionString": names[s].1.as_str(),
+                "serverInfo": reply.get_document("serverInfo").cloned().unwrap_or_default(),
+            };
+            for k in [
+                "namespace",
+                "indexFilterSet",
+                "parsedQuery",
+                "winningPlan",
+                "rejectedPlans",
+            ] {
+                if let Some(v) = planner.remove(k) {
+                    shard.insert(k, v);
+                }
+            }
+            plans.push(Bson::Document(shard));
+        }
+        let stage = if shards.len() == 1 {
+            "SINGLE_SHARD"
+        } else {
+            "SHARD_MERGE"
+        };
+        let mut command = inner.clone();
+        command.insert("$db", db);
+        Ok(doc! {
+            "queryPlanner": {
+                "mongosPlannerVersion": 1,
+                "winningPlan": { "stage": stage, "shards": plans },
+            },
+            "serverInfo": { "version": commands::VERSION },
+            "command": command,
+            "ok": 1.0,
+        })
+    }
+
     async fn aggregate(&self, shared: &Shared, db: &str, cmd: &Document) -> CmdResult {
         let coll = coll_name(cmd, "aggregate")?;
         let ns = format!("{db}.{coll}");
@@ -1090,6 +1165,10 @@ impl Cluster {
         if !sharded {
             return Ok(self.links[primary].run(&forwarded(cmd, 0)).await);
         }
+        if name == "createIndexes" {
+            let key = lock(&self.catalog).collections[&ns].key.clone();
+            unique_compatible(&key, cmd)?;
+        }
         let n = self.links.len();
         let mut replies = self
             .scatter(&(0..n).collect::<Vec<_>>(), &forwarded(cmd, 0))
@@ -1099,6 +1178,47 @@ impl Cluster {
         }
         Ok(replies.swap_remove(primary))
     }
+}
+
+/// Refuses a unique index on a sharded collection whose key does not
+/// start with the shard key's fields (`_id`'s own index aside), as
+/// MongoDB does (67 CannotCreateIndex): a shard can only enforce
+/// uniqueness over documents the shard key keeps together.
+fn unique_compatible(key: &ShardKey, cmd: &Document) -> Result<(), CmdError> {
+    let Ok(specs) = cmd.get_array("indexes") else {
+        return Ok(());
+    };
+    for spec in specs.iter().filter_map(Bson::as_document) {
+        if spec.get_bool("unique") != Ok(true) {
+            continue;
+        }
+        let Ok(fields) = spec.get_document("key") else {
+            continue;
+        };
+        let names: Vec<&str> = fields.keys().map(String::as_str).collect();
+        let prefix = key.fields.len() <= names.len()
+            && key.fields.iter().zip(&names).all(|((f, _), n)| f == n);
+        if prefix || names == ["_id"] {
+            continue;
+        }
+        let pattern: Document = key
+            .fields
+            .iter()
+            .map(|(f, k)| {
+                let v = match k {
+                    super::catalog::KeyKind::Hashed => Bson::String("hashed".into()),
+                    super::catalog::KeyKind::Ranged => Bson::Double(1.0),
+                };
+                (f.clone(), v)
+            })
+            .collect();
+        return Err(CmdError::new(
+            67,
+            "CannotCreateIndex",
+            format!("cannot create unique index over {fields} with shard key pattern {pattern}"),
+        ));
+    }
+    Ok(())
 }
 
 /// The shard key index's name, as MongoDB names it (`_id_hashed`, `a_1_b_1`).

@@ -66,6 +66,20 @@ pub fn wlock<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
 }
 
 /// One secondary index.
+/// What [`Collection::winning_plan`] reads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WinningPlan {
+    /// Every document.
+    CollScan,
+    /// One `_id` by equality.
+    IdHack,
+    /// An index's range (`_id`'s included), then the documents.
+    IndexScan {
+        name: String,
+        key: Vec<(String, i32)>,
+    },
+}
+
 #[derive(Debug)]
 pub struct Index {
     pub name: String,
@@ -503,6 +517,33 @@ impl Collection {
                     .collect();
                 (format!("IXSCAN {{ {} }}", fields.join(", ")), false)
             }
+        }
+    }
+
+    /// The plan as `explain` shows it: its stages as MongoDB 7.0's
+    /// classic engine names them.
+    pub fn winning_plan(&self, filter: &Filter, sort: Option<&SortSpec>) -> WinningPlan {
+        let plan = self.plan(filter, sort);
+        let full = |ivs: &[Interval]| {
+            ivs.len() == 1 && ivs[0].lower == Bound::Unbounded && ivs[0].upper == Bound::Unbounded
+        };
+        match &plan.source {
+            Source::Primary(ivs) if full(ivs) && !plan.sorted => WinningPlan::CollScan,
+            Source::Primary(ivs) if full(ivs) => WinningPlan::IndexScan {
+                name: "_id_".into(),
+                key: vec![("_id".into(), 1)],
+            },
+            Source::Primary(ivs) if ivs.len() == 1 && ivs[0].lower == ivs[0].upper => {
+                WinningPlan::IdHack
+            }
+            Source::Primary(_) => WinningPlan::IndexScan {
+                name: "_id_".into(),
+                key: vec![("_id".into(), 1)],
+            },
+            Source::Index(i, _) => WinningPlan::IndexScan {
+                name: self.indexes[*i].name.clone(),
+                key: self.indexes[*i].key.clone(),
+            },
         }
     }
 
