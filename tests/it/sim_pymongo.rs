@@ -1,6 +1,7 @@
 //! An independent client: the real `mongoload sim` binary started as a
 //! separate process, checked by pymongo scripts (CRUD, aggregate, cursors;
-//! SCRAM authentication over TLS; a replica set through a failover).
+//! SCRAM authentication over TLS; a replica set through a failover; cluster
+//! time and a causally consistent read from a lagging secondary).
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -128,5 +129,28 @@ fn pymongo_follows_a_failover_of_the_sim_replica_set() {
         "replset_check.py",
         &[&format!("mongodb://{}/?replicaSet=rs0", seeds.join(","))],
         "pymongo replica-set check passed",
+    );
+}
+
+#[test]
+fn pymongo_reads_its_own_write_from_a_lagging_secondary_in_a_causal_session() {
+    if !require_pymongo("sim_pymongo (causal consistency)") {
+        return;
+    }
+    let args = [
+        "--replset",
+        "rs0",
+        "--members",
+        "3",
+        "--replication-lag",
+        "500ms",
+    ];
+    let port = free_ports(3);
+    let _sim = spawn_sim(port, &args);
+    let seeds: Vec<String> = (0..3).map(|i| format!("127.0.0.1:{}", port + i)).collect();
+    run_script(
+        "causal_check.py",
+        &[&format!("mongodb://{}/?replicaSet=rs0", seeds.join(","))],
+        "pymongo causal consistency check passed",
     );
 }

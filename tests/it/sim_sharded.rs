@@ -793,6 +793,13 @@ try:
 except OperationFailure as e:
     assert e.code == 70, e
 
+# Cluster time: on every reply of a router, advancing with writes.
+t0 = c.admin.command("ping")
+assert "operationTime" in t0 and "clusterTime" in t0["$clusterTime"], t0
+c.py.h.insert_one({"_id": 1000, "x": 1000})
+t1 = c.admin.command("ping")
+assert t1["$clusterTime"]["clusterTime"] > t0["$clusterTime"]["clusterTime"], (t0, t1)
+
 # A router is a mongos: isdbgrid answers, hello has a topologyVersion.
 assert c.admin.command("isdbgrid")["isdbgrid"] == 1
 tv = c.admin.command("hello")["topologyVersion"]

@@ -346,6 +346,102 @@ pub(crate) async fn respond(
     connection_id: i64,
     body: Document,
 ) -> Document {
+    if let Some(seq) = after_cluster_time(&body) {
+        if !wait_applied(set, me, seq, max_time(&body)).await {
+            return stamped(
+                set,
+                me,
+                CmdError::new(50, "MaxTimeMSExpired", "operation exceeded time limit").to_doc(),
+            );
+        }
+    }
+    let reply = answer(set, me, shared, connection_id, body).await;
+    stamped(set, me, reply)
+}
+
+/// The cluster time a read must see (`readConcern.afterClusterTime`), as
+/// this set's oplog position: the simulator's cluster time is its oplog's
+/// last `Timestamp`, whose increment is the entry's sequence number.
+fn after_cluster_time(body: &Document) -> Option<u64> {
+    match body
+        .get_document("readConcern")
+        .ok()?
+        .get("afterClusterTime")?
+    {
+        Bson::Timestamp(ts) => Some(u64::from(ts.increment)),
+        _ => None,
+    }
+}
+
+fn max_time(body: &Document) -> Option<Duration> {
+    let ms = body.get("maxTimeMS").and_then(number)?;
+    (ms > 0).then(|| Duration::from_millis(ms as u64))
+}
+
+/// Waits until member `me` has applied oplog entry `seq` (at most
+/// `limit`, else 60 s); false when it has not by then.
+async fn wait_applied(set: &Inner, me: usize, seq: u64, limit: Option<Duration>) -> bool {
+    let mut progress = set.core.progress.subscribe();
+    let wait = async {
+        loop {
+            let seen = {
+                let o = set.core.oplog();
+                o.applied(me).seq.max(if set.primary() == Some(me) {
+                    o.last().seq
+                } else {
+                    0
+                })
+            };
+            if seen >= seq || progress.changed().await.is_err() {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(limit.unwrap_or(Duration::from_secs(60)), wait)
+        .await
+        .is_ok()
+}
+
+/// `reply` with the member's `operationTime` (what it has applied: the
+/// primary, everything written) and the set's `$clusterTime` (the newest
+/// oplog entry; its signature a zero hash of key 0, as a server without
+/// keys sends it), as a replica-set member adds them to every reply.
+fn stamped(set: &Inner, me: usize, mut reply: Document) -> Document {
+    let (applied, last) = {
+        let o = set.core.oplog();
+        (o.applied(me), o.last())
+    };
+    let operation = if set.primary() == Some(me) {
+        last
+    } else {
+        applied
+    };
+    let ts = |t: &OpTime| t.to_doc().get("ts").cloned().unwrap_or(Bson::Null);
+    reply.insert("operationTime", ts(&operation));
+    reply.insert(
+        "$clusterTime",
+        doc! {
+            "clusterTime": ts(&last),
+            "signature": {
+                "hash": Bson::Binary(bson::Binary {
+                    subtype: bson::spec::BinarySubtype::Generic,
+                    bytes: vec![0; 20],
+                }),
+                "keyId": 0_i64,
+            },
+        },
+    );
+    reply
+}
+
+/// The command's answer, before the cluster time is added.
+async fn answer(
+    set: &Arc<Inner>,
+    me: usize,
+    shared: &Shared,
+    connection_id: i64,
+    body: Document,
+) -> Document {
     let name = command_name(&body).to_owned();
     match name.as_str() {
         "hello" | "isMaster" | "ismaster" => {

@@ -73,6 +73,8 @@ pub(crate) struct Cluster {
     /// The `processId` of the routers' `topologyVersion` (they run in one
     /// process).
     process_id: bson::oid::ObjectId,
+    /// The routers' cluster time: its increment, advanced by each write.
+    clock: AtomicU64,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -191,7 +193,45 @@ impl Cluster {
             balancer_rounds: AtomicU64::new(0),
             in_round: AtomicBool::new(false),
             process_id: bson::oid::ObjectId::new(),
+            clock: AtomicU64::new(1),
         }
+    }
+
+    /// `reply` with the routers' `operationTime` and `$clusterTime`, as a
+    /// mongos adds them to every reply: the cluster time advances with
+    /// each write command (`name`) through any router.
+    fn stamped(&self, name: &str, mut reply: Document) -> Document {
+        let writes = matches!(
+            name,
+            "insert" | "update" | "delete" | "findAndModify" | "findandmodify"
+        );
+        let increment = if writes {
+            self.clock.fetch_add(1, Ordering::Relaxed) + 1
+        } else {
+            self.clock.load(Ordering::Relaxed)
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let ts = bson::Timestamp {
+            time: now as u32,
+            increment: increment as u32,
+        };
+        reply.insert("operationTime", ts);
+        reply.insert(
+            "$clusterTime",
+            doc! {
+                "clusterTime": ts,
+                "signature": {
+                    "hash": Bson::Binary(bson::Binary {
+                        subtype: bson::spec::BinarySubtype::Generic,
+                        bytes: vec![0; 20],
+                    }),
+                    "keyId": 0_i64,
+                },
+            },
+        );
+        reply
     }
 
     fn gate_of(&self, ns: &str) -> Arc<RwLock<()>> {
@@ -1304,6 +1344,21 @@ impl crate::shared::Role for Cluster {
         connection_id: i64,
         body: Document,
     ) -> futures::future::BoxFuture<'a, Document> {
-        Box::pin(Cluster::respond(self, shared, connection_id, body))
+        Box::pin(async move {
+            let name = command_name(&body).to_owned();
+            let body = without_after_cluster_time(body);
+            let reply = Cluster::respond(self, shared, connection_id, body).await;
+            self.stamped(&name, reply)
+        })
     }
+}
+
+/// `body` without `readConcern.afterClusterTime`: the router reads from
+/// the shards' primaries, which hold every write it acknowledged, and
+/// the shards keep clocks of their own.
+fn without_after_cluster_time(mut body: Document) -> Document {
+    if let Ok(rc) = body.get_document_mut("readConcern") {
+        rc.remove("afterClusterTime");
+    }
+    body
 }
