@@ -109,48 +109,40 @@ fn pymongo_authenticates_over_tls_against_the_sim_binary() {
     );
 }
 
-#[test]
-fn pymongo_follows_a_failover_of_the_sim_replica_set() {
-    if !require_pymongo("sim_pymongo (replica set)") {
+/// Runs pymongo script `script` against a three-member simulator replica
+/// set `rs0` started with `flags` besides.
+fn replset_script(test: &str, flags: &[&str], script: &str, passed: &str) {
+    if !require_pymongo(test) {
         return;
     }
-    let args = [
-        "--replset",
-        "rs0",
-        "--members",
-        "3",
-        "--election",
-        "300ms..600ms",
-    ];
+    let mut args = vec!["--replset", "rs0", "--members", "3"];
+    args.extend_from_slice(flags);
     let port = free_ports(3);
     let _sim = spawn_sim(port, &args);
     let seeds: Vec<String> = (0..3).map(|i| format!("127.0.0.1:{}", port + i)).collect();
     run_script(
-        "replset_check.py",
+        script,
         &[&format!("mongodb://{}/?replicaSet=rs0", seeds.join(","))],
+        passed,
+    );
+}
+
+#[test]
+fn pymongo_follows_a_failover_of_the_sim_replica_set() {
+    replset_script(
+        "sim_pymongo (replica set)",
+        &["--election", "300ms..600ms"],
+        "replset_check.py",
         "pymongo replica-set check passed",
     );
 }
 
 #[test]
 fn pymongo_reads_its_own_write_from_a_lagging_secondary_in_a_causal_session() {
-    if !require_pymongo("sim_pymongo (causal consistency)") {
-        return;
-    }
-    let args = [
-        "--replset",
-        "rs0",
-        "--members",
-        "3",
-        "--replication-lag",
-        "500ms",
-    ];
-    let port = free_ports(3);
-    let _sim = spawn_sim(port, &args);
-    let seeds: Vec<String> = (0..3).map(|i| format!("127.0.0.1:{}", port + i)).collect();
-    run_script(
+    replset_script(
+        "sim_pymongo (causal consistency)",
+        &["--replication-lag", "500ms"],
         "causal_check.py",
-        &[&format!("mongodb://{}/?replicaSet=rs0", seeds.join(","))],
         "pymongo causal consistency check passed",
     );
 }

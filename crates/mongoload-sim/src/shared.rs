@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use bson::Document;
+use bson::{Bson, Document};
 use futures::future::BoxFuture;
 
 use crate::auth::Credentials;
@@ -17,6 +17,27 @@ use crate::cursor::Cursors;
 use crate::faults::Faults;
 use crate::profile::Profiler;
 use crate::store::Store;
+
+/// Adds `operationTime` and `$clusterTime` to `reply`, as a replica-set
+/// member or a mongos adds them to every reply: `operation` and
+/// `cluster` as they keep them, the signature a zero hash of key 0 (a
+/// server without keys signs so).
+pub(crate) fn stamp_cluster_time(reply: &mut Document, operation: Bson, cluster: Bson) {
+    reply.insert("operationTime", operation);
+    reply.insert(
+        "$clusterTime",
+        bson::doc! {
+            "clusterTime": cluster,
+            "signature": {
+                "hash": Bson::Binary(bson::Binary {
+                    subtype: bson::spec::BinarySubtype::Generic,
+                    bytes: vec![0; 20],
+                }),
+                "keyId": 0_i64,
+            },
+        },
+    );
+}
 
 /// Who answers a server's commands when it is not a standalone: a
 /// replica-set member (`replset::Link`) or a sharded cluster's router

@@ -417,20 +417,7 @@ fn stamped(set: &Inner, me: usize, mut reply: Document) -> Document {
         applied
     };
     let ts = |t: &OpTime| t.to_doc().get("ts").cloned().unwrap_or(Bson::Null);
-    reply.insert("operationTime", ts(&operation));
-    reply.insert(
-        "$clusterTime",
-        doc! {
-            "clusterTime": ts(&last),
-            "signature": {
-                "hash": Bson::Binary(bson::Binary {
-                    subtype: bson::spec::BinarySubtype::Generic,
-                    bytes: vec![0; 20],
-                }),
-                "keyId": 0_i64,
-            },
-        },
-    );
+    crate::shared::stamp_cluster_time(&mut reply, ts(&operation), ts(&last));
     reply
 }
 

@@ -217,20 +217,7 @@ impl Cluster {
             time: now as u32,
             increment: increment as u32,
         };
-        reply.insert("operationTime", ts);
-        reply.insert(
-            "$clusterTime",
-            doc! {
-                "clusterTime": ts,
-                "signature": {
-                    "hash": Bson::Binary(bson::Binary {
-                        subtype: bson::spec::BinarySubtype::Generic,
-                        bytes: vec![0; 20],
-                    }),
-                    "keyId": 0_i64,
-                },
-            },
-        );
+        crate::shared::stamp_cluster_time(&mut reply, Bson::Timestamp(ts), Bson::Timestamp(ts));
         reply
     }
 
