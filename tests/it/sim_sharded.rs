@@ -738,7 +738,9 @@ fn require_pymongo(test: &str) -> bool {
 /// `isdbgrid`, the router's `topologyVersion`, `explain` of a find
 /// (`SINGLE_SHARD` on the shard key, `SHARD_MERGE` off it, each shard's
 /// `IDHACK`, `IXSCAN` or `COLLSCAN`) and of an aggregate, and a unique
-/// index without the shard key as prefix refused (67).
+/// index without the shard key as prefix refused (67), the cluster time
+/// on every reply, and a retryable write resent with its session and
+/// txnNumber applied once through a router over one-member shards.
 #[test]
 fn pymongo_uses_the_sharded_sim_binary() {
     if !require_pymongo("sim_sharded (pymongo)") {
@@ -799,6 +801,22 @@ assert "operationTime" in t0 and "clusterTime" in t0["$clusterTime"], t0
 c.py.h.insert_one({"_id": 1000, "x": 1000})
 t1 = c.admin.command("ping")
 assert t1["$clusterTime"]["clusterTime"] > t0["$clusterTime"]["clusterTime"], (t0, t1)
+
+# A retryable write resent with the same session and txnNumber (a
+# driver's retry after a lost reply) is answered once, through a router
+# over one-member shards: no duplicate key, no second $inc.
+from bson.int64 import Int64
+from bson.son import SON
+with c.start_session() as s:
+    ins = SON([("insert", "h"), ("documents", [{"_id": 5000, "n": 0}]), ("txnNumber", Int64(41))])
+    first = c.py.command(ins, session=s)
+    again = c.py.command(ins, session=s)
+    assert first["n"] == 1 and again["n"] == 1 and "writeErrors" not in again, (first, again)
+    inc = SON([("update", "h"), ("updates", [{"q": {"_id": 5000}, "u": {"$inc": {"n": 1}}}]), ("txnNumber", Int64(42))])
+    c.py.command(inc, session=s)
+    c.py.command(inc, session=s)
+assert c.py.h.find_one({"_id": 5000})["n"] == 1, c.py.h.find_one({"_id": 5000})
+assert c.py.h.count_documents({"_id": 5000}) == 1
 
 # A router is a mongos: isdbgrid answers, hello has a topologyVersion.
 assert c.admin.command("isdbgrid")["isdbgrid"] == 1

@@ -100,6 +100,18 @@ def main(uri):
     check(winning(items.find({"three": True}))["stage"] == "COLLSCAN", "explain of a scan")
     agg = db.command("explain", {"aggregate": "items", "pipeline": [{"$match": {"k": 2}}], "cursor": {}})
     check(agg["queryPlanner"]["winningPlan"]["inputStage"]["indexName"] == "k_name", f"explain of an aggregate {agg}")
+    # A standalone has no retryable writes: a txnNumber is refused (20),
+    # never ignored.
+    from bson.int64 import Int64
+    from bson.son import SON
+    with client.start_session() as s:
+        try:
+            db.command(SON([("insert", "items"), ("documents", [{"_id": 10_000}]), ("txnNumber", Int64(1))]), session=s)
+            check(False, "a txnNumber on a standalone must fail")
+        except errors.OperationFailure as e:
+            check(e.code == 20, f"txnNumber on a standalone: code {e.code}")
+    check(items.find_one({"_id": 10_000}) is None, "the refused insert wrote nothing")
+
     # isdbgrid is a mongos's command: a mongod does not have it.
     try:
         client.admin.command("isdbgrid")

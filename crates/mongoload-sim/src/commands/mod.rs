@@ -65,6 +65,16 @@ pub fn execute(shared: &Shared, connection_id: i64, cmd: Document) -> Document {
         )
         .to_doc();
     }
+    // Nor does it have retryable writes: a txnNumber sent to a standalone
+    // is refused, never ignored (a retry would apply the write twice).
+    if cmd.contains_key("txnNumber") && shared.role.get().is_none() {
+        return CmdError::new(
+            20,
+            "IllegalOperation",
+            "Transaction numbers are only allowed on a replica set member or mongos",
+        )
+        .to_doc();
+    }
     let result = match name.as_str() {
         "hello" | "isMaster" | "ismaster" => {
             let mut reply = hello(connection_id, name != "hello", shared.sessions);

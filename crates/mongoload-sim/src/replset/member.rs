@@ -606,6 +606,9 @@ fn step_down(set: &Arc<Inner>, me: usize, body: &Document) -> Document {
     }
     match set.step_down(None) {
         Ok(_) => doc! { "ok": 1.0 },
+        Err(e @ super::StepDownError::NoElectable) => {
+            CmdError::new(262, "ExceededTimeLimit", e.to_string()).to_doc()
+        }
         Err(e) => CmdError::new(10107, "NotWritablePrimary", e.to_string()).to_doc(),
     }
 }

@@ -139,6 +139,9 @@ pub enum StepDownError {
     NoPrimary,
     #[error("member {0} does not exist")]
     NoSuchMember(usize),
+    /// A set of one member (MongoDB: no electable secondary caught up).
+    #[error("No electable secondaries caught up")]
+    NoElectable,
 }
 
 /// Locks without propagating poisoning (the state stays consistent).
@@ -589,6 +592,9 @@ impl Inner {
     ) -> Result<StepDown, StepDownError> {
         if let Some(t) = to.filter(|&t| t >= self.members.len()) {
             return Err(StepDownError::NoSuchMember(t));
+        }
+        if self.members.len() == 1 {
+            return Err(StepDownError::NoElectable);
         }
         let election = lock(&self.election).sample(&mut *lock(&self.rng));
         self.remove_primary(to, Some(election))

@@ -139,18 +139,17 @@ pub(crate) async fn start(
     let mut hosts = Vec::new();
     for i in 0..sharded.shards {
         let name = format!("shard{i}");
-        let handle = if sharded.shard_members > 1 {
-            // Failovers are scheduled below, staggered over the shards.
-            let set = ReplSetConfig {
-                name: name.clone(),
-                members: sharded.shard_members,
-                failover_every: None,
-                ..sharded.replset.clone()
-            };
-            node::start_replset(shard_config.clone(), set).await?
-        } else {
-            node::start(shard_config.clone()).await?
+        // A shard is a replica set, of one member at least, as MongoDB's
+        // have been since 3.6: its members answer a retried write once
+        // (by session and txnNumber), which a standalone cannot.
+        // Failovers are scheduled below, staggered over the shards.
+        let set = ReplSetConfig {
+            name: name.clone(),
+            members: sharded.shard_members,
+            failover_every: None,
+            ..sharded.replset.clone()
         };
+        let handle = node::start_replset(shard_config.clone(), set).await?;
         let (members, host) = match handle.replset() {
             Some(set) => (
                 (0..set.members()).map(|m| set.addr(m)).collect(),
@@ -191,7 +190,12 @@ pub(crate) async fn start(
     if let Some(every) = sharded.balance_every {
         tokio::spawn(router::balancer(cluster.clone(), every, first.root.clone()));
     }
-    if let Some(every) = sharded.replset.failover_every {
+    // A one-member shard has no member to fail over to.
+    if let Some(every) = sharded
+        .replset
+        .failover_every
+        .filter(|_| sharded.shard_members > 1)
+    {
         let n = shards.len();
         for (i, set) in shards.iter().filter_map(Node::replset).enumerate() {
             let first_at = every.mul_f64((i + 1) as f64 / n as f64);
