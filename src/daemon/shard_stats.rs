@@ -473,6 +473,13 @@ impl crate::report::ShardCounter for Counter {
                 .await
                 .ok()?
                 .ok()?;
+            // A reload may have stopped the workload while it was read (its
+            // last stage's report is this reading): its series are gone
+            // then, and must not come back.
+            let listed = self.workloads.borrow().iter().any(|(n, _)| n == workload);
+            if !listed {
+                return Some(per_shard);
+            }
             for (shard, n) in &per_shard {
                 self.metrics
                     .shard_documents()

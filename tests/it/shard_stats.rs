@@ -507,17 +507,34 @@ async fn a_reload_changes_the_workloads_read_per_shard() {
         .expect("the reload applies");
     assert_eq!(summary.stopped, vec!["w"]);
     assert_eq!(summary.started, vec!["v"]);
-    crate::common::wait_for(
-        "v's shards, and w's gone",
-        Duration::from_secs(10),
-        || async {
+    // What was seen last, for the message when the wait runs out.
+    let seen = std::sync::Mutex::new(String::new());
+    let waited = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
             let text = crate::common::scrape(addr).await;
             let v = samples(&text, "mongoload_shard_documents", &[("workload", "v")]);
             let w = samples(&text, "mongoload_shard_documents", &[("workload", "w")]);
-            (v.len() == 2 && w.is_empty()).then_some(())
-        },
-    )
+            if v.len() == 2 && w.is_empty() {
+                return;
+            }
+            let ops: Vec<String> = text
+                .lines()
+                .filter(|l| {
+                    l.starts_with("mongoload_operations_total")
+                        || l.starts_with("mongoload_errors_total")
+                })
+                .map(str::to_owned)
+                .collect();
+            *seen.lock().unwrap() = format!("v {v:?}, w {w:?}\n{}", ops.join("\n"));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
     .await;
+    assert!(
+        waited.is_ok(),
+        "v's shards, and w's gone, not within 10 s: {}",
+        seen.lock().unwrap()
+    );
     let status: serde_json::Value =
         serde_json::from_str(&crate::common::must_get(addr, "/status").await.body).unwrap();
     let listed: Vec<&str> = status["shard_documents"]
