@@ -384,15 +384,7 @@ async fn wait_applied(set: &Inner, me: usize, seq: u64, limit: Option<Duration>)
     let mut progress = set.core.progress.subscribe();
     let wait = async {
         loop {
-            let seen = {
-                let o = set.core.oplog();
-                o.applied(me).seq.max(if set.primary() == Some(me) {
-                    o.last().seq
-                } else {
-                    0
-                })
-            };
-            if seen >= seq || progress.changed().await.is_err() {
+            if seen(set, me).0.seq >= seq || progress.changed().await.is_err() {
                 return;
             }
         }
@@ -402,22 +394,25 @@ async fn wait_applied(set: &Inner, me: usize, seq: u64, limit: Option<Duration>)
         .is_ok()
 }
 
+/// What member `me` has seen (the primary: every write; a secondary:
+/// what it applied) and the set's newest entry, under one oplog lock.
+fn seen(set: &Inner, me: usize) -> (OpTime, OpTime) {
+    let primary = set.primary() == Some(me);
+    let o = set.core.oplog();
+    let last = o.last();
+    (if primary { last } else { o.applied(me) }, last)
+}
+
 /// `reply` with the member's `operationTime` (what it has applied: the
 /// primary, everything written) and the set's `$clusterTime` (the newest
-/// oplog entry; its signature a zero hash of key 0, as a server without
-/// keys sends it), as a replica-set member adds them to every reply.
+/// oplog entry), as a replica-set member adds them to every reply.
 fn stamped(set: &Inner, me: usize, mut reply: Document) -> Document {
-    let (applied, last) = {
-        let o = set.core.oplog();
-        (o.applied(me), o.last())
-    };
-    let operation = if set.primary() == Some(me) {
-        last
-    } else {
-        applied
-    };
-    let ts = |t: &OpTime| t.to_doc().get("ts").cloned().unwrap_or(Bson::Null);
-    crate::shared::stamp_cluster_time(&mut reply, ts(&operation), ts(&last));
+    let (operation, last) = seen(set, me);
+    crate::shared::stamp_cluster_time(
+        &mut reply,
+        Bson::Timestamp(operation.ts()),
+        Bson::Timestamp(last.ts()),
+    );
     reply
 }
 

@@ -32,15 +32,17 @@ impl OpTime {
         }
     }
 
+    /// The oplog `Timestamp`: the wall clock's second, the sequence number.
+    pub fn ts(&self) -> Timestamp {
+        Timestamp {
+            time: (self.wall.timestamp_millis() / 1000).max(0) as u32,
+            increment: self.seq as u32,
+        }
+    }
+
     /// `{ts: Timestamp, t: term}` as `hello`'s `lastWrite` shows it.
     pub fn to_doc(&self) -> Document {
-        doc! {
-            "ts": Timestamp {
-                time: (self.wall.timestamp_millis() / 1000).max(0) as u32,
-                increment: self.seq as u32,
-            },
-            "t": self.term,
-        }
+        doc! { "ts": self.ts(), "t": self.term }
     }
 }
 
