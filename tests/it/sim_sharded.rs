@@ -185,6 +185,28 @@ async fn driver_sees_mongos_and_hashed_id_spreads_over_shards() {
     let chunks = cluster.chunks("app.users");
     assert_eq!(chunks.len(), 4, "two chunks per shard: {chunks:?}");
     assert_eq!(chunks.iter().filter(|c| c.shard == 0).count(), 2);
+    // Each shard holds the shard key's hashed index, as MongoDB creates it.
+    for i in 0..2 {
+        let shard = client(&cluster.shard(i).uri()).await;
+        let indexes = shard
+            .database("app")
+            .run_command(doc! {"listIndexes": "users"})
+            .await
+            .unwrap();
+        let batch = indexes
+            .get_document("cursor")
+            .unwrap()
+            .get_array("firstBatch")
+            .unwrap();
+        let hashed = doc! {"_id": "hashed"};
+        assert!(
+            batch.iter().any(|ix| {
+                let ix = ix.as_document().unwrap();
+                ix.get_str("name") == Ok("_id_hashed") && ix.get_document("key") == Ok(&hashed)
+            }),
+            "shard {i}: {batch:?}"
+        );
+    }
 
     let coll = c.database("app").collection::<Document>("users");
     let docs: Vec<Document> = (0..1000).map(|i| doc! {"_id": i, "v": i % 7}).collect();
@@ -738,7 +760,8 @@ fn require_pymongo(test: &str) -> bool {
 /// `isdbgrid`, the router's `topologyVersion`, `explain` of a find
 /// (`SINGLE_SHARD` on the shard key, `SHARD_MERGE` off it, each shard's
 /// `IDHACK`, `IXSCAN` or `COLLSCAN`) and of an aggregate, and a unique
-/// index without the shard key as prefix refused (67), the cluster time
+/// index without the shard key as prefix refused (67), the hashed shard
+/// key's index and a hashed index's plans and refusals, the cluster time
 /// on every reply, and a retryable write resent with its session and
 /// txnNumber applied once through a router over one-member shards.
 #[test]
@@ -846,6 +869,31 @@ agg = planner({"aggregate": "r", "pipeline": [{"$match": {"x": 70}}, {"$count": 
 assert agg["winningPlan"]["stage"] == "SINGLE_SHARD", agg
 # pymongo's cursor.explain() reads the same.
 assert c.py.r.find({"x": 70}).explain()["queryPlanner"]["winningPlan"]["stage"] == "SINGLE_SHARD"
+
+# The hashed shard key's index is there, as sharding an empty collection
+# on a hashed key creates it; a hashed index finds equalities (IXSCAN on
+# its hashes), never ranges, refuses unique and refuses arrays.
+assert c.py.h.index_information()["_id_hashed"]["key"] == [("_id", "hashed")], c.py.h.index_information()
+c.py.r.create_index([("w", "hashed")])
+c.py.r.insert_one({"_id": 6000, "x": 6000, "w": 3})
+hx = planner({"find": "r", "filter": {"w": 3}})["winningPlan"]
+for s in hx["shards"]:
+    w = s["winningPlan"]
+    assert w["stage"] == "FETCH" and w["inputStage"]["keyPattern"] == {"w": "hashed"}, w
+assert c.py.r.find_one({"w": 3})["_id"] == 6000
+hr = planner({"find": "r", "filter": {"w": {"$gt": 2}}})["winningPlan"]
+assert {s["winningPlan"]["stage"] for s in hr["shards"]} == {"COLLSCAN"}, hr
+try:
+    c.py.r.create_index([("x", "hashed")], unique=True)
+    raise SystemExit("a unique hashed index was created")
+except OperationFailure as e:
+    assert e.code == 16764, e
+from pymongo.errors import WriteError
+try:
+    c.py.r.insert_one({"_id": 6001, "x": 6001, "w": [1, 2]})
+    raise SystemExit("an array was stored under a hashed index")
+except WriteError as e:
+    assert e.code == 16766, e
 
 # A unique index must start with the shard key (or be _id's).
 try:

@@ -79,12 +79,18 @@ pub(super) fn parse_index_key(key: &Document) -> Result<Vec<(String, i32)>, CmdE
             "Index keys cannot be empty.",
         ));
     }
-    key.iter()
-        .map(|(f, v)| match as_i64(v) {
-            Some(d) if d == 1 || d == -1 => Ok((f.clone(), d as i32)),
-            _ => Err(CmdError::new(67, "CannotCreateIndex", format!("Values in the index key pattern must be 1 or -1 in the simulator, got {f}: {v}"))),
+    let parsed = key.iter()
+        .map(|(f, v)| match (as_i64(v), v) {
+            (Some(d), _) if d == 1 || d == -1 => Ok((f.clone(), d as i32)),
+            (_, Bson::String(s)) if s == "hashed" => Ok((f.clone(), HASHED)),
+            _ => Err(CmdError::new(67, "CannotCreateIndex", format!("Values in the index key pattern must be 1, -1 or \"hashed\" in the simulator, got {f}: {v}"))),
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    let hashed = parsed.iter().filter(|(_, d)| *d == HASHED).count();
+    if hashed > 1 {
+        return Err(CmdError::new(31303, "Location31303", format!("A maximum of one index field is allowed to be hashed but found {hashed} for 'key' {key}")));
+    }
+    Ok(parsed)
 }
 
 pub(super) fn create_indexes(shared: &Shared, db: &str, cmd: &Document) -> CmdResult {
@@ -106,6 +112,13 @@ pub(super) fn create_indexes(shared: &Shared, db: &str, cmd: &Document) -> CmdRe
         };
         let mut stored = doc! { "v": 2, "key": key_doc.clone(), "name": &name };
         let unique = opt_bool(spec, "unique");
+        if unique && key.iter().any(|(_, d)| *d == HASHED) {
+            return Err(CmdError::new(
+                16764,
+                "Location16764",
+                "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.",
+            ));
+        }
         if unique {
             stored.insert("unique", true);
         }

@@ -10,7 +10,7 @@ use bson::{doc, Bson, Document};
 use crate::error::{command_name, CmdError};
 use crate::query::{Filter, SortSpec};
 use crate::shared::Shared;
-use crate::store::{rlock, WinningPlan};
+use crate::store::{key_direction, rlock, WinningPlan};
 
 /// The collection, filter and sort the explained command reads: a find's
 /// filter and sort, an aggregation's leading `$match` (and a `$sort` right
@@ -70,7 +70,7 @@ pub fn plan_doc(plan: &WinningPlan, filter: &Document) -> Document {
         WinningPlan::IndexScan { name, key } => {
             let key_pattern: Document = key
                 .iter()
-                .map(|(f, d)| (f.clone(), Bson::Int32(*d)))
+                .map(|(f, d)| (f.clone(), key_direction(*d)))
                 .collect();
             doc! {
                 "stage": "FETCH",

@@ -29,7 +29,7 @@ use super::aggregate::Pipeline;
 use super::cursor::GetMore;
 use super::query::{get_path, Filter, Projection, QueryError, SortSpec};
 use super::shared::Shared;
-use super::store::{index_name, rlock, wlock, Key, WriteError};
+use super::store::{index_name, rlock, wlock, Key, WriteError, HASHED};
 use super::update::{upsert_seed, Update};
 use super::wire::{MAX_BSON_SIZE, MAX_MESSAGE_SIZE};
 

@@ -3,11 +3,12 @@
 //! No I/O and no storage here: the store and the command layer call in.
 //!
 //! One file per part: the comparison order (`order`), dotted paths
-//! (`path`), index intervals (`bounds`), filters (`filter`), sorts
+//! (`path`), the hashed index's hash (`hash`), index intervals (`bounds`), filters (`filter`), sorts
 //! (`sort`), value expressions (`value`) and projections (`projection`).
 
 mod bounds;
 mod filter;
+mod hash;
 mod order;
 mod path;
 mod projection;
@@ -16,6 +17,7 @@ mod value;
 
 pub use bounds::*;
 pub use filter::*;
+pub use hash::hash;
 pub use order::*;
 pub use path::*;
 pub use projection::*;

@@ -427,8 +427,8 @@ impl Cluster {
             "indexes": [{ "key": key.pattern(), "name": index_name(&key) }],
             "$db": cdb,
         };
-        // (The simulator has no hashed indexes: a hashed key gets none.)
-        if key.hashed().is_none() && (key.fields.len() > 1 || key.fields[0].0 != "_id") {
+        // `{_id: 1}` is the `_id_` index every collection has.
+        if key.hashed().is_some() || key.fields.len() > 1 || key.fields[0].0 != "_id" {
             let n = self.links.len();
             for r in self.scatter(&(0..n).collect::<Vec<_>>(), &index).await {
                 if !ok(&r) {

@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bson::{doc, oid::ObjectId, Bson, Document};
 
-use super::query::{compare, get_path, Bound, Filter, Interval, SortSpec};
+use super::query::{compare, get_path, hash, Bound, Filter, Interval, SortSpec};
 
 /// A BSON value ordered by MongoDB's comparison order.
 #[derive(Debug, Clone)]
@@ -65,7 +65,19 @@ pub fn wlock<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     l.write().unwrap_or_else(|e| e.into_inner())
 }
 
-/// One secondary index.
+/// A hashed field's direction in an index key (`{a: "hashed"}`): the
+/// index holds the value's [`hash`], so it finds equalities only and never
+/// gives a sort order, as MongoDB's hashed index.
+pub const HASHED: i32 = 0;
+
+/// A key pattern's value for a field: its direction, or `"hashed"`.
+pub fn key_direction(dir: i32) -> Bson {
+    match dir {
+        HASHED => Bson::String("hashed".into()),
+        d => Bson::Int32(d),
+    }
+}
+
 /// What [`Collection::winning_plan`] reads.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WinningPlan {
@@ -80,6 +92,7 @@ pub enum WinningPlan {
     },
 }
 
+/// One secondary index.
 #[derive(Debug)]
 pub struct Index {
     pub name: String,
@@ -96,7 +109,7 @@ impl Index {
     fn keys_of(&self, doc: &Document) -> (Vec<Vec<Key>>, bool) {
         let mut out: Vec<Vec<Key>> = vec![Vec::with_capacity(self.key.len())];
         let mut multikey = false;
-        for (field, _) in &self.key {
+        for (field, dir) in &self.key {
             let values: Vec<Bson> = match get_path(doc, field) {
                 Some(Bson::Array(items)) if !items.is_empty() => {
                     multikey = true;
@@ -104,6 +117,10 @@ impl Index {
                 }
                 Some(v) => vec![v.clone()],
                 None => vec![Bson::Null],
+            };
+            let values = match *dir {
+                HASHED => values.iter().map(|v| Bson::Int64(hash(v))).collect(),
+                _ => values,
             };
             if values.len() == 1 {
                 for k in &mut out {
@@ -129,13 +146,31 @@ impl Index {
     fn pattern(&self) -> Document {
         let mut d = Document::new();
         for (f, dir) in &self.key {
-            d.insert(f.clone(), *dir);
+            d.insert(f.clone(), key_direction(*dir));
         }
         d
     }
 
+    /// 16766 where a hashed field holds an array, as MongoDB refuses it.
+    fn check_hashable(&self, doc: &Document) -> Result<(), WriteError> {
+        for (field, _) in self.key.iter().filter(|(_, d)| *d == HASHED) {
+            if let Some(Bson::Array(_)) = get_path(doc, field) {
+                return Err(WriteError {
+                    code: 16766,
+                    code_name: "Location16766",
+                    errmsg: format!("Error: hashed indexes do not currently support array values. Found array at path: {field}"),
+                    key: None,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// The duplicate-key error if `doc` (with `_id` `id`) clashes with another document.
-    fn check_unique(&self, ns: &str, id: &Key, doc: &Document) -> Result<(), WriteError> {
+    /// Whether `doc` may enter the index: a hashed field holds no array,
+    /// and no other document has its key under a unique index.
+    fn check(&self, ns: &str, id: &Key, doc: &Document) -> Result<(), WriteError> {
+        self.check_hashable(doc)?;
         if !self.unique {
             return Ok(());
         }
@@ -192,8 +227,9 @@ fn sort_direction(key: &[(String, i32)], sort: &[(String, i32)]) -> Option<bool>
         .zip(key)
         .all(|((sf, sd), (kf, kd))| sf == kf && sd.signum() == -kd.signum());
     // The map is ascending in every field: an index with a descending field
-    // still iterates ascending, so only all-ascending keys are usable.
-    if key.iter().any(|(_, d)| *d < 0) {
+    // still iterates ascending, so only all-ascending keys are usable; a
+    // hashed field's order is its hashes'.
+    if key.iter().any(|(_, d)| *d <= 0) {
         return None;
     }
     match (same, reversed) {
@@ -231,7 +267,10 @@ fn display_value(v: &Bson) -> String {
 /// The default index name: `a_1_b_-1`.
 pub fn index_name(key: &[(String, i32)]) -> String {
     key.iter()
-        .map(|(f, d)| format!("{f}_{d}"))
+        .map(|(f, d)| match *d {
+            HASHED => format!("{f}_hashed"),
+            d => format!("{f}_{d}"),
+        })
         .collect::<Vec<_>>()
         .join("_")
 }
@@ -325,7 +364,7 @@ impl Collection {
             return Err(dup_key(&self.ns, "_id_", doc! {"_id": 1}, doc! {"_id": id}));
         }
         for ix in &self.indexes {
-            ix.check_unique(&self.ns, &key, &doc)?;
+            ix.check(&self.ns, &key, &doc)?;
         }
         for ix in &mut self.indexes {
             ix.add(&key, &doc);
@@ -340,7 +379,7 @@ impl Collection {
     /// Replaces the document with `_id` `id` by `new` (same `_id`).
     pub fn replace(&mut self, id: &Key, new: Document) -> Result<(), WriteError> {
         for ix in &self.indexes {
-            ix.check_unique(&self.ns, id, &new)?;
+            ix.check(&self.ns, id, &new)?;
         }
         let Some(old) = self.docs.get_mut(id) else {
             return Ok(());
@@ -387,7 +426,7 @@ impl Collection {
             entries: BTreeMap::new(),
         };
         for (id, doc) in &self.docs {
-            ix.check_unique(&self.ns, id, doc)?;
+            ix.check(&self.ns, id, doc)?;
             ix.add(id, doc);
         }
         self.indexes.push(ix);
@@ -513,7 +552,7 @@ impl Collection {
                 let fields: Vec<String> = self.indexes[*i]
                     .key
                     .iter()
-                    .map(|(f, d)| format!("{f}: {d}"))
+                    .map(|(f, d)| format!("{f}: {}", key_direction(*d)))
                     .collect();
                 (format!("IXSCAN {{ {} }}", fields.join(", ")), false)
             }
@@ -569,8 +608,13 @@ impl Collection {
             let Some(ivs) = filter.intervals(&ix.key[0].0) else {
                 continue;
             };
-            let single = ivs.len() == 1;
             let points = ivs.iter().all(|iv| matches!((&iv.lower, &iv.upper), (Bound::Included(a), Bound::Included(b)) if compare(a, b) == Ordering::Equal));
+            let ivs = match ix.key[0].1 {
+                HASHED if !points => continue,
+                HASHED => hashed_points(&ivs),
+                _ => ivs,
+            };
+            let single = ivs.len() == 1;
             let score = 2 * i32::from(points)
                 + i32::from(ix.unique)
                 + 2 * i32::from(single && dir.is_some());
@@ -613,6 +657,27 @@ impl Collection {
             source: Source::Primary(all()),
         }
     }
+}
+
+/// Point intervals as a hashed index holds them: each value's hash,
+/// sorted and without repeats.
+fn hashed_points(points: &[Interval]) -> Vec<Interval> {
+    let mut hashes: Vec<i64> = points
+        .iter()
+        .filter_map(|iv| match &iv.lower {
+            Bound::Included(v) => Some(hash(v)),
+            _ => None,
+        })
+        .collect();
+    hashes.sort_unstable();
+    hashes.dedup();
+    hashes
+        .into_iter()
+        .map(|h| Interval {
+            lower: Bound::Included(Bson::Int64(h)),
+            upper: Bound::Included(Bson::Int64(h)),
+        })
+        .collect()
 }
 
 struct Plan {

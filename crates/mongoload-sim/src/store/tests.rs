@@ -156,3 +156,45 @@ fn indexes_follow_writes_and_reject_duplicates() {
     );
     assert_eq!(c.len(), before + 1);
 }
+
+#[test]
+fn a_hashed_index_finds_equalities_only_and_refuses_arrays() {
+    let mut c = Collection::new("d.c".into());
+    c.create_index(
+        "h_hashed".into(),
+        vec![("h".into(), HASHED)],
+        false,
+        doc! {},
+    )
+    .unwrap();
+    for i in 0..50 {
+        c.insert(doc! {"_id": i, "h": i % 5}).unwrap();
+    }
+    c.insert(doc! {"_id": 50}).unwrap();
+    // 1, 1L and 1.0 hash alike, so an equality finds all of them.
+    c.insert(doc! {"_id": 51, "h": 1.0}).unwrap();
+    let eq = f(doc! {"h": 1});
+    assert_eq!(c.explain(&eq, None), "IXSCAN h_hashed");
+    assert_eq!(c.plan_summary(&eq, None).0, "IXSCAN { h: \"hashed\" }");
+    let mut found = ids(c.select(&eq, None, 0, None));
+    found.sort();
+    assert_eq!(found, vec![1, 6, 11, 16, 21, 26, 31, 36, 41, 46, 51]);
+    let some = f(doc! {"h": {"$in": [2, 3, 2]}});
+    assert_eq!(c.explain(&some, None), "IXSCAN h_hashed");
+    assert_eq!(c.select(&some, None, 0, None).len(), 20);
+    // A missing field is indexed as null.
+    assert_eq!(ids(c.select(&f(doc! {"h": null}), None, 0, None)), vec![50]);
+    // A range or a sort cannot use the hashes.
+    let range = f(doc! {"h": {"$gt": 3}});
+    assert_eq!(c.explain(&range, None), "COLLSCAN");
+    assert_eq!(c.select(&range, None, 0, None).len(), 10);
+    assert_eq!(c.explain(&f(doc! {}), Some(&s(doc! {"h": 1}))), "COLLSCAN");
+    // An array in the hashed field is refused, and the document not stored.
+    let e = c.insert(doc! {"_id": 99, "h": [1, 2]}).unwrap_err();
+    assert_eq!(e.code, 16766, "{e:?}");
+    assert!(c.select(&f(doc! {"_id": 99}), None, 0, None).is_empty());
+    assert_eq!(
+        index_name(&[("a".into(), 1), ("h".into(), HASHED)]),
+        "a_1_h_hashed"
+    );
+}
