@@ -916,3 +916,94 @@ print("pymongo sharded check passed")
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// pymongo's own retry of a write whose reply was lost, through a router:
+/// the router runs each write, then closes the connection instead of
+/// answering 30 % of them (`lose_reply_rate`), so pymongo resends the
+/// write once on a new connection with the same session and txnNumber.
+/// Each `$inc` and each insert is applied exactly once, retried or not,
+/// even where the retry's reply was lost too (pymongo then raises).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pymongo_retries_a_write_whose_reply_was_lost_and_it_applies_once() {
+    if !require_pymongo("sim_sharded (pymongo lost reply)") {
+        return;
+    }
+    let sim = cluster(2, 1, 1).await;
+    let c = client(&sim.uri()).await;
+    admin(
+        &c,
+        doc! {"shardCollection": "py.lost", "key": {"_id": "hashed"}},
+    )
+    .await;
+    let coll = c.database("py").collection::<Document>("lost");
+    coll.insert_one(doc! {"_id": "counter", "n": 0})
+        .await
+        .unwrap();
+    sim.faults().set_lose_reply_rate(0.3);
+    let script = r#"
+import sys
+from pymongo import MongoClient, monitoring
+from pymongo.errors import AutoReconnect
+started = {"update": 0, "insert": 0}
+class Count(monitoring.CommandListener):
+    def started(self, e):
+        if e.command_name in started:
+            started[e.command_name] += 1
+    def succeeded(self, e): pass
+    def failed(self, e): pass
+c = MongoClient(sys.argv[1], event_listeners=[Count()], serverSelectionTimeoutMS=10000)
+coll = c.py.lost
+lost = 0
+for i in range(100):
+    try:
+        coll.update_one({"_id": "counter"}, {"$inc": {"n": 1}})
+    except AutoReconnect:
+        lost += 1
+    try:
+        coll.insert_one({"_id": i})
+    except AutoReconnect:
+        lost += 1
+print("started", started["update"], started["insert"], "lost", lost)
+"#;
+    let uri = sim.uri();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("python3")
+            .args(["-c", script, &uri])
+            .output()
+            .expect("run python3")
+    })
+    .await
+    .unwrap();
+    sim.faults().set_lose_reply_rate(0.0);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "pymongo failed ({:?}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let figures: Vec<u64> = stdout
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let [updates, inserts, _lost] = figures[..] else {
+        panic!("unexpected output: {stdout}");
+    };
+    // Retries happened: more commands were sent than operations asked.
+    assert!(updates > 100 && inserts > 100, "{stdout}");
+    let counter = coll
+        .find_one(doc! {"_id": "counter"})
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        counter.get_i32("n").unwrap(),
+        100,
+        "each $inc applied once ({stdout})"
+    );
+    let inserted = coll
+        .count_documents(doc! {"_id": {"$type": "number"}})
+        .await
+        .unwrap();
+    assert_eq!(inserted, 100, "each insert applied once ({stdout})");
+}

@@ -165,6 +165,10 @@ pub struct FaultConfig {
     pub error: Option<ErrorFault>,
     /// Probability per command of closing the connection instead of replying.
     pub drop_rate: f64,
+    /// Probability per command of running it, then closing the connection
+    /// instead of sending the reply (the reply lost after the write was
+    /// applied, which a retryable write's retry must not apply again).
+    pub lose_reply_rate: f64,
     /// Close new connections as soon as they are accepted.
     pub refuse: bool,
 }
@@ -197,6 +201,9 @@ impl std::fmt::Display for FaultConfig {
         if self.drop_rate > 0.0 {
             parts.push(format!("drop {}%", self.drop_rate * 100.0));
         }
+        if self.lose_reply_rate > 0.0 {
+            parts.push(format!("lose reply {}%", self.lose_reply_rate * 100.0));
+        }
         if self.refuse {
             parts.push("refuse connections".to_owned());
         }
@@ -217,6 +224,8 @@ pub struct Decision {
     pub error: Option<i32>,
     /// Close the connection without answering.
     pub drop: bool,
+    /// Run the command, then close the connection without answering.
+    pub lose_reply: bool,
 }
 
 /// A fault with a true start and end (see [`Faults::begin`]).
@@ -384,8 +393,11 @@ impl Faults {
                 .write()
                 .unwrap_or_else(|e| e.into_inner()) = Instant::now();
         }
-        let active =
-            c.latency.is_some() || c.stall.is_some() || c.error.is_some() || c.drop_rate > 0.0;
+        let active = c.latency.is_some()
+            || c.stall.is_some()
+            || c.error.is_some()
+            || c.drop_rate > 0.0
+            || c.lose_reply_rate > 0.0;
         self.0.active.store(active, Ordering::Release);
     }
 
@@ -408,6 +420,10 @@ impl Faults {
 
     pub fn set_drop_rate(&self, rate: f64) {
         self.update(|c| c.drop_rate = rate);
+    }
+
+    pub fn set_lose_reply_rate(&self, rate: f64) {
+        self.update(|c| c.lose_reply_rate = rate);
     }
 
     /// Refuse (accept and close at once) new connections, or stop refusing.
@@ -647,6 +663,9 @@ impl Faults {
             if c.drop_rate > 0.0 && rng.random::<f64>() < c.drop_rate {
                 d.drop = true;
             }
+            if c.lose_reply_rate > 0.0 && rng.random::<f64>() < c.lose_reply_rate {
+                d.lose_reply = true;
+            }
             if let Some(e) = &c.error {
                 let applies = if e.commands.is_empty() {
                     true
@@ -838,12 +857,13 @@ mod tests {
                 commands: vec!["insert".into()],
             }),
             drop_rate: 0.01,
+            lose_reply_rate: 0.02,
             refuse: false,
         };
         let text = f.to_string();
         assert_eq!(
             text,
-            "latency 5ms; stall 1s every 10s; error 10107 at 5% on insert; drop 1%"
+            "latency 5ms; stall 1s every 10s; error 10107 at 5% on insert; drop 1%; lose reply 2%"
         );
         assert!(!text.contains("FaultConfig") && !text.contains('{'));
     }

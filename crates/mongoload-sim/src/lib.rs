@@ -176,6 +176,9 @@ pub struct SimArgs {
     /// Probability (0..=1) of closing the connection instead of answering a command.
     #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
     pub drop_rate: f64,
+    /// Probability (0..=1) of running a command, then closing the connection instead of answering (a reply lost after the write was applied).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub lose_reply_rate: f64,
     /// Close every new connection at once.
     #[arg(long)]
     pub refuse: bool,
@@ -355,6 +358,7 @@ impl SimArgs {
                 commands: self.error_commands.clone(),
             }),
             drop_rate: self.drop_rate,
+            lose_reply_rate: self.lose_reply_rate,
             refuse: self.refuse,
         }
     }
@@ -534,6 +538,8 @@ mod tests {
             "insert,update",
             "--drop-rate",
             "0.5",
+            "--lose-reply-rate",
+            "0.25",
             "--refuse",
         ])
         .unwrap();
@@ -561,7 +567,10 @@ mod tests {
                 commands: vec!["insert".into(), "update".into()]
             })
         );
-        assert_eq!((f.drop_rate, f.refuse), (0.5, true));
+        assert_eq!(
+            (f.drop_rate, f.lose_reply_rate, f.refuse),
+            (0.5, 0.25, true)
+        );
         assert_eq!(
             parse(&["--latency", "2ms"]).unwrap().fault_config().latency,
             Some(LatencyDist::Fixed(Duration::from_millis(2)))

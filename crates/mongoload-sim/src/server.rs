@@ -84,6 +84,7 @@ pub async fn accept_loop(
                             reason @ (Closed::Shutdown
                             | Closed::Killed
                             | Closed::Dropped
+                            | Closed::ReplyLost
                             | Closed::Reset),
                         ) => {
                             tracing::debug!(%peer, connection = id, %reason, "connection closed")
@@ -118,6 +119,8 @@ enum Closed {
     Io(#[from] std::io::Error),
     #[error("dropped by fault injection")]
     Dropped,
+    #[error("reply lost by fault injection")]
+    ReplyLost,
     #[error("all connections dropped by request")]
     Killed,
     #[error("reset by fault injection")]
@@ -370,6 +373,9 @@ async fn respond(
         shared
             .profiler
             .record(&shared.store, &cmd, &reply, took, connection_id, client);
+    }
+    if decision.lose_reply {
+        return Err(Closed::ReplyLost);
     }
     Ok(auth::finish(reply, fields))
 }
