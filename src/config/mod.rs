@@ -535,6 +535,60 @@ pub struct StageConfig {
     /// workload's `seed` and the stage's index).
     #[serde(default)]
     pub arrival: Option<ArrivalConfig>,
+    /// A capacity search instead of `rate` or `concurrency`.
+    #[serde(default)]
+    pub search: Option<SearchConfig>,
+}
+
+/// `search = { from, to, ... }` of a stage: the rates a capacity search
+/// probes and how long; see `schedule::search`. Unset keys take the
+/// defaults there.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchConfig {
+    pub from: f64,
+    pub to: f64,
+    #[serde(default)]
+    pub factor: Option<f64>,
+    /// A ratio: 0.05 or "5%".
+    #[serde(default)]
+    pub precision: Option<RatioSpec>,
+    #[serde(default, with = "humantime_serde")]
+    pub probe: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    pub settle: Option<Duration>,
+    #[serde(default)]
+    pub min_operations: Option<u64>,
+    /// A ratio: 0.05 or "5%".
+    #[serde(default)]
+    pub stop_error_ratio: Option<RatioSpec>,
+}
+
+/// A ratio as a number (0.05) or a percentage ("5%").
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum RatioSpec {
+    Number(f64),
+    Text(String),
+}
+
+impl RatioSpec {
+    /// The ratio, or why the text is not one.
+    pub fn value(&self) -> Result<f64, String> {
+        match self {
+            RatioSpec::Number(v) => Ok(*v),
+            RatioSpec::Text(t) => {
+                let t = t.trim();
+                let (num, scale) = match t.strip_suffix('%') {
+                    Some(n) => (n.trim(), 100.0),
+                    None => (t, 1.0),
+                };
+                num.parse::<f64>()
+                    .map(|v| v / scale)
+                    .map_err(|_| format!("expected a ratio such as 0.05 or \"5%\", got {t:?}"))
+            }
+        }
+    }
 }
 
 /// `arrival` of a stage.

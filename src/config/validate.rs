@@ -231,6 +231,7 @@ impl WorkloadConfig {
         for s in &self.stages {
             match (&s.rate, &s.concurrency) {
                 (Some(_), _) => peak = peak.max(self.max_inflight),
+                _ if s.search.is_some() => peak = peak.max(self.max_inflight),
                 (None, Some(c)) => {
                     let top = match c {
                         LevelSpec::Hold(v) => *v,
@@ -275,8 +276,24 @@ impl WorkloadConfig {
         }
         self.kind.validate()?;
         self.shard_plan()?;
-        self.schedule()?;
-        self.thresholds().map(|_| ())
+        let schedule = self.schedule()?;
+        let thresholds = self.thresholds()?;
+        // A search judges its probes by the thresholds of its stage.
+        for (i, stage) in schedule.stages().iter().enumerate() {
+            if stage.search_spec().is_some()
+                && !thresholds.iter().any(|t| t.applies_in(stage.name()))
+            {
+                return Err(KeyError::new(
+                    format!("stages[{i}].search"),
+                    format!(
+                        "needs at least one threshold that applies in stage {:?} (thresholds without a stage, or with stage = {:?}): the search judges each probe by them",
+                        stage.name(),
+                        stage.name()
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// How the workload's collections are sharded (`shard_key`,
@@ -391,8 +408,57 @@ impl StageConfig {
         }
     }
 
+    /// A capacity search stage: `search` with nothing of a level stage's.
+    fn build_search(&self, index: usize, search: &super::SearchConfig) -> Result<Stage, KeyError> {
+        let at = |k: &str| format!("stages[{index}].{k}");
+        let unused = [
+            ("rate", self.rate.is_some()),
+            ("concurrency", self.concurrency.is_some()),
+            ("operations", self.operations.is_some()),
+            ("per_worker", self.per_worker),
+            ("warmup", self.warmup.is_some()),
+            ("arrival", self.arrival.is_some()),
+        ];
+        if let Some((key, _)) = unused.iter().find(|(_, set)| *set) {
+            return Err(KeyError::new(
+                at(key),
+                "not used with search: the search sets each probe's rate (open loop, uniform) and leaves out its settle time",
+            ));
+        }
+        let ratio = |key: &str, r: &Option<super::RatioSpec>, default: f64| match r {
+            Some(r) => r
+                .value()
+                .map_err(|e| KeyError::new(at(&format!("search.{key}")), e)),
+            None => Ok(default),
+        };
+        use crate::schedule::search as s;
+        let spec = crate::schedule::SearchSpec {
+            from: search.from,
+            to: search.to,
+            factor: search.factor.unwrap_or(s::DEFAULT_FACTOR),
+            precision: ratio("precision", &search.precision, s::DEFAULT_PRECISION)?,
+            probe: search.probe.unwrap_or(s::DEFAULT_PROBE),
+            min_operations: search.min_operations.unwrap_or(s::DEFAULT_MIN_OPERATIONS),
+            settle: search.settle.unwrap_or(s::DEFAULT_SETTLE),
+            stop_error_ratio: ratio(
+                "stop_error_ratio",
+                &search.stop_error_ratio,
+                s::DEFAULT_STOP_ERROR_RATIO,
+            )?,
+        };
+        Stage::search(self.display_name(index), spec, self.duration).map_err(|e| match e {
+            crate::schedule::StageError::BadSearch(key, why) => {
+                KeyError::new(at(&format!("search.{key}")), why)
+            }
+            e => KeyError::new(at("duration"), e.to_string()),
+        })
+    }
+
     fn build_level(&self, index: usize) -> Result<Stage, KeyError> {
         let at = |k: &str| format!("stages[{index}].{k}");
+        if let Some(search) = &self.search {
+            return self.build_search(index, search);
+        }
         let (mode, field, spec) = match (&self.rate, &self.concurrency) {
             (Some(r), None) => (Mode::Rate, "rate", r),
             (None, Some(c)) => (Mode::Concurrency, "concurrency", c),
@@ -402,12 +468,10 @@ impl StageConfig {
                     "give either rate (open loop) or concurrency (closed loop), not both",
                 ))
             }
-            (None, None) => {
-                return Err(KeyError::new(
-                    format!("stages[{index}]"),
-                    "needs rate (open loop) or concurrency (closed loop)",
-                ))
-            }
+            (None, None) => return Err(KeyError::new(
+                format!("stages[{index}]"),
+                "needs rate (open loop), concurrency (closed loop) or search (a capacity search)",
+            )),
         };
         if let Some(n) = &self.name {
             if n.trim().is_empty() {

@@ -58,7 +58,7 @@ pub mod fault {
 /// when the schedule has ended (false when cancelled).
 pub(super) async fn drive(
     run: &WorkloadRun,
-    stage: &watch::Sender<Published>,
+    stage_tx: &watch::Sender<Published>,
     cancel: &CancellationToken,
     (mut t0, mut late): (Instant, bool),
     joined: Option<&crate::cluster::Joined>,
@@ -108,6 +108,28 @@ pub(super) async fn drive(
         run.stage_index
             .set(occurrence.index.map_or(-1, |i| i as i64));
         log_stage(run, occurrence.index, scheduled, occurrence.duration);
+        // A capacity search runs its probes in place of the stage's level.
+        let search = scheduled.filter(|s| s.search_spec().is_some());
+        if let (Some(stage), Some(index)) = (search, occurrence.index) {
+            let ran = super::search::SearchStage {
+                run,
+                publish: stage_tx,
+                cancel,
+                control: &mut control,
+                reports: &report_ctx,
+                stage,
+                index,
+                cycle: &mut cycles[index],
+                end,
+            }
+            .run()
+            .await;
+            let Some(ended) = ran else {
+                return false;
+            };
+            skipped += end.saturating_duration_since(ended);
+            continue;
+        }
         let mut ctl = control.borrow_and_update().clone();
         let report = scheduled.zip(occurrence.index).map(|(stage, index)| {
             // The cycle: how many times this stage has run before (a
@@ -120,7 +142,7 @@ pub(super) async fn drive(
             .and_then(|s| effective_stage(s, &ctl).or_else(|| Some(s.clone())))
             .and_then(|s| CountProgress::new(&s));
         let mut active = publish(
-            stage,
+            stage_tx,
             scheduled,
             &ctl,
             (start, std::mem::take(&mut late)),
@@ -182,7 +204,7 @@ pub(super) async fn drive(
                             settle(run, a, Instant::now());
                         }
                         active = publish(
-                            stage,
+                            stage_tx,
                             scheduled,
                             &new,
                             (start, true),
@@ -253,7 +275,7 @@ fn publish(
 
 /// Open loop: counts as missed the operations of `active` due before `at`
 /// that no worker claimed (all were busy).
-fn settle(run: &WorkloadRun, active: &ActiveStage, at: Instant) {
+pub(super) fn settle(run: &WorkloadRun, active: &ActiveStage, at: Instant) {
     let stage = &active.stage;
     if stage.mode() != Mode::Rate {
         return;

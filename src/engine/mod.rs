@@ -15,6 +15,7 @@ mod count;
 mod crew;
 mod prepare;
 mod prepare_lease;
+mod search;
 mod status;
 mod worker;
 

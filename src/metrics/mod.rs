@@ -440,6 +440,22 @@ families! {
             "Documents of the workload's collections on each shard, by \
              $collStats through a mongos (absent: not a mongos, or unknown).",
             labels ["workload", "shard"];
+        pub(crate) capacity: GaugeVec = "mongoload_capacity_ops_per_second",
+            "The last completed capacity search's result: the highest probed \
+             rate (ops/s) at which the search stage's thresholds held; 0 when \
+             none held (absent: no search has ended).",
+            labels ["workload"];
+        pub(crate) capacity_search_end: GaugeVec = "mongoload_capacity_search_end_timestamp_seconds",
+            "When the last capacity search ended (Unix time; absent: none has).",
+            labels ["workload"];
+        pub(crate) capacity_probe_rate: GaugeVec = "mongoload_capacity_probe_rate",
+            "The rate (ops/s) of the capacity probe running now; 0 between \
+             searches (absent: no search has begun).",
+            labels ["workload"];
+        pub(crate) capacity_probe_passed: IntGaugeVec = "mongoload_capacity_probe_passed",
+            "1 if the last judged capacity probe passed (every threshold of \
+             its stage held), 0 if it failed (absent: none judged yet).",
+            labels ["workload"];
         pub(crate) shard_chunk_migrations: IntCounterVec = "mongoload_shard_chunk_migrations_total",
             "Chunk migrations of the workload's collections committed since the \
              daemon started, from config.changelog through a mongos (absent: not \

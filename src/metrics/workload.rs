@@ -2,6 +2,7 @@
 //! resolved once so the hot path never hashes label values or takes the
 //! registry's locks.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -11,6 +12,49 @@ use super::window::LatencyWindow;
 use super::Vecs;
 use crate::error_kind::ErrorKind;
 use crate::workload::{Label, OpSpec};
+
+/// A workload's capacity search gauges (`mongoload_capacity_*`), whose
+/// series appear with the first probe, so a workload without a search
+/// exports none; and whether a search runs now, which keeps the sliding
+/// threshold monitor off its probes (the search judges each probe whole).
+#[derive(Clone)]
+pub struct CapacityMetrics {
+    workload: Arc<str>,
+    capacity: prometheus::GaugeVec,
+    search_end: prometheus::GaugeVec,
+    probe_rate: prometheus::GaugeVec,
+    probe_passed: IntGaugeVec,
+    searching: Arc<AtomicBool>,
+}
+
+impl CapacityMetrics {
+    /// A probe at `rate` begins (0: the search has ended).
+    pub fn probing(&self, rate: f64) {
+        self.searching.store(rate > 0.0, Ordering::Relaxed);
+        self.probe_rate
+            .with_label_values(&[&*self.workload])
+            .set(rate);
+    }
+
+    /// The last probe was judged.
+    pub fn judged(&self, passed: bool) {
+        self.probe_passed
+            .with_label_values(&[&*self.workload])
+            .set(i64::from(passed));
+    }
+
+    /// A search ended with `capacity` at Unix time `at`.
+    pub fn found(&self, capacity: f64, at: f64) {
+        let wl = &[&*self.workload];
+        self.capacity.with_label_values(wl).set(capacity);
+        self.search_end.with_label_values(wl).set(at);
+    }
+
+    /// Whether a capacity search runs now.
+    pub fn searching(&self) -> bool {
+        self.searching.load(Ordering::Relaxed)
+    }
+}
 
 /// The metrics of one workload: its schedule gauges, its stage, and one
 /// [`OpMetrics`] per operation. Cloning shares the same series.
@@ -35,6 +79,8 @@ pub struct WorkloadMetrics {
     /// `mongoload_prepare_steps_total` and `mongoload_prepare_errors_total`.
     pub prepare: PrepareMetrics,
     stage_info: IntGaugeVec,
+    /// The capacity search's gauges, created at its first probe.
+    pub capacity: CapacityMetrics,
     /// The stage whose `mongoload_phase_info` series is 1; shared by every
     /// handle of this workload name so a reload removes the right series.
     stage: Arc<Mutex<Option<String>>>,
@@ -67,6 +113,14 @@ impl WorkloadMetrics {
                 }),
             },
             stage_info: vecs.stage_info.clone(),
+            capacity: CapacityMetrics {
+                workload: Arc::from(name),
+                capacity: vecs.capacity.clone(),
+                search_end: vecs.capacity_search_end.clone(),
+                probe_rate: vecs.capacity_probe_rate.clone(),
+                probe_passed: vecs.capacity_probe_passed.clone(),
+                searching: Arc::new(AtomicBool::new(false)),
+            },
             stage,
             ops,
         }

@@ -119,6 +119,8 @@ pub struct StageFigures {
     /// Count-based stages: the count, and each worker's batch.
     limit: Option<Limit>,
     workers: Mutex<Vec<WorkerBatch>>,
+    /// A capacity search's probe, set by the controller once judged.
+    probe: Mutex<Option<super::ProbeReport>>,
 }
 
 impl StageCollector {
@@ -176,7 +178,13 @@ impl StageFigures {
             missed: AtomicU64::new(0),
             limit: stage.limit(),
             workers: Mutex::new(Vec::new()),
+            probe: Mutex::new(None),
         }
+    }
+
+    /// Marks the stage occurrence as a capacity search's probe.
+    pub fn set_probe(&self, probe: super::ProbeReport) {
+        *self.probe.lock().unwrap_or_else(PoisonError::into_inner) = Some(probe);
     }
 
     /// Marks the end of the stage: `at` its scheduled end, or the moment
@@ -269,6 +277,11 @@ impl StageFigures {
         stats.add_missed(self.missed.load(Ordering::Relaxed));
         let mut r = StageReport::build(self.ctx.writer.run(), &meta, &stats, &self.ctx.ops);
         r.member = self.ctx.extras.member.clone();
+        r.probe = self
+            .probe
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         if let Some(limit) = self.limit {
             let (n, per_worker) = match limit {
                 Limit::Total(n) => (n, false),

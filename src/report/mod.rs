@@ -252,6 +252,38 @@ pub struct StageReport {
     /// or unknown).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard_documents: Option<BTreeMap<String, i64>>,
+    /// A capacity search's probe: each probe is an occurrence of its
+    /// search stage (absent: not a search).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<ProbeReport>,
+}
+
+/// One probe of a capacity search, as its stage report carries it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeReport {
+    /// 1 for the search's first probe.
+    pub number: u32,
+    /// The probe's rate (ops/s).
+    pub rate: f64,
+    /// `pass` (every threshold of the stage held) or `fail`.
+    pub verdict: String,
+    /// Failed over finished operations in the judged part.
+    pub error_ratio: f64,
+    /// On the search's last probe: what the search found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<SearchResultReport>,
+}
+
+/// A capacity search's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchResultReport {
+    /// The highest passing rate (0: none passed).
+    pub capacity: f64,
+    /// Why it ended: `converged`, `ceiling`, `floor`, `stopped`,
+    /// `out_of_time` or `interrupted`.
+    pub end: String,
+    /// Probes run.
+    pub probes: u32,
 }
 
 /// Which cluster member a stage report is from.
@@ -455,6 +487,7 @@ impl StageReport {
             audit: None,
             thresholds: Vec::new(),
             shard_documents: None,
+            probe: None,
         }
     }
 

@@ -387,6 +387,7 @@ pub(crate) mod tests {
             audit: None,
             thresholds: Vec::new(),
             shard_documents: None,
+            probe: None,
         }
     }
 

@@ -23,11 +23,13 @@
 pub mod arrival;
 mod offsets;
 mod position;
+pub mod search;
 pub mod window;
 
 use offsets::step_bases;
 
 pub use arrival::{Arrival, PoissonPoints};
+pub use search::{Search, SearchSpec};
 
 use std::fmt;
 use std::time::Duration;
@@ -106,6 +108,9 @@ pub enum StageError {
     /// Poisson arrivals on a closed-loop stage.
     #[error("poisson arrivals need rate (open loop): closed-loop workers start when the last operation returns")]
     ArrivalNeedsRate,
+    /// A bad key of a search stage's `search` table.
+    #[error("search.{0}: {1}")]
+    BadSearch(&'static str, String),
     /// A warm-up as long as the stage or longer.
     #[error("warm-up {} must be shorter than the stage ({})", humantime::format_duration(*.warmup), humantime::format_duration(*.duration))]
     WarmupTooLong {
@@ -132,6 +137,9 @@ pub struct Stage {
     arrival: Arrival,
     /// The stage's draw of a Poisson process, for `Arrival::Poisson`.
     poisson: Option<PoissonPoints>,
+    /// A capacity search: the controller runs its probes (each a hold at
+    /// one rate) instead of the stage's own level (a hold at `from`).
+    search: Option<SearchSpec>,
 }
 
 impl Stage {
@@ -203,7 +211,29 @@ impl Stage {
             limit: None,
             arrival: Arrival::Uniform,
             poisson: None,
+            search: None,
         })
+    }
+
+    /// A capacity search stage (open loop) of at most `duration` (by
+    /// default the longest the search can take, [`SearchSpec::longest`]).
+    pub fn search(
+        name: impl Into<String>,
+        spec: SearchSpec,
+        duration: Option<Duration>,
+    ) -> Result<Stage, StageError> {
+        if let Some((key, why)) = spec.problem() {
+            return Err(StageError::BadSearch(key, why));
+        }
+        let duration = duration.unwrap_or_else(|| spec.longest());
+        let mut stage = Stage::new(name, Mode::Rate, Shape::Hold(spec.from), duration)?;
+        stage.search = Some(spec);
+        Ok(stage)
+    }
+
+    /// The capacity search this stage runs, if it is one.
+    pub fn search_spec(&self) -> Option<&SearchSpec> {
+        self.search.as_ref()
     }
 
     /// Spaces the stage's operations by `arrival`: Poisson arrivals draw
@@ -457,6 +487,9 @@ impl Stage {
         if factor == 1.0 {
             return Some(self.clone());
         }
+        if let Some(spec) = &self.search {
+            return Stage::search(self.name.clone(), spec.scaled(factor), Some(self.duration)).ok();
+        }
         let level = |l: f64, min: f64| match self.mode {
             Mode::Rate => l * factor,
             Mode::Concurrency => (l * factor).round().max(min),
@@ -508,6 +541,13 @@ impl fmt::Display for Stage {
             Mode::Rate => "rate",
             Mode::Concurrency => "concurrency",
         };
+        if let Some(spec) = &self.search {
+            write!(f, "{}: {spec}", self.name)?;
+            if !f.alternate() {
+                write!(f, ", at most {}", humantime::format_duration(self.duration))?;
+            }
+            return Ok(());
+        }
         let level = match &self.shape {
             Shape::Hold(l) => format!("{l}{unit}"),
             Shape::Ramp { from, to } => format!("ramp {from} → {to}{unit}"),

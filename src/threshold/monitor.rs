@@ -221,7 +221,9 @@ pub async fn watch(
             _ = stop.cancelled() => return,
             _ = tick.tick() => {}
         }
-        let now_stage = metrics.stage();
+        // A capacity search judges each probe whole, and its probes above
+        // the capacity fail by design: the sliding window leaves them be.
+        let now_stage = metrics.stage().filter(|_| !metrics.capacity.searching());
         if now_stage != stage {
             all.clear();
             per_op.iter_mut().for_each(CountWindow::clear);

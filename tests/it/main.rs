@@ -8,6 +8,7 @@ mod common;
 mod audit;
 mod auth_tls;
 mod bad_input;
+mod capacity;
 mod capture;
 mod capture_query_stats;
 mod capture_roundtrip;

@@ -169,6 +169,12 @@ pub struct FaultConfig {
     /// instead of sending the reply (the reply lost after the write was
     /// applied, which a retryable write's retry must not apply again).
     pub lose_reply_rate: f64,
+    /// A server with a capacity (ops/s): every command but the handshake
+    /// waits its turn in one FIFO queue and takes an exponentially
+    /// distributed service time of mean 1/capacity (an M/M/1 server under
+    /// Poisson arrivals), so latency grows as the load nears the capacity
+    /// and without bound beyond it (until `maxTimeMS`: 50).
+    pub capacity: Option<f64>,
     /// Close new connections as soon as they are accepted.
     pub refuse: bool,
 }
@@ -203,6 +209,9 @@ impl std::fmt::Display for FaultConfig {
         }
         if self.lose_reply_rate > 0.0 {
             parts.push(format!("lose reply {}%", self.lose_reply_rate * 100.0));
+        }
+        if let Some(c) = self.capacity {
+            parts.push(format!("capacity {c} ops/s"));
         }
         if self.refuse {
             parts.push("refuse connections".to_owned());
@@ -326,6 +335,8 @@ struct Inner {
     active: AtomicBool,
     /// When the stall was set; stall windows are counted from here.
     stall_anchor: RwLock<Instant>,
+    /// With a capacity: when the queue's server is next free.
+    queue: Mutex<Instant>,
     /// Cancelled when the simulator shuts down.
     root: CancellationToken,
     /// A child of `root` that every connection takes a child of; cancelled
@@ -360,6 +371,7 @@ impl Faults {
             config: RwLock::new(FaultConfig::default()),
             active: AtomicBool::new(false),
             stall_anchor: RwLock::new(Instant::now()),
+            queue: Mutex::new(Instant::now()),
             gate: tokio::sync::watch::channel(Gate::default()).0,
             reset: AtomicBool::new(false),
             slow: AtomicU64::new(0),
@@ -397,7 +409,8 @@ impl Faults {
             || c.stall.is_some()
             || c.error.is_some()
             || c.drop_rate > 0.0
-            || c.lose_reply_rate > 0.0;
+            || c.lose_reply_rate > 0.0
+            || c.capacity.is_some();
         self.0.active.store(active, Ordering::Release);
     }
 
@@ -424,6 +437,23 @@ impl Faults {
 
     pub fn set_lose_reply_rate(&self, rate: f64) {
         self.update(|c| c.lose_reply_rate = rate);
+    }
+
+    /// Gives the server a capacity in ops/s (`None`: unlimited).
+    pub fn set_capacity(&self, capacity: Option<f64>) {
+        self.update(|c| c.capacity = capacity);
+    }
+
+    /// With a capacity: the command's time in the queue and in service,
+    /// from now (its place is taken at once, FIFO).
+    fn queue(&self, capacity: f64, rng: &mut impl Rng) -> Duration {
+        let u: f64 = rng.random();
+        let service = Duration::from_secs_f64(-(1.0 - u).ln() / capacity);
+        let mut next = lock(&self.0.queue);
+        let now = Instant::now();
+        let done = (*next).max(now) + service;
+        *next = done;
+        done - now
     }
 
     /// Refuse (accept and close at once) new connections, or stop refusing.
@@ -666,6 +696,9 @@ impl Faults {
             if c.lose_reply_rate > 0.0 && rng.random::<f64>() < c.lose_reply_rate {
                 d.lose_reply = true;
             }
+            if let Some(capacity) = c.capacity {
+                d.delay += self.queue(capacity, rng);
+            }
             if let Some(e) = &c.error {
                 let applies = if e.commands.is_empty() {
                     true
@@ -858,6 +891,7 @@ mod tests {
             }),
             drop_rate: 0.01,
             lose_reply_rate: 0.02,
+            capacity: None,
             refuse: false,
         };
         let text = f.to_string();
@@ -866,6 +900,27 @@ mod tests {
             "latency 5ms; stall 1s every 10s; error 10107 at 5% on insert; drop 1%; lose reply 2%"
         );
         assert!(!text.contains("FaultConfig") && !text.contains('{'));
+    }
+
+    #[test]
+    fn a_capacity_queues_commands_fifo_with_a_mean_service_of_its_inverse() {
+        let mut rng = SmallRng::seed_from_u64(3);
+        let f = Faults::new(FaultConfig {
+            capacity: Some(1000.0),
+            ..FaultConfig::default()
+        });
+        // 2,000 commands at once: the last waits for all the others'
+        // service, about 2 s, and each waits longer than the one before.
+        let waits: Vec<Duration> = (0..2000)
+            .map(|_| f.decide("find", &mut rng).delay)
+            .collect();
+        assert!(waits.windows(2).all(|w| w[1] >= w[0]));
+        let last = waits.last().unwrap().as_secs_f64();
+        assert!((1.85..2.15).contains(&last), "{last}");
+        // The handshake does not queue.
+        assert_eq!(f.decide("hello", &mut rng).delay, Duration::ZERO);
+        f.set_capacity(None);
+        assert_eq!(f.decide("find", &mut rng).delay, Duration::ZERO);
     }
 
     #[test]

@@ -179,6 +179,9 @@ pub struct SimArgs {
     /// Probability (0..=1) of running a command, then closing the connection instead of answering (a reply lost after the write was applied).
     #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
     pub lose_reply_rate: f64,
+    /// Serve at most this many commands per second, queued FIFO with exponential service times of mean 1/N (latency grows as the load nears N).
+    #[arg(long, value_name = "N", value_parser = parse_capacity)]
+    pub capacity: Option<f64>,
     /// Close every new connection at once.
     #[arg(long)]
     pub refuse: bool,
@@ -283,6 +286,15 @@ fn parse_rate(s: &str) -> Result<f64, String> {
     }
 }
 
+fn parse_capacity(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(c) if c.is_finite() && c > 0.0 => Ok(c),
+        _ => Err(format!(
+            "{s:?} is not a positive number of operations per second"
+        )),
+    }
+}
+
 impl SimArgs {
     /// The TLS files, when both flags are given.
     pub fn tls_files(&self) -> Option<TlsFiles> {
@@ -359,6 +371,7 @@ impl SimArgs {
             }),
             drop_rate: self.drop_rate,
             lose_reply_rate: self.lose_reply_rate,
+            capacity: self.capacity,
             refuse: self.refuse,
         }
     }
@@ -540,6 +553,8 @@ mod tests {
             "0.5",
             "--lose-reply-rate",
             "0.25",
+            "--capacity",
+            "3000",
             "--refuse",
         ])
         .unwrap();

@@ -1,0 +1,237 @@
+//! A capacity search stage, run by the controller in place of the stage's
+//! own level: each probe is published as a hold at its rate for its settle
+//! time and judged length, with the settle time as the warm-up its report
+//! leaves out; once its operations have settled, the stage's thresholds
+//! judge the probe's report whole, and [`Search`] picks the next rate.
+//! Each probe is an occurrence of the search stage in the run log, with
+//! its rate and verdict (`probe`), the last with the search's result.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::controller::settle;
+use super::{ActiveStage, Published, StageLabel, StageState, WorkloadRun};
+use crate::control::ControlState;
+use crate::report::live::{ReportContext, StageCollector};
+use crate::report::{ProbeReport, SearchResultReport, StageReport};
+use crate::schedule::search::{ProbeResult, SearchEnd};
+use crate::schedule::{Search, Stage};
+
+/// How long a finished probe's operations still in flight may take to
+/// land in its report before it is judged without them (then failed).
+const SETTLE_WAIT: Duration = Duration::from_secs(5);
+
+/// One search stage occurrence: what it needs from the controller.
+pub(super) struct SearchStage<'a> {
+    pub run: &'a WorkloadRun,
+    pub publish: &'a watch::Sender<Published>,
+    pub cancel: &'a CancellationToken,
+    pub control: &'a mut watch::Receiver<ControlState>,
+    pub reports: &'a Arc<ReportContext>,
+    pub stage: &'a Stage,
+    pub index: usize,
+    /// The stage's occurrence count: one per probe.
+    pub cycle: &'a mut u64,
+    /// The stage's scheduled end: no probe runs past it.
+    pub end: Instant,
+}
+
+/// Why a probe ended before its time.
+enum Cut {
+    Cancelled,
+    Control,
+}
+
+impl SearchStage<'_> {
+    /// Runs the search; returns when it ended, `None` when cancelled.
+    pub async fn run(mut self) -> Option<Instant> {
+        let spec = self
+            .stage
+            .search_spec()
+            .expect("a search stage has a spec")
+            .clone();
+        let name = self.stage.name().to_owned();
+        tracing::info!(workload = %self.run.name, stage = %name, "capacity search begins: {spec}");
+        let mut search = Search::new(spec.clone());
+        let mut interrupted = false;
+        // The last probe's report, held open until the search knows
+        // whether it was the last (its result goes on it).
+        let mut last: Option<(Arc<StageCollector>, ProbeReport)> = None;
+        while let Some(rate) = search.next_rate() {
+            let length = spec.settle + spec.probe_length(rate);
+            let start = Instant::now();
+            if start + length > self.end {
+                search.out_of_time();
+                break;
+            }
+            if *self.control.borrow_and_update() != ControlState::default() {
+                interrupted = true;
+                break;
+            }
+            if let Some((collector, probe)) = last.take() {
+                collector.set_probe(probe);
+            }
+            let probe = Stage::rate(&name, rate, length)
+                .and_then(|s| s.with_warmup(spec.settle))
+                .expect("a probe's rate is positive and its settle shorter than it");
+            let collector =
+                StageCollector::new(self.reports.clone(), &probe, self.index, *self.cycle, start);
+            *self.cycle += 1;
+            let active = Arc::new(ActiveStage {
+                stage: probe,
+                start,
+                next_ticket: AtomicU64::new(0),
+                count: None,
+                report: collector.clone(),
+            });
+            let _ = self.publish.send(Published::Stage(active.clone()));
+            self.targets(rate);
+            let cut = self.hold(start + length).await;
+            let ended = Instant::now().min(start + length);
+            settle(self.run, &active, ended);
+            let _ = self.publish.send(Published::Idle);
+            // Every worker lets go of the probe once its operation is
+            // done: then the report holds every operation of the probe.
+            let landed = wait_until(SETTLE_WAIT, || Arc::strong_count(&active) == 1).await;
+            drop(active);
+            match cut {
+                Some(Cut::Cancelled) => {
+                    collector.finish(ended, true);
+                    self.run.metrics.capacity.probing(0.0);
+                    return None;
+                }
+                Some(Cut::Control) => {
+                    collector.finish(ended, true);
+                    interrupted = true;
+                    break;
+                }
+                None => collector.finish(ended, false),
+            }
+            let report = collector.report();
+            let result = judge(rate, &report, landed);
+            search.record(result);
+            self.run.metrics.capacity.judged(result.passed);
+            tracing::info!(
+                workload = %self.run.name,
+                stage = %name,
+                "capacity probe {} at {rate} ops/s: {} (p99 {:?}, errors {:.2} %{})",
+                search.probes().len(),
+                if result.passed { "pass" } else { "fail" },
+                Duration::from_nanos(report.latency_ns.p99),
+                result.error_ratio * 100.0,
+                if landed { "" } else { ", operations still in flight: failed" },
+            );
+            last = Some((
+                collector,
+                ProbeReport {
+                    number: search.probes().len() as u32,
+                    rate,
+                    verdict: if result.passed { "pass" } else { "fail" }.to_owned(),
+                    error_ratio: result.error_ratio,
+                    result: None,
+                },
+            ));
+        }
+        let end = if interrupted {
+            "interrupted"
+        } else {
+            search.end().unwrap_or(SearchEnd::OutOfTime).as_str()
+        };
+        let capacity = search.capacity();
+        if let Some((collector, mut probe)) = last.take() {
+            probe.result = Some(SearchResultReport {
+                capacity,
+                end: end.to_owned(),
+                probes: search.probes().len() as u32,
+            });
+            collector.set_probe(probe);
+        }
+        self.run.metrics.capacity.probing(0.0);
+        if interrupted {
+            tracing::warn!(workload = %self.run.name, stage = %name, "capacity search interrupted by runtime control (pause, set-rate, scale): no result");
+        } else {
+            let now = chrono::Utc::now();
+            self.run
+                .metrics
+                .capacity
+                .found(capacity, now.timestamp_millis() as f64 / 1000.0);
+            tracing::info!(workload = %self.run.name, stage = %name, "capacity search ended ({end}) after {} probes: capacity {capacity} ops/s", search.probes().len());
+        }
+        Some(Instant::now())
+    }
+
+    /// The target gauges and `/status` for a probe at `rate`.
+    fn targets(&self, rate: f64) {
+        let run = self.run;
+        run.metrics.capacity.probing(rate);
+        run.metrics.target_rate.set(rate);
+        run.metrics.target_concurrency.set(0);
+        run.status.set_stage(StageLabel {
+            index: Some(self.index),
+            name: self.stage.name().to_owned(),
+            rate,
+            concurrency: 0,
+            state: StageState::Running,
+        });
+    }
+
+    /// Holds the probe until `until`, beating the heartbeat; ends it early
+    /// when the run is cancelled or runtime control changes.
+    async fn hold(&mut self, until: Instant) -> Option<Cut> {
+        loop {
+            self.run.status.heartbeat.beat();
+            let tick = (Instant::now() + Duration::from_secs(1)).min(until);
+            tokio::select! {
+                _ = tokio::time::sleep_until(tick) => {}
+                changed = self.control.changed() => {
+                    if changed.is_ok() && *self.control.borrow_and_update() != ControlState::default() {
+                        return Some(Cut::Control);
+                    }
+                }
+                _ = self.cancel.cancelled() => return Some(Cut::Cancelled),
+            }
+            if Instant::now() >= until {
+                return None;
+            }
+        }
+    }
+}
+
+/// A probe's verdict from its report: it passes when every threshold of
+/// its stage passed over the judged part (none without data), and every
+/// operation had landed in the report.
+fn judge(rate: f64, report: &StageReport, landed: bool) -> ProbeResult {
+    let finished = report.operations.ok + report.operations.error;
+    let error_ratio = if finished == 0 {
+        0.0
+    } else {
+        report.operations.error as f64 / finished as f64
+    };
+    let passed = landed
+        && !report.thresholds.is_empty()
+        && report.thresholds.iter().all(|v| v.verdict == "pass");
+    ProbeResult {
+        rate,
+        passed,
+        error_ratio,
+    }
+}
+
+/// Polls `done` every 5 ms until it holds (true) or `limit` passes (false).
+async fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
