@@ -600,4 +600,6 @@ pub enum ArrivalConfig {
 }
 
 #[cfg(test)]
+mod search_tests;
+#[cfg(test)]
 mod tests;

@@ -112,6 +112,17 @@ impl Config {
                     key: format!("workloads[{i}].{}", e.key),
                     reason: e.reason,
                 })?;
+            if self.cluster.size > 1 {
+                if let Some(j) = w.stages.iter().position(|s| s.search.is_some()) {
+                    return Err(KeyError::new(
+                        format!("workloads[{i}].stages[{j}].search"),
+                        format!(
+                            "a capacity search runs on one load host, and [cluster] size is {}: each member would judge only its share",
+                            self.cluster.size
+                        ),
+                    ));
+                }
+            }
             if let Some(first) = seen.insert(w.name.as_str(), i) {
                 return Err(KeyError::new(
                     format!("workloads[{i}].name"),

@@ -34,6 +34,20 @@ fn config(uri: &str, log: &std::path::Path, stages: &str) -> String {
         .replace("max_inflight = 32", "max_inflight = 256")
 }
 
+/// The run log's reports, each line validated against etc/runlog.schema.json.
+fn run_log(path: &std::path::Path) -> Vec<StageReport> {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../etc/runlog.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let text = std::fs::read_to_string(path).expect("the run log exists");
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:?}\n{line}");
+    }
+    mongoload::report::read(path).unwrap()
+}
+
 fn probes(reports: &[StageReport]) -> Vec<(f64, String)> {
     reports
         .iter()
@@ -86,7 +100,7 @@ check = "p99 < 20ms"
         .await
         .expect("the search ends");
     assert!(!summary.workloads[0].threshold_aborted);
-    let reports: Vec<StageReport> = mongoload::report::read(&log).unwrap();
+    let reports = run_log(&log);
     let probes = probes(&reports);
     let last = reports.last().unwrap().probe.clone().expect("probes only");
     let result = last.result.expect("the last probe carries the result");
@@ -159,7 +173,7 @@ check = "error_ratio < 1%"
         .await
         .expect("the search ends");
     assert!(!summary.workloads[0].threshold_aborted);
-    let reports: Vec<StageReport> = mongoload::report::read(&log).unwrap();
+    let reports = run_log(&log);
     assert_eq!(reports.len(), 1, "one probe only");
     let probe = reports[0].probe.as_ref().unwrap();
     assert_eq!((probe.rate, probe.verdict.as_str()), (200.0, "fail"));
