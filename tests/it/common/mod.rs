@@ -948,3 +948,15 @@ pub fn read_run_log(path: &std::path::Path) -> Vec<mongoload::report::StageRepor
     }
     mongoload::report::read(path).unwrap()
 }
+
+/// The rate at which a single server of `capacity` ops/s with exponential
+/// service times, fed evenly spaced arrivals (a D/M/1 queue: mongoload's
+/// uniform open loop), has a 99th percentile response time of `p99`. Its
+/// response time is exponential with rate μ(1 − σ), σ the root in (0, 1)
+/// of σ = exp(−μ(1 − σ)/λ); so μ(1 − σ) = ln 100 / p99 and
+/// λ = −μ(1 − σ) / ln σ.
+pub fn model_knee(capacity: f64, p99: Duration) -> f64 {
+    let decay = 100f64.ln() / p99.as_secs_f64();
+    let sigma = 1.0 - decay / capacity;
+    -decay / sigma.ln()
+}
