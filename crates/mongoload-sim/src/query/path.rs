@@ -40,6 +40,42 @@ pub fn values_at_path<'a>(doc: &'a Document, path: &str) -> Vec<&'a Bson> {
     out
 }
 
+/// The values an index on `path` files `doc` under, as MongoDB's
+/// (multikey) index keys: every value reached through arrays of embedded
+/// documents, an array at the end of the path as its elements (an empty
+/// one as undefined), and null where the document or one of the embedded
+/// documents lacks the path, or where nothing is reached at all (`a.b`
+/// over `a: [1, 2]`). The flag says whether an array lies on the path, so
+/// the index is multikey.
+pub fn index_values<'a>(doc: &'a Document, path: &str) -> (Vec<&'a Bson>, bool) {
+    let mut out = Vec::new();
+    walk_doc(doc, path, Leaf::Elements, &mut |v| {
+        out.push(v.unwrap_or(&NULL));
+        false
+    });
+    if out.is_empty() {
+        out.push(&NULL);
+    }
+    (out, array_on_path(doc, path).is_some())
+}
+
+/// The first prefix of `path` (`a` of `a.b.c`) at which `doc` holds an
+/// array, the whole path included; `None` when no array lies on it.
+pub fn array_on_path<'p>(doc: &Document, path: &'p str) -> Option<&'p str> {
+    let mut cur = doc;
+    let mut end = 0;
+    for part in path.split('.') {
+        end += part.len();
+        match cur.get(part)? {
+            Bson::Array(_) => return Some(&path[..end]),
+            Bson::Document(d) => cur = d,
+            _ => return None,
+        }
+        end += 1;
+    }
+    None
+}
+
 /// What a walk hands to its callback when the path ends on an array.
 #[derive(Clone, Copy, PartialEq)]
 pub(super) enum Leaf {

@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bson::{doc, oid::ObjectId, Bson, Document};
 
-use super::query::{compare, get_path, hash, Bound, Filter, Interval, SortSpec};
+use super::query::{array_on_path, compare, hash, index_values, Bound, Filter, Interval, SortSpec};
 
 /// A BSON value ordered by MongoDB's comparison order.
 #[derive(Debug, Clone)]
@@ -110,17 +110,14 @@ impl Index {
         let mut out: Vec<Vec<Key>> = vec![Vec::with_capacity(self.key.len())];
         let mut multikey = false;
         for (field, dir) in &self.key {
-            let values: Vec<Bson> = match get_path(doc, field) {
-                Some(Bson::Array(items)) if !items.is_empty() => {
-                    multikey = true;
-                    items.clone()
-                }
-                Some(v) => vec![v.clone()],
-                None => vec![Bson::Null],
-            };
-            let values = match *dir {
+            // Every value reached through arrays, as a multikey index holds
+            // them: `a.b` over `a: [{b: 1}, {b: 2}]` files the document
+            // under 1 and under 2.
+            let (values, array) = index_values(doc, field);
+            multikey |= array;
+            let values: Vec<Bson> = match *dir {
                 HASHED => values.iter().map(|v| Bson::Int64(hash(v))).collect(),
-                _ => values,
+                _ => values.into_iter().cloned().collect(),
             };
             if values.len() == 1 {
                 for k in &mut out {
@@ -154,11 +151,11 @@ impl Index {
     /// 16766 where a hashed field holds an array, as MongoDB refuses it.
     fn check_hashable(&self, doc: &Document) -> Result<(), WriteError> {
         for (field, _) in self.key.iter().filter(|(_, d)| *d == HASHED) {
-            if let Some(Bson::Array(_)) = get_path(doc, field) {
+            if let Some(at) = array_on_path(doc, field) {
                 return Err(WriteError {
                     code: 16766,
                     code_name: "Location16766",
-                    errmsg: format!("Error: hashed indexes do not currently support array values. Found array at path: {field}"),
+                    errmsg: format!("Error: hashed indexes do not currently support array values. Found array at path: {at}"),
                     key: None,
                 });
             }

@@ -198,3 +198,92 @@ fn a_hashed_index_finds_equalities_only_and_refuses_arrays() {
         "a_1_h_hashed"
     );
 }
+
+#[test]
+fn an_index_on_a_path_through_an_array_of_documents_holds_every_value_reached() {
+    let mut c = Collection::new("d.c".into());
+    // Built over documents already there, and kept on inserts after.
+    c.insert(doc! {"_id": 1, "a": [{"b": 1}, {"b": 2}]})
+        .unwrap();
+    c.create_index("a.b_1".into(), vec![("a.b".into(), 1)], false, doc! {})
+        .unwrap();
+    c.insert(doc! {"_id": 2, "a": {"b": 3}}).unwrap();
+    c.insert(doc! {"_id": 3, "a": [{"b": [4, 5]}, {"c": 6}]})
+        .unwrap();
+    c.insert(doc! {"_id": 4}).unwrap();
+    let two = f(doc! {"a.b": 2});
+    assert_eq!(c.explain(&two, None), "IXSCAN a.b_1");
+    assert_eq!(ids(c.select(&two, None, 0, None)), vec![1]);
+    assert_eq!(ids(c.select(&f(doc! {"a.b": 5}), None, 0, None)), vec![3]);
+    let range = f(doc! {"a.b": {"$gte": 2, "$lte": 4}});
+    assert_eq!(c.explain(&range, None), "IXSCAN a.b_1");
+    assert_eq!(ids(c.select(&range, None, 0, None)), vec![1, 2, 3]);
+    // An embedded document without `b` is filed under null, as the
+    // missing field of a whole document is.
+    let null = f(doc! {"a.b": null});
+    assert_eq!(c.explain(&null, None), "IXSCAN a.b_1");
+    assert_eq!(ids(c.select(&null, None, 0, None)), vec![3, 4]);
+    // A multikey index gives no sort order.
+    assert_eq!(
+        c.explain(&f(doc! {}), Some(&s(doc! {"a.b": 1}))),
+        "COLLSCAN"
+    );
+    // Removing a document removes each of its keys.
+    c.remove(&Key(Bson::Int32(1)));
+    assert!(c.select(&two, None, 0, None).is_empty());
+}
+
+#[test]
+fn a_unique_index_on_a_path_through_an_array_compares_each_value() {
+    let mut c = Collection::new("d.c".into());
+    c.create_index("a.b_1".into(), vec![("a.b".into(), 1)], true, doc! {})
+        .unwrap();
+    c.insert(doc! {"_id": 1, "a": [{"b": 1}, {"b": 2}]})
+        .unwrap();
+    // The same value twice in one document is no duplicate.
+    c.insert(doc! {"_id": 2, "a": [{"b": 3}, {"b": 3}]})
+        .unwrap();
+    let e = c.insert(doc! {"_id": 3, "a": {"b": 2}}).unwrap_err();
+    assert_eq!(e.code, 11000);
+    assert_eq!(
+        e.errmsg,
+        "E11000 duplicate key error collection: d.c index: a.b_1 dup key: { a.b: 2 }"
+    );
+    let e = c
+        .insert(doc! {"_id": 4, "a": [{"b": 5}, {"b": 3}]})
+        .unwrap_err();
+    assert_eq!(e.code, 11000);
+    c.insert(doc! {"_id": 5, "a": [{"b": 4}]}).unwrap();
+    // A document clashing with one already there cannot enter a new index.
+    let mut d = Collection::new("d.d".into());
+    d.insert(doc! {"_id": 1, "x": [{"y": 1}]}).unwrap();
+    d.insert(doc! {"_id": 2, "x": [{"y": 2}, {"y": 1}]})
+        .unwrap();
+    let e = d
+        .create_index("x.y_1".into(), vec![("x.y".into(), 1)], true, doc! {})
+        .unwrap_err();
+    assert_eq!(e.code, 11000);
+    assert!(d.indexes.is_empty());
+}
+
+#[test]
+fn a_hashed_index_refuses_an_array_anywhere_on_its_path() {
+    let mut c = Collection::new("d.c".into());
+    c.create_index(
+        "a.b_hashed".into(),
+        vec![("a.b".into(), HASHED)],
+        false,
+        doc! {},
+    )
+    .unwrap();
+    let e = c
+        .insert(doc! {"_id": 1, "a": [{"b": 1}, {"b": 2}]})
+        .unwrap_err();
+    assert_eq!(e.code, 16766);
+    assert_eq!(
+        e.errmsg,
+        "Error: hashed indexes do not currently support array values. Found array at path: a"
+    );
+    c.insert(doc! {"_id": 2, "a": {"b": 1}}).unwrap();
+    assert_eq!(ids(c.select(&f(doc! {"a.b": 1}), None, 0, None)), vec![2]);
+}
