@@ -27,7 +27,7 @@ pub use super::error::{code_name, command_name, injected_error, CmdError};
 
 use super::aggregate::Pipeline;
 use super::cursor::GetMore;
-use super::query::{get_path, Filter, Projection, QueryError, SortSpec};
+use super::query::{values_at_path, Filter, Projection, QueryError, SortSpec};
 use super::shared::Shared;
 use super::store::{index_name, rlock, wlock, Key, WriteError, HASHED};
 use super::update::{upsert_seed, Update};
@@ -119,3 +119,6 @@ pub fn execute(shared: &Shared, connection_id: i64, cmd: Document) -> Document {
     };
     result.unwrap_or_else(|e| e.to_doc())
 }
+
+#[cfg(test)]
+mod tests;

@@ -121,14 +121,10 @@ pub(super) fn distinct(shared: &Shared, db: &str, cmd: &Document) -> CmdResult {
     let mut values = BTreeSet::new();
     if let Some(c) = shared.store.collection(db, coll) {
         let c = rlock(&c);
+        // Through arrays of embedded documents, an array at the end of the
+        // path unwound one level, as MongoDB's distinct reads the path.
         for d in c.select(&filter, None, 0, None) {
-            match get_path(d, key) {
-                Some(Bson::Array(items)) => values.extend(items.iter().cloned().map(Key)),
-                Some(v) => {
-                    values.insert(Key(v.clone()));
-                }
-                None => {}
-            }
+            values.extend(values_at_path(d, key).into_iter().cloned().map(Key));
         }
     }
     let values: Vec<Bson> = values.into_iter().map(|k| k.0).collect();
