@@ -122,19 +122,46 @@ pub(super) fn create_indexes(shared: &Shared, db: &str, cmd: &Document) -> CmdRe
         if unique {
             stored.insert("unique", true);
         }
-        parsed.push((name, key, unique, stored));
+        let sparse = opt_bool(spec, "sparse");
+        if sparse {
+            stored.insert("sparse", true);
+        }
+        let partial = match spec.get("partialFilterExpression") {
+            None => None,
+            Some(Bson::Document(f)) => {
+                // Refused here as MongoDB refuses it: with the filter's own error.
+                Filter::parse(f)?;
+                stored.insert("partialFilterExpression", f.clone());
+                Some(f.clone())
+            }
+            Some(other) => {
+                return Err(CmdError::type_mismatch(format!(
+                    "The field 'partialFilterExpression' must be an object, but got {}",
+                    type_name(other)
+                )))
+            }
+        };
+        let options = IndexOptions {
+            unique,
+            sparse,
+            partial,
+        };
+        parsed.push((name, key, options, stored));
     }
     let (c, created) = shared.store.collection_or_create(db, coll);
     let mut c = wlock(&c);
     let before = c.indexes.len() as i32 + 1;
     let mut note = None;
-    for (name, key, unique, stored) in parsed {
+    for (name, key, options, stored) in parsed {
         if key == [("_id".to_owned(), 1)] {
             note = Some("all indexes already exist");
             continue;
         }
-        if let Some(existing) = c.indexes.iter().find(|ix| ix.name == name || ix.key == key) {
-            if existing.key == key && existing.name == name && existing.unique == unique {
+        // Indexes with the same key and different partial filters may
+        // coexist, as in MongoDB.
+        let same_key = |ix: &&Index| ix.key == key && ix.options.partial == options.partial;
+        if let Some(existing) = c.indexes.iter().find(|ix| ix.name == name || same_key(ix)) {
+            if existing.key == key && existing.name == name && existing.options == options {
                 note = Some("all indexes already exist");
                 continue;
             }
@@ -150,7 +177,7 @@ pub(super) fn create_indexes(shared: &Shared, db: &str, cmd: &Document) -> CmdRe
                 ),
             ));
         }
-        c.create_index(name, key, unique, stored)?;
+        c.create_index(name, key, options, stored)?;
     }
     let mut reply = doc! {
         "numIndexesBefore": before,
@@ -226,14 +253,30 @@ pub(super) fn drop_indexes(shared: &Shared, db: &str, cmd: &Document) -> CmdResu
                 c.indexes.remove(i);
             }
         }
-        Some(Bson::Document(key)) => {
-            let key = parse_index_key(key)?;
-            let i = c
-                .indexes
-                .iter()
-                .position(|ix| ix.key == key)
-                .ok_or_else(|| CmdError::new(27, "IndexNotFound", "can't find index with key"))?;
-            c.indexes.remove(i);
+        Some(Bson::Document(key_doc)) => {
+            let key = parse_index_key(key_doc)?;
+            let found: Vec<usize> = (0..c.indexes.len())
+                .filter(|&i| c.indexes[i].key == key)
+                .collect();
+            match found[..] {
+                [] => return Err(CmdError::new(27, "IndexNotFound", "can't find index with key")),
+                [i] => {
+                    c.indexes.remove(i);
+                }
+                // Partial indexes on one key: only a name tells them apart.
+                [a, b, ..] => {
+                    return Err(CmdError::new(
+                        181,
+                        "AmbiguousIndexKeyPattern",
+                        format!(
+                            "{} indexes found for key: {key_doc}, identify by name instead. Conflicting indexes: {}, {}",
+                            found.len(),
+                            c.indexes[a].spec,
+                            c.indexes[b].spec
+                        ),
+                    ))
+                }
+            }
         }
         _ => {
             return Err(CmdError::type_mismatch(

@@ -29,8 +29,8 @@ use super::aggregate::Pipeline;
 use super::cursor::GetMore;
 use super::query::{values_at_path, Filter, Projection, QueryError, SortSpec};
 use super::shared::Shared;
-use super::store::{index_name, rlock, wlock, Key, WriteError, HASHED};
-use super::update::{upsert_seed, Update};
+use super::store::{index_name, rlock, wlock, Index, IndexOptions, Key, WriteError, HASHED};
+use super::update::{type_name, upsert_seed, Update};
 use super::wire::{MAX_BSON_SIZE, MAX_MESSAGE_SIZE};
 
 /// The version `buildInfo` and `serverStatus` report: says it is the simulator.

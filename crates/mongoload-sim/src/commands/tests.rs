@@ -57,3 +57,113 @@ fn distinct_reads_a_path_through_arrays_of_documents() {
     );
     assert_eq!(reply.get_array("values").unwrap(), &vec![Bson::Int32(1)]);
 }
+
+/// The first batch of a cursor reply.
+fn batch(reply: &Document) -> Vec<Document> {
+    reply
+        .get_document("cursor")
+        .and_then(|c| c.get_array("firstBatch"))
+        .unwrap_or_else(|_| panic!("no cursor in {reply}"))
+        .iter()
+        .filter_map(|d| d.as_document().cloned())
+        .collect()
+}
+
+#[test]
+fn sparse_and_partial_indexes_keep_their_options_and_leave_documents_out() {
+    let s = shared();
+    let reply = run(
+        &s,
+        doc! { "createIndexes": "c", "indexes": [
+            { "key": { "a": 1 }, "name": "a_1", "unique": true, "sparse": true },
+            { "key": { "e": 1 }, "name": "e_1", "unique": true,
+              "partialFilterExpression": { "live": true } },
+        ] },
+    );
+    assert!(ok(&reply), "{reply}");
+    let specs = batch(&run(&s, doc! { "listIndexes": "c" }));
+    assert_eq!(
+        specs[1],
+        doc! { "v": 2, "key": { "a": 1 }, "name": "a_1", "unique": true, "sparse": true }
+    );
+    assert_eq!(
+        specs[2],
+        doc! { "v": 2, "key": { "e": 1 }, "name": "e_1", "unique": true,
+        "partialFilterExpression": { "live": true } }
+    );
+    // Two documents without `a`, two with `e: 1` outside the filter.
+    insert(
+        &s,
+        "c",
+        vec![
+            doc! { "_id": 1, "e": 1 },
+            doc! { "_id": 2, "e": 1 },
+            doc! { "_id": 3, "e": 1, "live": true },
+        ],
+    );
+    let reply = run(
+        &s,
+        doc! { "insert": "c", "documents": [{ "_id": 4, "e": 1, "live": true }] },
+    );
+    let errors = reply.get_array("writeErrors").unwrap();
+    assert_eq!(
+        errors[0].as_document().unwrap().get_i32("code"),
+        Ok(11000),
+        "{reply}"
+    );
+    // Asking again for the same index is no change; the same name with
+    // other options is a conflict.
+    let again = run(
+        &s,
+        doc! { "createIndexes": "c", "indexes": [
+            { "key": { "a": 1 }, "name": "a_1", "unique": true, "sparse": true },
+        ] },
+    );
+    assert_eq!(again.get_str("note"), Ok("all indexes already exist"));
+    let other = run(
+        &s,
+        doc! { "createIndexes": "c", "indexes": [{ "key": { "a": 1 }, "name": "a_1" }] },
+    );
+    assert_eq!(other.get_i32("code"), Ok(86), "{other}");
+    // The same key under another filter is another index.
+    let reply = run(
+        &s,
+        doc! { "createIndexes": "c", "indexes": [
+            { "key": { "e": 1 }, "name": "e_1_dead", "partialFilterExpression": { "live": false } },
+        ] },
+    );
+    assert!(ok(&reply), "{reply}");
+    let reply = run(&s, doc! { "dropIndexes": "c", "index": { "e": 1 } });
+    assert_eq!(reply.get_i32("code"), Ok(181), "{reply}");
+    // A query is answered by a scan: each index misses documents.
+    let explain = run(
+        &s,
+        doc! { "explain": { "find": "c", "filter": { "e": 1 } } },
+    );
+    let plan = explain
+        .get_document("queryPlanner")
+        .and_then(|p| p.get_document("winningPlan"))
+        .unwrap();
+    assert_eq!(plan.get_str("stage"), Ok("COLLSCAN"), "{explain}");
+    let found = batch(&run(&s, doc! { "find": "c", "filter": { "e": 1 } }));
+    assert_eq!(found.len(), 3);
+    // A filter that is not a document, or does not parse, is refused.
+    let reply = run(
+        &s,
+        doc! { "createIndexes": "c", "indexes": [
+            { "key": { "b": 1 }, "name": "b_1", "partialFilterExpression": 5 },
+        ] },
+    );
+    assert_eq!(reply.get_i32("code"), Ok(14), "{reply}");
+    assert_eq!(
+        reply.get_str("errmsg"),
+        Ok("The field 'partialFilterExpression' must be an object, but got int")
+    );
+    let reply = run(
+        &s,
+        doc! { "createIndexes": "c", "indexes": [
+            { "key": { "b": 1 }, "name": "b_1", "partialFilterExpression": { "b": { "$foo": 1 } } },
+        ] },
+    );
+    assert_eq!(reply.get_i32("code"), Ok(2), "{reply}");
+}

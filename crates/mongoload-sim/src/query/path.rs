@@ -59,6 +59,12 @@ pub fn index_values<'a>(doc: &'a Document, path: &str) -> (Vec<&'a Bson>, bool) 
     (out, array_on_path(doc, path).is_some())
 }
 
+/// Whether `doc` has a value at `path` (through arrays of embedded
+/// documents), as `$exists: true` sees it.
+pub fn path_exists(doc: &Document, path: &str) -> bool {
+    walk_doc(doc, path, Leaf::Whole, &mut |v| v.is_some())
+}
+
 /// The first prefix of `path` (`a` of `a.b.c`) at which `doc` holds an
 /// array, the whole path included; `None` when no array lies on it.
 pub fn array_on_path<'p>(doc: &Document, path: &'p str) -> Option<&'p str> {

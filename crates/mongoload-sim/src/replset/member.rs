@@ -491,7 +491,7 @@ fn catalog_change(shared: &Shared, name: &str, db: &str, coll: Option<&str>) -> 
                 .map(|ix| IndexSpec {
                     name: ix.name.clone(),
                     key: ix.key.clone(),
-                    unique: ix.unique,
+                    options: ix.options.clone(),
                     spec: ix.spec.clone(),
                 })
                 .collect();
@@ -646,6 +646,48 @@ fn status(set: &Inner, me: usize, body: &Document) -> Document {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::{wlock, Store};
+
+    #[test]
+    fn a_member_builds_an_index_with_its_primarys_options() {
+        let primary = Shared::new(crate::faults::Faults::new(Default::default()));
+        let reply = commands::execute(
+            &primary,
+            1,
+            doc! { "createIndexes": "c", "indexes": [
+                { "key": { "a": 1 }, "name": "a_1", "unique": true, "sparse": true },
+                { "key": { "e": 1 }, "name": "e_1", "unique": true,
+                  "partialFilterExpression": { "live": true } },
+            ], "$db": "d" },
+        );
+        assert_eq!(reply.get_f64("ok"), Ok(1.0), "{reply}");
+        let change = catalog_change(&primary, "createIndexes", "d", Some("c")).unwrap();
+        let member = Store::default();
+        super::super::apply(&member, &Change::Catalog(change), true);
+        let c = member.collection("d", "c").unwrap();
+        let mut c = wlock(&c);
+        let (want, got): (Vec<_>, Vec<_>) = {
+            let p = primary.store.collection("d", "c").unwrap();
+            let p = rlock(&p);
+            (
+                p.indexes
+                    .iter()
+                    .map(|ix| (ix.options.clone(), ix.spec.clone()))
+                    .collect(),
+                c.indexes
+                    .iter()
+                    .map(|ix| (ix.options.clone(), ix.spec.clone()))
+                    .collect(),
+            )
+        };
+        assert_eq!(got, want);
+        assert!(got[0].0.sparse && got[1].0.partial.is_some());
+        // So the member leaves out what its primary leaves out.
+        c.insert(doc! { "_id": 1, "e": 1 }).unwrap();
+        c.insert(doc! { "_id": 2, "e": 1 }).unwrap();
+        c.insert(doc! { "_id": 3, "e": 1, "live": true }).unwrap();
+        assert!(c.insert(doc! { "_id": 4, "e": 1, "live": true }).is_err());
+    }
 
     #[test]
     fn commands_are_classified() {

@@ -461,15 +461,18 @@ fn apply(store: &Store, change: &Change, forward: bool) {
             c.indexes.retain(|ix| {
                 indexes
                     .iter()
-                    .any(|s| s.name == ix.name && s.key == ix.key && s.unique == ix.unique)
+                    .any(|s| s.name == ix.name && s.key == ix.key && s.options == ix.options)
             });
             for s in indexes {
                 if c.indexes.iter().any(|ix| ix.name == s.name) {
                     continue;
                 }
-                if let Err(e) =
-                    c.create_index(s.name.clone(), s.key.clone(), s.unique, s.spec.clone())
-                {
+                if let Err(e) = c.create_index(
+                    s.name.clone(),
+                    s.key.clone(),
+                    s.options.clone(),
+                    s.spec.clone(),
+                ) {
                     tracing::warn!(ns = %c.ns, index = %s.name, error = %e.errmsg, "a secondary could not build an index its primary has");
                 }
             }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use bson::{doc, DateTime, Document, Timestamp};
 
-use crate::store::Key;
+use crate::store::{IndexOptions, Key};
 
 /// A position in the oplog: the entry's sequence number (increasing, with
 /// gaps after a rollback), the term it was written in and its wall time.
@@ -51,7 +51,8 @@ impl OpTime {
 pub struct IndexSpec {
     pub name: String,
     pub key: Vec<(String, i32)>,
-    pub unique: bool,
+    /// Unique, sparse, partial: what the index holds and refuses.
+    pub options: IndexOptions,
     pub spec: Document,
 }
 

@@ -93,7 +93,7 @@ fn changes_apply_and_undo_on_a_store() {
         indexes: vec![oplog::IndexSpec {
             name: "v_1".into(),
             key: vec![("v".into(), 1)],
-            unique: false,
+            options: Default::default(),
             spec: bson::doc! {"v": 2, "key": {"v": 1}, "name": "v_1"},
         }],
     });

@@ -11,7 +11,9 @@ use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bson::{doc, oid::ObjectId, Bson, Document};
 
-use super::query::{array_on_path, compare, hash, index_values, Bound, Filter, Interval, SortSpec};
+use super::query::{
+    array_on_path, compare, hash, index_values, path_exists, Bound, Filter, Interval, SortSpec,
+};
 
 /// A BSON value ordered by MongoDB's comparison order.
 #[derive(Debug, Clone)]
@@ -92,21 +94,54 @@ pub enum WinningPlan {
     },
 }
 
+/// The options of a secondary index that change what it holds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IndexOptions {
+    /// No two documents may share a key.
+    pub unique: bool,
+    /// Documents missing every indexed field are left out.
+    pub sparse: bool,
+    /// `partialFilterExpression`: documents not matching it are left out.
+    pub partial: Option<Document>,
+}
+
 /// One secondary index.
 #[derive(Debug)]
 pub struct Index {
     pub name: String,
     pub key: Vec<(String, i32)>,
-    pub unique: bool,
+    pub options: IndexOptions,
     /// The spec as created, for `listIndexes`.
     pub spec: Document,
+    /// `options.partial`, parsed.
+    partial: Option<Filter>,
     /// Whether some document had an array in an indexed field.
     multikey: bool,
     entries: BTreeMap<Vec<Key>, BTreeSet<Key>>,
 }
 
 impl Index {
+    /// Whether the index holds every document: neither sparse nor partial.
+    /// Only such an index can answer a query, since one that leaves
+    /// documents out would miss those the query matches.
+    fn complete(&self) -> bool {
+        !self.options.sparse && self.partial.is_none()
+    }
+
+    /// Whether `doc` has entries in this index: a sparse index leaves out
+    /// a document missing every indexed field, a partial one a document
+    /// not matching its filter.
+    fn holds(&self, doc: &Document) -> bool {
+        if self.options.sparse && !self.key.iter().any(|(f, _)| path_exists(doc, f)) {
+            return false;
+        }
+        self.partial.as_ref().is_none_or(|p| p.matches(doc))
+    }
+
     fn keys_of(&self, doc: &Document) -> (Vec<Vec<Key>>, bool) {
+        if !self.holds(doc) {
+            return (Vec::new(), false);
+        }
         let mut out: Vec<Vec<Key>> = vec![Vec::with_capacity(self.key.len())];
         let mut multikey = false;
         for (field, dir) in &self.key {
@@ -167,8 +202,11 @@ impl Index {
     /// Whether `doc` may enter the index: a hashed field holds no array,
     /// and no other document has its key under a unique index.
     fn check(&self, ns: &str, id: &Key, doc: &Document) -> Result<(), WriteError> {
+        if !self.holds(doc) {
+            return Ok(());
+        }
         self.check_hashable(doc)?;
-        if !self.unique {
+        if !self.options.unique {
             return Ok(());
         }
         for k in self.keys_of(doc).0 {
@@ -406,19 +444,22 @@ impl Collection {
     }
 
     /// Builds an index over the existing documents; a duplicate under a
-    /// unique index fails and leaves the collection unchanged.
+    /// unique index, or a partial filter that does not parse, fails and
+    /// leaves the collection unchanged.
     pub fn create_index(
         &mut self,
         name: String,
         key: Vec<(String, i32)>,
-        unique: bool,
+        options: IndexOptions,
         spec: Document,
     ) -> Result<(), WriteError> {
+        let partial = options.partial.as_ref().map(Filter::parse).transpose()?;
         let mut ix = Index {
             name,
             key,
-            unique,
+            options,
             spec,
+            partial,
             multikey: false,
             entries: BTreeMap::new(),
         };
@@ -600,7 +641,12 @@ impl Collection {
             };
         }
         let mut best: Option<(i32, Plan)> = None;
-        for (i, ix) in self.indexes.iter().enumerate() {
+        for (i, ix) in self
+            .indexes
+            .iter()
+            .enumerate()
+            .filter(|(_, ix)| ix.complete())
+        {
             let dir = sort.and_then(|s| ix.sort_direction(s));
             let Some(ivs) = filter.intervals(&ix.key[0].0) else {
                 continue;
@@ -613,7 +659,7 @@ impl Collection {
             };
             let single = ivs.len() == 1;
             let score = 2 * i32::from(points)
-                + i32::from(ix.unique)
+                + i32::from(ix.options.unique)
                 + 2 * i32::from(single && dir.is_some());
             if best.as_ref().is_none_or(|(s, _)| score > *s) {
                 let sorted = single && dir.is_some();
@@ -638,7 +684,12 @@ impl Collection {
             };
         }
         if let Some(s) = sort {
-            for (i, ix) in self.indexes.iter().enumerate() {
+            for (i, ix) in self
+                .indexes
+                .iter()
+                .enumerate()
+                .filter(|(_, ix)| ix.complete())
+            {
                 if let Some(rev) = ix.sort_direction(s) {
                     return Plan {
                         sorted: true,

@@ -4,22 +4,34 @@ use super::*;
 
 fn coll() -> Collection {
     let mut c = Collection::new("d.c".into());
-    c.create_index("k_1".into(), vec![("k".into(), 1)], false, doc! {})
-        .unwrap();
     c.create_index(
-        "a_1_b_1".into(),
-        vec![("a".into(), 1), ("b".into(), 1)],
-        false,
+        "k_1".into(),
+        vec![("k".into(), 1)],
+        IndexOptions::default(),
         doc! {},
     )
     .unwrap();
-    c.create_index("u_1".into(), vec![("u".into(), 1)], true, doc! {})
+    c.create_index(
+        "a_1_b_1".into(),
+        vec![("a".into(), 1), ("b".into(), 1)],
+        IndexOptions::default(),
+        doc! {},
+    )
+    .unwrap();
+    c.create_index("u_1".into(), vec![("u".into(), 1)], unique(), doc! {})
         .unwrap();
     for i in 0..100 {
         c.insert(doc! {"_id": i, "k": i % 10, "a": i % 3, "b": i, "u": i, "tags": [i % 2, 7]})
             .unwrap();
     }
     c
+}
+
+fn unique() -> IndexOptions {
+    IndexOptions {
+        unique: true,
+        ..IndexOptions::default()
+    }
 }
 
 fn f(d: Document) -> Filter {
@@ -163,7 +175,7 @@ fn a_hashed_index_finds_equalities_only_and_refuses_arrays() {
     c.create_index(
         "h_hashed".into(),
         vec![("h".into(), HASHED)],
-        false,
+        IndexOptions::default(),
         doc! {},
     )
     .unwrap();
@@ -205,8 +217,13 @@ fn an_index_on_a_path_through_an_array_of_documents_holds_every_value_reached() 
     // Built over documents already there, and kept on inserts after.
     c.insert(doc! {"_id": 1, "a": [{"b": 1}, {"b": 2}]})
         .unwrap();
-    c.create_index("a.b_1".into(), vec![("a.b".into(), 1)], false, doc! {})
-        .unwrap();
+    c.create_index(
+        "a.b_1".into(),
+        vec![("a.b".into(), 1)],
+        IndexOptions::default(),
+        doc! {},
+    )
+    .unwrap();
     c.insert(doc! {"_id": 2, "a": {"b": 3}}).unwrap();
     c.insert(doc! {"_id": 3, "a": [{"b": [4, 5]}, {"c": 6}]})
         .unwrap();
@@ -236,7 +253,7 @@ fn an_index_on_a_path_through_an_array_of_documents_holds_every_value_reached() 
 #[test]
 fn a_unique_index_on_a_path_through_an_array_compares_each_value() {
     let mut c = Collection::new("d.c".into());
-    c.create_index("a.b_1".into(), vec![("a.b".into(), 1)], true, doc! {})
+    c.create_index("a.b_1".into(), vec![("a.b".into(), 1)], unique(), doc! {})
         .unwrap();
     c.insert(doc! {"_id": 1, "a": [{"b": 1}, {"b": 2}]})
         .unwrap();
@@ -260,7 +277,7 @@ fn a_unique_index_on_a_path_through_an_array_compares_each_value() {
     d.insert(doc! {"_id": 2, "x": [{"y": 2}, {"y": 1}]})
         .unwrap();
     let e = d
-        .create_index("x.y_1".into(), vec![("x.y".into(), 1)], true, doc! {})
+        .create_index("x.y_1".into(), vec![("x.y".into(), 1)], unique(), doc! {})
         .unwrap_err();
     assert_eq!(e.code, 11000);
     assert!(d.indexes.is_empty());
@@ -272,7 +289,7 @@ fn a_hashed_index_refuses_an_array_anywhere_on_its_path() {
     c.create_index(
         "a.b_hashed".into(),
         vec![("a.b".into(), HASHED)],
-        false,
+        IndexOptions::default(),
         doc! {},
     )
     .unwrap();
@@ -286,4 +303,101 @@ fn a_hashed_index_refuses_an_array_anywhere_on_its_path() {
     );
     c.insert(doc! {"_id": 2, "a": {"b": 1}}).unwrap();
     assert_eq!(ids(c.select(&f(doc! {"a.b": 1}), None, 0, None)), vec![2]);
+}
+
+#[test]
+fn a_sparse_unique_index_leaves_out_documents_missing_its_fields() {
+    let mut c = Collection::new("d.c".into());
+    let sparse = IndexOptions {
+        unique: true,
+        sparse: true,
+        partial: None,
+    };
+    c.create_index("a_1".into(), vec![("a".into(), 1)], sparse, doc! {})
+        .unwrap();
+    c.insert(doc! {"_id": 1}).unwrap();
+    c.insert(doc! {"_id": 2, "b": 1}).unwrap();
+    c.insert(doc! {"_id": 3, "a": 1}).unwrap();
+    assert_eq!(c.insert(doc! {"_id": 4, "a": 1}).unwrap_err().code, 11000);
+    // A null is a value: it is indexed, and unique.
+    c.insert(doc! {"_id": 5, "a": null}).unwrap();
+    assert_eq!(
+        c.insert(doc! {"_id": 6, "a": null}).unwrap_err().code,
+        11000
+    );
+    // A document that loses the field leaves the index.
+    c.replace(&Key(Bson::Int32(3)), doc! {"_id": 3}).unwrap();
+    c.insert(doc! {"_id": 7, "a": 1}).unwrap();
+    // A compound sparse index holds a document with any of its fields.
+    let mut d = Collection::new("d.d".into());
+    let sparse = IndexOptions {
+        unique: true,
+        sparse: true,
+        partial: None,
+    };
+    d.create_index(
+        "a_1_b_1".into(),
+        vec![("a".into(), 1), ("b".into(), 1)],
+        sparse,
+        doc! {},
+    )
+    .unwrap();
+    d.insert(doc! {"_id": 1}).unwrap();
+    d.insert(doc! {"_id": 2}).unwrap();
+    d.insert(doc! {"_id": 3, "b": 1}).unwrap();
+    assert_eq!(d.insert(doc! {"_id": 4, "b": 1}).unwrap_err().code, 11000);
+    // The index cannot answer a query: it misses documents without `a`.
+    let null = f(doc! {"a": null});
+    assert_eq!(c.explain(&null, None), "COLLSCAN");
+    assert_eq!(ids(c.select(&null, None, 0, None)), vec![1, 2, 3, 5]);
+    assert_eq!(c.explain(&f(doc! {"a": 1}), None), "COLLSCAN");
+    assert_eq!(c.explain(&f(doc! {}), Some(&s(doc! {"a": 1}))), "COLLSCAN");
+}
+
+#[test]
+fn a_partial_unique_index_leaves_out_documents_outside_its_filter() {
+    let mut c = Collection::new("d.c".into());
+    let partial = IndexOptions {
+        unique: true,
+        sparse: false,
+        partial: Some(doc! {"live": true}),
+    };
+    c.create_index("e_1".into(), vec![("e".into(), 1)], partial, doc! {})
+        .unwrap();
+    c.insert(doc! {"_id": 1, "e": "x", "live": true}).unwrap();
+    // Outside the filter: no clash, with each other or with _id 1.
+    c.insert(doc! {"_id": 2, "e": "x", "live": false}).unwrap();
+    c.insert(doc! {"_id": 3, "e": "x"}).unwrap();
+    let e = c
+        .insert(doc! {"_id": 4, "e": "x", "live": true})
+        .unwrap_err();
+    assert_eq!(e.code, 11000);
+    // A document moving into the filter is checked, and refused.
+    let e = c
+        .replace(
+            &Key(Bson::Int32(2)),
+            doc! {"_id": 2, "e": "x", "live": true},
+        )
+        .unwrap_err();
+    assert_eq!(e.code, 11000);
+    // Leaving it frees the key.
+    c.replace(&Key(Bson::Int32(1)), doc! {"_id": 1, "e": "x"})
+        .unwrap();
+    c.insert(doc! {"_id": 4, "e": "x", "live": true}).unwrap();
+    // Never planned with: a query on `e` must see every document.
+    let x = f(doc! {"e": "x"});
+    assert_eq!(c.explain(&x, None), "COLLSCAN");
+    assert_eq!(ids(c.select(&x, None, 0, None)), vec![1, 2, 3, 4]);
+    // A filter that does not parse builds no index.
+    let bad = IndexOptions {
+        partial: Some(doc! {"a": {"$foo": 1}}),
+        ..IndexOptions::default()
+    };
+    assert_eq!(
+        c.create_index("a_1".into(), vec![("a".into(), 1)], bad, doc! {})
+            .unwrap_err()
+            .code,
+        2
+    );
+    assert_eq!(c.indexes.len(), 1);
 }

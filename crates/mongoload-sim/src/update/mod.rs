@@ -49,7 +49,8 @@ fn unknown_modifier(name: &str) -> QueryError {
     ))
 }
 
-fn type_name(v: &Bson) -> &'static str {
+/// A value's BSON type as MongoDB names it in messages (`int`, `object`, ...).
+pub(crate) fn type_name(v: &Bson) -> &'static str {
     match v {
         Bson::Double(_) => "double",
         Bson::String(_) => "string",
