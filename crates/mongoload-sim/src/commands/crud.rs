@@ -217,6 +217,67 @@ pub(super) fn update_one_statement(
     Ok(out)
 }
 
+/// A delete statement's `limit` as MongoDB reads it: as a double, 0 for
+/// a value that is not a number (so `limit: "x"` deletes every match).
+fn delete_limit(v: &Bson) -> f64 {
+    crate::query::number_as_f64(v).unwrap_or(0.0)
+}
+
+/// Checks the statements of an `update` or `delete` command as MongoDB's
+/// command parser does, before any of them runs: each needs `q` (a
+/// document, else 14 TypeMismatch) and `u` (an update) or `limit` (a
+/// delete; 0 or 1, else 9 FailedToParse); a missing one answers 40414.
+/// The whole command fails, not the statement.
+pub(crate) fn check_write_statements(cmd: &Document) -> Result<(), CmdError> {
+    let (name, list, second) = match command_name(cmd) {
+        "update" => ("update", "updates", "u"),
+        "delete" => ("delete", "deletes", "limit"),
+        _ => return Ok(()),
+    };
+    let Ok(statements) = cmd.get_array(list) else {
+        return Ok(());
+    };
+    for st in statements.iter().filter_map(Bson::as_document) {
+        match st.get("q") {
+            None => {
+                return Err(CmdError::new(
+                    40414,
+                    "IDLFailedToParse",
+                    format!("BSON field '{name}.{list}.q' is missing but a required field"),
+                ))
+            }
+            Some(Bson::Document(_)) => {}
+            Some(other) => {
+                return Err(CmdError::type_mismatch(format!(
+                    "BSON field '{name}.{list}.q' is the wrong type '{}', expected type 'object'",
+                    type_name(other)
+                )))
+            }
+        }
+        match st.get(second) {
+            None => {
+                return Err(CmdError::new(
+                    40414,
+                    "IDLFailedToParse",
+                    format!("BSON field '{name}.{list}.{second}' is missing but a required field"),
+                ))
+            }
+            Some(limit) if name == "delete" => {
+                let limit = delete_limit(limit);
+                if limit != 0.0 && limit != 1.0 {
+                    return Err(CmdError::new(
+                        9,
+                        "FailedToParse",
+                        format!("The limit field in delete objects must be 0 or 1. Got {limit}"),
+                    ));
+                }
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn update(shared: &Shared, db: &str, cmd: &Document) -> CmdResult {
     let coll = coll_name(cmd, "update")?;
     let ordered = cmd.get_bool("ordered").unwrap_or(true);
@@ -224,26 +285,17 @@ pub(super) fn update(shared: &Shared, db: &str, cmd: &Document) -> CmdResult {
     if statements.len() > MAX_WRITE_BATCH {
         return Err(CmdError::new(16, "InvalidLength", "Write batch too large"));
     }
+    check_write_statements(cmd)?;
     let (c, _) = shared.store.collection_or_create(db, coll);
     let mut c = wlock(&c);
     let (mut n, mut modified) = (0i32, 0i32);
     let mut upserted = Vec::new();
     let mut errors = Vec::new();
     for (i, st) in statements.iter().enumerate() {
-        let empty = Document::new();
         let result = (|| {
-            let q = match st.get("q") {
-                Some(Bson::Document(q)) => q,
-                None => &empty,
-                Some(_) => {
-                    return Err(QueryError {
-                        code: 14,
-                        code_name: "TypeMismatch",
-                        message: "'q' must be an object".into(),
-                    }
-                    .into())
-                }
-            };
+            // check_write_statements saw both.
+            let empty = Document::new();
+            let q = st.get_document("q").unwrap_or(&empty);
             let u = update_doc(st.get("u").unwrap_or(&Bson::Null))?;
             let update = Update::parse(u)?;
             let multi = opt_bool(st, "multi");
@@ -301,28 +353,19 @@ pub(super) fn delete(shared: &Shared, db: &str, cmd: &Document) -> CmdResult {
     let coll = coll_name(cmd, "delete")?;
     let ordered = cmd.get_bool("ordered").unwrap_or(true);
     let statements = docs_array(cmd, "deletes")?;
+    check_write_statements(cmd)?;
     let mut n = 0i32;
     let mut errors = Vec::new();
     if let Some(c) = shared.store.collection(db, coll) {
         let mut c = wlock(&c);
         for (i, st) in statements.iter().enumerate() {
             let result = (|| -> Result<i32, WriteError> {
+                // check_write_statements saw both.
                 let empty = Document::new();
-                let q = match st.get("q") {
-                    Some(Bson::Document(q)) => q,
-                    _ => &empty,
-                };
-                let limit = st.get("limit").and_then(as_i64).unwrap_or(0);
-                if limit != 0 && limit != 1 {
-                    return Err(QueryError {
-                        code: 9,
-                        code_name: "FailedToParse",
-                        message: "The limit field in delete objects must be 0 or 1".into(),
-                    }
-                    .into());
-                }
+                let q = st.get_document("q").unwrap_or(&empty);
+                let one = st.get("limit").map(delete_limit) == Some(1.0);
                 let filter = Filter::parse(q)?;
-                let ids = ids_of(&c.select(&filter, None, 0, (limit == 1).then_some(1)));
+                let ids = ids_of(&c.select(&filter, None, 0, one.then_some(1)));
                 Ok(ids.iter().filter(|id| c.remove(id).is_some()).count() as i32)
             })();
             match result {

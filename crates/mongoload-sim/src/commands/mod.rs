@@ -11,6 +11,8 @@ use bson::{doc, Document};
 mod args;
 /// Argument readers the sharded router shares.
 pub(crate) use args::{as_i64, coll_name};
+/// The router checks write statements before it routes them.
+pub(crate) use crud::check_write_statements;
 mod catalog;
 mod crud;
 pub(crate) mod explain;

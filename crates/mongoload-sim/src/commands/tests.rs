@@ -167,3 +167,75 @@ fn sparse_and_partial_indexes_keep_their_options_and_leave_documents_out() {
     );
     assert_eq!(reply.get_i32("code"), Ok(2), "{reply}");
 }
+
+fn count(s: &Shared, coll: &str) -> i64 {
+    let reply = run(s, doc! { "count": coll });
+    reply.get_i64("n").unwrap()
+}
+
+#[test]
+fn a_write_statement_without_q_refuses_the_whole_command() {
+    let s = shared();
+    insert(&s, "c", (0..3).map(|i| doc! { "_id": i, "x": i }).collect());
+    let refused = |cmd: Document, code: i32, errmsg: &str| {
+        let reply = run(&s, cmd.clone());
+        assert_eq!(reply.get_f64("ok"), Ok(0.0), "{cmd} -> {reply}");
+        assert_eq!(reply.get_i32("code"), Ok(code), "{cmd} -> {reply}");
+        assert_eq!(reply.get_str("errmsg"), Ok(errmsg), "{cmd} -> {reply}");
+    };
+    refused(
+        doc! { "delete": "c", "deletes": [{ "limit": 0 }] },
+        40414,
+        "BSON field 'delete.deletes.q' is missing but a required field",
+    );
+    refused(
+        doc! { "delete": "c", "deletes": [{ "q": {} }] },
+        40414,
+        "BSON field 'delete.deletes.limit' is missing but a required field",
+    );
+    refused(
+        doc! { "delete": "c", "deletes": [{ "q": 5, "limit": 0 }] },
+        14,
+        "BSON field 'delete.deletes.q' is the wrong type 'int', expected type 'object'",
+    );
+    refused(
+        doc! { "delete": "c", "deletes": [{ "q": {}, "limit": 0.5 }] },
+        9,
+        "The limit field in delete objects must be 0 or 1. Got 0.5",
+    );
+    // A good statement before a bad one does not run either.
+    refused(
+        doc! { "delete": "c", "deletes": [{ "q": { "_id": 0 }, "limit": 1 }, { "limit": 0 }] },
+        40414,
+        "BSON field 'delete.deletes.q' is missing but a required field",
+    );
+    assert_eq!(count(&s, "c"), 3);
+    refused(
+        doc! { "update": "c", "updates": [{ "u": { "$set": { "x": 9 } }, "multi": true }] },
+        40414,
+        "BSON field 'update.updates.q' is missing but a required field",
+    );
+    refused(
+        doc! { "update": "c", "updates": [{ "q": {} }] },
+        40414,
+        "BSON field 'update.updates.u' is missing but a required field",
+    );
+    refused(
+        doc! { "update": "c", "updates": [{ "q": [], "u": { "$set": { "x": 9 } } }] },
+        14,
+        "BSON field 'update.updates.q' is the wrong type 'array', expected type 'object'",
+    );
+    let unchanged = run(&s, doc! { "count": "c", "query": { "x": 9 } });
+    assert_eq!(unchanged.get_i64("n"), Ok(0));
+    // With every field, both run.
+    let reply = run(
+        &s,
+        doc! { "delete": "c", "deletes": [{ "q": { "x": { "$gte": 1 } }, "limit": 1 }] },
+    );
+    assert_eq!(reply.get_i32("n"), Ok(1), "{reply}");
+    let reply = run(
+        &s,
+        doc! { "delete": "c", "deletes": [{ "q": {}, "limit": 0 }] },
+    );
+    assert_eq!(reply.get_i32("n"), Ok(2), "{reply}");
+}

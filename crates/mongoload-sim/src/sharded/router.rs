@@ -1050,6 +1050,9 @@ impl Cluster {
         let name = if update { "update" } else { "delete" };
         let list = if update { "updates" } else { "deletes" };
         let coll = coll_name(cmd, name)?;
+        // As mongos parses the command: a statement without `q` is refused
+        // whole, never routed with an empty filter.
+        commands::check_write_statements(cmd)?;
         let ns = format!("{db}.{coll}");
         let (_gate, route) = self.route(&ns).await;
         let c = match route {
