@@ -46,15 +46,44 @@ pub(super) fn list_collections(shared: &Shared, db: &str, cmd: &Document) -> Cmd
     Ok(cursor_reply(&ns, batch, id, true))
 }
 
+/// Fields of a `create` command that are not options of the collection.
+const CREATE_GENERIC_FIELDS: &[&str] = &[
+    "create",
+    "lsid",
+    "txnNumber",
+    "autocommit",
+    "startTransaction",
+    "writeConcern",
+    "readConcern",
+    "comment",
+    "maxTimeMS",
+    "apiVersion",
+    "apiStrict",
+    "apiDeprecationErrors",
+];
+
+/// Whether a `create` asks for a plain collection: no collection option
+/// beside the default `capped: false`.
+fn plain_create(cmd: &Document) -> bool {
+    cmd.iter().all(|(k, v)| {
+        k.starts_with('$')
+            || CREATE_GENERIC_FIELDS.contains(&k.as_str())
+            || (k == "capped" && !opt_bool(cmd, "capped") && !matches!(v, Bson::Document(_)))
+    })
+}
+
 pub(super) fn create(shared: &Shared, db: &str, cmd: &Document) -> CmdResult {
     let coll = coll_name(cmd, "create")?;
-    if shared.store.create(db, coll) {
+    // Every collection is a plain one (options are ignored), so an
+    // existing one has the same options as a plain create, which MongoDB
+    // 7.0 answers ok; any option differs from them.
+    if shared.store.create(db, coll) || plain_create(cmd) {
         Ok(doc! { "ok": 1.0 })
     } else {
         Err(CmdError::new(
             48,
             "NamespaceExists",
-            format!("Collection {db}.{coll} already exists."),
+            format!("namespace {db}.{coll} already exists, but with different options: {{}}"),
         ))
     }
 }

@@ -239,3 +239,28 @@ fn a_write_statement_without_q_refuses_the_whole_command() {
     );
     assert_eq!(reply.get_i32("n"), Ok(2), "{reply}");
 }
+
+#[test]
+fn create_of_an_existing_collection_is_ok_unless_it_asks_for_options() {
+    let s = shared();
+    let plain = doc! { "create": "c", "writeConcern": { "w": 1 }, "lsid": { "id": 1 } };
+    assert!(ok(&run(&s, plain.clone())));
+    insert(&s, "c", vec![doc! { "_id": 1 }]);
+    // The same plain create again: ok, and the documents stay.
+    let again = run(&s, plain);
+    assert!(ok(&again), "{again}");
+    assert!(ok(&run(&s, doc! { "create": "c", "capped": false })));
+    assert_eq!(count(&s, "c"), 1);
+    // Options a plain collection does not have differ from its own.
+    for options in [
+        doc! { "capped": true, "size": 4096 },
+        doc! { "validator": { "a": { "$exists": true } } },
+        doc! { "viewOn": "d", "pipeline": [] },
+    ] {
+        let mut cmd = doc! { "create": "c" };
+        cmd.extend(options);
+        let reply = run(&s, cmd.clone());
+        assert_eq!(reply.get_i32("code"), Ok(48), "{cmd} -> {reply}");
+        assert_eq!(reply.get_str("codeName"), Ok("NamespaceExists"));
+    }
+}

@@ -394,3 +394,53 @@ impl Sharded {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use bson::doc;
+
+    use super::link::ShardLink;
+    use super::*;
+
+    #[tokio::test]
+    async fn shard_collection_creates_the_collection_on_every_shard_where_it_exists_already() {
+        let sim = crate::start_sharded(
+            SimConfig {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                ..SimConfig::default()
+            },
+            ShardedConfig::new(2, 1, 1),
+        )
+        .await
+        .unwrap();
+        let router = ShardLink::new(vec![sim.addr()]);
+        let run = |cmd: Document| {
+            let router = &router;
+            async move {
+                let reply = router.run(&cmd).await;
+                assert_eq!(reply.get_f64("ok"), Ok(1.0), "{cmd} -> {reply}");
+                reply
+            }
+        };
+        // The collection is on its primary shard before it is sharded.
+        run(doc! { "insert": "c", "documents": [{ "_id": 1 }, { "_id": 2 }], "$db": "d" }).await;
+        run(doc! { "create": "c", "$db": "d" }).await;
+        run(doc! { "shardCollection": "d.c", "key": { "_id": 1 }, "$db": "admin" }).await;
+        assert_eq!(sim.sharded().unwrap().collections(), vec!["d.c".to_owned()]);
+        for i in 0..2 {
+            let shard = ShardLink::new(vec![sim.sharded().unwrap().shard(i).addr()]);
+            let reply = shard
+                .run(&doc! { "listCollections": 1, "nameOnly": true, "$db": "d" })
+                .await;
+            let names = reply
+                .get_document("cursor")
+                .unwrap()
+                .get_array("firstBatch")
+                .unwrap();
+            assert_eq!(names.len(), 1, "shard {i}: {reply}");
+        }
+        let n = run(doc! { "count": "c", "$db": "d" }).await;
+        assert_eq!(n.get_i32("n"), Ok(2), "{n}");
+        sim.shutdown().await;
+    }
+}

@@ -438,11 +438,12 @@ impl Cluster {
         }
         // The collection on every shard, as MongoDB creates it on each
         // shard that receives a chunk (so each answers `$collStats`).
+        // A plain create answers ok where the collection exists already
+        // (the primary shard, a shard that had a chunk), as MongoDB 7.0.
         let create = doc! { "create": coll, "$db": cdb };
         let n = self.links.len();
         for r in self.scatter(&(0..n).collect::<Vec<_>>(), &create).await {
-            // 48 NamespaceExists: the primary shard already has it.
-            if !ok(&r) && num(&r, "code") != Some(48) {
+            if !ok(&r) {
                 return Err(reply_error(&r));
             }
         }
