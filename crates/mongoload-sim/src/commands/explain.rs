@@ -2,8 +2,9 @@
 //! server: MongoDB 7.0's `queryPlanner` section (verbosity
 //! `queryPlanner`; the others answer the same, without execution
 //! statistics) with the plan the store runs: `COLLSCAN`, `IDHACK`, or an
-//! `IXSCAN` under a `FETCH`. A router's explain ([`crate::sharded`]) puts
-//! each targeted shard's answer under `SINGLE_SHARD` or `SHARD_MERGE`.
+//! `IXSCAN` under a `FETCH`. An `aggregate` with `explain: true` gets the
+//! same reply. A router's explain ([`crate::sharded`]) puts each targeted
+//! shard's answer under `SINGLE_SHARD` or `SHARD_MERGE`.
 
 use bson::{doc, Bson, Document};
 
@@ -116,6 +117,25 @@ pub fn explain(shared: &Shared, db: &str, cmd: &Document) -> Result<Document, Cm
     let inner = cmd
         .get_document("explain")
         .map_err(|_| CmdError::new(14, "TypeMismatch", "explain takes a command document"))?;
+    explain_reply(shared, db, inner)
+}
+
+/// The command an `aggregate` with `explain: true` explains: the
+/// aggregate itself, without `explain` and the fields a driver adds to
+/// every command (`lsid`, `$clusterTime`, ...).
+pub fn explained_aggregate(cmd: &Document) -> Document {
+    cmd.iter()
+        .filter(|(k, _)| {
+            !k.starts_with('$') && !matches!(k.as_str(), "explain" | "lsid" | "txnNumber")
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// The reply to `explain` of `inner` (a find, aggregate, count or
+/// distinct) on this server; an `aggregate` with `explain: true` gets the
+/// same.
+pub fn explain_reply(shared: &Shared, db: &str, inner: &Document) -> Result<Document, CmdError> {
     let (coll, filter, sort) = query_of(inner)?;
     let planner = query_planner(shared, db, &coll, &filter, &sort)?;
     let mut command = inner.clone();

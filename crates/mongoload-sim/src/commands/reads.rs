@@ -30,6 +30,10 @@ pub(super) fn aggregate(shared: &Shared, db: &str, cmd: &Document) -> CmdResult 
     }
     let stages = docs_array(cmd, "pipeline")?;
     let pipeline = Pipeline::parse(&stages)?;
+    // A plan, not results: what `explain` of this aggregate answers.
+    if opt_bool(cmd, "explain") {
+        return explain::explain_reply(shared, db, &explain::explained_aggregate(cmd));
+    }
     let ns = format!("{db}.{coll}");
     if let Some(spec) = pipeline.coll_stats() {
         let stats = match shared.store.collection(db, coll) {

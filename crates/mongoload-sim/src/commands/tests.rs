@@ -264,3 +264,58 @@ fn create_of_an_existing_collection_is_ok_unless_it_asks_for_options() {
         assert_eq!(reply.get_str("codeName"), Ok("NamespaceExists"));
     }
 }
+
+#[test]
+fn aggregate_with_explain_answers_the_plan_explain_gives() {
+    let s = shared();
+    insert(
+        &s,
+        "c",
+        (0..10).map(|i| doc! { "_id": i, "a": i % 3 }).collect(),
+    );
+    let reply = run(
+        &s,
+        doc! { "createIndexes": "c", "indexes": [{ "key": { "a": 1 }, "name": "a_1" }] },
+    );
+    assert!(ok(&reply), "{reply}");
+    let pipeline = vec![
+        doc! { "$match": { "a": 1 } },
+        doc! { "$group": { "_id": null, "n": { "$sum": 1 } } },
+    ];
+    let reply = run(
+        &s,
+        doc! { "aggregate": "c", "pipeline": pipeline.clone(), "explain": true, "lsid": { "id": 1 } },
+    );
+    assert!(ok(&reply), "{reply}");
+    // A plan, not the pipeline's results.
+    assert!(!reply.contains_key("cursor"), "{reply}");
+    let explained = run(
+        &s,
+        doc! { "explain": { "aggregate": "c", "pipeline": pipeline.clone() } },
+    );
+    assert_eq!(reply, explained);
+    let plan = reply
+        .get_document("queryPlanner")
+        .and_then(|p| p.get_document("winningPlan"))
+        .unwrap();
+    assert_eq!(
+        plan.get_document("inputStage")
+            .and_then(|s| s.get_str("indexName")),
+        Ok("a_1"),
+        "{reply}"
+    );
+    // With a cursor too; an unknown stage is still refused.
+    let with_cursor = run(
+        &s,
+        doc! { "aggregate": "c", "pipeline": pipeline, "cursor": {}, "explain": true },
+    );
+    assert_eq!(
+        with_cursor.get_document("queryPlanner"),
+        reply.get_document("queryPlanner")
+    );
+    let bad = run(
+        &s,
+        doc! { "aggregate": "c", "pipeline": [{ "$nope": {} }], "explain": true },
+    );
+    assert_eq!(bad.get_i32("code"), Ok(40324), "{bad}");
+}

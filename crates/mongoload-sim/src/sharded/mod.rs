@@ -443,4 +443,41 @@ mod tests {
         assert_eq!(n.get_i32("n"), Ok(2), "{n}");
         sim.shutdown().await;
     }
+
+    #[tokio::test]
+    async fn aggregate_with_explain_through_a_router_answers_the_routers_plan() {
+        let sim = crate::start_sharded(
+            SimConfig {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                ..SimConfig::default()
+            },
+            ShardedConfig::new(2, 1, 1),
+        )
+        .await
+        .unwrap();
+        let router = ShardLink::new(vec![sim.addr()]);
+        let reply = router
+            .run(&doc! { "insert": "c", "documents": [{ "_id": 1 }], "$db": "d" })
+            .await;
+        assert_eq!(reply.get_f64("ok"), Ok(1.0), "{reply}");
+        let pipeline = vec![doc! { "$match": { "_id": 1 } }];
+        let reply = router
+            .run(&doc! { "aggregate": "c", "pipeline": pipeline.clone(), "explain": true, "$db": "d" })
+            .await;
+        assert_eq!(reply.get_f64("ok"), Ok(1.0), "{reply}");
+        assert!(!reply.contains_key("cursor"), "{reply}");
+        let explained = router
+            .run(&doc! { "explain": { "aggregate": "c", "pipeline": pipeline }, "$db": "d" })
+            .await;
+        assert_eq!(
+            reply.get_document("queryPlanner"),
+            explained.get_document("queryPlanner")
+        );
+        let stage = reply
+            .get_document("queryPlanner")
+            .and_then(|p| p.get_document("winningPlan"))
+            .and_then(|p| p.get_str("stage"));
+        assert_eq!(stage, Ok("SINGLE_SHARD"), "{reply}");
+        sim.shutdown().await;
+    }
 }

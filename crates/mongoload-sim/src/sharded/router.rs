@@ -861,17 +861,17 @@ impl Cluster {
             .ok()
             .and_then(|c| num(c, "batchSize"))
             .map(|b| b.max(0) as usize);
-        let explain = cmd.get_bool("explain") == Ok(true);
-        if explain {
-            let primary = lock(&self.catalog).primary_of(db);
-            return Ok(self.links[primary].run(&forwarded(cmd, 0)).await);
+        // Parse the whole pipeline first: an unknown stage is refused here.
+        Pipeline::parse(&stages)?;
+        // A plan, not results: what `explain` of this aggregate answers.
+        if cmd.get_bool("explain") == Ok(true) {
+            let inner = commands::explain::explained_aggregate(cmd);
+            return self.explain(db, &doc! { "explain": inner }).await;
         }
         let collstats = stages
             .first()
             .is_some_and(|s| command_name(s) == "$collStats");
         let (lead, rest) = merge::split_pipeline(&stages);
-        // Parse the whole pipeline first: an unknown stage is refused here.
-        Pipeline::parse(&stages)?;
         let docs = if db == "config" && CONFIG_COLLECTIONS.contains(&coll) {
             Pipeline::parse(&stages)?.run(self.config_docs(coll).into_iter())?
         } else {
