@@ -20,7 +20,8 @@ enum OpKind {
     Max(Bson),
     Push(Vec<Bson>),
     AddToSet(Vec<Bson>),
-    CurrentDate,
+    /// The current time: a Timestamp when true, else a Date.
+    CurrentDate(bool),
 }
 
 #[derive(Debug, Clone)]
@@ -73,6 +74,71 @@ pub(crate) fn type_name(v: &Bson) -> &'static str {
         Bson::MaxKey => "maxKey",
         Bson::MinKey => "minKey",
         Bson::DbPointer(_) => "dbPointer",
+    }
+}
+
+/// What `$currentDate` sets a field to, as MongoDB reads its argument:
+/// `true`/`false` or `{$type: "date"}` a Date, `{$type: "timestamp"}` a
+/// Timestamp (true); anything else is refused with 2 BadValue.
+fn current_date_is_timestamp(v: &Bson) -> Result<bool, QueryError> {
+    match v {
+        Bson::Boolean(_) => Ok(false),
+        Bson::Document(d) => {
+            let mut timestamp = None;
+            for (k, t) in d {
+                if k != "$type" {
+                    return Err(QueryError::bad_value(format!(
+                        "Unrecognized $currentDate option: {k}"
+                    )));
+                }
+                match t.as_str() {
+                    Some("date") => timestamp = Some(false),
+                    Some("timestamp") => timestamp = Some(true),
+                    _ => {}
+                }
+            }
+            timestamp.ok_or_else(|| {
+                QueryError::bad_value(
+                    "The '$type' string field is required to be 'date' or 'timestamp': \
+                     {$currentDate: {field : {$type: 'date'}}}",
+                )
+            })
+        }
+        other => Err(QueryError::bad_value(format!(
+            "{} is not valid type for $currentDate. Please use a boolean ('true') or a $type \
+             expression ({{$type: 'timestamp/date'}}).",
+            type_name(other)
+        ))),
+    }
+}
+
+/// A Timestamp of the current second, its increment counting the ones
+/// given out in that second: each later than the one before, as MongoDB's
+/// logical clock gives them.
+fn next_timestamp() -> bson::Timestamp {
+    use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+        .min(u64::from(u32::MAX));
+    let now = (secs << 32) | 1;
+    let mut last = LAST.load(AtomicOrdering::Relaxed);
+    let next = loop {
+        let next = now.max(last + 1);
+        match LAST.compare_exchange_weak(
+            last,
+            next,
+            AtomicOrdering::Relaxed,
+            AtomicOrdering::Relaxed,
+        ) {
+            Ok(_) => break next,
+            Err(seen) => last = seen,
+        }
+    };
+    bson::Timestamp {
+        time: (next >> 32) as u32,
+        increment: next as u32,
     }
 }
 
@@ -157,7 +223,7 @@ impl Update {
                     "$max" => OpKind::Max(v.clone()),
                     "$push" => OpKind::Push(each_values(v)?),
                     "$addToSet" => OpKind::AddToSet(each_values(v)?),
-                    "$currentDate" => OpKind::CurrentDate,
+                    "$currentDate" => OpKind::CurrentDate(current_date_is_timestamp(v)?),
                     other => return Err(unknown_modifier(other)),
                 };
                 ops.push(Op {
@@ -563,7 +629,8 @@ fn apply_op(doc: &mut Document, op: &Op, id: Option<&Bson>) -> Result<bool, Quer
             }
             Bson::Array(arr)
         }
-        OpKind::CurrentDate => Bson::DateTime(bson::DateTime::now()),
+        OpKind::CurrentDate(false) => Bson::DateTime(bson::DateTime::now()),
+        OpKind::CurrentDate(true) => Bson::Timestamp(next_timestamp()),
     };
     put(&mut parent, last, new)?;
     Ok(true)

@@ -243,3 +243,53 @@ fn upsert_seed_takes_equalities() {
     assert!(upd(doc! {"$inc": {"n": 1}}).apply(&mut d, true).unwrap());
     assert_eq!(d, doc! {"_id": 3, "n": 1});
 }
+
+#[test]
+fn current_date_sets_a_date_or_a_timestamp_as_asked() {
+    let (changed, d) = run(
+        doc! {"$currentDate": {"d": true, "e": {"$type": "date"}, "t": {"$type": "timestamp"}}},
+        doc! {"_id": 1},
+    );
+    assert!(changed);
+    assert!(matches!(d.get("d"), Some(Bson::DateTime(_))), "{d}");
+    assert!(matches!(d.get("e"), Some(Bson::DateTime(_))), "{d}");
+    let Some(Bson::Timestamp(t)) = d.get("t") else {
+        panic!("not a Timestamp: {d}");
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as u32;
+    assert!(t.time.abs_diff(now) <= 1, "{t:?}");
+    // Each later than the one before.
+    let (_, d2) = run(
+        doc! {"$currentDate": {"t": {"$type": "timestamp"}}},
+        doc! {"_id": 1},
+    );
+    let Some(Bson::Timestamp(t2)) = d2.get("t") else {
+        panic!("not a Timestamp: {d2}");
+    };
+    assert!((t2.time, t2.increment) > (t.time, t.increment));
+    // Anything else is refused, as MongoDB refuses it.
+    let e = err(doc! {"$currentDate": {"t": 1}}, doc! {"_id": 1});
+    assert_eq!(e.code, 2);
+    assert_eq!(
+        e.message,
+        "int is not valid type for $currentDate. Please use a boolean ('true') or a $type \
+         expression ({$type: 'timestamp/date'})."
+    );
+    let e = err(
+        doc! {"$currentDate": {"t": {"$type": "Date"}}},
+        doc! {"_id": 1},
+    );
+    assert_eq!(
+        e.message,
+        "The '$type' string field is required to be 'date' or 'timestamp': \
+         {$currentDate: {field : {$type: 'date'}}}"
+    );
+    let e = err(
+        doc! {"$currentDate": {"t": {"type": "date"}}},
+        doc! {"_id": 1},
+    );
+    assert_eq!(e.message, "Unrecognized $currentDate option: type");
+}
