@@ -590,7 +590,7 @@ impl Group {
 }
 
 /// Sets `value` at `parts` in `doc`, creating or replacing embedded
-/// documents on the way (as `$addFields` does).
+/// documents on the way (`$unwind` puts each element back so).
 fn set_path(doc: &mut Document, parts: &[String], value: Bson) {
     let Some((first, rest)) = parts.split_first() else {
         return;
@@ -604,6 +604,46 @@ fn set_path(doc: &mut Document, parts: &[String], value: Bson) {
     }
     if let Some(Bson::Document(sub)) = doc.get_mut(first) {
         set_path(sub, rest, value);
+    }
+}
+
+/// Sets `value` at `parts` in `doc` as `$addFields` does: through
+/// embedded documents, created where missing; through an array, in each
+/// of its elements (one that is not a document or an array becomes a
+/// document holding the path); a value of another type on the way is
+/// replaced by a document.
+fn add_field(doc: &mut Document, parts: &[String], value: &Bson) {
+    let Some((first, rest)) = parts.split_first() else {
+        return;
+    };
+    if rest.is_empty() {
+        doc.insert(first.clone(), value.clone());
+        return;
+    }
+    match doc.get_mut(first) {
+        Some(v @ (Bson::Document(_) | Bson::Array(_))) => add_field_in(v, rest, value),
+        _ => {
+            let mut sub = Document::new();
+            add_field(&mut sub, rest, value);
+            doc.insert(first.clone(), sub);
+        }
+    }
+}
+
+/// [`add_field`] below a value the path reached.
+fn add_field_in(v: &mut Bson, parts: &[String], value: &Bson) {
+    match v {
+        Bson::Document(d) => add_field(d, parts, value),
+        Bson::Array(items) => {
+            for item in items {
+                add_field_in(item, parts, value);
+            }
+        }
+        other => {
+            let mut sub = Document::new();
+            add_field(&mut sub, parts, value);
+            *other = Bson::Document(sub);
+        }
     }
 }
 
@@ -655,7 +695,7 @@ impl Stream<'_> {
                 for (parts, e) in fields {
                     // Expressions see the document as it came into the stage.
                     if let Some(v) = e.eval(&d) {
-                        set_path(&mut d, parts, v);
+                        add_field(&mut d, parts, &v);
                     }
                 }
                 self.push(i + 1, d, out);

@@ -367,3 +367,29 @@ fn coll_stats_is_first_stage_only_and_checks_its_spec() {
         .message
         .contains("not supported"));
 }
+
+#[test]
+fn add_fields_of_a_dotted_path_sets_it_in_each_element_of_an_array() {
+    let input = vec![
+        doc! {"_id": 1, "a": [{"b": 1}, {"b": 2}]},
+        // Nested arrays are gone through too; a scalar element becomes a
+        // document, an empty array stays empty.
+        doc! {"_id": 2, "a": [[{"b": 3}], 5]},
+        doc! {"_id": 3, "a": []},
+        doc! {"_id": 4, "a": 7},
+        doc! {"_id": 5},
+        doc! {"_id": 6, "a": {"b": [{"c": 1}]}},
+    ];
+    let out = run(vec![doc! {"$set": {"a.z": 1, "a.b.y": "$_id"}}], input);
+    assert_eq!(
+        out,
+        vec![
+            doc! {"_id": 1, "a": [{"b": {"y": 1}, "z": 1}, {"b": {"y": 1}, "z": 1}]},
+            doc! {"_id": 2, "a": [[{"b": {"y": 2}, "z": 1}], {"z": 1, "b": {"y": 2}}]},
+            doc! {"_id": 3, "a": []},
+            doc! {"_id": 4, "a": {"z": 1, "b": {"y": 4}}},
+            doc! {"_id": 5, "a": {"z": 1, "b": {"y": 5}}},
+            doc! {"_id": 6, "a": {"b": [{"c": 1, "y": 6}], "z": 1}},
+        ]
+    );
+}
