@@ -360,7 +360,7 @@ pub(super) fn parse_expr(filter: &Document) -> Result<Expr, QueryError> {
                 }
             }
         } else {
-            for pred in parse_field(value)? {
+            for pred in parse_field(key, value)? {
                 terms.push(Expr::Cond {
                     path: key.clone(),
                     pred,
@@ -382,11 +382,11 @@ pub(super) fn is_operator_doc(v: &Bson) -> Option<&Document> {
     }
 }
 
-/// Parses the condition on one field: an operator document or a value for
-/// implicit equality.
-pub(super) fn parse_field(value: &Bson) -> Result<Vec<Pred>, QueryError> {
+/// Parses the condition on one field (`path`): an operator document or a
+/// value for implicit equality.
+pub(super) fn parse_field(path: &str, value: &Bson) -> Result<Vec<Pred>, QueryError> {
     match is_operator_doc(value) {
-        Some(ops) => parse_ops(ops),
+        Some(ops) => parse_ops(path, ops),
         None => {
             if let Bson::RegularExpression(_) = value {
                 return Err(QueryError::bad_value(
@@ -405,19 +405,50 @@ pub(super) fn array_arg<'a>(op: &str, v: &'a Bson) -> Result<&'a Vec<Bson>, Quer
     }
 }
 
-pub(super) fn parse_ops(ops: &Document) -> Result<Vec<Pred>, QueryError> {
+/// The values of `$in`, `$nin` or `$all`. MongoDB matches a regular
+/// expression among them as a pattern; the simulator has no regular
+/// expressions, so it refuses one as it refuses them elsewhere (2).
+fn value_list(op: &str, v: &Bson) -> Result<Vec<Bson>, QueryError> {
+    let values = array_arg(op, v)?;
+    if values
+        .iter()
+        .any(|e| matches!(e, Bson::RegularExpression(_)))
+    {
+        return Err(QueryError::bad_value(
+            "regular expressions are not supported by the mongoload simulator",
+        ));
+    }
+    Ok(values.clone())
+}
+
+/// A comparison's operand: MongoDB refuses a regular expression there.
+fn comparand(path: &str, v: &Bson) -> Result<Bson, QueryError> {
+    match v {
+        Bson::RegularExpression(_) => Err(QueryError::bad_value(format!(
+            "Can't have RegEx as arg to predicate over field '{path}'."
+        ))),
+        other => Ok(other.clone()),
+    }
+}
+
+/// Parses an operator document on the field `path` (empty inside a
+/// value `$elemMatch`).
+pub(super) fn parse_ops(path: &str, ops: &Document) -> Result<Vec<Pred>, QueryError> {
     let mut preds = Vec::with_capacity(ops.len());
     for (op, arg) in ops {
         let pred = match op.as_str() {
             "$eq" => Pred::Eq(arg.clone()),
+            "$ne" if matches!(arg, Bson::RegularExpression(_)) => {
+                return Err(QueryError::bad_value("Can't have regex as arg to $ne."))
+            }
             "$ne" => Pred::Ne(arg.clone()),
-            "$gt" => Pred::Cmp(CmpOp::Gt, arg.clone()),
-            "$gte" => Pred::Cmp(CmpOp::Gte, arg.clone()),
-            "$lt" => Pred::Cmp(CmpOp::Lt, arg.clone()),
-            "$lte" => Pred::Cmp(CmpOp::Lte, arg.clone()),
-            "$in" => Pred::In(array_arg(op, arg)?.clone()),
-            "$nin" => Pred::Nin(array_arg(op, arg)?.clone()),
-            "$all" => Pred::All(array_arg(op, arg)?.clone()),
+            "$gt" => Pred::Cmp(CmpOp::Gt, comparand(path, arg)?),
+            "$gte" => Pred::Cmp(CmpOp::Gte, comparand(path, arg)?),
+            "$lt" => Pred::Cmp(CmpOp::Lt, comparand(path, arg)?),
+            "$lte" => Pred::Cmp(CmpOp::Lte, comparand(path, arg)?),
+            "$in" => Pred::In(value_list(op, arg)?),
+            "$nin" => Pred::Nin(value_list(op, arg)?),
+            "$all" => Pred::All(value_list(op, arg)?),
             "$exists" => Pred::Exists(truthy(arg)),
             "$not" => match arg {
                 Bson::RegularExpression(_) => {
@@ -435,7 +466,7 @@ pub(super) fn parse_ops(ops: &Document) -> Result<Vec<Pred>, QueryError> {
                             d.keys().next().map(String::as_str).unwrap_or("")
                         )));
                     }
-                    Pred::Not(parse_ops(d)?)
+                    Pred::Not(parse_ops(path, d)?)
                 }
                 _ => return Err(QueryError::bad_value("$not needs a regex or a document")),
             },
@@ -454,7 +485,7 @@ pub(super) fn parse_ops(ops: &Document) -> Result<Vec<Pred>, QueryError> {
             },
             "$elemMatch" => match arg {
                 Bson::Document(d) => match is_operator_doc(arg) {
-                    Some(ops) => Pred::ElemMatchValue(parse_ops(ops)?),
+                    Some(ops) => Pred::ElemMatchValue(parse_ops("", ops)?),
                     None => Pred::ElemMatchDoc(Box::new(parse_expr(d)?)),
                 },
                 _ => return Err(QueryError::bad_value("$elemMatch needs an Object")),

@@ -555,3 +555,46 @@ fn projection_errors() {
         168
     );
 }
+
+#[test]
+fn a_regex_where_mongodb_matches_or_refuses_one_is_refused() {
+    let err = |d: Document| Filter::parse(&d).unwrap_err();
+    let re = || {
+        Bson::RegularExpression(Regex {
+            pattern: "^x".into(),
+            options: String::new(),
+        })
+    };
+    // MongoDB matches these as patterns; the simulator has none.
+    for op in ["$in", "$nin", "$all"] {
+        let e = err(doc! {"a": {op: [1, re()]}});
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                2,
+                "regular expressions are not supported by the mongoload simulator"
+            ),
+            "{op}"
+        );
+    }
+    let e = err(doc! {"a": {"$not": {"$in": [re()]}}});
+    assert_eq!(e.code, 2);
+    // MongoDB refuses these, with these words.
+    assert_eq!(
+        err(doc! {"a": {"$ne": re()}}).message,
+        "Can't have regex as arg to $ne."
+    );
+    let e = err(doc! {"a.b": {"$gt": re()}});
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (2, "Can't have RegEx as arg to predicate over field 'a.b'.")
+    );
+    assert_eq!(
+        err(doc! {"a": {"$elemMatch": {"$lte": re()}}}).message,
+        "Can't have RegEx as arg to predicate over field ''."
+    );
+    // $eq compares a regex as a value, as MongoDB does.
+    let f = Filter::parse(&doc! {"a": {"$eq": re()}}).unwrap();
+    assert!(f.matches(&doc! {"a": re()}));
+    assert!(!f.matches(&doc! {"a": "xyz"}));
+}
