@@ -691,10 +691,12 @@ impl Stream<'_> {
                 self.push(i + 1, projected, out);
             }
             Stage::AddFields(fields) => {
+                // Expressions see the document as it came into the stage:
+                // every value is computed before any is set.
+                let values: Vec<Option<Bson>> = fields.iter().map(|(_, e)| e.eval(&doc)).collect();
                 let mut d = doc;
-                for (parts, e) in fields {
-                    // Expressions see the document as it came into the stage.
-                    if let Some(v) = e.eval(&d) {
+                for ((parts, _), v) in fields.iter().zip(values) {
+                    if let Some(v) = v {
                         add_field(&mut d, parts, &v);
                     }
                 }

@@ -393,3 +393,12 @@ fn add_fields_of_a_dotted_path_sets_it_in_each_element_of_an_array() {
         ]
     );
 }
+
+#[test]
+fn add_fields_expressions_read_the_document_as_it_came_into_the_stage() {
+    let out = run(
+        vec![doc! {"$addFields": {"a": 1, "b": "$a", "c.d": "$c"}}],
+        vec![doc! {"_id": 1, "a": 5, "c": 7}],
+    );
+    assert_eq!(out, vec![doc! {"_id": 1, "a": 1, "c": {"d": 7}, "b": 5}]);
+}
