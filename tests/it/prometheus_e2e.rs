@@ -1498,10 +1498,10 @@ fn prometheus_scrapes_over_tls_with_a_password() {
 
 /// A capacity drop seen by a real Prometheus: the daemon (the real
 /// binary) searches a simulator of capacity 1,000 ops/s with
-/// `p99 < 20ms` (a quick search), then, after the simulator's capacity is
+/// `p99 < 30ms` (a quick search), then, after the simulator's capacity is
 /// lowered to 800 through its fault handle, searches again with probes
 /// long enough to judge (20 s): that result is within 5 % of the rate at
-/// which the queueing model's p99 crosses 20 ms, and the shipped
+/// which the queueing model's p99 crosses 30 ms, and the shipped
 /// `MongoloadCapacityDropped` fires over that history (a soak follows the
 /// searches), with the overview's capacity panel reading the same
 /// figure. (The first search's
@@ -1534,11 +1534,11 @@ fn a_capacity_drop_fires_the_alert_in_a_real_prometheus() {
              [[workloads]]\nname = \"cap\"\nkind = \"mixed\"\nmax_inflight = 256\nseed = 1\n\
              [workloads.mixed]\ninitial_docs = 200\n\
              [[workloads.stages]]\nname = \"quick\"\n\
-             search = {{ from = 600, to = 2000, factor = 1.5, probe = \"5s\", settle = \"2s\" }}\n\
+             search = {{ from = 600, to = 2000, precision = \"10%\", probe = \"5s\", settle = \"2s\" }}\n\
              [[workloads.stages]]\nname = \"nightly\"\n\
-             search = {{ from = 450, to = 2000, factor = 1.5, precision = \"2.5%\", probe = \"20s\", settle = \"2s\" }}\n\
+             search = {{ from = 250, to = 2000, precision = \"2.5%\", probe = \"20s\", settle = \"2s\" }}\n\
              [[workloads.stages]]\nname = \"soak\"\nrate = 100\nduration = \"1h\"\n\
-             [[workloads.thresholds]]\ncheck = \"p99 < 20ms\"\n",
+             [[workloads.thresholds]]\ncheck = \"p99 < 30ms\"\n",
             uri = sim.uri(),
         ),
     )
@@ -1572,13 +1572,13 @@ fn a_capacity_drop_fires_the_alert_in_a_real_prometheus() {
         r#"ALERTS{alertname="MongoloadCapacityDropped",alertstate="firing",workload="cap"}"#;
     wait_for(
         "MongoloadCapacityDropped firing after the second search",
-        Duration::from_secs(200),
+        Duration::from_secs(300),
         || value(firing) == Some(1.0),
         || children.assert_running(logs),
     );
     let second = value(capacity).unwrap();
     assert!(value(ended).unwrap() > first_end, "a second search ended");
-    let knee = crate::common::model_knee(800.0, Duration::from_millis(20));
+    let knee = crate::common::model_knee(800.0, Duration::from_millis(30));
     assert!(
         (second - knee).abs() <= 0.05 * knee,
         "second capacity {second} against the model's {knee:.0} (first {first})"
