@@ -446,6 +446,7 @@ fn report(args: &ReportArgs) -> ExitCode {
     let all = report::merge::merge_members(all);
     let mut text = table::stage_table(&all);
     for extra in [
+        table::searches_table(&all),
         table::shards_table(&all),
         table::shard_failovers_table(&all),
     ] {

@@ -47,10 +47,13 @@ pub fn ms(ns: u64) -> String {
 }
 
 /// The stage's label in tables: its name, `@cycle` for repeats after the
-/// first, and `*` when the stage was cut short.
+/// first (a capacity search's probe: `#N` and its rate instead), and `*`
+/// when the stage was cut short.
 pub fn stage_label(r: &StageReport) -> String {
     let mut s = r.stage.clone();
-    if r.cycle > 0 {
+    if let Some(p) = &r.probe {
+        s.push_str(&format!(" #{} {}/s", p.number, p.rate));
+    } else if r.cycle > 0 {
         s.push_str(&format!("@{}", r.cycle));
     }
     if r.partial {
@@ -255,6 +258,58 @@ pub fn shard_failovers_table(reports: &[StageReport]) -> String {
         return String::new();
     }
     render(&SHARD_FAILOVER_COLUMNS, &rows, 3)
+}
+
+/// The columns of [`searches_table`], in order.
+pub const SEARCH_COLUMNS: [&str; 7] = [
+    "workload", "stage", "capacity", "ended", "probes", "passed", "failed",
+];
+
+/// One row per capacity search: its result, why it ended, and the rates
+/// its probes passed and failed at (the probes themselves are rows of the
+/// stage table). Empty without a search.
+pub fn searches_table(reports: &[StageReport]) -> String {
+    let mut rows = Vec::new();
+    let mut probes: Vec<&super::ProbeReport> = Vec::new();
+    for r in reports {
+        let Some(p) = &r.probe else {
+            continue;
+        };
+        if p.number == 1 {
+            probes.clear();
+        }
+        probes.push(p);
+        let Some(result) = &p.result else {
+            continue;
+        };
+        let rates = |verdict: &str| {
+            let mut v: Vec<f64> = probes
+                .iter()
+                .filter(|p| p.verdict == verdict)
+                .map(|p| p.rate)
+                .collect();
+            v.sort_by(f64::total_cmp);
+            let v: Vec<String> = v.iter().map(|r| r.to_string()).collect();
+            if v.is_empty() {
+                "-".to_owned()
+            } else {
+                v.join(" ")
+            }
+        };
+        rows.push(vec![
+            r.workload.clone(),
+            r.stage.clone(),
+            format!("{}/s", result.capacity),
+            result.end.clone(),
+            result.probes.to_string(),
+            rates("pass"),
+            rates("fail"),
+        ]);
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    render(&SEARCH_COLUMNS, &rows, 2)
 }
 
 /// Aligns `rows` under `header`: the first `left` columns left-aligned
@@ -462,6 +517,54 @@ pub(crate) mod tests {
         assert_eq!(ips_cell(7, 20, 0.95), "7");
         assert_eq!(ips_cell(0, 99, 0.99), "-");
         assert_eq!(ips_cell(0, 100, 0.99), "0");
+    }
+
+    #[test]
+    fn a_search_is_a_row_with_its_result_and_its_probes_rates() {
+        use crate::report::{ProbeReport, SearchResultReport};
+        let probe = |number: u32, rate: f64, verdict: &str, last: bool| {
+            let mut r = report("w", "capacity", 1000, 10.0, 5_000_000);
+            r.cycle = u64::from(number) - 1;
+            r.probe = Some(ProbeReport {
+                number,
+                rate,
+                verdict: verdict.into(),
+                error_ratio: 0.0,
+                result: last.then(|| SearchResultReport {
+                    capacity: 750.0,
+                    end: "converged".into(),
+                    probes: 4,
+                }),
+            });
+            r
+        };
+        let rs = [
+            probe(1, 250.0, "pass", false),
+            probe(2, 500.0, "pass", false),
+            probe(3, 1000.0, "fail", false),
+            probe(4, 750.0, "pass", true),
+        ];
+        assert_eq!(stage_label(&rs[2]), "capacity #3 1000/s");
+        let t = searches_table(&rs);
+        let row = t.lines().nth(1).unwrap();
+        let cells: Vec<&str> = row
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        assert_eq!(
+            cells,
+            [
+                "w",
+                "capacity",
+                "750/s",
+                "converged",
+                "4",
+                "250 500 750",
+                "1000"
+            ]
+        );
+        assert!(searches_table(&rs[..3]).is_empty(), "no result yet");
     }
 
     #[test]
