@@ -90,7 +90,7 @@ impl SearchStage<'_> {
                 report: collector.clone(),
             });
             let _ = self.publish.send(Published::Stage(active.clone()));
-            self.targets(rate);
+            self.targets(rate, search.probes().len() + 1);
             let cut = self.hold(start + length).await;
             let ended = Instant::now().min(start + length);
             settle(self.run, &active, ended);
@@ -165,15 +165,16 @@ impl SearchStage<'_> {
         Some(Instant::now())
     }
 
-    /// The target gauges and `/status` for a probe at `rate`.
-    fn targets(&self, rate: f64) {
+    /// The target gauges and `/status` (and so the progress line) for
+    /// probe `number` at `rate`.
+    fn targets(&self, rate: f64, number: usize) {
         let run = self.run;
         run.metrics.capacity.probing(rate);
         run.metrics.target_rate.set(rate);
         run.metrics.target_concurrency.set(0);
         run.status.set_stage(StageLabel {
             index: Some(self.index),
-            name: self.stage.name().to_owned(),
+            name: format!("{} (capacity probe {number})", self.stage.name()),
             rate,
             concurrency: 0,
             state: StageState::Running,

@@ -40,8 +40,7 @@ fn run_log(path: &std::path::Path) -> Vec<StageReport> {
 /// follow the ramp and the bisection, each is judged over its probe time
 /// with the settle time left out, the run log carries them (schema-valid)
 /// and the gauges follow. How close a search comes to the knee takes
-/// longer probes: `prometheus_e2e::a_capacity_drop_fires_the_alert_in_a_real_prometheus`
-/// checks one, `cargo bench --bench capacity` several at once.
+/// longer probes and a quiet machine: `cargo bench --bench capacity`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_search_ramps_then_bisects_and_reports_its_probes_and_result() {
     let sim = sim_with(SimConfig {
@@ -86,6 +85,17 @@ check = "p99 < 30ms"
         None,
         "no result before the search ends"
     );
+    // `/status` (and the progress line it feeds) names the probe.
+    let status: serde_json::Value =
+        serde_json::from_str(&must_get(addr, "/status").await.body).unwrap();
+    let stage = &status["workloads"][0]["stage"];
+    assert!(
+        stage["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("capacity (capacity probe ")),
+        "{status}"
+    );
+    assert!(stage["rate"].as_f64().unwrap() >= 250.0, "{status}");
     let page = wait_metric(addr, "the search's result", Duration::from_secs(90), |p| {
         sample(p, "mongoload_capacity_ops_per_second", &[("workload", "w")]).is_some()
     })
