@@ -19,12 +19,8 @@ use super::{ActiveStage, Published, StageLabel, StageState, WorkloadRun};
 use crate::control::ControlState;
 use crate::report::live::{ReportContext, StageCollector};
 use crate::report::{ProbeReport, SearchResultReport, StageReport};
-use crate::schedule::search::{ProbeResult, SearchEnd};
+use crate::schedule::search::{ProbeResult, SearchEnd, JUDGE_ALLOWANCE};
 use crate::schedule::{Search, Stage};
-
-/// How long a finished probe's operations still in flight may take to
-/// land in its report before it is judged without them (then failed).
-const SETTLE_WAIT: Duration = Duration::from_secs(5);
 
 /// One search stage occurrence: what it needs from the controller.
 pub(super) struct SearchStage<'a> {
@@ -97,7 +93,7 @@ impl SearchStage<'_> {
             let _ = self.publish.send(Published::Idle);
             // Every worker lets go of the probe once its operation is
             // done: then the report holds every operation of the probe.
-            let landed = wait_until(SETTLE_WAIT, || Arc::strong_count(&active) == 1).await;
+            let landed = wait_until(JUDGE_ALLOWANCE, || Arc::strong_count(&active) == 1).await;
             drop(active);
             match cut {
                 Some(Cut::Cancelled) => {

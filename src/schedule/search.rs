@@ -32,6 +32,10 @@ pub struct SearchSpec {
     pub stop_error_ratio: f64,
 }
 
+/// How long a probe's operations still in flight may take to land in its
+/// report before it is judged (without them: failed).
+pub const JUDGE_ALLOWANCE: Duration = Duration::from_secs(5);
+
 /// The defaults a stage's `search` table fills in.
 pub const DEFAULT_FACTOR: f64 = 2.0;
 pub const DEFAULT_PRECISION: f64 = 0.05;
@@ -116,9 +120,11 @@ impl SearchSpec {
     }
 
     /// The longest a search can take: every probe at its longest (the
-    /// lowest rate's), settle included. A stage's duration by default.
+    /// lowest rate's), settle included, and [`JUDGE_ALLOWANCE`] after
+    /// each for its last operations to land. A stage's duration by default.
     pub fn longest(&self) -> Duration {
-        (self.settle + self.probe_length(self.from)).saturating_mul(self.max_probes())
+        (self.settle + self.probe_length(self.from) + JUDGE_ALLOWANCE)
+            .saturating_mul(self.max_probes())
     }
 
     /// The spec for a share of the rate (a cluster member's).
@@ -341,7 +347,7 @@ mod tests {
         assert_eq!(spec.probe_length(10.0), Duration::from_secs(100));
         // 10 → 1,280 in 8 probes, then 5 halvings from 100 % to under 5 %.
         assert_eq!(spec.max_probes(), 13);
-        assert_eq!(spec.longest(), Duration::from_secs(110 * 13));
+        assert_eq!(spec.longest(), Duration::from_secs(115 * 13));
         assert!(spec.problem().is_none());
         let bad = SearchSpec {
             factor: 1.0,
