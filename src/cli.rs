@@ -397,6 +397,11 @@ fn report(args: &ReportArgs) -> ExitCode {
             compare::describe_run(&new)
         );
         text.push_str(&compare::render_comparison(&c, args.steps));
+        let searches = table::search_comparison(&base, &new);
+        if !searches.is_empty() {
+            text.push('\n');
+            text.push_str(&searches);
+        }
         if args.steps {
             text.push('\n');
             text.push_str(&compare::render_steps(&base, &new));

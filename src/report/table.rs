@@ -269,6 +269,15 @@ pub const SEARCH_COLUMNS: [&str; 7] = [
 /// its probes passed and failed at (the probes themselves are rows of the
 /// stage table). Empty without a search.
 pub fn searches_table(reports: &[StageReport]) -> String {
+    let rows = search_rows(reports);
+    if rows.is_empty() {
+        return String::new();
+    }
+    render(&SEARCH_COLUMNS, &rows, 2)
+}
+
+/// The cells of [`searches_table`] (under [`SEARCH_COLUMNS`]), unaligned.
+pub fn search_rows(reports: &[StageReport]) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
     let mut probes: Vec<&super::ProbeReport> = Vec::new();
     for r in reports {
@@ -306,10 +315,59 @@ pub fn searches_table(reports: &[StageReport]) -> String {
             rates("fail"),
         ]);
     }
+    rows
+}
+
+/// The last result of each capacity search stage, by workload and stage.
+fn capacities(reports: &[StageReport]) -> BTreeMap<(String, String), f64> {
+    reports
+        .iter()
+        .filter_map(|r| {
+            let result = r.probe.as_ref()?.result.as_ref()?;
+            Some(((r.workload.clone(), r.stage.clone()), result.capacity))
+        })
+        .collect()
+}
+
+/// `report --compare`'s capacity searches: each search stage's last
+/// capacity in the base and the new run, and the change. Empty when
+/// neither run searched.
+pub fn search_comparison(base: &[StageReport], new: &[StageReport]) -> String {
+    let (b, n) = (capacities(base), capacities(new));
+    let mut keys: Vec<&(String, String)> = b.keys().chain(n.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let cell = |v: Option<&f64>| v.map_or("-".to_owned(), |c| format!("{c}/s"));
+    let rows: Vec<Vec<String>> = keys
+        .into_iter()
+        .map(|k| {
+            let change = match (b.get(k), n.get(k)) {
+                (Some(&x), Some(&y)) if x > 0.0 => format!("{:+.1}%", (y / x - 1.0) * 100.0),
+                _ => "-".to_owned(),
+            };
+            vec![
+                k.0.clone(),
+                k.1.clone(),
+                cell(b.get(k)),
+                cell(n.get(k)),
+                change,
+            ]
+        })
+        .collect();
     if rows.is_empty() {
         return String::new();
     }
-    render(&SEARCH_COLUMNS, &rows, 2)
+    render(
+        &[
+            "workload",
+            "search",
+            "base capacity",
+            "new capacity",
+            "change",
+        ],
+        &rows,
+        2,
+    )
 }
 
 /// Aligns `rows` under `header`: the first `left` columns left-aligned
@@ -565,6 +623,20 @@ pub(crate) mod tests {
             ]
         );
         assert!(searches_table(&rs[..3]).is_empty(), "no result yet");
+        // Compared with a run whose search found 600/s: -20 %.
+        let mut lower = rs.clone();
+        if let Some(p) = lower[3].probe.as_mut() {
+            p.result.as_mut().unwrap().capacity = 600.0;
+        }
+        let t = search_comparison(&rs, &lower);
+        let row = t.lines().nth(1).unwrap();
+        let cells: Vec<&str> = row
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        assert_eq!(cells, ["w", "capacity", "750/s", "600/s", "-20.0%"]);
+        assert!(search_comparison(&rs[..3], &rs[..2]).is_empty());
     }
 
     #[test]

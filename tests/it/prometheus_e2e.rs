@@ -1497,16 +1497,17 @@ fn prometheus_scrapes_over_tls_with_a_password() {
 }
 
 /// A capacity drop seen by a real Prometheus: the daemon (the real
-/// binary) searches a simulator of capacity 1,000 ops/s with
-/// `p99 < 30ms`, then, after the simulator's capacity is lowered to 600
+/// binary) searches a simulator of capacity 300 ops/s with
+/// `p99 < 100ms`, then, after the simulator's capacity is lowered to 100
 /// through its fault handle, searches again (a soak follows), and the
 /// shipped `MongoloadCapacityDropped` fires over that history, with the
 /// overview's capacity panel reading the same figure. Neither result is
-/// more than 15 % above the queueing model's knee (a search passing
-/// rates the server cannot carry would be); how close they come below it
-/// depends on how busy the machine is (a full suite beside it read a
-/// search with 20 s probes 23 % low), so accuracy is
-/// `cargo bench --bench capacity`'s, on a quiet machine (BENCHMARKS.md).
+/// more than 15 % above the queueing model's knee (a search passing rates
+/// the server cannot carry would be). A busy machine reads searches low
+/// (the full suite beside it read one with `p99 < 30ms` 23 % low, and
+/// another's first probe failed), so the threshold is long, the rates
+/// low, the drop large, and accuracy is `cargo bench --bench capacity`'s,
+/// on a quiet machine (BENCHMARKS.md).
 #[test]
 fn a_capacity_drop_fires_the_alert_in_a_real_prometheus() {
     let Some(prometheus) = require_tool(PROMETHEUS) else {
@@ -1516,7 +1517,7 @@ fn a_capacity_drop_fires_the_alert_in_a_real_prometheus() {
     let sim = rt
         .block_on(mongoload::sim::start(mongoload::sim::SimConfig {
             faults: mongoload::sim::FaultConfig {
-                capacity: Some(1000.0),
+                capacity: Some(300.0),
                 ..Default::default()
             },
             ..Default::default()
@@ -1535,11 +1536,11 @@ fn a_capacity_drop_fires_the_alert_in_a_real_prometheus() {
              [[workloads]]\nname = \"cap\"\nkind = \"mixed\"\nmax_inflight = 256\nseed = 1\n\
              [workloads.mixed]\ninitial_docs = 200\n\
              [[workloads.stages]]\nname = \"quick\"\n\
-             search = {{ from = 600, to = 2000, precision = \"10%\", probe = \"5s\", settle = \"2s\" }}\n\
+             search = {{ from = 50, to = 2000, precision = \"10%\", probe = \"5s\", settle = \"2s\", min_operations = 200 }}\n\
              [[workloads.stages]]\nname = \"nightly\"\n\
-             search = {{ from = 300, to = 2000, precision = \"10%\", probe = \"5s\", settle = \"2s\" }}\n\
-             [[workloads.stages]]\nname = \"soak\"\nrate = 100\nduration = \"1h\"\n\
-             [[workloads.thresholds]]\ncheck = \"p99 < 30ms\"\n",
+             search = {{ from = 25, to = 2000, precision = \"10%\", probe = \"5s\", settle = \"2s\", min_operations = 100 }}\n\
+             [[workloads.stages]]\nname = \"soak\"\nrate = 20\nduration = \"1h\"\n\
+             [[workloads.thresholds]]\ncheck = \"p99 < 100ms\"\n",
             uri = sim.uri(),
         ),
     )
@@ -1566,7 +1567,7 @@ fn a_capacity_drop_fires_the_alert_in_a_real_prometheus() {
         || value(capacity).is_some(),
         || children.assert_running(logs),
     );
-    sim.faults().set_capacity(Some(600.0));
+    sim.faults().set_capacity(Some(100.0));
     let first = value(capacity).unwrap();
     let first_end = value(ended).unwrap();
     let firing =
@@ -1579,10 +1580,10 @@ fn a_capacity_drop_fires_the_alert_in_a_real_prometheus() {
     );
     let second = value(capacity).unwrap();
     assert!(value(ended).unwrap() > first_end, "a second search ended");
-    let p99 = Duration::from_millis(30);
+    let p99 = Duration::from_millis(100);
     let (knee, lowered) = (
-        crate::common::model_knee(1000.0, p99),
-        crate::common::model_knee(600.0, p99),
+        crate::common::model_knee(300.0, p99),
+        crate::common::model_knee(100.0, p99),
     );
     // 5 s probes vary by some percent on their own (BENCHMARKS.md).
     assert!(

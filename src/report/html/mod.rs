@@ -361,7 +361,80 @@ fn workload_section(out: &mut String, workload: &str, runs: &[Run]) {
     for &group in &groups {
         spectrum_chart(out, &named, runs, &per_run, group);
     }
+    knee_chart(out, workload, runs, &per_run);
     out.push_str("</section>");
+}
+
+/// The capacity searches of a workload: each search's probes as p99
+/// against rate (the knee), a mark at each search's capacity. Nothing
+/// without a search.
+fn knee_chart(
+    out: &mut String,
+    workload: &str,
+    runs: &[Run],
+    per_run: &[(Vec<&StageReport>, Option<DateTime<Utc>>)],
+) {
+    let overlay = runs.len() > 1;
+    let mut series = Vec::new();
+    let mut markers = Vec::new();
+    let mut max_x: f64 = 0.0;
+    for (j, (run, (rs, _))) in runs.iter().zip(per_run).enumerate() {
+        // One search: the probes from number 1 to the one with the result.
+        let mut probes: Vec<(f64, f64)> = Vec::new();
+        for r in rs {
+            let Some(p) = &r.probe else {
+                continue;
+            };
+            if p.number == 1 {
+                probes.clear();
+            }
+            probes.push((p.rate, r.latency_ns.p99 as f64 / 1e6));
+            max_x = max_x.max(p.rate);
+            let Some(result) = &p.result else {
+                continue;
+            };
+            probes.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let n = series.len();
+            let role = if overlay {
+                format!("{}: ", run.role)
+            } else {
+                String::new()
+            };
+            series.push(Series {
+                label: format!("{role}{} (search {}, p99)", r.stage, n + 1),
+                color: PALETTE[n % PALETTE.len()],
+                dashed: overlay && j == 0,
+                segments: vec![std::mem::take(&mut probes)],
+            });
+            markers.push(Marker {
+                x: result.capacity,
+                kind: MarkerKind::Stage,
+                label: format!("{role}{}/s", result.capacity),
+                title: format!(
+                    "{role}{}: capacity {} ops/s ({}, {} probes)",
+                    r.stage, result.capacity, result.end, result.probes
+                ),
+            });
+        }
+    }
+    if series.is_empty() {
+        return;
+    }
+    series.truncate(MAX_SERIES);
+    markers.truncate(MAX_SERIES);
+    out.push_str(
+        &Chart {
+            title: format!("{workload}: capacity searches: p99 by probe rate (ms)"),
+            x_label: "probe rate (ops/s)".into(),
+            y_label: "ms".into(),
+            x_range: (0.0, max_x * 1.05),
+            x_ticks: Vec::new(),
+            series,
+            markers,
+            bands: Vec::new(),
+        }
+        .svg(),
+    );
 }
 
 /// The latency spectrum of a group of a workload's ops: each op's
@@ -503,6 +576,11 @@ fn run_tables(out: &mut String, run: &Run) {
             })
         })
         .collect();
+    let searches = table::search_rows(run.reports);
+    if !searches.is_empty() {
+        let _ = write!(out, "<h3>Capacity searches{}</h3>", escape(&role));
+        html_table(out, "searches", &table::SEARCH_COLUMNS, &searches, 2);
+    }
     let _ = write!(out, "<h3>Thresholds{}</h3>", escape(&role));
     if rows.is_empty() {
         out.push_str("<p>No thresholds in this run.</p>");
@@ -709,6 +787,59 @@ mod tests {
         assert!(html.contains("&lt;script&gt;x&lt;/script&gt;"));
         assert!(html.contains("&lt;img src=x onerror=alert(2)&gt;"));
         assert!(html.contains(r#"<pre class="config">target: mongodb://h/&lt;script&gt;</pre>"#));
+    }
+
+    #[test]
+    fn a_search_is_drawn_as_p99_against_rate_with_its_capacity_marked() {
+        use crate::report::{ProbeReport, SearchResultReport};
+        let probe = |number: u32, rate: f64, p99_ms: u64, last: bool| {
+            let mut r = with_ops(
+                report("w", "capacity", 100, 5.0, p99_ms * 1_000_000),
+                &["find"],
+            );
+            r.cycle = u64::from(number) - 1;
+            r.probe = Some(ProbeReport {
+                number,
+                rate,
+                verdict: if p99_ms < 30 { "pass" } else { "fail" }.into(),
+                error_ratio: 0.0,
+                result: last.then(|| SearchResultReport {
+                    capacity: 750.0,
+                    end: "converged".into(),
+                    probes: 4,
+                }),
+            });
+            r
+        };
+        let rs = [
+            probe(1, 250.0, 8, false),
+            probe(2, 500.0, 9, false),
+            probe(3, 1000.0, 140, false),
+            probe(4, 750.0, 13, true),
+        ];
+        let runs = [Run {
+            role: "",
+            source: "runs.jsonl",
+            reports: &rs,
+        }];
+        let html = page(&runs, None);
+        assert!(html.contains("w: capacity searches: p99 by probe rate (ms)"));
+        // The probes in order of rate, and the capacity marked.
+        assert!(html.contains("capacity (search 1, p99)"), "{html}");
+        assert!(html.contains("750/s"));
+        assert!(html.contains("<h3>Capacity searches</h3>"));
+        for cell in &table::search_rows(&rs)[0] {
+            assert!(html.contains(&format!(">{}</td>", escape(cell))), "{cell}");
+        }
+        // Without a search, neither.
+        let plain = with_ops(report("w", "hold", 60, 3.0, 9_000_000), &["find"]);
+        let runs = [Run {
+            role: "",
+            source: "runs.jsonl",
+            reports: std::slice::from_ref(&plain),
+        }];
+        let html = page(&runs, None);
+        assert!(!html.contains("capacity searches") && !html.contains("Capacity searches"));
     }
 
     #[test]
