@@ -1,5 +1,5 @@
 //! Capacity search end to end: the daemon (in-process) searches the
-//! highest rate at which `p99 < 30ms` holds against a simulator with a
+//! highest rate at which `p99 < 100ms` holds against a simulator with a
 //! capacity (one FIFO server with exponential service times), probe by
 //! probe as the run log and the gauges show; a simulator failing a fifth
 //! of the operations stops the search at its first probe.
@@ -36,7 +36,7 @@ fn run_log(path: &std::path::Path) -> Vec<StageReport> {
     mongoload::report::read(path).unwrap()
 }
 
-/// A quick search against a simulator of capacity 1,000 ops/s: its probes
+/// A quick search against a simulator of capacity 300 ops/s: its probes
 /// follow the ramp and the bisection, each is judged over its probe time
 /// with the settle time left out, the run log carries them (schema-valid)
 /// and the gauges follow. How close a search comes to the knee takes
@@ -45,7 +45,7 @@ fn run_log(path: &std::path::Path) -> Vec<StageReport> {
 async fn a_search_ramps_then_bisects_and_reports_its_probes_and_result() {
     let sim = sim_with(SimConfig {
         faults: FaultConfig {
-            capacity: Some(1000.0),
+            capacity: Some(300.0),
             ..FaultConfig::default()
         },
         ..SimConfig::default()
@@ -58,7 +58,7 @@ async fn a_search_ramps_then_bisects_and_reports_its_probes_and_result() {
         &log,
         r#"[[workloads.stages]]
 name = "capacity"
-search = { from = 250, to = 4000, precision = "10%", probe = "4s", settle = "1s" }
+search = { from = 50, to = 2000, precision = "10%", probe = "4s", settle = "1s", min_operations = 100 }
 
 [[workloads.stages]]
 name = "after"
@@ -66,7 +66,7 @@ rate = 50
 duration = "3s"
 
 [[workloads.thresholds]]
-check = "p99 < 30ms"
+check = "p99 < 100ms"
 "#,
     ))
     .await;
@@ -95,7 +95,7 @@ check = "p99 < 30ms"
             .is_some_and(|n| n.starts_with("capacity (capacity probe ")),
         "{status}"
     );
-    assert!(stage["rate"].as_f64().unwrap() >= 250.0, "{status}");
+    assert!(stage["rate"].as_f64().unwrap() >= 50.0, "{status}");
     let page = wait_metric(addr, "the search's result", Duration::from_secs(90), |p| {
         sample(p, "mongoload_capacity_ops_per_second", &[("workload", "w")]).is_some()
     })
@@ -126,9 +126,9 @@ check = "p99 < 30ms"
     assert_eq!(exported, Some(result.capacity), "{probes:?}");
     assert_eq!(result.probes as usize, probes.len());
     assert_eq!(result.end, "converged", "{probes:?}");
-    // The ramp doubles from 250 until a probe fails; then every probe
+    // The ramp doubles from 50 until a probe fails; then every probe
     // lies between the highest pass and the lowest failure so far.
-    assert_eq!(probes[0].0, 250.0);
+    assert_eq!(probes[0].0, 50.0);
     let first_fail = probes
         .iter()
         .position(|p| p.1 == "fail")
@@ -146,9 +146,11 @@ check = "p99 < 30ms"
     }
     assert_eq!(result.capacity, pass);
     assert!(fail - pass <= 0.1 * pass, "converged to 10 %: {probes:?}");
-    // The capacity is 1,000 ops/s: whatever the noise, no rate above it
-    // passes, and half of it does.
-    assert!((500.0..1000.0).contains(&pass), "{probes:?}");
+    // The capacity is 300 ops/s (the model's knee at 100 ms: 276). A
+    // queue at its capacity, empty when a probe begins, may still pass a
+    // short probe, but none 5 % over it (it grows by 15 requests a second
+    // of the probe); a third of it passes however busy the machine.
+    assert!((100.0..=315.0).contains(&pass), "{probes:?}");
     for (i, r) in searched.iter().enumerate() {
         let p = r.probe.as_ref().unwrap();
         assert_eq!(p.number as usize, i + 1);
@@ -165,12 +167,14 @@ check = "p99 < 30ms"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_search_against_a_failing_cluster_stops_at_its_first_probe() {
+    // Every update and delete fails: 20 % of the operations, and none of
+    // the prepare's (its inserts, index and reads go through).
     let sim = sim_with(SimConfig {
         faults: FaultConfig {
             error: Some(ErrorFault {
-                rate: 0.2,
+                rate: 1.0,
                 code: 2,
-                commands: Vec::new(),
+                commands: vec!["update".into(), "delete".into()],
             }),
             ..FaultConfig::default()
         },
@@ -179,7 +183,7 @@ async fn a_search_against_a_failing_cluster_stops_at_its_first_probe() {
     .await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("run.jsonl");
-    let (_file, running) = start_daemon(&config(
+    let toml = config(
         &sim.uri(),
         &log,
         r#"[[workloads.stages]]
@@ -189,8 +193,11 @@ search = { from = 200, to = 4000, probe = "3s", settle = "1s" }
 [[workloads.thresholds]]
 check = "error_ratio < 1%"
 "#,
-    ))
-    .await;
+    )
+    .replace("update = 3\n", "update = 17\n")
+    .replace("find = 87.5\n", "find = 73.5\n");
+    assert!(toml.contains("update = 17") && toml.contains("find = 73.5"));
+    let (_file, running) = start_daemon(&toml).await;
     wait_status(running.http_addr, "/readyz", 200, READY).await;
     let summary = tokio::time::timeout(Duration::from_secs(60), running.wait())
         .await
@@ -200,7 +207,11 @@ check = "error_ratio < 1%"
     assert_eq!(reports.len(), 1, "one probe only");
     let probe = reports[0].probe.as_ref().unwrap();
     assert_eq!((probe.rate, probe.verdict.as_str()), (200.0, "fail"));
-    assert!(probe.error_ratio > 0.15, "{}", probe.error_ratio);
+    assert!(
+        (0.15..0.25).contains(&probe.error_ratio),
+        "{}",
+        probe.error_ratio
+    );
     let result = probe.result.as_ref().unwrap();
     assert_eq!((result.end.as_str(), result.capacity), ("stopped", 0.0));
 }
