@@ -27,6 +27,21 @@ impl std::fmt::Display for KeyError {
 
 impl std::error::Error for KeyError {}
 
+/// A ratio written as a number (`0.05`) or a percentage (`"5%"`): its
+/// value, `None` when it is not a finite number. The range is the
+/// caller's to check.
+pub fn parse_ratio(text: &str) -> Option<f64> {
+    let text = text.trim();
+    let (num, scale) = match text.strip_suffix('%') {
+        Some(n) => (n.trim(), 100.0),
+        None => (text, 1.0),
+    };
+    num.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .map(|v| v / scale)
+}
+
 impl KeyError {
     pub(crate) fn new(key: impl Into<String>, reason: impl Into<String>) -> KeyError {
         KeyError {

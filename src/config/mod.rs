@@ -577,16 +577,8 @@ impl RatioSpec {
     pub fn value(&self) -> Result<f64, String> {
         match self {
             RatioSpec::Number(v) => Ok(*v),
-            RatioSpec::Text(t) => {
-                let t = t.trim();
-                let (num, scale) = match t.strip_suffix('%') {
-                    Some(n) => (n.trim(), 100.0),
-                    None => (t, 1.0),
-                };
-                num.parse::<f64>()
-                    .map(|v| v / scale)
-                    .map_err(|_| format!("expected a ratio such as 0.05 or \"5%\", got {t:?}"))
-            }
+            RatioSpec::Text(t) => crate::values::parse_ratio(t)
+                .ok_or_else(|| format!("expected a ratio such as 0.05 or \"5%\", got {t:?}")),
         }
     }
 }

@@ -127,12 +127,8 @@ impl Check {
                 })?
                 .as_secs_f64()
         } else {
-            let (num, scale) = match value.strip_suffix('%') {
-                Some(n) => (n.trim(), 100.0),
-                None => (value, 1.0),
-            };
-            match num.parse::<f64>() {
-                Ok(v) if v.is_finite() && (0.0..=1.0).contains(&(v / scale)) => v / scale,
+            match crate::values::parse_ratio(value) {
+                Some(v) if (0.0..=1.0).contains(&v) => v,
                 _ => {
                     return Err(format!(
                         "{name}: limit {value:?} is not a ratio between 0 and 1 (or 0% and 100%)"

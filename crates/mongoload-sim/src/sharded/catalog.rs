@@ -91,6 +91,20 @@ impl ShardKey {
         d
     }
 
+    /// The key as an index key: each field ascending, or hashed.
+    pub fn index_key(&self) -> Vec<(String, i32)> {
+        self.fields
+            .iter()
+            .map(|(f, k)| {
+                let dir = match k {
+                    KeyKind::Hashed => crate::store::HASHED,
+                    KeyKind::Ranged => 1,
+                };
+                (f.clone(), dir)
+            })
+            .collect()
+    }
+
     /// The single hashed field's position, if any.
     pub fn hashed(&self) -> Option<usize> {
         self.fields.iter().position(|(_, k)| *k == KeyKind::Hashed)

@@ -424,7 +424,7 @@ impl Cluster {
         // primary and on each shard receiving a chunk).
         let index = doc! {
             "createIndexes": coll,
-            "indexes": [{ "key": key.pattern(), "name": index_name(&key) }],
+            "indexes": [{ "key": key.pattern(), "name": crate::store::index_name(&key.index_key()) }],
             "$db": cdb,
         };
         // `{_id: 1}` is the `_id_` index every collection has.
@@ -1250,18 +1250,6 @@ fn unique_compatible(key: &ShardKey, cmd: &Document) -> Result<(), CmdError> {
         ));
     }
     Ok(())
-}
-
-/// The shard key index's name, as MongoDB names it (`_id_hashed`, `a_1_b_1`).
-fn index_name(key: &ShardKey) -> String {
-    key.fields
-        .iter()
-        .map(|(f, k)| match k {
-            super::catalog::KeyKind::Hashed => format!("{f}_hashed"),
-            super::catalog::KeyKind::Ranged => format!("{f}_1"),
-        })
-        .collect::<Vec<_>>()
-        .join("_")
 }
 
 /// `config.changelog` as MongoDB's config server writes it for the
