@@ -16,6 +16,8 @@
 //!   one a little in the future so the others can join from its start.
 //!   It also holds the cluster-wide runtime control (`ctl --all`), levels
 //!   as totals, which every member polls and applies as its share.
+//! - `probe:<workload>:<generation>:<search>:<n>`: probe `n` of a capacity
+//!   search, each member's part of it and the verdict ([`super::search`]).
 //!
 //! Every write that decides something is a compare-and-set on what was
 //! read (`update_one` filtered on the old values), so two members racing
@@ -46,7 +48,7 @@ type DbResult<T> = Result<T, mongodb::error::Error>;
 /// A member's handle on the coordination collection.
 pub struct Coordinator {
     member: Member,
-    coll: Collection<Document>,
+    pub(super) coll: Collection<Document>,
     lease: Duration,
     /// The cluster families.
     pub metrics: ClusterMetrics,
@@ -100,11 +102,11 @@ pub struct EpochState {
     pub control: ControlState,
 }
 
-fn ms(t: DateTime<Utc>) -> mongodb::bson::DateTime {
+pub(super) fn ms(t: DateTime<Utc>) -> mongodb::bson::DateTime {
     mongodb::bson::DateTime::from_millis(t.timestamp_millis())
 }
 
-fn utc(d: &mongodb::bson::DateTime) -> DateTime<Utc> {
+pub(super) fn utc(d: &mongodb::bson::DateTime) -> DateTime<Utc> {
     Utc.timestamp_millis_opt(d.timestamp_millis())
         .single()
         .unwrap_or_default()
@@ -119,7 +121,7 @@ fn int(d: &Document, key: &str) -> Option<i64> {
     }
 }
 
-fn float(d: &Document, key: &str) -> f64 {
+pub(super) fn float(d: &Document, key: &str) -> f64 {
     match d.get(key) {
         Some(Bson::Double(f)) => *f,
         Some(Bson::Int32(i)) => f64::from(*i),
@@ -465,15 +467,31 @@ impl Coordinator {
             .filter_map(|v| v.as_datetime().map(utc))
             .max()
             .unwrap_or_else(Utc::now);
+        self.end_early(workload, generation, key, end, cap_end)
+            .await?;
+        Ok(Some(end))
+    }
+
+    /// Records that the stage occurrence `key` ended at `end`, before its
+    /// scheduled end `cap_end`: the epoch's later stages move up by the
+    /// difference (`skipped_ms`, for members that join later), once.
+    pub async fn end_early(
+        &self,
+        workload: &str,
+        generation: i64,
+        key: &str,
+        end: DateTime<Utc>,
+        cap_end: DateTime<Utc>,
+    ) -> DbResult<()> {
         let skipped = (cap_end - end).num_milliseconds().max(0);
         let barrier = format!("barriers.{key}");
         self.coll
             .update_one(
-                doc! { "_id": &id, "generation": generation, &barrier: { "$exists": false } },
+                doc! { "_id": format!("epoch:{workload}"), "generation": generation, &barrier: { "$exists": false } },
                 doc! { "$set": { &barrier: ms(end) }, "$inc": { "skipped_ms": skipped } },
             )
             .await?;
-        Ok(Some(end))
+        Ok(())
     }
 
     /// Marks the epoch ended (the schedule is over): the next start begins

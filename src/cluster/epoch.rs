@@ -45,6 +45,11 @@ impl Joined {
     pub fn start(&self) -> chrono::DateTime<Utc> {
         self.epoch.start
     }
+
+    /// The epoch's generation (it changes when the epoch is replaced).
+    pub(super) fn generation(&self) -> i64 {
+        self.epoch.generation
+    }
 }
 
 impl ClusterRun {
@@ -131,14 +136,6 @@ impl ClusterRun {
     ) -> Instant {
         let coord = &self.coord;
         let generation = joined.epoch.generation;
-        let wall = |i: Instant| {
-            let now = Instant::now();
-            let at = Utc::now();
-            match i.checked_duration_since(now) {
-                Some(ahead) => at + chrono::Duration::from_std(ahead).unwrap_or_default(),
-                None => at - chrono::Duration::from_std(now - i).unwrap_or_default(),
-            }
-        };
         while let Err(e) = coord
             .count_done(workload, generation, key, Utc::now())
             .await
@@ -149,12 +146,7 @@ impl ClusterRun {
         let cap_end = wall(cap);
         loop {
             match coord.count_end(workload, generation, key, cap_end).await {
-                Ok(Some(end)) => {
-                    let behind = (Utc::now() - end).to_std().unwrap_or_default();
-                    return Instant::now()
-                        .checked_sub(behind)
-                        .unwrap_or_else(Instant::now);
-                }
+                Ok(Some(end)) => return instant(end),
                 Ok(None) => {}
                 Err(e) => coord.failed("epoch", &e),
             }
@@ -177,6 +169,30 @@ impl ClusterRun {
             {
                 self.coord.failed("epoch", &e);
             }
+        }
+    }
+}
+
+/// `i` on the wall clock.
+pub(super) fn wall(i: Instant) -> chrono::DateTime<Utc> {
+    let now = Instant::now();
+    let at = Utc::now();
+    match i.checked_duration_since(now) {
+        Some(ahead) => at + chrono::Duration::from_std(ahead).unwrap_or_default(),
+        None => at - chrono::Duration::from_std(now - i).unwrap_or_default(),
+    }
+}
+
+/// Wall-clock `at` on this host's monotonic clock.
+pub(super) fn instant(at: chrono::DateTime<Utc>) -> Instant {
+    let now = Utc::now();
+    match (at - now).to_std() {
+        Ok(ahead) => Instant::now() + ahead,
+        Err(_) => {
+            let behind = (now - at).to_std().unwrap_or_default();
+            Instant::now()
+                .checked_sub(behind)
+                .unwrap_or_else(Instant::now)
         }
     }
 }

@@ -3,14 +3,15 @@
 //! pod's hostname), each member's share of a stage ([`share`]), disjoint
 //! insert keys ([`keys`]), and the coordination through a small collection
 //! in the target database ([`coord`]: a prepare lease, a shared run epoch,
-//! cluster-wide control), with metric families of their own
-//! ([`metrics`]). Without `[cluster]` a daemon is member 0 of 1 and none
+//! cluster-wide control, a capacity search's probes: [`search`]), with
+//! metric families of their own ([`metrics`]). Without `[cluster]` a daemon is member 0 of 1 and none
 //! of this changes what it does.
 
 pub mod coord;
 pub mod epoch;
 pub mod keys;
 pub mod metrics;
+pub mod search;
 mod share;
 
 use std::time::Duration;

@@ -486,6 +486,9 @@ pub struct WindowConfig {
     /// Closed loop: workers.
     #[serde(default)]
     pub concurrency: Option<f64>,
+    /// A capacity search, once each time the window opens.
+    #[serde(default)]
+    pub search: Option<SearchConfig>,
 }
 
 fn default_max_inflight() -> u32 {

@@ -11,7 +11,7 @@ use super::{
     WorkloadConfig,
 };
 use crate::schedule::window::{WindowLevel, Windows};
-use crate::schedule::{Mode, Schedule, Shape, Stage, WindowPlan};
+use crate::schedule::{Mode, Schedule, SearchSpec, Shape, Stage, WindowPlan};
 
 impl Config {
     /// Checks what the types alone cannot: one of uri / uri_file, weights,
@@ -112,17 +112,6 @@ impl Config {
                     key: format!("workloads[{i}].{}", e.key),
                     reason: e.reason,
                 })?;
-            if self.cluster.size > 1 {
-                if let Some(j) = w.stages.iter().position(|s| s.search.is_some()) {
-                    return Err(KeyError::new(
-                        format!("workloads[{i}].stages[{j}].search"),
-                        format!(
-                            "a capacity search runs on one load host, and [cluster] size is {}: each member would judge only its share",
-                            self.cluster.size
-                        ),
-                    ));
-                }
-            }
             if let Some(first) = seen.insert(w.name.as_str(), i) {
                 return Err(KeyError::new(
                     format!("workloads[{i}].name"),
@@ -206,10 +195,25 @@ impl WorkloadConfig {
             let Some(when) = &w.when else {
                 return Err(KeyError::new(format!("{at}.when"), "is required"));
             };
-            let window = when
+            let window: crate::schedule::window::Window = when
                 .parse()
                 .map_err(|r: String| KeyError::new(format!("{at}.when"), r))?;
-            windows.push((window, w.level(&at, when.trim())?));
+            let level = w.level(&at, when.trim())?;
+            if let Some(spec) = &level.search {
+                if spec.longest() > window.length() {
+                    return Err(KeyError::new(
+                        format!("{at}.search"),
+                        format!(
+                            "the window is open for {}, and this search may take up to {} ({} probes of up to {} each, with settle time and judging): widen the window, or narrow from and to, or shorten probe or settle",
+                            humantime::format_duration(window.length()),
+                            humantime::format_duration(spec.longest()),
+                            spec.max_probes(),
+                            humantime::format_duration(spec.settle + spec.probe_length(spec.from) + crate::schedule::search::JUDGE_ALLOWANCE),
+                        ),
+                    ));
+                }
+            }
+            windows.push((window, level));
         }
         let default = match &self.default {
             Some(d) if d.when.is_some() => {
@@ -294,8 +298,13 @@ impl WorkloadConfig {
             if stage.search_spec().is_some()
                 && !thresholds.iter().any(|t| t.applies_in(stage.name()))
             {
+                let key = match (self.windows.is_empty(), i < self.windows.len()) {
+                    (true, _) => format!("stages[{i}].search"),
+                    (false, true) => format!("windows[{i}].search"),
+                    (false, false) => "default.search".to_owned(),
+                };
                 return Err(KeyError::new(
-                    format!("stages[{i}].search"),
+                    key,
                     format!(
                         "needs at least one threshold that applies in stage {:?} (thresholds without a stage, or with stage = {:?}): the search judges each probe by them",
                         stage.name(),
@@ -361,21 +370,26 @@ impl WorkloadConfig {
 impl WindowConfig {
     /// The level; `at` is the key prefix for errors (`windows[0]`).
     fn level(&self, at: &str, default_name: &str) -> Result<WindowLevel, KeyError> {
-        let (mode, level) = match (self.rate, self.concurrency) {
-            (Some(r), None) => (Mode::Rate, r),
-            (None, Some(c)) => (Mode::Concurrency, c),
-            (Some(_), Some(_)) => {
+        let (mode, level) = match (self.rate, self.concurrency, &self.search) {
+            (Some(r), None, None) => (Mode::Rate, r),
+            (None, Some(c), None) => (Mode::Concurrency, c),
+            (None, None, Some(search)) => (Mode::Rate, search.from),
+            (None, None, None) => {
                 return Err(KeyError::new(
                     at,
-                    "give either rate (open loop) or concurrency (closed loop), not both",
+                    "needs rate (open loop), concurrency (closed loop) or search (a capacity search)",
                 ))
             }
-            (None, None) => {
+            _ => {
                 return Err(KeyError::new(
                     at,
-                    "needs rate (open loop) or concurrency (closed loop)",
+                    "give one of rate (open loop), concurrency (closed loop) and search (a capacity search)",
                 ))
             }
+        };
+        let search = match &self.search {
+            Some(s) => Some(search_spec(&format!("{at}.search"), s)?),
+            None => None,
         };
         let name = match &self.name {
             Some(n) if n.trim().is_empty() => {
@@ -384,15 +398,52 @@ impl WindowConfig {
             Some(n) => n.clone(),
             None => default_name.to_string(),
         };
-        Ok(WindowLevel { name, mode, level })
+        Ok(WindowLevel {
+            name,
+            mode,
+            level,
+            search,
+        })
     }
 
     fn level_key(&self, at: &str) -> String {
-        if self.rate.is_some() {
+        if self.search.is_some() {
+            format!("{at}.search")
+        } else if self.rate.is_some() {
             format!("{at}.rate")
         } else {
             format!("{at}.concurrency")
         }
+    }
+}
+
+/// A `search` table as a search, with the defaults filled in; `at` is its
+/// key (`stages[2].search`, `windows[0].search`) for errors.
+fn search_spec(at: &str, search: &super::SearchConfig) -> Result<SearchSpec, KeyError> {
+    let ratio = |key: &str, r: &Option<super::RatioSpec>, default: f64| match r {
+        Some(r) => r
+            .value()
+            .map_err(|e| KeyError::new(format!("{at}.{key}"), e)),
+        None => Ok(default),
+    };
+    use crate::schedule::search as s;
+    let spec = SearchSpec {
+        from: search.from,
+        to: search.to,
+        factor: search.factor.unwrap_or(s::DEFAULT_FACTOR),
+        precision: ratio("precision", &search.precision, s::DEFAULT_PRECISION)?,
+        probe: search.probe.unwrap_or(s::DEFAULT_PROBE),
+        min_operations: search.min_operations.unwrap_or(s::DEFAULT_MIN_OPERATIONS),
+        settle: search.settle.unwrap_or(s::DEFAULT_SETTLE),
+        stop_error_ratio: ratio(
+            "stop_error_ratio",
+            &search.stop_error_ratio,
+            s::DEFAULT_STOP_ERROR_RATIO,
+        )?,
+    };
+    match spec.problem() {
+        Some((key, why)) => Err(KeyError::new(format!("{at}.{key}"), why)),
+        None => Ok(spec),
     }
 }
 
@@ -436,27 +487,7 @@ impl StageConfig {
                 "not used with search: the search sets each probe's rate (open loop, uniform) and leaves out its settle time",
             ));
         }
-        let ratio = |key: &str, r: &Option<super::RatioSpec>, default: f64| match r {
-            Some(r) => r
-                .value()
-                .map_err(|e| KeyError::new(at(&format!("search.{key}")), e)),
-            None => Ok(default),
-        };
-        use crate::schedule::search as s;
-        let spec = crate::schedule::SearchSpec {
-            from: search.from,
-            to: search.to,
-            factor: search.factor.unwrap_or(s::DEFAULT_FACTOR),
-            precision: ratio("precision", &search.precision, s::DEFAULT_PRECISION)?,
-            probe: search.probe.unwrap_or(s::DEFAULT_PROBE),
-            min_operations: search.min_operations.unwrap_or(s::DEFAULT_MIN_OPERATIONS),
-            settle: search.settle.unwrap_or(s::DEFAULT_SETTLE),
-            stop_error_ratio: ratio(
-                "stop_error_ratio",
-                &search.stop_error_ratio,
-                s::DEFAULT_STOP_ERROR_RATIO,
-            )?,
-        };
+        let spec = search_spec(&at("search"), search)?;
         Stage::search(self.display_name(index), spec, self.duration).map_err(|e| match e {
             crate::schedule::StageError::BadSearch(key, why) => {
                 KeyError::new(at(&format!("search.{key}")), why)

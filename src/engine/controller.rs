@@ -111,22 +111,54 @@ pub(super) async fn drive(
         // A capacity search runs its probes in place of the stage's level.
         let search = scheduled.filter(|s| s.search_spec().is_some());
         if let (Some(stage), Some(index)) = (search, occurrence.index) {
-            let ran = super::search::SearchStage {
-                run,
-                publish: stage_tx,
-                cancel,
-                control: &mut control,
-                reports: &report_ctx,
-                stage,
-                index,
-                cycle: &mut cycles[index],
-                end,
-            }
-            .run()
-            .await;
-            let Some(ended) = ran else {
+            // The occurrence as every cluster member names it: a window by
+            // its end on the wall clock, a listed stage by its offset.
+            let key = format!(
+                "{}_{index}",
+                occurrence
+                    .until
+                    .map_or(occurrence.start.as_millis() as i64, |u| u
+                        .timestamp_millis())
+            );
+            let cluster = run.cluster.as_ref().zip(joined);
+            let ended = if std::mem::take(&mut late) && cluster.is_some() {
+                // The others' probes are under way: joining one half-way
+                // would leave the probe short of this member's share.
+                tracing::warn!(workload = %run.name, stage = %stage.name(), "cluster: joined during a capacity search; this member sits it out (the others' search ends without a result when a probe misses a member)");
+                Some(end)
+            } else {
+                super::search::SearchStage {
+                    run,
+                    publish: stage_tx,
+                    cancel,
+                    control: &mut control,
+                    reports: &report_ctx,
+                    stage,
+                    index,
+                    cycle: &mut cycles[index],
+                    start,
+                    end,
+                    cluster: cluster.map(|(c, j)| (c, j, key.clone())),
+                }
+                .run()
+                .await
+            };
+            let Some(ended) = ended else {
                 return false;
             };
+            if occurrence.until.is_some() {
+                // A window searches once each time it opens: idle until
+                // it closes.
+                if !idle_until(run, end, cancel).await {
+                    return false;
+                }
+                continue;
+            }
+            if let Some((cluster, joined)) = cluster {
+                cluster
+                    .search_ended(&run.name, joined, &key, ended, end)
+                    .await;
+            }
             skipped += end.saturating_duration_since(ended);
             continue;
         }
@@ -240,6 +272,24 @@ pub(super) async fn drive(
 
 /// The `stage` label while a window schedule has no level to run.
 const IDLE_STAGE: &str = "idle";
+
+/// Runs nothing until `end` (the rest of a window whose search has
+/// ended), beating the heartbeat. False when cancelled first.
+async fn idle_until(run: &WorkloadRun, end: Instant, cancel: &CancellationToken) -> bool {
+    run.metrics.set_stage(IDLE_STAGE);
+    run.stage_index.set(-1);
+    let ctl = ControlState::default();
+    update_targets(run, None, IDLE_STAGE, None, Duration::ZERO, &ctl);
+    while Instant::now() < end {
+        run.status.heartbeat.beat();
+        let tick = (Instant::now() + Duration::from_secs(1)).min(end);
+        tokio::select! {
+            _ = tokio::time::sleep_until(tick) => {}
+            _ = cancel.cancelled() => return false,
+        }
+    }
+    true
+}
 
 /// Tells the workers what to run: the effective stage, or idle. `rebase`:
 /// the stage is re-published mid-way, so tickets due before now are

@@ -5,6 +5,11 @@
 //! judge the probe's report whole, and [`Search`] picks the next rate.
 //! Each probe is an occurrence of the search stage in the run log, with
 //! its rate and verdict (`probe`), the last with the search's result.
+//!
+//! In a cluster the search is of the cluster's total rate: each member
+//! runs its share of every probe, and the probe is judged once for all
+//! from the members' reports together ([`crate::cluster::search`]), so
+//! every member takes the same steps and finds the same capacity.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -16,6 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::controller::settle;
 use super::{ActiveStage, Published, StageLabel, StageState, WorkloadRun};
+use crate::cluster::search::{Probe, ProbeEnd, Verdict};
+use crate::cluster::{ClusterRun, Joined, Member};
 use crate::control::ControlState;
 use crate::report::live::{ReportContext, StageCollector};
 use crate::report::{ProbeReport, SearchResultReport, StageReport};
@@ -33,8 +40,21 @@ pub(super) struct SearchStage<'a> {
     pub index: usize,
     /// The stage's occurrence count: one per probe.
     pub cycle: &'a mut u64,
-    /// The stage's scheduled end: no probe runs past it.
+    /// The stage's scheduled start and end: no probe runs past the end.
+    pub start: Instant,
     pub end: Instant,
+    /// In a cluster: its coordination, the epoch joined, and the search
+    /// occurrence's key (the same on every member).
+    pub cluster: Option<(&'a ClusterRun, &'a Joined, String)>,
+}
+
+/// A probe's verdict, from this host's report or the cluster's.
+struct Judged {
+    passed: bool,
+    error_ratio: f64,
+    p99: Duration,
+    /// When the next probe may start (a cluster's verdict names it).
+    next: Option<Instant>,
 }
 
 /// Why a probe ended before its time.
@@ -55,12 +75,17 @@ impl SearchStage<'_> {
         tracing::info!(workload = %self.run.name, stage = %name, "capacity search begins: {spec}");
         let mut search = Search::new(spec.clone());
         let mut interrupted = false;
+
         // The last probe's report, held open until the search knows
         // whether it was the last (its result goes on it).
         let mut last: Option<(Arc<StageCollector>, ProbeReport)> = None;
+        // A cluster's members start each probe at the same instant (the
+        // stage's start, then the one each verdict names), so that their
+        // reports of it are one occurrence with one start.
+        let mut shared_start = self.cluster.as_ref().map(|_| self.start);
         while let Some(rate) = search.next_rate() {
             let length = spec.settle + spec.probe_length(rate);
-            let start = Instant::now();
+            let start = shared_start.take().unwrap_or_else(Instant::now);
             if start + length > self.end {
                 search.out_of_time();
                 break;
@@ -72,7 +97,7 @@ impl SearchStage<'_> {
             if let Some((collector, probe)) = last.take() {
                 collector.set_probe(probe);
             }
-            let probe = Stage::rate(&name, rate, length)
+            let probe = Stage::rate(&name, self.member().rate(rate), length)
                 .and_then(|s| s.with_warmup(spec.settle))
                 .expect("a probe's rate is positive and its settle shorter than it");
             let collector =
@@ -109,19 +134,57 @@ impl SearchStage<'_> {
                 None => collector.finish(ended, false),
             }
             let report = collector.report();
-            let result = judge(rate, &report, landed);
+            let number = search.probes().len() as u32 + 1;
+            let judged = match self.judge(rate, number, &report, landed, &collector).await {
+                Ok(j) => j,
+                Err(None) => {
+                    self.run.metrics.capacity.probing(0.0);
+                    return None;
+                }
+                Err(Some(why)) => {
+                    tracing::warn!(workload = %self.run.name, stage = %name, "capacity probe {number} not judged: {why}; the search ends without a result");
+                    last = Some((
+                        collector,
+                        ProbeReport {
+                            number,
+                            rate,
+                            verdict: "unjudged".to_owned(),
+                            error_ratio: verdict(&report, landed).error_ratio,
+                            result: None,
+                        },
+                    ));
+                    interrupted = true;
+                    break;
+                }
+            };
+            let result = ProbeResult {
+                rate,
+                passed: judged.passed,
+                error_ratio: judged.error_ratio,
+            };
             search.record(result);
             self.run.metrics.capacity.judged(result.passed);
             tracing::info!(
                 workload = %self.run.name,
                 stage = %name,
-                "capacity probe {} at {rate} ops/s: {} (p99 {:?}, errors {:.2} %{})",
-                search.probes().len(),
+                "capacity probe {number} at {rate} ops/s: {} (p99 {:?}, errors {:.2} %{})",
                 if result.passed { "pass" } else { "fail" },
-                Duration::from_nanos(report.latency_ns.p99),
+                judged.p99,
                 result.error_ratio * 100.0,
                 if landed { "" } else { ", operations still in flight: failed" },
             );
+            // A cluster's members start the next probe (or end the search)
+            // together, at the instant its verdict names.
+            if let Some(next) = judged.next {
+                shared_start = Some(next);
+                tokio::select! {
+                    _ = tokio::time::sleep_until(next) => {}
+                    _ = self.cancel.cancelled() => {
+                        self.run.metrics.capacity.probing(0.0);
+                        return None;
+                    }
+                }
+            }
             last = Some((
                 collector,
                 ProbeReport {
@@ -158,20 +221,79 @@ impl SearchStage<'_> {
                 .found(capacity, now.timestamp_millis() as f64 / 1000.0);
             tracing::info!(workload = %self.run.name, stage = %name, "capacity search ended ({end}) after {} probes: capacity {capacity} ops/s", search.probes().len());
         }
-        Some(Instant::now())
+        Some(Instant::now().min(self.end))
+    }
+
+    /// This member (a lone daemon is member 0 of 1).
+    fn member(&self) -> Member {
+        self.cluster
+            .as_ref()
+            .map_or(Member::SOLE, |(c, _, _)| c.member())
+    }
+
+    /// Judges probe `number` at `rate` from this member's `report`: alone,
+    /// by the stage's thresholds over it; in a cluster, once for all
+    /// members from their reports merged. `Err(None)`: cancelled;
+    /// `Err(Some(why))`: the cluster could not judge it.
+    async fn judge(
+        &self,
+        rate: f64,
+        number: u32,
+        report: &StageReport,
+        landed: bool,
+        collector: &StageCollector,
+    ) -> Result<Judged, Option<String>> {
+        let Some((cluster, joined, key)) = &self.cluster else {
+            let v = verdict(report, landed);
+            return Ok(Judged {
+                passed: v.passed,
+                error_ratio: v.error_ratio,
+                p99: v.p99,
+                next: None,
+            });
+        };
+        let probe = Probe {
+            workload: &self.run.name,
+            joined,
+            search: key,
+            number,
+        };
+        let judge = |parts: Vec<StageReport>, landed: bool| {
+            let mut all = crate::report::merge::merge(parts);
+            all.thresholds = collector.verdicts(&all);
+            verdict(&all, landed)
+        };
+        // The others' last operations land within the same allowance.
+        let wait = cluster.coord.lease() + JUDGE_ALLOWANCE;
+        tracing::debug!(workload = %self.run.name, "capacity probe {number} at {rate} ops/s: waiting for the cluster's verdict");
+        match cluster
+            .probe_end(&probe, report, landed, judge, wait, self.cancel)
+            .await
+        {
+            ProbeEnd::Judged { verdict, next } => Ok(Judged {
+                passed: verdict.passed,
+                error_ratio: verdict.error_ratio,
+                p99: verdict.p99,
+                next: Some(next),
+            }),
+            ProbeEnd::Unjudged(why) => Err(Some(why)),
+            ProbeEnd::Cancelled => Err(None),
+        }
     }
 
     /// The target gauges and `/status` (and so the progress line) for
     /// probe `number` at `rate`.
     fn targets(&self, rate: f64, number: usize) {
         let run = self.run;
+        // The probe's rate is the cluster's; this host runs its share.
+        let share = self.member().rate(rate);
         run.metrics.capacity.probing(rate);
-        run.metrics.target_rate.set(rate);
+        run.metrics.target_rate.set(share);
         run.metrics.target_concurrency.set(0);
         run.status.set_stage(StageLabel {
             index: Some(self.index),
             name: format!("{} (capacity probe {number})", self.stage.name()),
-            rate,
+            rate: share,
             concurrency: 0,
             state: StageState::Running,
         });
@@ -199,10 +321,10 @@ impl SearchStage<'_> {
     }
 }
 
-/// A probe's verdict from its report: it passes when every threshold of
-/// its stage passed over the judged part (none without data), and every
-/// operation had landed in the report.
-fn judge(rate: f64, report: &StageReport, landed: bool) -> ProbeResult {
+/// A probe's verdict from its report (this host's, or the cluster's
+/// parts merged): it passes when every threshold of its stage passed over
+/// the judged part (none without data), and every operation had landed.
+fn verdict(report: &StageReport, landed: bool) -> Verdict {
     let finished = report.operations.ok + report.operations.error;
     let error_ratio = if finished == 0 {
         0.0
@@ -212,10 +334,10 @@ fn judge(rate: f64, report: &StageReport, landed: bool) -> ProbeResult {
     let passed = landed
         && !report.thresholds.is_empty()
         && report.thresholds.iter().all(|v| v.verdict == "pass");
-    ProbeResult {
-        rate,
+    Verdict {
         passed,
         error_ratio,
+        p99: Duration::from_nanos(report.latency_ns.p99),
     }
 }
 

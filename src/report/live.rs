@@ -299,16 +299,7 @@ impl StageFigures {
                 workers,
             });
         }
-        if let Some(book) = &self.ctx.extras.thresholds {
-            let breaches = book.stage_breaches(&r.stage);
-            r.thresholds = super::verdicts::stage_verdicts(&r, book.thresholds(), |name| {
-                book.thresholds()
-                    .iter()
-                    .position(|t| t.name == name)
-                    .and_then(|i| breaches.get(i).copied())
-                    .unwrap_or(0)
-            });
-        }
+        r.thresholds = self.verdicts(&r);
         if let Some(f) = &self.ctx.extras.failovers {
             r.failovers = f
                 .between(self.start.into_std(), end.into_std())
@@ -317,6 +308,23 @@ impl StageFigures {
                 .collect();
         }
         r
+    }
+
+    /// The verdicts of the workload's thresholds that apply in `r`'s stage,
+    /// over the whole of `r` (this stage's, or the cluster's probe parts
+    /// merged), with the crossings the sliding window saw.
+    pub fn verdicts(&self, r: &StageReport) -> Vec<crate::threshold::ThresholdVerdict> {
+        let Some(book) = &self.ctx.extras.thresholds else {
+            return Vec::new();
+        };
+        let breaches = book.stage_breaches(&r.stage);
+        super::verdicts::stage_verdicts(r, book.thresholds(), |name| {
+            book.thresholds()
+                .iter()
+                .position(|t| t.name == name)
+                .and_then(|i| breaches.get(i).copied())
+                .unwrap_or(0)
+        })
     }
 
     /// Where the finished report goes: the audit's sink, if any (it hands

@@ -67,8 +67,9 @@ fn counts<'a>(all: impl Iterator<Item = &'a Counts>) -> Counts {
     })
 }
 
-/// One row of the reports of one stage occurrence from several members.
-fn merge(mut members: Vec<StageReport>) -> StageReport {
+/// One row of the reports of one stage occurrence from several members
+/// (a capacity probe's parts judge the probe for the whole cluster).
+pub fn merge(mut members: Vec<StageReport>) -> StageReport {
     if members.len() == 1 {
         return members.remove(0);
     }

@@ -487,8 +487,9 @@ impl Stage {
         if factor == 1.0 {
             return Some(self.clone());
         }
-        if let Some(spec) = &self.search {
-            return Stage::search(self.name.clone(), spec.scaled(factor), Some(self.duration)).ok();
+        // A search sets its own rates; runtime control interrupts it.
+        if self.search.is_some() {
+            return Some(self.clone());
         }
         let level = |l: f64, min: f64| match self.mode {
             Mode::Rate => l * factor,
@@ -622,6 +623,9 @@ pub struct Occurrence {
     pub start: Duration,
     /// How long it lasts.
     pub duration: Duration,
+    /// A window's (or the default's) end on the wall clock; `None` for a
+    /// stage list. The same for every cluster member, unlike `start`.
+    pub until: Option<DateTime<Utc>>,
 }
 
 /// One row of [`Schedule::timeline`]: a stage occurrence.
@@ -686,16 +690,18 @@ impl Schedule {
                 .filter(|d| !d.is_zero())
                 .unwrap_or(window::MAX_SLOT)
                 .min(window::MAX_SLOT);
-            let stage = slot.index.map(|i| {
-                let s = &self.stages[i];
-                Stage::new(s.name.clone(), s.mode, s.shape.clone(), duration)
-                    .unwrap_or_else(|_| s.clone())
+            // A window's level is a hold (or a search): only its length
+            // changes with the slot.
+            let stage = slot.index.map(|i| Stage {
+                duration,
+                ..self.stages[i].clone()
             });
             return Some(Occurrence {
                 index: slot.index,
                 stage,
                 start: elapsed,
                 duration,
+                until: slot.until,
             });
         }
         let (index, start) = self.stage_at(elapsed)?;
@@ -705,6 +711,7 @@ impl Schedule {
             duration: stage.duration(),
             stage: Some(stage),
             start,
+            until: None,
         })
     }
 

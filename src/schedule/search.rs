@@ -126,16 +126,6 @@ impl SearchSpec {
         (self.settle + self.probe_length(self.from) + JUDGE_ALLOWANCE)
             .saturating_mul(self.max_probes())
     }
-
-    /// The spec for a share of the rate (a cluster member's).
-    pub fn scaled(&self, factor: f64) -> SearchSpec {
-        SearchSpec {
-            from: self.from * factor,
-            to: self.to * factor,
-            min_operations: (self.min_operations as f64 * factor).ceil() as u64,
-            ..self.clone()
-        }
-    }
 }
 
 impl fmt::Display for SearchSpec {

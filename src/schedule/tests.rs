@@ -397,6 +397,7 @@ fn occurrence_of_stages_and_windows() {
         name: name.into(),
         mode: Mode::Rate,
         level,
+        search: None,
     };
     let plan = WindowPlan::new(
         chrono_tz::Tz::UTC,

@@ -169,6 +169,16 @@ impl Window {
         self.end <= self.start
     }
 
+    /// How long the window is open on a day without a clock change.
+    pub fn length(&self) -> std::time::Duration {
+        let minutes = if self.crosses_midnight() {
+            self.end + MINUTES_PER_DAY - self.start
+        } else {
+            self.end - self.start
+        };
+        std::time::Duration::from_secs(u64::from(minutes) * 60)
+    }
+
     /// Whether local `date` at `minute` lies in the window.
     fn contains_local(&self, date: NaiveDate, minute: u16) -> bool {
         if self.crosses_midnight() {
@@ -330,6 +340,9 @@ pub struct WindowLevel {
     pub mode: Mode,
     /// Ops/s or workers.
     pub level: f64,
+    /// A capacity search instead of the level: it runs once each time the
+    /// window opens, idle after it until the window closes.
+    pub search: Option<super::SearchSpec>,
 }
 
 impl WindowPlan {
@@ -344,8 +357,10 @@ impl WindowPlan {
     ) -> Result<WindowPlan, (Option<usize>, StageError)> {
         let (windows, levels): (Vec<Window>, Vec<WindowLevel>) = windows.into_iter().unzip();
         let windows = Windows::new(tz, windows);
-        let build =
-            |l: &WindowLevel| Stage::new(l.name.clone(), l.mode, Shape::Hold(l.level), MAX_SLOT);
+        let build = |l: &WindowLevel| match &l.search {
+            Some(spec) => Stage::search(l.name.clone(), spec.clone(), Some(MAX_SLOT)),
+            None => Stage::new(l.name.clone(), l.mode, Shape::Hold(l.level), MAX_SLOT),
+        };
         let mut stages = Vec::with_capacity(levels.len() + 1);
         for (i, l) in levels.iter().enumerate() {
             stages.push(build(l).map_err(|e| (Some(i), e))?);
@@ -545,6 +560,7 @@ mod tests {
             name: name.into(),
             mode,
             level,
+            search: None,
         };
         WindowPlan::new(
             Windows::parse_tz("Europe/Berlin").unwrap(),
@@ -619,6 +635,7 @@ mod tests {
                     name: "w".into(),
                     mode: Mode::Concurrency,
                     level: 2.5,
+                    search: None,
                 },
             )],
             None,
