@@ -215,3 +215,93 @@ check = "error_ratio < 1%"
     let result = probe.result.as_ref().unwrap();
     assert_eq!((result.end.as_str(), result.capacity), ("stopped", 0.0));
 }
+
+/// A window with a search (the nightly capacity figure beside a daytime
+/// soak): the search runs once when the window opens, then the workload
+/// idles until the window closes, sending nothing, instead of searching
+/// again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_searches_once_then_idles_until_it_closes() {
+    use chrono::Timelike;
+    let sim = sim_with(SimConfig {
+        faults: FaultConfig {
+            capacity: Some(300.0),
+            ..FaultConfig::default()
+        },
+        ..SimConfig::default()
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("run.jsonl");
+    // Open from a minute ago for fifteen minutes (UTC, across midnight too).
+    let now = chrono::Utc::now();
+    let minute = |m: i64| {
+        let t = now + chrono::Duration::minutes(m);
+        format!("{:02}:{:02}", t.hour(), t.minute())
+    };
+    let (_file, running) = start_daemon(&config(
+        &sim.uri(),
+        &log,
+        &format!(
+            r#"[[workloads.windows]]
+when = "{}-{}"
+name = "nightly"
+search = {{ from = 50, to = 2000, precision = "10%", probe = "4s", settle = "1s", min_operations = 100 }}
+
+[[workloads.thresholds]]
+check = "p99 < 100ms"
+stage = "nightly"
+"#,
+            minute(-1),
+            minute(14)
+        ),
+    ))
+    .await;
+    let addr = running.http_addr;
+    wait_status(addr, "/readyz", 200, READY).await;
+    let page = wait_metric(addr, "the search's result", Duration::from_secs(120), |p| {
+        sample(p, "mongoload_capacity_ops_per_second", &[("workload", "w")]).is_some()
+    })
+    .await;
+    let w = [("workload", "w")];
+    let capacity = sample(&page, "mongoload_capacity_ops_per_second", &w).unwrap();
+    assert!((100.0..=315.0).contains(&capacity), "{capacity}");
+    // Idle for the rest of the window: no probe, no operation.
+    let page = wait_metric(
+        addr,
+        "idle after the search",
+        Duration::from_secs(10),
+        |p| sample(p, "mongoload_phase_info", &[("stage", "idle")]) == Some(1.0),
+    )
+    .await;
+    assert_eq!(sample(&page, "mongoload_target_rate", &w), Some(0.0));
+    assert_eq!(
+        sample(&page, "mongoload_capacity_probe_rate", &w),
+        Some(0.0)
+    );
+    let ops = |p: &str| {
+        let finds = [("workload", "w"), ("op", "find"), ("outcome", "ok")];
+        sample(p, "mongoload_operations_total", &finds)
+    };
+    let before = ops(&page);
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let page = must_get(addr, "/metrics").await.body;
+    assert_eq!(ops(&page), before, "nothing is sent while idle");
+    assert_eq!(
+        sample(&page, "mongoload_capacity_probe_rate", &w),
+        Some(0.0)
+    );
+    running.stop();
+    tokio::time::timeout(Duration::from_secs(30), running.wait())
+        .await
+        .expect("the daemon stops");
+    // One search in the run log: probes 1..n, the last with the result.
+    let probes: Vec<_> = run_log(&log).into_iter().filter_map(|r| r.probe).collect();
+    let numbers: Vec<u32> = probes.iter().map(|p| p.number).collect();
+    assert_eq!(numbers, (1..=probes.len() as u32).collect::<Vec<_>>());
+    let result = probes.last().and_then(|p| p.result.clone()).unwrap();
+    assert_eq!(
+        (result.capacity, result.end.as_str()),
+        (capacity, "converged")
+    );
+}

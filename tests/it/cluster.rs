@@ -32,7 +32,7 @@ struct Member {
 /// in a run of over 10,000 operations, the mark of such a check (the
 /// simulator answers from this busy test process). No member here waits
 /// on a dead server.
-fn config(uri: &str, lease: &str, workload: &str, m: &Member) -> String {
+fn config(uri: &str, lease: &str, workload: &str, m: &Member, size: u32) -> String {
     format!(
         r#"[target]
 uri = "{uri}"
@@ -52,7 +52,7 @@ log = "{log}"
 socket = "{socket}"
 
 [cluster]
-size = 3
+size = {size}
 index = {index}
 lease = "{lease}"
 
@@ -66,7 +66,12 @@ lease = "{lease}"
 }
 
 fn members(dir: &Path, uri: &str, lease: &str, workload: &str) -> Vec<Member> {
-    (0..3)
+    members_of(3, dir, uri, lease, workload)
+}
+
+/// `size` members sharing `workload`.
+fn members_of(size: u32, dir: &Path, uri: &str, lease: &str, workload: &str) -> Vec<Member> {
+    (0..size)
         .map(|index| {
             let m = Member {
                 index,
@@ -77,7 +82,7 @@ fn members(dir: &Path, uri: &str, lease: &str, workload: &str) -> Vec<Member> {
                 socket: dir.join(format!("ctl{index}.sock")),
                 child: None,
             };
-            std::fs::write(&m.config, config(uri, lease, workload, &m)).unwrap();
+            std::fs::write(&m.config, config(uri, lease, workload, &m, size)).unwrap();
             m
         })
         .collect()
@@ -534,5 +539,126 @@ fn an_index_neither_set_nor_in_the_hostname_is_a_config_error() {
     assert!(
         plan.contains("member: 2 of 3 (from the hostname mongoload-2)"),
         "{plan}"
+    );
+}
+
+/// Two members search the capacity of a simulator that serves 300 ops/s
+/// in all: every probe is of the cluster's total rate, each member runs
+/// half of it from the same instant, and both take the same steps to the
+/// same capacity, judged once from both halves together. Then member 1 is
+/// killed during a second search: its part of the probe never comes, so
+/// member 0 leaves the probe unjudged and ends the search without a
+/// result instead of judging half a load.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_members_search_their_total_rate_together() {
+    let sim = crate::common::sim_with(mongoload::sim::SimConfig {
+        faults: mongoload::sim::FaultConfig {
+            capacity: Some(300.0),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let search = r#"search = { from = 50, to = 2000, precision = "10%", probe = "4s", settle = "1s", min_operations = 100 }"#;
+    let workload = format!(
+        r#"[[workloads]]
+name = "s"
+kind = "mixed"
+seed = 6
+max_inflight = 128
+[workloads.mixed]
+doc_size = 256
+initial_docs = 500
+collection = "s"
+[[workloads.stages]]
+name = "capacity"
+{search}
+[[workloads.stages]]
+name = "gap"
+rate = 50
+duration = "2s"
+[[workloads.stages]]
+name = "again"
+{search}
+[[workloads.thresholds]]
+check = "p99 < 100ms"
+"#
+    );
+    let mut ms = members_of(2, dir.path(), &sim.uri(), "5s", &workload);
+    for m in &mut ms {
+        m.start();
+    }
+    // Member 1 dies once the second search is under way.
+    crate::common::wait_metric(
+        ms[1].http,
+        "the second search",
+        Duration::from_secs(150),
+        |p| {
+            sample(p, "mongoload_phase_info", &[("stage", "again")]) == Some(1.0)
+                && sample(p, "mongoload_capacity_probe_rate", &[("workload", "s")])
+                    .is_some_and(|r| r > 0.0)
+        },
+    )
+    .await;
+    ms[1].kill();
+    let status = ms[0].exited(Duration::from_secs(120)).await;
+    assert!(status.success(), "member 0: {status}\n{}", ms[0].stderr());
+
+    let probes = |m: &Member, stage: &str| -> Vec<StageReport> {
+        m.reports()
+            .into_iter()
+            .filter(|r| r.stage == stage && r.probe.is_some())
+            .collect()
+    };
+    let (first, second) = (probes(&ms[0], "capacity"), probes(&ms[1], "capacity"));
+    let steps = |rs: &[StageReport]| -> Vec<(u32, f64, String)> {
+        rs.iter()
+            .map(|r| r.probe.as_ref().unwrap())
+            .map(|p| (p.number, p.rate, p.verdict.clone()))
+            .collect()
+    };
+    // The same steps, and the same result, on both.
+    assert_eq!(steps(&first), steps(&second));
+    let result = first.last().and_then(|r| r.probe.as_ref()?.result.clone());
+    assert_eq!(
+        result,
+        second.last().and_then(|r| r.probe.as_ref()?.result.clone())
+    );
+    let result = result.expect("the last probe carries the result");
+    assert_eq!(result.end, "converged", "{:?}", steps(&first));
+    // The rates are the cluster's: the ramp doubles from 50 in all.
+    let all = steps(&first);
+    assert_eq!((all[0].1, all[1].1), (50.0, 100.0), "{all:?}");
+    assert!((100.0..=315.0).contains(&result.capacity), "{all:?}");
+    // Each probe starts at one instant on both, so `report` makes one row
+    // of each; the first (50 ops/s, 4 s judged) ran 200 operations, half
+    // on each member.
+    for (a, b) in first.iter().zip(&second) {
+        assert_eq!(a.start, b.start, "probe {:?}", a.probe);
+    }
+    let rows = report::merge::merge_members(first.iter().chain(&second).cloned().collect());
+    assert_eq!(rows.len(), first.len());
+    let done = |r: &StageReport| r.operations.ok + r.operations.error;
+    assert!(
+        (190..=210).contains(&done(&rows[0])),
+        "{:?}",
+        rows[0].operations
+    );
+    for r in [&first[0], &second[0]] {
+        assert!((95..=105).contains(&done(r)), "{:?}", r.operations);
+    }
+
+    // The second search lost member 1: its probe was not judged.
+    let again = probes(&ms[0], "again");
+    let last = again.last().and_then(|r| r.probe.clone()).expect("a probe");
+    assert_eq!(last.verdict, "unjudged", "{again:?}");
+    assert_eq!(last.result.map(|r| r.end).as_deref(), Some("interrupted"));
+    assert!(
+        ms[0]
+            .stderr()
+            .contains("no report of the probe from member 1 in time"),
+        "{}",
+        ms[0].stderr()
     );
 }
