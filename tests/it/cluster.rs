@@ -601,6 +601,16 @@ check = "p99 < 100ms"
         },
     )
     .await;
+    // Both export the first search's result: the cluster's, the same.
+    let mut exported = Vec::new();
+    for m in &ms {
+        let page = crate::common::must_get(m.http, "/metrics").await.body;
+        exported.push(sample(
+            &page,
+            "mongoload_capacity_ops_per_second",
+            &[("workload", "s")],
+        ));
+    }
     ms[1].kill();
     let status = ms[0].exited(Duration::from_secs(120)).await;
     assert!(status.success(), "member 0: {status}\n{}", ms[0].stderr());
@@ -626,6 +636,7 @@ check = "p99 < 100ms"
         second.last().and_then(|r| r.probe.as_ref()?.result.clone())
     );
     let result = result.expect("the last probe carries the result");
+    assert_eq!(exported, vec![Some(result.capacity); 2]);
     assert_eq!(result.end, "converged", "{:?}", steps(&first));
     // The rates are the cluster's: the ramp doubles from 50 in all.
     let all = steps(&first);
