@@ -361,18 +361,43 @@ fn workload_section(out: &mut String, workload: &str, runs: &[Run]) {
     for &group in &groups {
         spectrum_chart(out, &named, runs, &per_run, group);
     }
-    knee_chart(out, workload, runs, &per_run);
+    for figure in &KNEE_FIGURES {
+        knee_chart(out, workload, runs, &per_run, figure);
+    }
     out.push_str("</section>");
 }
 
-/// The capacity searches of a workload: each search's probes as p99
-/// against rate (the knee), a mark at each search's capacity. Nothing
-/// without a search.
+/// A figure of a capacity probe drawn against its rate: its name, unit
+/// and value.
+struct KneeFigure {
+    name: &'static str,
+    unit: &'static str,
+    value: fn(&StageReport, &crate::report::ProbeReport) -> f64,
+}
+
+/// The knee twice: p99 and the error ratio against the probe rate.
+const KNEE_FIGURES: [KneeFigure; 2] = [
+    KneeFigure {
+        name: "p99",
+        unit: "ms",
+        value: |r, _| r.latency_ns.p99 as f64 / 1e6,
+    },
+    KneeFigure {
+        name: "errors",
+        unit: "%",
+        value: |_, p| p.error_ratio * 100.0,
+    },
+];
+
+/// The capacity searches of a workload: each search's probes as `figure`
+/// (p99, the error ratio) against rate (the knee), a mark at each
+/// search's capacity. Nothing without a search.
 fn knee_chart(
     out: &mut String,
     workload: &str,
     runs: &[Run],
     per_run: &[(Vec<&StageReport>, Option<DateTime<Utc>>)],
+    figure: &KneeFigure,
 ) {
     let overlay = runs.len() > 1;
     let mut series = Vec::new();
@@ -388,7 +413,7 @@ fn knee_chart(
             if p.number == 1 {
                 probes.clear();
             }
-            probes.push((p.rate, r.latency_ns.p99 as f64 / 1e6));
+            probes.push((p.rate, (figure.value)(r, p)));
             max_x = max_x.max(p.rate);
             let Some(result) = &p.result else {
                 continue;
@@ -401,7 +426,7 @@ fn knee_chart(
                 String::new()
             };
             series.push(Series {
-                label: format!("{role}{} (search {}, p99)", r.stage, n + 1),
+                label: format!("{role}{} (search {}, {})", r.stage, n + 1, figure.name),
                 color: PALETTE[n % PALETTE.len()],
                 dashed: overlay && j == 0,
                 segments: vec![std::mem::take(&mut probes)],
@@ -424,9 +449,12 @@ fn knee_chart(
     markers.truncate(MAX_SERIES);
     out.push_str(
         &Chart {
-            title: format!("{workload}: capacity searches: p99 by probe rate (ms)"),
+            title: format!(
+                "{workload}: capacity searches: {} by probe rate ({})",
+                figure.name, figure.unit
+            ),
             x_label: "probe rate (ops/s)".into(),
-            y_label: "ms".into(),
+            y_label: figure.unit.into(),
             x_range: (0.0, max_x * 1.05),
             x_ticks: Vec::new(),
             series,
@@ -802,7 +830,7 @@ mod tests {
                 number,
                 rate,
                 verdict: if p99_ms < 30 { "pass" } else { "fail" }.into(),
-                error_ratio: 0.0,
+                error_ratio: if p99_ms < 30 { 0.0 } else { 0.02 },
                 result: last.then(|| SearchResultReport {
                     capacity: 750.0,
                     end: "converged".into(),
@@ -826,6 +854,9 @@ mod tests {
         assert!(html.contains("w: capacity searches: p99 by probe rate (ms)"));
         // The probes in order of rate, and the capacity marked.
         assert!(html.contains("capacity (search 1, p99)"), "{html}");
+        // And the error ratio the same way.
+        assert!(html.contains("w: capacity searches: errors by probe rate (%)"));
+        assert!(html.contains("capacity (search 1, errors)"), "{html}");
         assert!(html.contains("750/s"));
         assert!(html.contains("<h3>Capacity searches</h3>"));
         for cell in &table::search_rows(&rs)[0] {
