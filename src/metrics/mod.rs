@@ -1,6 +1,6 @@
 //! The Prometheus registry of the daemon and the hot-path recorder: every
-//! metric of the contract in DESIGN.md, the driver's pool and topology
-//! metrics, and the HdrHistogram window summary.
+//! metric of the contract (docs/metrics.md), the driver's pool and
+//! topology metrics, and the HdrHistogram window summary.
 //!
 //! Child metrics are resolved once, when a workload is registered
 //! ([`Metrics::workload`]); the handles it returns touch only atomics (and one

@@ -311,7 +311,7 @@ fn the_issue_panels_are_there() {
         .flat_map(dashboard_queries)
         .map(|q| q.expr)
         .collect();
-    // every metric of the contract (DESIGN.md) and the pool/topology ones
+    // every metric of the contract (docs/metrics.md) and the pool/topology ones
     for metric in [
         "mongoload_operations_total",
         "mongoload_documents_total",
