@@ -1,6 +1,7 @@
-//! A capacity search run by the whole cluster: each member runs its share
-//! of a probe's rate and reports its part of the probe (its report) to
-//! the probe's document in the coordination collection; the first member
+//! A capacity search run by the whole cluster: the members meet at the
+//! search's start (probe 0, no report), then each runs its share of a
+//! probe's rate and reports its part of the probe (its report) to the
+//! probe's document in the coordination collection; the first member
 //! to see every part judges the probe for all of them from the parts
 //! together and writes the verdict with the instant the next probe
 //! starts. Every member follows that one verdict, so their searches take
@@ -55,7 +56,8 @@ pub struct Probe<'a> {
     pub joined: &'a Joined,
     /// The search occurrence, the same on every member.
     pub search: &'a str,
-    /// 1-based.
+    /// 1-based; 0 is the search's start, which every member reaches
+    /// before the first probe.
     pub number: u32,
 }
 
@@ -193,7 +195,7 @@ impl ClusterRun {
             == 1;
         // Every member has read the previous probe's verdict (it reported
         // this one): that document is no longer needed.
-        if won && missing.is_empty() && probe.number > 1 {
+        if won && missing.is_empty() && probe.number > 0 {
             self.coord
                 .coll
                 .delete_one(doc! { "_id": probe.id(probe.number - 1) })
@@ -237,7 +239,7 @@ fn read_outcome(d: &Document) -> Option<ProbeEnd> {
             })
             .collect();
         return Some(ProbeEnd::Unjudged(format!(
-            "no report of the probe from member {} in time",
+            "no report from member {} in time",
             members.join(", ")
         )));
     }

@@ -136,7 +136,6 @@ pub(super) async fn drive(
                     stage,
                     index,
                     cycle: &mut cycles[index],
-                    start,
                     end,
                     cluster: cluster.map(|(c, j)| (c, j, key.clone())),
                 }

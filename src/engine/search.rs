@@ -40,8 +40,7 @@ pub(super) struct SearchStage<'a> {
     pub index: usize,
     /// The stage's occurrence count: one per probe.
     pub cycle: &'a mut u64,
-    /// The stage's scheduled start and end: no probe runs past the end.
-    pub start: Instant,
+    /// The stage's scheduled end: no probe runs past it.
     pub end: Instant,
     /// In a cluster: its coordination, the epoch joined, and the search
     /// occurrence's key (the same on every member).
@@ -80,10 +79,20 @@ impl SearchStage<'_> {
         // whether it was the last (its result goes on it).
         let mut last: Option<(Arc<StageCollector>, ProbeReport)> = None;
         // A cluster's members start each probe at the same instant (the
-        // stage's start, then the one each verdict names), so that their
-        // reports of it are one occurrence with one start.
-        let mut shared_start = self.cluster.as_ref().map(|_| self.start);
-        while let Some(rate) = search.next_rate() {
+        // one the start's or the last probe's verdict names), so that
+        // their reports of it are one occurrence with one start.
+        let mut shared_start = None;
+        if self.cluster.is_some() {
+            match self.start_together().await {
+                Ok(at) => shared_start = Some(at),
+                Err(None) => return None,
+                Err(Some(why)) => {
+                    tracing::warn!(workload = %self.run.name, stage = %name, "capacity search not started: {why}");
+                    interrupted = true;
+                }
+            }
+        }
+        while let Some(rate) = search.next_rate().filter(|_| !interrupted) {
             let length = spec.settle + spec.probe_length(rate);
             let start = shared_start.take().unwrap_or_else(Instant::now);
             if start + length > self.end {
@@ -222,6 +231,38 @@ impl SearchStage<'_> {
             tracing::info!(workload = %self.run.name, stage = %name, "capacity search ended ({end}) after {} probes: capacity {capacity} ops/s", search.probes().len());
         }
         Some(Instant::now().min(self.end))
+    }
+
+    /// Waits until every member of the cluster has reached the search,
+    /// then until the instant they start its first probe at.
+    /// `Err(None)`: cancelled; `Err(Some(why))`: some member never came.
+    async fn start_together(&self) -> Result<Instant, Option<String>> {
+        let (cluster, joined, key) = self.cluster.as_ref().expect("in a cluster");
+        let probe = Probe {
+            workload: &self.run.name,
+            joined,
+            search: key,
+            number: 0,
+        };
+        let ready = |_: Vec<()>, _| Verdict {
+            passed: true,
+            error_ratio: 0.0,
+            p99: Duration::ZERO,
+        };
+        let wait = cluster.coord.lease();
+        match cluster
+            .probe_end(&probe, &(), true, ready, wait, self.cancel)
+            .await
+        {
+            ProbeEnd::Judged { next, .. } => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(next) => Ok(next),
+                    _ = self.cancel.cancelled() => Err(None),
+                }
+            }
+            ProbeEnd::Unjudged(why) => Err(Some(why)),
+            ProbeEnd::Cancelled => Err(None),
+        }
     }
 
     /// This member (a lone daemon is member 0 of 1).
