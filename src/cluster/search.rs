@@ -261,3 +261,37 @@ fn read_outcome(d: &Document) -> Option<ProbeEnd> {
         ),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_probe_document_reads_as_its_verdict_or_the_members_missing() {
+        assert_eq!(read_outcome(&doc! { "parts": {} }), None);
+        let next = Utc::now() + chrono::Duration::seconds(2);
+        let judged = doc! { "outcome": {
+            "passed": false, "error_ratio": 0.25, "p99_ns": 30_000_000i64, "next": ms(next),
+        } };
+        let Some(ProbeEnd::Judged { verdict, next: at }) = read_outcome(&judged) else {
+            panic!("judged");
+        };
+        assert_eq!(
+            verdict,
+            Verdict {
+                passed: false,
+                error_ratio: 0.25,
+                p99: Duration::from_millis(30)
+            }
+        );
+        let ahead = at.saturating_duration_since(Instant::now());
+        assert!(ahead > Duration::from_millis(1500) && ahead <= Duration::from_secs(2));
+        let missing = doc! { "outcome": { "missing": [1i64, 3i64] } };
+        assert_eq!(
+            read_outcome(&missing),
+            Some(ProbeEnd::Unjudged(
+                "no report from member 1, 3 in time".into()
+            ))
+        );
+    }
+}
