@@ -316,10 +316,10 @@ mod tests {
     }
 
     /// The Prometheus client puts every value in the bucket of the first
-    /// bound at least as large (`le`), as a scan of the bounds would: it
-    /// is patched to search them instead (vendor/prometheus, `bucket_index`).
-    /// Every bound, the floats either side of it, below the first, above
-    /// the last, infinities and NaN (counted, in no bucket).
+    /// bound at least as large (`le`), as [`cumulative_counts`] and
+    /// Prometheus' `histogram_quantile` assume. Every bound, the floats
+    /// either side of it, below the first, above the last, infinities and
+    /// NaN (counted, in no bucket).
     #[test]
     fn the_client_puts_each_value_in_the_bucket_of_its_bound() {
         let bounds = latency_buckets();

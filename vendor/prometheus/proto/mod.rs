@@ -1,3 +1,0 @@
-// @generated
-
-pub mod proto_model;
