@@ -220,10 +220,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::CheckTarget(args) => block_on(crate::check_target::run_cli(args)),
         Command::Run(args) => {
             let progress = args.progress.progress();
-            crate::daemon::logging::init_with(
-                log_level(&progress),
-                progress.as_ref().map(|p| p.terminal()),
-            );
+            crate::daemon::logging::init_with(log_level(&progress), progress.is_some());
             let path = args.config.path();
             let config = match config::load(&path) {
                 Ok(c) => c,
@@ -266,7 +263,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 Some(_) => DEMO_PROGRESS_LOG,
                 None => log_level(&progress),
             };
-            crate::daemon::logging::init_with(level, progress.as_ref().map(|p| p.terminal()));
+            crate::daemon::logging::init_with(level, progress.is_some());
             block_on(demo(args, progress))
         }
         Command::Report(args) => report(&args),

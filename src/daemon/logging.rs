@@ -1,6 +1,7 @@
 //! Logging setup: to journald with structured fields when stderr is the
 //! journal (systemd's JOURNAL_STREAM check), else human-readable lines on
-//! stderr. RUST_LOG overrides the default level.
+//! stderr, above the live progress's bars when it is shown. RUST_LOG
+//! overrides the default level.
 //!
 //! In the journal, every field of an event and of its spans becomes a
 //! journal field of the same name in upper case (`workload` → `WORKLOAD`,
@@ -10,10 +11,12 @@
 
 use std::os::unix::fs::MetadataExt;
 
-use tracing_subscriber::fmt::writer::BoxMakeWriter;
+use tracing_indicatif::filter::IndicatifFilter;
+use tracing_indicatif::{IndicatifLayer, TickSettings};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer;
 
 /// Where [`init`] sends log records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,12 +35,12 @@ pub enum LogSink {
 /// an invalid RUST_LOG or default falls back to `info` with a note on
 /// stderr. Safe to call more than once: later calls change nothing.
 pub fn init(default_level: &str) -> LogSink {
-    init_with(default_level, None)
+    init_with(default_level, false)
 }
 
-/// As [`init`]; outside the journal, records go through `terminal` (live
-/// progress is shown on it) instead of straight to stderr.
-pub fn init_with(default_level: &str, terminal: Option<super::terminal::Terminal>) -> LogSink {
+/// As [`init`]; outside the journal and with `progress`, records are
+/// written above the live progress's bars ([`progress_subscriber`]).
+pub fn init_with(default_level: &str, progress: bool) -> LogSink {
     let filter = filter(std::env::var("RUST_LOG").ok().as_deref(), default_level);
     if stderr_is_journal() {
         match tracing_journald::layer() {
@@ -57,21 +60,45 @@ pub fn init_with(default_level: &str, terminal: Option<super::terminal::Terminal
         }
     }
     // Colours only on a terminal: a file or a pipe gets plain text.
-    let writer = match terminal {
-        Some(t) => BoxMakeWriter::new(t),
-        None => BoxMakeWriter::new(std::io::stderr),
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let installed = match progress {
+        true => progress_subscriber(filter, ansi).try_init(),
+        false => tracing_subscriber::registry()
+            .with(filter)
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(std::io::stderr)
+                    .with_ansi(ansi),
+            )
+            .try_init(),
     };
-    let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(writer)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
-    match tracing_subscriber::registry()
-        .with(filter)
-        .with(fmt)
-        .try_init()
-    {
+    match installed {
         Ok(()) => LogSink::Stderr,
         Err(_) => LogSink::AlreadyInitialized,
     }
+}
+
+/// Log lines on stderr under the live progress (`progress/`): the
+/// records, filtered by `filter`, through `tracing-indicatif`'s writer,
+/// which hides the bars while it writes; a bar for each span with an
+/// `indicatif.pb_show` field, whatever `filter` says, and no other.
+pub(crate) fn progress_subscriber(
+    filter: EnvFilter,
+    ansi: bool,
+) -> impl tracing::Subscriber + Send + Sync {
+    // No steady tick: the bars change once a second, when progress/ sets them.
+    let ticks = TickSettings {
+        default_tick_interval: None,
+        ..Default::default()
+    };
+    let bars = IndicatifLayer::new().with_tick_settings(ticks);
+    let lines = tracing_subscriber::fmt::layer()
+        .with_writer(bars.get_stderr_writer())
+        .with_ansi(ansi)
+        .with_filter(filter);
+    tracing_subscriber::registry()
+        .with(lines)
+        .with(bars.with_filter(IndicatifFilter::new(false)))
 }
 
 /// The filter from RUST_LOG (if set and valid), else `default_level`, else

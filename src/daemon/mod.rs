@@ -14,7 +14,6 @@ pub mod shard_stats;
 pub mod side_runtime;
 pub mod status;
 pub mod supervisor;
-pub mod terminal;
 pub mod writable;
 
 mod start;

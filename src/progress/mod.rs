@@ -5,19 +5,22 @@
 //! line per failover with its write outage, and the run's stage table at
 //! exit. Figures come from the daemon's handles (the workloads' status and
 //! metric handles, the failover log), never from the /metrics text; what
-//! is shown is made by the pure functions of [`render`]. Log records go
-//! through the same [`Terminal`], so the two never cut into each other.
+//! is shown is made by the pure functions of [`render`]. `indicatif` draws
+//! the bars, each the progress bar of a span (`tracing-indicatif`, which
+//! [`crate::daemon::logging`] installs), and the log records and the
+//! lines are written above them, so the two never cut into each other.
 
 pub mod render;
 
-use std::io::IsTerminal;
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
+use tracing_indicatif::span_ext::IndicatifSpanExt;
 
 use crate::daemon::supervisor::Slots;
-use crate::daemon::terminal::Terminal;
 use crate::daemon::Running;
 use crate::error_kind::ErrorKind;
 use crate::failover::{Failover, UNCONFIRMED_GRACE};
@@ -54,7 +57,6 @@ impl ProgressArgs {
             std::env::var_os("TERM").as_deref(),
         );
         wanted.then(|| Progress {
-            terminal: Terminal::default(),
             every: self.progress_interval,
             tap: Arc::default(),
         })
@@ -74,17 +76,11 @@ fn wanted(
 
 /// Progress for one run, before the daemon starts.
 pub struct Progress {
-    terminal: Terminal,
     every: Duration,
     tap: Arc<ReportTap>,
 }
 
 impl Progress {
-    /// The writer the log records must go through.
-    pub fn terminal(&self) -> Terminal {
-        self.terminal.clone()
-    }
-
     /// Where the daemon keeps its stage reports for the table at exit
     /// ([`crate::daemon::start_with`]).
     pub fn tap(&self) -> Arc<ReportTap> {
@@ -95,14 +91,12 @@ impl Progress {
     pub fn start(self, running: &Running) -> Live {
         let stop = CancellationToken::new();
         let task = tokio::spawn(show(
-            self.terminal.clone(),
             running.slots.clone(),
             running.metrics.failover().clone(),
             self.every,
             stop.clone(),
         ));
         Live {
-            terminal: self.terminal,
             tap: self.tap,
             stop,
             task,
@@ -112,7 +106,6 @@ impl Progress {
 
 /// Progress being shown.
 pub struct Live {
-    terminal: Terminal,
     tap: Arc<ReportTap>,
     stop: CancellationToken,
     task: tokio::task::JoinHandle<()>,
@@ -123,17 +116,67 @@ impl Live {
     /// prints the run's stage table.
     pub async fn finish(self) {
         self.stop.cancel();
+        // The task's bars go with it.
         let _ = self.task.await;
-        self.terminal.set_status(Vec::new());
-        self.terminal
-            .print(&render::final_table(&self.tap.reports()));
+        print(&render::final_table(&self.tap.reports()));
     }
+}
+
+/// Writes `text` (whole lines) above the bars: through the writer of the
+/// `tracing-indicatif` layer, which hides them while it writes, or
+/// straight to stderr when another subscriber logs (a test's).
+fn print(text: &str) {
+    // Nowhere to report a terminal that went away.
+    let _ = match tracing_indicatif::writer::get_indicatif_stderr_writer() {
+        Some(mut above_bars) => above_bars.write_all(text.as_bytes()),
+        None => std::io::stderr().lock().write_all(text.as_bytes()),
+    };
+}
+
+/// The prepare bars shown, by workload: each the progress bar of a span
+/// of its own, removed when the span closes.
+#[derive(Default)]
+struct Bars(HashMap<String, tracing::Span>);
+
+impl Bars {
+    /// A bar for each workload of `now` that prepares, none for the others.
+    fn show(&mut self, now: &[WorkloadSample]) {
+        self.0.retain(|name, _| {
+            now.iter()
+                .any(|w| &w.name == name && render::prepare_bar(w).is_some())
+        });
+        for w in now {
+            let Some(bar) = render::prepare_bar(w) else {
+                continue;
+            };
+            match self.0.get(&w.name) {
+                Some(span) => {
+                    span.pb_set_position(bar.position);
+                    span.pb_set_message(&bar.message);
+                }
+                None => {
+                    self.0.insert(w.name.clone(), bar_span(&w.name, &bar));
+                }
+            }
+        }
+    }
+}
+
+/// The span whose progress bar is `workload`'s prepare bar, shown from
+/// `bar` on.
+fn bar_span(workload: &str, bar: &render::PrepareBar) -> tracing::Span {
+    let span = tracing::info_span!("prepare", indicatif.pb_show = tracing::field::Empty);
+    span.pb_set_style(&render::prepare_style(workload));
+    span.pb_set_length(render::BAR_LENGTH);
+    span.pb_set_position(bar.position);
+    span.pb_set_message(&bar.message);
+    span.pb_start();
+    span
 }
 
 /// The progress task: bars and failovers every [`TICK`], workload lines
 /// every `every`.
 async fn show(
-    terminal: Terminal,
     slots: Arc<Slots>,
     failover: Arc<Failover>,
     every: Duration,
@@ -143,6 +186,7 @@ async fn show(
     let (mut prev, mut prev_at) = (sample(&slots), start);
     // Failovers before the run are not this run's news.
     let mut shown = failover.recent(1).last().map(|r| r.at);
+    let mut bars = Bars::default();
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -162,17 +206,16 @@ async fn show(
                 break;
             }
             let at = render::elapsed(now_at - start);
-            terminal.print(&format!("{at} {}\n", render::failover_line(&r, outage)));
+            print(&format!("{at} {}\n", render::failover_line(&r, outage)));
             shown = Some(r.at);
         }
         let now = sample(&slots);
-        let width = terminal.width();
-        terminal.set_status(now.iter().filter_map(|w| render::bar(w, width)).collect());
+        bars.show(&now);
         // Half a tick of slack: a tick that wakes a little early is on time.
         if now_at - prev_at + TICK / 2 >= every {
             let lines = render::lines(now_at - start, &prev, &now, now_at - prev_at);
             if !lines.is_empty() {
-                terminal.print(&(lines.join("\n") + "\n"));
+                print(&(lines.join("\n") + "\n"));
             }
             (prev, prev_at) = (now, now_at);
         }
@@ -233,6 +276,38 @@ mod tests {
         assert!(!wanted(false, false, false, xterm), "a file or a pipe");
         assert!(!wanted(false, true, true, xterm), "the journal");
         assert!(!wanted(false, true, false, dumb), "TERM=dumb");
+    }
+
+    #[test]
+    fn a_bar_whatever_the_log_level_and_only_while_preparing() {
+        use crate::engine::{StageLabel, StageState};
+        let preparing = |name: &str| WorkloadSample {
+            name: name.into(),
+            stage: StageLabel {
+                state: StageState::Preparing,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        for level in ["warn", "off"] {
+            let filter = tracing_subscriber::EnvFilter::new(level);
+            let subscriber = crate::daemon::logging::progress_subscriber(filter, false);
+            tracing::subscriber::with_default(subscriber, || {
+                // The log level filters the log lines only.
+                let bar = render::prepare_bar(&preparing("w")).unwrap();
+                assert!(!bar_span("w", &bar).is_disabled(), "no bar at {level}");
+                let mut bars = Bars::default();
+                bars.show(&[preparing("a"), preparing("b")]);
+                let mut shown: Vec<&String> = bars.0.keys().collect();
+                shown.sort();
+                assert_eq!(shown, ["a", "b"]);
+                let mut b = preparing("b");
+                b.stage.state = StageState::Running;
+                bars.show(&[preparing("a"), b]);
+                assert_eq!(bars.0.keys().collect::<Vec<_>>(), ["a"]);
+                assert!(bars.0.values().all(|s| !s.is_disabled()));
+            });
+        }
     }
 
     fn report(stage: &str) -> StageReport {

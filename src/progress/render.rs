@@ -11,6 +11,7 @@ use crate::error_kind::ErrorKind;
 use crate::failover::FailoverRecord;
 use crate::report::table::{ms, stage_table};
 use crate::report::StageReport;
+use indicatif::{ProgressState, ProgressStyle};
 
 /// One workload at one instant, as the progress lines need it.
 #[derive(Debug, Clone, Default)]
@@ -30,8 +31,16 @@ pub struct WorkloadSample {
     pub latency: Option<(Duration, Duration)>,
 }
 
-/// The width of the prepare bar, in cells.
-const BAR_CELLS: usize = 20;
+/// Positions of a prepare bar (thousandths of the prepare).
+pub const BAR_LENGTH: u64 = 1000;
+
+/// A prepare bar as indicatif draws it with [`prepare_style`]: where it
+/// stands, of [`BAR_LENGTH`], and what follows its percentage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrepareBar {
+    pub position: u64,
+    pub message: String,
+}
 
 /// `[01:05]`: time since the run started, `[1:02:03]` past an hour.
 pub fn elapsed(d: Duration) -> String {
@@ -108,25 +117,18 @@ pub fn workload_line(prev: &WorkloadSample, now: &WorkloadSample, dt: Duration) 
     Some(line)
 }
 
-/// The prepare bar of a workload that prepares, at most `width` columns:
-/// `w: preparing [#######.............]  35%  8120 docs/s  ETA 12s`.
-pub fn bar(w: &WorkloadSample, width: usize) -> Option<String> {
+/// The prepare bar of a workload that prepares:
+/// `w: preparing [#######.............]  35%  8120 docs/s  ETA 12s  (step 1/2)`.
+pub fn prepare_bar(w: &WorkloadSample) -> Option<PrepareBar> {
     if w.stage.state != StageState::Preparing {
         return None;
     }
     let p = &w.prepare;
     let ratio = p.ratio.clamp(0.0, 1.0);
-    let full = ((ratio * BAR_CELLS as f64).floor() as usize).min(BAR_CELLS);
-    let mut line = format!(
-        "{}: preparing [{}{}] {:3.0}%",
-        w.name,
-        "#".repeat(full),
-        ".".repeat(BAR_CELLS - full),
-        ratio * 100.0
-    );
+    let mut message = String::new();
     if p.documents_total > 0 {
-        line += &format!("  {} docs/s", fmt_rate(p.rate));
-        line += &match p.eta_seconds {
+        message += &format!("  {} docs/s", fmt_rate(p.rate));
+        message += &match p.eta_seconds {
             Some(eta) => format!(
                 "  ETA {}",
                 humantime::format_duration(Duration::from_secs(eta.ceil().max(0.0) as u64))
@@ -134,13 +136,26 @@ pub fn bar(w: &WorkloadSample, width: usize) -> Option<String> {
             None => "  ETA -".to_owned(),
         };
     }
-    line += &format!("  (step {}/{})", (p.steps_done + 1).min(p.steps), p.steps);
-    Some(truncate(&line, width))
+    message += &format!("  (step {}/{})", (p.steps_done + 1).min(p.steps), p.steps);
+    Some(PrepareBar {
+        position: (ratio * BAR_LENGTH as f64).round() as u64,
+        message,
+    })
 }
 
-/// The first `width` characters of `line`.
-pub fn truncate(line: &str, width: usize) -> String {
-    line.chars().take(width).collect()
+/// How indicatif draws the prepare bar of workload `name`: 20 cells, the
+/// percentage, then the message, cut at the terminal's width.
+pub fn prepare_style(name: &str) -> ProgressStyle {
+    let name = name.to_owned();
+    ProgressStyle::with_template("{workload}: preparing [{bar:20}] {percent:>3}%{wide_msg}")
+        .expect("a valid template")
+        .progress_chars("#.")
+        .with_key(
+            "workload",
+            move |_: &ProgressState, out: &mut dyn std::fmt::Write| {
+                let _ = out.write_str(&name);
+            },
+        )
 }
 
 /// Whether a failover is ready to be shown `age` after the driver saw it:
@@ -266,6 +281,20 @@ mod tests {
         assert!(out[0].contains(" 2 ops/s achieved"), "{out:?}");
     }
 
+    /// What indicatif draws of `w`'s prepare bar on a terminal `cols`
+    /// wide, trailing blanks removed; `None` when there is no bar.
+    fn drawn(w: &WorkloadSample, cols: u16) -> Option<String> {
+        let bar = prepare_bar(w)?;
+        let term = indicatif::InMemoryTerm::new(4, cols);
+        let target = indicatif::ProgressDrawTarget::term_like(Box::new(term.clone()));
+        let pb = indicatif::ProgressBar::with_draw_target(Some(BAR_LENGTH), target);
+        pb.set_style(prepare_style(&w.name));
+        pb.set_position(bar.position);
+        pb.set_message(bar.message);
+        pb.abandon();
+        Some(term.contents().trim_end().to_owned())
+    }
+
     #[test]
     fn the_prepare_bar_shows_percent_rate_and_eta() {
         let mut w = running("demo", 0, 0);
@@ -280,13 +309,12 @@ mod tests {
             eta_seconds: Some(11.2),
             done: false,
         };
-        assert_eq!(
-            bar(&w, 200).unwrap(),
-            "demo: preparing [#######.............]  35%  8120 docs/s  ETA 12s  (step 1/2)"
-        );
-        assert_eq!(bar(&w, 10).unwrap(), "demo: prep");
+        let full = "demo: preparing [#######.............]  35%  8120 docs/s  ETA 12s  (step 1/2)";
+        assert_eq!(drawn(&w, 200).unwrap(), full);
+        // Cut at the terminal's width, on one line.
+        assert_eq!(drawn(&w, 50).unwrap(), full[..50].trim_end());
         w.prepare.eta_seconds = None;
-        assert!(bar(&w, 200).unwrap().contains("ETA -"));
+        assert!(drawn(&w, 200).unwrap().contains("ETA -"));
         // Steps without documents (indexes): percent and step only.
         w.prepare = PrepareProgress {
             steps_done: 1,
@@ -295,10 +323,10 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            bar(&w, 200).unwrap(),
+            drawn(&w, 200).unwrap(),
             "demo: preparing [####################] 100%  (step 2/2)"
         );
-        assert_eq!(bar(&running("demo", 0, 0), 200), None);
+        assert_eq!(drawn(&running("demo", 0, 0), 200), None);
     }
 
     #[test]
