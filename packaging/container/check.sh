@@ -86,7 +86,7 @@ if [ -n "$binary" ]; then
         deps="$(dirname "$binary")/deps"
         unit=$(find "$deps" -maxdepth 1 -samefile "$binary" 2>/dev/null | head -1)
         [ -n "$unit" ] && [ -f "$unit.d" ] || fail "no dep-info of $binary (beside it, or in deps/): build it with cargo"
-        mapfile -t depinfos < <(echo "$unit.d"; grep -l -E '^[^ ]*/lib(mongoload|mongoload_sim|mongoload_loglimit|mongodb|prometheus)-[0-9a-f]+\.rlib:' "$deps"/*.d)
+        mapfile -t depinfos < <(echo "$unit.d"; grep -l -E '^[^ ]*/lib(mongoload|mongoload_sim|mongoload_loglimit|mongodb)-[0-9a-f]+\.rlib:' "$deps"/*.d)
     fi
     if ! inputs | cmp -s - "$stamp"; then
         echo "the in-image compile's inputs differ from $stamp; the full build instead:"
