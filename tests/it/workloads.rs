@@ -684,6 +684,10 @@ fn scale_down(cfg: &mut Config, sim: &TestDb, database: &str) {
         w.repeat = false;
         w.max_inflight = w.max_inflight.min(8);
         w.stages = vec![stage(2.0, 2)];
+        // A time-of-day example runs the same short stage list instead.
+        w.windows.clear();
+        w.default = None;
+        w.timezone = None;
         if let KindConfig::Mixed(m) = &mut w.kind {
             m.initial_docs = 200;
             m.doc_size = config::ByteSize(1024);
