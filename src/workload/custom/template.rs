@@ -234,6 +234,8 @@ impl Template {
 }
 
 impl Gen {
+    /// Compiles a `{ $gen = ... }` table: checks the generator's name and
+    /// keys, then hands it to the generator's own compile below.
     fn compile(g: &serde_json::Map<String, Value>, at: &str) -> Result<Gen, KeyError> {
         let kind = match g.get("$gen") {
             Some(Value::String(s)) => s.as_str(),
@@ -270,142 +272,168 @@ impl Gen {
                 ),
             );
         }
-        let gen = match kind {
-            "uniform" | "zipfian" | "latest" | "sequential" => {
-                let min = int_of(g, "min", at)?.unwrap_or(0);
-                let max = int_of(g, "max", at)?;
-                let span = match max {
-                    Some(max) if max <= min => {
-                        return err(
-                            &format!("{at}.max"),
-                            format!("must be greater than min ({min}), got {max}"),
-                        )
-                    }
-                    Some(max) => Some(max.abs_diff(min)),
-                    None => None,
-                };
-                let dist = match kind {
-                    "uniform" => KeyDist::Uniform,
-                    "zipfian" => KeyDist::Zipfian,
-                    "latest" => KeyDist::Latest,
-                    _ => KeyDist::Sequential,
-                };
-                if span.is_some_and(|s| s > 100_000_000)
-                    && matches!(dist, KeyDist::Zipfian | KeyDist::Latest)
-                {
-                    return err(&format!("{at}.max"), "a zipfian or latest range is limited to 100 000 000 values (its table is computed at start)");
-                }
-                Gen::Int {
-                    dist,
-                    min,
-                    span,
-                    keys: KeyGen::new(dist, span.unwrap_or(1)),
-                }
+        match kind {
+            "uniform" | "zipfian" | "latest" | "sequential" => Gen::compile_int(kind, g, at),
+            "double" => Gen::compile_double(g, at),
+            "string" | "binary" => Gen::compile_bytes(kind, g, at),
+            "date" => Gen::compile_date(g, at),
+            "array" => Gen::compile_array(g, at),
+            "objectid" => Ok(Gen::ObjectId),
+            _ => Gen::compile_choice(g, at),
+        }
+    }
+
+    /// `uniform`, `zipfian`, `latest` and `sequential`: integers from `min`
+    /// over an optional span; the skewed ones have a table to fit in memory.
+    fn compile_int(
+        kind: &str,
+        g: &serde_json::Map<String, Value>,
+        at: &str,
+    ) -> Result<Gen, KeyError> {
+        let min = int_of(g, "min", at)?.unwrap_or(0);
+        let max = int_of(g, "max", at)?;
+        let span = match max {
+            Some(max) if max <= min => {
+                return err(
+                    &format!("{at}.max"),
+                    format!("must be greater than min ({min}), got {max}"),
+                )
             }
-            "double" => {
-                let min = float_of(g, "min", at)?.unwrap_or(0.0);
-                let max = float_of(g, "max", at)?.unwrap_or(1.0);
-                if !(max > min && min.is_finite() && max.is_finite()) {
-                    return err(
-                        &format!("{at}.max"),
-                        format!("must be greater than min ({min}), got {max}"),
-                    );
-                }
-                Gen::Double { min, max }
-            }
-            "string" | "binary" => {
-                let len = int_of(g, "length", at)?.ok_or_else(|| KeyError {
-                    key: format!("{at}.length"),
-                    reason: "is required".into(),
-                })?;
-                if !(0..=16 << 20).contains(&len) {
-                    return err(
-                        &format!("{at}.length"),
-                        format!("must be between 0 and 16MiB, got {len}"),
-                    );
-                }
-                if kind == "binary" {
-                    Gen::Bin { len: len as usize }
-                } else {
-                    Gen::Str { len: len as usize }
-                }
-            }
-            "date" => {
-                let from = date_of(g, "from", at)?;
-                let to = date_of(g, "to", at)?;
-                let within = match g.get("within") {
-                    None => None,
-                    Some(Value::String(s)) => match humantime::parse_duration(s) {
-                        Ok(d) if !d.is_zero() && from.is_none() && to.is_none() => {
-                            Some(d.as_millis().min(i64::MAX as u128) as i64)
-                        }
-                        Ok(d) if d.is_zero() => {
-                            return err(&format!("{at}.within"), "must be above 0")
-                        }
-                        Ok(_) => {
-                            return err(
-                                &format!("{at}.within"),
-                                "give within (before now) or from and to, not both",
-                            )
-                        }
-                        Err(e) => {
-                            return err(
-                                &format!("{at}.within"),
-                                format!("not a duration such as \"24h\": {e}"),
-                            )
-                        }
-                    },
-                    Some(v) => {
-                        return err(
-                            &format!("{at}.within"),
-                            format!("expected a duration string such as \"24h\", got {v}"),
-                        )
-                    }
-                };
-                let range = match (from, to) {
-                    (None, None) => None,
-                    (Some(f), Some(t)) if t > f => Some((f, t)),
-                    (Some(_), Some(_)) => return err(&format!("{at}.to"), "must be after from"),
-                    _ => {
-                        return err(
-                            &format!("{at}.from"),
-                            "give both from and to, or neither (the current time)",
-                        )
-                    }
-                };
-                Gen::Date { range, within }
-            }
-            "array" => {
-                let of = g.get("of").ok_or_else(|| KeyError {
-                    key: format!("{at}.of"),
-                    reason: "is required: the template of each element".into(),
-                })?;
-                let min = int_of(g, "min", at)?.unwrap_or(0);
-                let max = int_of(g, "max", at)?.ok_or_else(|| KeyError {
-                    key: format!("{at}.max"),
-                    reason: "is required: the most elements".into(),
-                })?;
-                if min < 0 || max < min || max > 100_000 {
-                    return err(
-                        &format!("{at}.max"),
-                        format!("need 0 ≤ min ≤ max ≤ 100000, got min {min}, max {max}"),
-                    );
-                }
-                Gen::Array {
-                    of: Template::compile(of, &format!("{at}.of"))?,
-                    min: min as usize,
-                    max: max as usize,
-                }
-            }
-            "objectid" => Gen::ObjectId,
-            _ => match g.get("values") {
-                Some(Value::Array(a)) if !a.is_empty() => {
-                    Gen::Choice(a.iter().map(json_to_bson).collect())
-                }
-                _ => return err(&format!("{at}.values"), "must be a non-empty array"),
-            },
+            Some(max) => Some(max.abs_diff(min)),
+            None => None,
         };
-        Ok(gen)
+        let dist = match kind {
+            "uniform" => KeyDist::Uniform,
+            "zipfian" => KeyDist::Zipfian,
+            "latest" => KeyDist::Latest,
+            _ => KeyDist::Sequential,
+        };
+        if span.is_some_and(|s| s > 100_000_000)
+            && matches!(dist, KeyDist::Zipfian | KeyDist::Latest)
+        {
+            return err(&format!("{at}.max"), "a zipfian or latest range is limited to 100 000 000 values (its table is computed at start)");
+        }
+        Ok(Gen::Int {
+            dist,
+            min,
+            span,
+            keys: KeyGen::new(dist, span.unwrap_or(1)),
+        })
+    }
+
+    /// `double`: a float in [min, max).
+    fn compile_double(g: &serde_json::Map<String, Value>, at: &str) -> Result<Gen, KeyError> {
+        let min = float_of(g, "min", at)?.unwrap_or(0.0);
+        let max = float_of(g, "max", at)?.unwrap_or(1.0);
+        if !(max > min && min.is_finite() && max.is_finite()) {
+            return err(
+                &format!("{at}.max"),
+                format!("must be greater than min ({min}), got {max}"),
+            );
+        }
+        Ok(Gen::Double { min, max })
+    }
+
+    /// `string` and `binary`: a required `length` of at most 16 MiB.
+    fn compile_bytes(
+        kind: &str,
+        g: &serde_json::Map<String, Value>,
+        at: &str,
+    ) -> Result<Gen, KeyError> {
+        let len = int_of(g, "length", at)?.ok_or_else(|| KeyError {
+            key: format!("{at}.length"),
+            reason: "is required".into(),
+        })?;
+        if !(0..=16 << 20).contains(&len) {
+            return err(
+                &format!("{at}.length"),
+                format!("must be between 0 and 16MiB, got {len}"),
+            );
+        }
+        Ok(if kind == "binary" {
+            Gen::Bin { len: len as usize }
+        } else {
+            Gen::Str { len: len as usize }
+        })
+    }
+
+    /// `date`: between `from` and `to`, within a duration before now, or now.
+    fn compile_date(g: &serde_json::Map<String, Value>, at: &str) -> Result<Gen, KeyError> {
+        let from = date_of(g, "from", at)?;
+        let to = date_of(g, "to", at)?;
+        let within = match g.get("within") {
+            None => None,
+            Some(Value::String(s)) => match humantime::parse_duration(s) {
+                Ok(d) if !d.is_zero() && from.is_none() && to.is_none() => {
+                    Some(d.as_millis().min(i64::MAX as u128) as i64)
+                }
+                Ok(d) if d.is_zero() => return err(&format!("{at}.within"), "must be above 0"),
+                Ok(_) => {
+                    return err(
+                        &format!("{at}.within"),
+                        "give within (before now) or from and to, not both",
+                    )
+                }
+                Err(e) => {
+                    return err(
+                        &format!("{at}.within"),
+                        format!("not a duration such as \"24h\": {e}"),
+                    )
+                }
+            },
+            Some(v) => {
+                return err(
+                    &format!("{at}.within"),
+                    format!("expected a duration string such as \"24h\", got {v}"),
+                )
+            }
+        };
+        let range = match (from, to) {
+            (None, None) => None,
+            (Some(f), Some(t)) if t > f => Some((f, t)),
+            (Some(_), Some(_)) => return err(&format!("{at}.to"), "must be after from"),
+            _ => {
+                return err(
+                    &format!("{at}.from"),
+                    "give both from and to, or neither (the current time)",
+                )
+            }
+        };
+        Ok(Gen::Date { range, within })
+    }
+
+    /// `array`: `min` to `max` elements, each drawn from the `of` template.
+    fn compile_array(g: &serde_json::Map<String, Value>, at: &str) -> Result<Gen, KeyError> {
+        let of = g.get("of").ok_or_else(|| KeyError {
+            key: format!("{at}.of"),
+            reason: "is required: the template of each element".into(),
+        })?;
+        let min = int_of(g, "min", at)?.unwrap_or(0);
+        let max = int_of(g, "max", at)?.ok_or_else(|| KeyError {
+            key: format!("{at}.max"),
+            reason: "is required: the most elements".into(),
+        })?;
+        if min < 0 || max < min || max > 100_000 {
+            return err(
+                &format!("{at}.max"),
+                format!("need 0 ≤ min ≤ max ≤ 100000, got min {min}, max {max}"),
+            );
+        }
+        Ok(Gen::Array {
+            of: Template::compile(of, &format!("{at}.of"))?,
+            min: min as usize,
+            max: max as usize,
+        })
+    }
+
+    /// `choice`: one of a non-empty array of `values`.
+    fn compile_choice(g: &serde_json::Map<String, Value>, at: &str) -> Result<Gen, KeyError> {
+        match g.get("values") {
+            Some(Value::Array(a)) if !a.is_empty() => {
+                Ok(Gen::Choice(a.iter().map(json_to_bson).collect()))
+            }
+            _ => err(&format!("{at}.values"), "must be a non-empty array"),
+        }
     }
 
     fn eval(&mut self, ctx: &mut Ctx<'_>) -> Bson {
