@@ -14,7 +14,7 @@ use super::count::CountProgress;
 use super::{ActiveStage, Published, StageLabel, StageState, WorkloadRun, TICKETS_CLOSED};
 use crate::control::{effective_stage, ControlState};
 use crate::report::live::{ReportContext, ReportExtras, StageCollector};
-use crate::schedule::{Mode, Stage};
+use crate::schedule::{Mode, Occurrence, Stage};
 
 /// Test-only fault injection: stalls every controller in the process so a
 /// test can check that the systemd watchdog notices a wedged load loop
@@ -75,9 +75,16 @@ pub(super) async fn drive(
         ReportContext::with_extras(run.reports.clone(), &run.name, run.workload.ops(), extras);
     let mut schedules = run.schedule.clone();
     let mut schedule = schedules.borrow_and_update().clone();
-    let mut cycles = vec![0u64; schedule.stages().len()];
-    let mut control = run.control.clone();
-    let mut control_open = true;
+    let mut c = Controller {
+        run,
+        stage_tx,
+        cancel,
+        joined,
+        report_ctx,
+        cycles: vec![0u64; schedule.stages().len()],
+        control: run.control.clone(),
+        control_open: true,
+    };
     loop {
         let now = Instant::now();
         if schedules.has_changed().unwrap_or(false) {
@@ -85,7 +92,7 @@ pub(super) async fn drive(
             let at = schedule.carry_position(&edited, now - t0 + skipped);
             t0 = now.checked_sub(at).unwrap_or(now);
             skipped = Duration::ZERO;
-            cycles.resize(edited.stages().len(), 0);
+            c.cycles.resize(edited.stages().len(), 0);
             schedule = edited;
             tracing::info!(workload = %run.name, "the edited stage list applies from here on; the position is kept");
         }
@@ -108,99 +115,140 @@ pub(super) async fn drive(
         run.stage_index
             .set(occurrence.index.map_or(-1, |i| i as i64));
         log_stage(run, occurrence.index, scheduled, occurrence.duration);
+        let late = std::mem::take(&mut late);
         // A capacity search runs its probes in place of the stage's level.
         let search = scheduled.filter(|s| s.search_spec().is_some());
-        if let (Some(stage), Some(index)) = (search, occurrence.index) {
-            // The occurrence as every cluster member names it: a window by
-            // its end on the wall clock, a listed stage by its offset.
-            let key = format!(
-                "{}_{index}",
-                occurrence
-                    .until
-                    .map_or(occurrence.start.as_millis() as i64, |u| u
-                        .timestamp_millis())
-            );
-            let cluster = run.cluster.as_ref().zip(joined);
-            let ended = if std::mem::take(&mut late) && cluster.is_some() {
-                // The others' probes are under way: joining one half-way
-                // would leave the probe short of this member's share.
-                tracing::warn!(workload = %run.name, stage = %stage.name(), "cluster: joined during a capacity search; this member sits it out (the others' search ends without a result when a probe misses a member)");
-                Some(end)
-            } else {
-                super::search::SearchStage {
-                    run,
-                    publish: stage_tx,
-                    cancel,
-                    control: &mut control,
-                    reports: &report_ctx,
-                    stage,
-                    index,
-                    cycle: &mut cycles[index],
-                    end,
-                    cluster: cluster.map(|(c, j)| (c, j, key.clone())),
-                }
-                .run()
+        let unused = if let (Some(stage), Some(index)) = (search, occurrence.index) {
+            c.search(stage, index, &occurrence, end, late)
                 .await
-            };
-            let Some(ended) = ended else {
-                return false;
-            };
-            if occurrence.until.is_some() {
-                // A window searches once each time it opens: idle until
-                // it closes.
-                if !idle_until(run, end, cancel).await {
-                    return false;
-                }
-                continue;
+        } else {
+            c.run_stage(scheduled, label, &occurrence, (start, end), late)
+                .await
+        };
+        let Some(unused) = unused else {
+            return false;
+        };
+        skipped += unused;
+    }
+}
+
+/// What [`drive`] keeps from one occurrence to the next besides its place
+/// in the schedule: where it publishes and reports, the runtime control it
+/// follows, and how many times each stage has run.
+struct Controller<'a> {
+    run: &'a WorkloadRun,
+    stage_tx: &'a watch::Sender<Published>,
+    cancel: &'a CancellationToken,
+    joined: Option<&'a crate::cluster::Joined>,
+    report_ctx: Arc<ReportContext>,
+    /// Per stage, how many times it has run before (a repeating list, or a
+    /// window that comes back): the cycle of its next report.
+    cycles: Vec<u64>,
+    control: watch::Receiver<ControlState>,
+    /// False once the control channel has closed: stop waiting on it.
+    control_open: bool,
+}
+
+impl Controller<'_> {
+    /// Runs a capacity search stage (stage `index` of the schedule) from
+    /// now to at most `end`, its probes in place of the stage's level.
+    /// A window then idles until it closes; a stage list moves on when the
+    /// search has ended (for a cluster, when every member's has). Returns
+    /// the schedule time the search left unused, `None` when cancelled.
+    async fn search(
+        &mut self,
+        stage: &Stage,
+        index: usize,
+        occurrence: &Occurrence,
+        end: Instant,
+        late: bool,
+    ) -> Option<Duration> {
+        let run = self.run;
+        // The occurrence as every cluster member names it: a window by
+        // its end on the wall clock, a listed stage by its offset.
+        let key = format!(
+            "{}_{index}",
+            occurrence
+                .until
+                .map_or(occurrence.start.as_millis() as i64, |u| u
+                    .timestamp_millis())
+        );
+        let cluster = run.cluster.as_ref().zip(self.joined);
+        let ended = if late && cluster.is_some() {
+            // The others' probes are under way: joining one half-way
+            // would leave the probe short of this member's share.
+            tracing::warn!(workload = %run.name, stage = %stage.name(), "cluster: joined during a capacity search; this member sits it out (the others' search ends without a result when a probe misses a member)");
+            Some(end)
+        } else {
+            super::search::SearchStage {
+                run,
+                publish: self.stage_tx,
+                cancel: self.cancel,
+                control: &mut self.control,
+                reports: &self.report_ctx,
+                stage,
+                index,
+                cycle: &mut self.cycles[index],
+                end,
+                cluster: cluster.map(|(c, j)| (c, j, key.clone())),
             }
-            if let Some((cluster, joined)) = cluster {
-                cluster
-                    .search_ended(&run.name, joined, &key, ended, end)
-                    .await;
+            .run()
+            .await
+        };
+        let ended = ended?;
+        if occurrence.until.is_some() {
+            // A window searches once each time it opens: idle until
+            // it closes.
+            if !idle_until(run, end, self.cancel).await {
+                return None;
             }
-            skipped += end.saturating_duration_since(ended);
-            continue;
+            return Some(Duration::ZERO);
         }
-        let mut ctl = control.borrow_and_update().clone();
+        if let Some((cluster, joined)) = cluster {
+            cluster
+                .search_ended(&run.name, joined, &key, ended, end)
+                .await;
+        }
+        Some(end.saturating_duration_since(ended))
+    }
+
+    /// Runs an occurrence's level (or idle, with no stage) from `start`
+    /// until `end`, or until a count-based stage has settled every
+    /// operation: publishes it, refreshes the target gauges every second
+    /// so ramps show as ramps, re-publishes it on a control change, then
+    /// counts what was never claimed and finishes its report. `late`: the
+    /// first publication is re-based at now. Returns the schedule time a
+    /// count-based stage left unused, `None` when cancelled.
+    async fn run_stage(
+        &mut self,
+        scheduled: Option<&Stage>,
+        label: &str,
+        occurrence: &Occurrence,
+        (start, end): (Instant, Instant),
+        late: bool,
+    ) -> Option<Duration> {
+        let run = self.run;
+        let mut ctl = self.control.borrow_and_update().clone();
         let report = scheduled.zip(occurrence.index).map(|(stage, index)| {
-            // The cycle: how many times this stage has run before (a
-            // repeating list, or a window that comes back).
-            let cycle = cycles[index];
-            cycles[index] += 1;
-            StageCollector::new(report_ctx.clone(), stage, index, cycle, start)
+            let cycle = self.cycles[index];
+            self.cycles[index] += 1;
+            StageCollector::new(self.report_ctx.clone(), stage, index, cycle, start)
         });
         let count = scheduled
             .and_then(|s| effective_stage(s, &ctl).or_else(|| Some(s.clone())))
             .and_then(|s| CountProgress::new(&s));
         let mut active = publish(
-            stage_tx,
+            self.stage_tx,
             scheduled,
             &ctl,
-            (start, std::mem::take(&mut late)),
+            (start, late),
             report.as_ref(),
             count.as_ref(),
         );
-        let counted = async {
-            let Some(c) = &count else {
-                return std::future::pending().await;
-            };
-            c.complete.notified().await;
-            // A cluster's count-based stage ends when every member has run
-            // its share: at the same instant for all of them.
-            match (&run.cluster, joined) {
-                (Some(cluster), Some(joined)) => {
-                    let key = format!(
-                        "{}_{}",
-                        occurrence.start.as_millis(),
-                        occurrence.index.unwrap_or(0)
-                    );
-                    cluster.count_stage_end(&run.name, joined, &key, end).await
-                }
-                _ => Instant::now(),
-            }
-        };
+        let counted = count_settled(run, self.joined, count.as_ref(), occurrence, end);
         tokio::pin!(counted);
         let mut ended = end;
+        let mut unused = Duration::ZERO;
 
         // Refresh the target gauges every second so ramps show as ramps.
         loop {
@@ -220,22 +268,22 @@ pub(super) async fn drive(
                 at = &mut counted => {
                     // Every operation of a count-based stage has settled.
                     ended = at;
-                    skipped += end.saturating_duration_since(ended);
+                    unused = end.saturating_duration_since(ended);
                     break;
                 }
-                changed = control.changed(), if control_open => {
+                changed = self.control.changed(), if self.control_open => {
                     if changed.is_err() {
-                        control_open = false;
+                        self.control_open = false;
                         continue;
                     }
-                    let new = control.borrow_and_update().clone();
+                    let new = self.control.borrow_and_update().clone();
                     let effective = scheduled.and_then(|s| effective_stage(s, &new));
                     if effective.as_ref() != active.as_ref().map(|a| &a.stage) {
                         if let Some(a) = &active {
                             settle(run, a, Instant::now());
                         }
                         active = publish(
-                            stage_tx,
+                            self.stage_tx,
                             scheduled,
                             &new,
                             (start, true),
@@ -245,17 +293,17 @@ pub(super) async fn drive(
                     }
                     ctl = new;
                 }
-                _ = cancel.cancelled() => {
+                _ = self.cancel.cancelled() => {
                     if let Some(a) = &active {
                         settle(run, a, Instant::now());
                     }
                     if let Some(r) = &report {
                         r.finish(Instant::now(), true);
                     }
-                    return false;
+                    return None;
                 }
             }
-            fault::hold_while_stalled(cancel).await;
+            fault::hold_while_stalled(self.cancel).await;
             if Instant::now() >= end {
                 break;
             }
@@ -266,6 +314,34 @@ pub(super) async fn drive(
         if let Some(r) = &report {
             r.finish(ended, false);
         }
+        Some(unused)
+    }
+}
+
+/// When every operation of a count-based stage has settled; never for a
+/// stage without a count. A cluster's count-based stage ends when every
+/// member has run its share: at the same instant for all of them.
+async fn count_settled(
+    run: &WorkloadRun,
+    joined: Option<&crate::cluster::Joined>,
+    count: Option<&Arc<CountProgress>>,
+    occurrence: &Occurrence,
+    end: Instant,
+) -> Instant {
+    let Some(c) = count else {
+        return std::future::pending().await;
+    };
+    c.complete.notified().await;
+    match (&run.cluster, joined) {
+        (Some(cluster), Some(joined)) => {
+            let key = format!(
+                "{}_{}",
+                occurrence.start.as_millis(),
+                occurrence.index.unwrap_or(0)
+            );
+            cluster.count_stage_end(&run.name, joined, &key, end).await
+        }
+        _ => Instant::now(),
     }
 }
 
