@@ -130,36 +130,21 @@ struct ActiveStage {
 /// lets in-flight operations finish for up to `grace`.
 pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
     let run = Arc::new(run);
-    run.status.set_stage(StageLabel {
-        state: StageState::Preparing,
-        ..Default::default()
-    });
+    set_state(&run, StageState::Preparing);
     if !prepare::prepare(&run, &cancel).await {
-        run.status.set_stage(StageLabel {
-            state: StageState::Stopped,
-            ..Default::default()
-        });
+        set_state(&run, StageState::Stopped);
         return;
     }
 
     // The schedule's time 0: now, or the cluster's shared epoch.
-    let (t0, late, epoch) = match &run.cluster {
-        None => (Instant::now(), false, None),
-        Some(c) => match c.start(&run.name, &cancel).await {
-            Some(joined) => (joined.t0, joined.late, Some(joined)),
-            None => {
-                run.status.set_stage(StageLabel {
-                    state: StageState::Stopped,
-                    ..Default::default()
-                });
-                return;
-            }
-        },
+    let Some((t0, late, epoch)) = time_zero(&run, &cancel).await else {
+        set_state(&run, StageState::Stopped);
+        return;
     };
 
     // The audit's verification task writes the stage reports (after each
     // stage-end pass); without an audit they are written as they end.
-    let mut verifier = run.audit.as_ref().map(|a| {
+    let verifier = run.audit.as_ref().map(|a| {
         verify::spawn(
             a.audit.clone(),
             a.rate,
@@ -168,25 +153,7 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
             run.reports.clone(),
         )
     });
-    let extras = ReportExtras {
-        thresholds: run.thresholds.clone(),
-        failovers: Some(run.failover.clone()),
-        sink: verifier.as_ref().map(|v| v.sink.clone()),
-        member: epoch.as_ref().map(|j| {
-            let member = run
-                .cluster
-                .as_ref()
-                .map_or(crate::cluster::Member::SOLE, |c| c.member());
-            crate::report::MemberReport {
-                index: member.index,
-                size: member.size,
-                epoch: j
-                    .start()
-                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-                merged: Vec::new(),
-            }
-        }),
-    };
+    let extras = report_extras(&run, verifier.as_ref(), epoch.as_ref());
 
     let (stage_tx, stage_rx) = watch::channel(Published::Idle);
     // Cancelled once the controller is done (or with the run).
@@ -229,6 +196,75 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
 
     let _ = stage_tx.send(Published::Done);
     workers_stop.cancel();
+    drain(&run, &crew, grace).await;
+    // The last stage's report waits for its audit pass: up to `grace`,
+    // then it is written with the audit as far as it got.
+    if let Some(v) = verifier {
+        finish_audit(&run, v, grace).await;
+    }
+    run.metrics.inflight.set(0);
+    run.metrics.schedule_lag_seconds.set(0.0);
+    run.metrics.clear_stage();
+    run.stage_index.set(-1);
+    set_state(&run, StageState::Stopped);
+}
+
+/// Shows `state` (preparing, stopped) on `/status` with no stage.
+fn set_state(run: &WorkloadRun, state: StageState) {
+    run.status.set_stage(StageLabel {
+        state,
+        ..Default::default()
+    });
+}
+
+/// The schedule's time 0 and whether this member joins it late: now when
+/// alone, else the cluster's shared epoch with the membership it returns.
+/// `None` when cancelled while joining the cluster.
+async fn time_zero(
+    run: &WorkloadRun,
+    cancel: &CancellationToken,
+) -> Option<(Instant, bool, Option<crate::cluster::Joined>)> {
+    match &run.cluster {
+        None => Some((Instant::now(), false, None)),
+        Some(c) => {
+            let joined = c.start(&run.name, cancel).await?;
+            Some((joined.t0, joined.late, Some(joined)))
+        }
+    }
+}
+
+/// What goes into every stage report besides its figures: the thresholds,
+/// the failovers, the audit's sink and, in a cluster, this member.
+fn report_extras(
+    run: &WorkloadRun,
+    verifier: Option<&verify::Verifier>,
+    epoch: Option<&crate::cluster::Joined>,
+) -> ReportExtras {
+    ReportExtras {
+        thresholds: run.thresholds.clone(),
+        failovers: Some(run.failover.clone()),
+        sink: verifier.map(|v| v.sink.clone()),
+        member: epoch.map(|j| {
+            let member = run
+                .cluster
+                .as_ref()
+                .map_or(crate::cluster::Member::SOLE, |c| c.member());
+            crate::report::MemberReport {
+                index: member.index,
+                size: member.size,
+                epoch: j
+                    .start()
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                merged: Vec::new(),
+            }
+        }),
+    }
+}
+
+/// Lets the stopped workers finish their in-flight operations for up to
+/// `grace`, then aborts the rest and waits for them to be dropped, so
+/// their results reach the last stage's report.
+async fn drain(run: &WorkloadRun, crew: &crew::Crew, grace: Duration) {
     let mut workers = crew.close();
     let drained = tokio::time::timeout(grace, async {
         while workers.join_next().await.is_some() {}
@@ -241,27 +277,20 @@ pub async fn run(run: WorkloadRun, cancel: CancellationToken, grace: Duration) {
         // the last stage's report before this function returns.
         while workers.join_next().await.is_some() {}
     }
-    // The last stage's report waits for its audit pass: up to `grace`,
-    // then it is written with the audit as far as it got.
-    if let Some(v) = verifier.take() {
-        let verify::Verifier {
-            sink,
-            stop,
-            mut task,
-        } = v;
-        drop(sink);
-        if tokio::time::timeout(grace, &mut task).await.is_err() {
-            tracing::warn!(workload = %run.name, grace = ?grace, "the audit's last pass did not finish within the grace period; its report says so");
-            stop.cancel();
-            let _ = task.await;
-        }
+}
+
+/// Waits up to `grace` for the audit's last pass (the last stage's report
+/// waits for it), then stops it: the report says how far it got.
+async fn finish_audit(run: &WorkloadRun, v: verify::Verifier, grace: Duration) {
+    let verify::Verifier {
+        sink,
+        stop,
+        mut task,
+    } = v;
+    drop(sink);
+    if tokio::time::timeout(grace, &mut task).await.is_err() {
+        tracing::warn!(workload = %run.name, grace = ?grace, "the audit's last pass did not finish within the grace period; its report says so");
+        stop.cancel();
+        let _ = task.await;
     }
-    run.metrics.inflight.set(0);
-    run.metrics.schedule_lag_seconds.set(0.0);
-    run.metrics.clear_stage();
-    run.stage_index.set(-1);
-    run.status.set_stage(StageLabel {
-        state: StageState::Stopped,
-        ..Default::default()
-    });
 }
