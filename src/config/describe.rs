@@ -8,7 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::{uri_hosts, Config, SecretUri, TargetConfig};
-use crate::schedule::{Mode, Stage, WindowPlan};
+use crate::schedule::{Mode, Schedule, Stage, WindowPlan};
 use crate::workload::footprint::{self, Growth};
 
 /// How far ahead `check-config` prints the timeline.
@@ -106,6 +106,17 @@ impl Config {
     /// lists start when the daemon does; windows follow the clock).
     pub fn describe_at(&self, now: DateTime<Utc>) -> String {
         let mut out = String::new();
+        self.describe_target(&mut out);
+        self.describe_daemon(&mut out);
+        for w in &self.workloads {
+            w.describe_to(&mut out, now);
+        }
+        out
+    }
+
+    /// The `target:` section: the URI redacted, its hosts, the pool and
+    /// the timeouts, the concerns.
+    fn describe_target(&self, out: &mut String) {
         let t = &self.target;
         let hosts = t
             .uri
@@ -135,6 +146,11 @@ impl Config {
         out.push_str(
             &t.describe_concerns(t.uri.as_ref().map(SecretUri::expose), self.command_events()),
         );
+    }
+
+    /// The daemon's own sections: `http:`, `run:`, `control:`, the
+    /// cluster and the lag probe.
+    fn describe_daemon(&self, out: &mut String) {
         let _ = writeln!(out, "http:\n  listen: {}", self.http.listen);
         if let Some(web) = &self.http.web_config {
             let _ = writeln!(out, "  web_config: {}", web.display());
@@ -165,85 +181,96 @@ impl Config {
                 humantime::format_duration(p.poll())
             );
         }
-        for w in &self.workloads {
-            let _ = writeln!(out, "workload {:?}:", w.name);
-            let _ = writeln!(out, "  kind: {}", w.kind.name());
-            let _ = writeln!(
-                out,
-                "  max_inflight: {}, max_lag: {}, seed: {}, repeat: {}",
-                w.max_inflight,
-                humantime::format_duration(w.max_lag),
-                w.seed.map_or("random".to_string(), |s| s.to_string()),
-                if w.windows.is_empty() {
-                    w.repeat.to_string()
-                } else {
-                    "forever (windows)".to_string()
-                }
-            );
-            out.push_str(&w.kind.params().describe());
-            if let Some((growth, _)) = w.data_growth(now) {
-                let _ = writeln!(out, "  data: {growth}");
-            }
-            if let Ok(Some(plan)) = w.shard_plan() {
-                let _ = writeln!(out, "  sharding: {}", plan.describe(w.kind.name()));
-            }
-            out.push_str(&w.describe_concerns());
-            out.push_str(&w.describe_audit());
-            let Ok(schedule) = w.schedule() else {
-                let _ = writeln!(out, "  (invalid schedule)");
-                continue;
-            };
-            if let Some(plan) = schedule.windows() {
-                describe_windows(&mut out, plan, now);
-                continue;
-            }
-            let _ = writeln!(
-                out,
-                "  stages ({} per pass{}):",
-                humantime::format_duration(schedule.total_duration()),
-                if schedule.repeats() { ", repeated" } else { "" }
-            );
-            for (i, s) in schedule.stages().iter().enumerate() {
-                let _ = writeln!(out, "    {}. {s}", i + 1);
-            }
-            // A repeating schedule shows two passes, then a summary.
-            let max_rows = if schedule.repeats() {
-                (2 * schedule.stages().len()).min(TIMELINE_MAX_ROWS)
+    }
+}
+
+impl super::WorkloadConfig {
+    /// One `workload` section: kind, parameters, data growth, sharding,
+    /// concerns, audit, then its windows or its stages and timeline from
+    /// `now`.
+    fn describe_to(&self, out: &mut String, now: DateTime<Utc>) {
+        let _ = writeln!(out, "workload {:?}:", self.name);
+        let _ = writeln!(out, "  kind: {}", self.kind.name());
+        let _ = writeln!(
+            out,
+            "  max_inflight: {}, max_lag: {}, seed: {}, repeat: {}",
+            self.max_inflight,
+            humantime::format_duration(self.max_lag),
+            self.seed.map_or("random".to_string(), |s| s.to_string()),
+            if self.windows.is_empty() {
+                self.repeat.to_string()
             } else {
-                TIMELINE_MAX_ROWS
-            };
-            let rows = schedule.timeline(TIMELINE_HORIZON, max_rows);
-            let _ = writeln!(out, "  timeline (next 24h):");
-            for r in &rows {
-                let s = &schedule.stages()[r.stage];
-                let _ = writeln!(
-                    out,
-                    "    +{:<12} .. +{:<12} {}",
-                    humantime::format_duration(r.start).to_string(),
-                    humantime::format_duration(r.end).to_string(),
-                    s
-                );
+                "forever (windows)".to_string()
             }
-            let last_end = rows.last().map_or(Duration::ZERO, |r| r.end);
-            if last_end < TIMELINE_HORIZON {
-                if schedule.repeats() {
-                    let pass = schedule.total_duration();
-                    let passes = TIMELINE_HORIZON.as_nanos().div_ceil(pass.as_nanos());
-                    let _ = writeln!(
-                        out,
-                        "    … repeats every {} ({passes} passes in 24h)",
-                        humantime::format_duration(pass)
-                    );
-                } else {
-                    let _ = writeln!(
-                        out,
-                        "    +{} end: the workload stops",
-                        humantime::format_duration(last_end)
-                    );
-                }
-            }
+        );
+        out.push_str(&self.kind.params().describe());
+        if let Some((growth, _)) = self.data_growth(now) {
+            let _ = writeln!(out, "  data: {growth}");
         }
-        out
+        if let Ok(Some(plan)) = self.shard_plan() {
+            let _ = writeln!(out, "  sharding: {}", plan.describe(self.kind.name()));
+        }
+        out.push_str(&self.describe_concerns());
+        out.push_str(&self.describe_audit());
+        let Ok(schedule) = self.schedule() else {
+            let _ = writeln!(out, "  (invalid schedule)");
+            return;
+        };
+        if let Some(plan) = schedule.windows() {
+            describe_windows(out, plan, now);
+            return;
+        }
+        describe_stages(out, &schedule);
+    }
+}
+
+/// A stage list as `check-config` prints it: the stages, then the timeline
+/// of the next 24 hours (two passes of a repeating list, then a summary).
+fn describe_stages(out: &mut String, schedule: &Schedule) {
+    let _ = writeln!(
+        out,
+        "  stages ({} per pass{}):",
+        humantime::format_duration(schedule.total_duration()),
+        if schedule.repeats() { ", repeated" } else { "" }
+    );
+    for (i, s) in schedule.stages().iter().enumerate() {
+        let _ = writeln!(out, "    {}. {s}", i + 1);
+    }
+    // A repeating schedule shows two passes, then a summary.
+    let max_rows = if schedule.repeats() {
+        (2 * schedule.stages().len()).min(TIMELINE_MAX_ROWS)
+    } else {
+        TIMELINE_MAX_ROWS
+    };
+    let rows = schedule.timeline(TIMELINE_HORIZON, max_rows);
+    let _ = writeln!(out, "  timeline (next 24h):");
+    for r in &rows {
+        let s = &schedule.stages()[r.stage];
+        let _ = writeln!(
+            out,
+            "    +{:<12} .. +{:<12} {}",
+            humantime::format_duration(r.start).to_string(),
+            humantime::format_duration(r.end).to_string(),
+            s
+        );
+    }
+    let last_end = rows.last().map_or(Duration::ZERO, |r| r.end);
+    if last_end < TIMELINE_HORIZON {
+        if schedule.repeats() {
+            let pass = schedule.total_duration();
+            let passes = TIMELINE_HORIZON.as_nanos().div_ceil(pass.as_nanos());
+            let _ = writeln!(
+                out,
+                "    … repeats every {} ({passes} passes in 24h)",
+                humantime::format_duration(pass)
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "    +{} end: the workload stops",
+                humantime::format_duration(last_end)
+            );
+        }
     }
 }
 
