@@ -316,6 +316,15 @@ impl Chart {
             r0: bottom,
             r1: top,
         };
+        let l = Layout {
+            x0,
+            x1,
+            xs,
+            ys,
+            top,
+            bottom,
+            y_ticks,
+        };
         let mut s = String::new();
         let _ = write!(
             s,
@@ -327,6 +336,25 @@ impl Chart {
             r#"<text class="title" x="{LEFT}" y="18">{}</text>"#,
             escape(&self.title)
         );
+        self.write_bands(&mut s, &l);
+        self.write_axes(&mut s, &l);
+        write_markers(&mut s, &l, &markers, &lane, &spans);
+        self.write_series(&mut s, &l, legend);
+        s.push_str("</svg>");
+        s
+    }
+
+    /// The bands (a stage, a window) as shaded spans over the plot, each
+    /// labelled where it is wide enough.
+    fn write_bands(&self, s: &mut String, l: &Layout) {
+        let Layout {
+            x0,
+            x1,
+            xs,
+            top,
+            bottom,
+            ..
+        } = *l;
         for b in &self.bands {
             let (a, z) = (xs.at(b.x0.max(x0)), xs.at(b.x1.min(x1)));
             let _ = write!(
@@ -347,13 +375,28 @@ impl Chart {
                 );
             }
         }
+    }
+
+    /// The axes, the y grid and ticks, the x ticks (the chart's own, or
+    /// round numbers) and both axis labels.
+    fn write_axes(&self, s: &mut String, l: &Layout) {
+        let Layout {
+            x0,
+            x1,
+            xs,
+            ys,
+            top,
+            bottom,
+            ..
+        } = *l;
+        let y_ticks = &l.y_ticks;
         // Axes and grid.
         let r = WIDTH - RIGHT;
         let _ = write!(
             s,
             r#"<g class="axis"><line x1="{LEFT}" y1="{bottom:.1}" x2="{r:.1}" y2="{bottom:.1}"/><line x1="{LEFT}" y1="{top:.1}" x2="{LEFT}" y2="{bottom:.1}"/>"#,
         );
-        for &v in &y_ticks {
+        for &v in y_ticks {
             let y = ys.at(v);
             let _ = write!(
                 s,
@@ -392,18 +435,12 @@ impl Chart {
             escape(&self.x_label),
             escape(&self.y_label)
         );
-        for (m, (l, (lx, _))) in markers.iter().zip(lane.iter().zip(&spans)) {
-            let x = xs.at(m.x);
-            let _ = write!(
-                s,
-                r#"<g class="marker {}"><line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{bottom:.1}"/><text x="{lx:.1}" y="{:.1}">{}</text><title>{}</title></g>"#,
-                m.kind.class(),
-                TITLE + LINE * *l as f64 + 4.0,
-                TITLE + LINE * (*l as f64 + 1.0),
-                escape(&m.label),
-                escape(&m.title)
-            );
-        }
+    }
+
+    /// One `<path class="series">` per series, then the legend in rows
+    /// under the axis label.
+    fn write_series(&self, s: &mut String, l: &Layout, legend: Vec<(f64, usize)>) {
+        let Layout { xs, ys, bottom, .. } = *l;
         for series in &self.series {
             let d = path_d(&series.segments, xs, ys);
             let _ = write!(
@@ -433,8 +470,42 @@ impl Chart {
                 escape(&series.label)
             );
         }
-        s.push_str("</svg>");
-        s
+    }
+}
+
+/// Where a chart's parts go: the x range drawn, the two scales, the
+/// plot's top and bottom and the y axis's ticks.
+struct Layout {
+    x0: f64,
+    x1: f64,
+    xs: Scale,
+    ys: Scale,
+    top: f64,
+    bottom: f64,
+    y_ticks: Vec<f64>,
+}
+
+/// Each marker as a line across the plot with its label in its lane
+/// above it (`lane` and `spans` are the labels' lanes and x spans).
+fn write_markers(
+    s: &mut String,
+    layout: &Layout,
+    markers: &[&Marker],
+    lane: &[usize],
+    spans: &[(f64, f64)],
+) {
+    let Layout { xs, bottom, .. } = *layout;
+    for (m, (l, (lx, _))) in markers.iter().zip(lane.iter().zip(spans)) {
+        let x = xs.at(m.x);
+        let _ = write!(
+            s,
+            r#"<g class="marker {}"><line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{bottom:.1}"/><text x="{lx:.1}" y="{:.1}">{}</text><title>{}</title></g>"#,
+            m.kind.class(),
+            TITLE + LINE * *l as f64 + 4.0,
+            TITLE + LINE * (*l as f64 + 1.0),
+            escape(&m.label),
+            escape(&m.title)
+        );
     }
 }
 
