@@ -412,8 +412,24 @@ pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
             ..ProfileConfig::default()
         },
     };
-    // Unreadable TLS files (InvalidInput) name the file themselves.
-    let handle = match (args.sharded_config(), args.replset_config()) {
+    let handle = start_cli(&args, config).await?;
+    log_started(&args, &handle, &faults);
+    spawn_periodic_faults(&args, &handle);
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r?,
+        _ = term.recv() => {}
+    }
+    tracing::info!("mongoload sim shutting down");
+    handle.shutdown().await;
+    Ok(())
+}
+
+/// Starts what the flags ask for: a sharded cluster, a replica set or one
+/// node. The error names the ports it could not listen on; unreadable TLS
+/// files (InvalidInput) name the file themselves.
+async fn start_cli(args: &SimArgs, config: SimConfig) -> anyhow::Result<SimHandle> {
+    Ok(match (args.sharded_config(), args.replset_config()) {
         (Some(cluster), _) => {
             let routers = cluster.mongos;
             start_sharded(config, cluster)
@@ -442,7 +458,12 @@ pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
             std::io::ErrorKind::InvalidInput => anyhow::anyhow!("{e}"),
             _ => anyhow::anyhow!("cannot listen on {}: {e}", args.listen),
         })?,
-    };
+    })
+}
+
+/// Logs what listens: the replica set, the sharded cluster, then the
+/// address, URI, faults, auth and TLS.
+fn log_started(args: &SimArgs, handle: &SimHandle, faults: &FaultConfig) {
     if let Some(set) = handle.replset() {
         tracing::info!(
             replset = set.name(),
@@ -477,7 +498,12 @@ pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
         tls = args.tls_files().is_some(),
         "mongoload sim listening (an in-memory test double, not a database)"
     );
-    // The periodic faults hit the simulator, or each shard of a cluster.
+}
+
+/// Starts one task per periodic fault (`--freeze` and the like) and
+/// target: the simulator, or each shard of a cluster; on a replica set the
+/// fault hits `--fault-member`, else the primary of the moment.
+fn spawn_periodic_faults(args: &SimArgs, handle: &SimHandle) {
     let targets: Vec<(Faults, Option<ReplSet>)> = match handle.sharded() {
         Some(cluster) => (0..cluster.shards())
             .map(|i| {
@@ -509,14 +535,6 @@ pub async fn run_cli(args: SimArgs) -> anyhow::Result<()> {
             }
         });
     }
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r?,
-        _ = term.recv() => {}
-    }
-    tracing::info!("mongoload sim shutting down");
-    handle.shutdown().await;
-    Ok(())
 }
 
 #[cfg(test)]
