@@ -106,29 +106,14 @@ impl SearchStage<'_> {
             if let Some((collector, probe)) = last.take() {
                 collector.set_probe(probe);
             }
-            let probe = Stage::rate(&name, self.member().rate(rate), length)
-                .and_then(|s| s.with_warmup(spec.settle))
-                .expect("a probe's rate is positive and its settle shorter than it");
-            let collector =
-                StageCollector::new(self.reports.clone(), &probe, self.index, *self.cycle, start);
-            *self.cycle += 1;
-            let active = Arc::new(ActiveStage {
-                stage: probe,
-                start,
-                next_ticket: AtomicU64::new(0),
-                count: None,
-                report: collector.clone(),
-            });
-            let _ = self.publish.send(Published::Stage(active.clone()));
-            self.targets(rate, search.probes().len() + 1);
-            let cut = self.hold(start + length).await;
-            let ended = Instant::now().min(start + length);
-            settle(self.run, &active, ended);
-            let _ = self.publish.send(Published::Idle);
-            // Every worker lets go of the probe once its operation is
-            // done: then the report holds every operation of the probe.
-            let landed = wait_until(JUDGE_ALLOWANCE, || Arc::strong_count(&active) == 1).await;
-            drop(active);
+            let (collector, cut, ended, landed) = self
+                .probe(
+                    &name,
+                    (rate, spec.settle),
+                    (start, length),
+                    search.probes().len() + 1,
+                )
+                .await;
             match cut {
                 Some(Cut::Cancelled) => {
                     collector.finish(ended, true);
@@ -152,15 +137,10 @@ impl SearchStage<'_> {
                 }
                 Err(Some(why)) => {
                     tracing::warn!(workload = %self.run.name, stage = %name, "capacity probe {number} not judged: {why}; the search ends without a result");
+                    let error_ratio = verdict(&report, landed).error_ratio;
                     last = Some((
                         collector,
-                        ProbeReport {
-                            number,
-                            rate,
-                            verdict: "unjudged".to_owned(),
-                            error_ratio: verdict(&report, landed).error_ratio,
-                            result: None,
-                        },
+                        probe_report(number, rate, "unjudged", error_ratio),
                     ));
                     interrupted = true;
                     break;
@@ -173,45 +153,94 @@ impl SearchStage<'_> {
             };
             search.record(result);
             self.run.metrics.capacity.judged(result.passed);
-            tracing::info!(
-                workload = %self.run.name,
-                stage = %name,
-                "capacity probe {number} at {rate} ops/s: {} (p99 {:?}, errors {:.2} %{})",
-                if result.passed { "pass" } else { "fail" },
-                judged.p99,
-                result.error_ratio * 100.0,
-                if landed { "" } else { ", operations still in flight: failed" },
-            );
+            log_probe(self.run, &name, number, result, &judged, landed);
             // A cluster's members start the next probe (or end the search)
             // together, at the instant its verdict names.
             if let Some(next) = judged.next {
                 shared_start = Some(next);
-                tokio::select! {
-                    _ = tokio::time::sleep_until(next) => {}
-                    _ = self.cancel.cancelled() => {
-                        self.run.metrics.capacity.probing(0.0);
-                        return None;
-                    }
+                if !self.wait_for(next).await {
+                    return None;
                 }
             }
+            let outcome = if result.passed { "pass" } else { "fail" };
+            let number = search.probes().len() as u32;
             last = Some((
                 collector,
-                ProbeReport {
-                    number: search.probes().len() as u32,
-                    rate,
-                    verdict: if result.passed { "pass" } else { "fail" }.to_owned(),
-                    error_ratio: result.error_ratio,
-                    result: None,
-                },
+                probe_report(number, rate, outcome, result.error_ratio),
             ));
         }
+        self.conclude(&name, &search, interrupted, last);
+        Some(Instant::now().min(self.end))
+    }
+
+    /// Runs probe `number` at `rate` from `start` for `length`, its first
+    /// `warmup` (the search's settle time) left out of its report:
+    /// publishes it as a hold, holds it, counts what was never claimed,
+    /// then waits (up to the judging allowance) for every worker to let go
+    /// of it. Returns its report's collector, why it was cut short if it
+    /// was, when it ended and whether every operation had landed.
+    async fn probe(
+        &mut self,
+        name: &str,
+        (rate, warmup): (f64, Duration),
+        (start, length): (Instant, Duration),
+        number: usize,
+    ) -> (Arc<StageCollector>, Option<Cut>, Instant, bool) {
+        let probe = Stage::rate(name, self.member().rate(rate), length)
+            .and_then(|s| s.with_warmup(warmup))
+            .expect("a probe's rate is positive and its settle shorter than it");
+        let collector =
+            StageCollector::new(self.reports.clone(), &probe, self.index, *self.cycle, start);
+        *self.cycle += 1;
+        let active = Arc::new(ActiveStage {
+            stage: probe,
+            start,
+            next_ticket: AtomicU64::new(0),
+            count: None,
+            report: collector.clone(),
+        });
+        let _ = self.publish.send(Published::Stage(active.clone()));
+        self.targets(rate, number);
+        let cut = self.hold(start + length).await;
+        let ended = Instant::now().min(start + length);
+        settle(self.run, &active, ended);
+        let _ = self.publish.send(Published::Idle);
+        // Every worker lets go of the probe once its operation is
+        // done: then the report holds every operation of the probe.
+        let landed = wait_until(JUDGE_ALLOWANCE, || Arc::strong_count(&active) == 1).await;
+        drop(active);
+        (collector, cut, ended, landed)
+    }
+
+    /// Waits until `next`, the instant a cluster's verdict names. False
+    /// when the run is cancelled first (the probing gauge then reads 0).
+    async fn wait_for(&self, next: Instant) -> bool {
+        tokio::select! {
+            _ = tokio::time::sleep_until(next) => true,
+            _ = self.cancel.cancelled() => {
+                self.run.metrics.capacity.probing(0.0);
+                false
+            }
+        }
+    }
+
+    /// Ends the search: its result goes on the last probe's report, the
+    /// probing gauge reads 0, and the capacity found is exported and
+    /// logged (an interrupted search has none).
+    fn conclude(
+        &self,
+        name: &str,
+        search: &Search,
+        interrupted: bool,
+        last: Option<(Arc<StageCollector>, ProbeReport)>,
+    ) {
         let end = if interrupted {
             "interrupted"
         } else {
             search.end().unwrap_or(SearchEnd::OutOfTime).as_str()
         };
         let capacity = search.capacity();
-        if let Some((collector, mut probe)) = last.take() {
+        if let Some((collector, mut probe)) = last {
             probe.result = Some(SearchResultReport {
                 capacity,
                 end: end.to_owned(),
@@ -230,7 +259,6 @@ impl SearchStage<'_> {
                 .found(capacity, now.timestamp_millis() as f64 / 1000.0);
             tracing::info!(workload = %self.run.name, stage = %name, "capacity search ended ({end}) after {} probes: capacity {capacity} ops/s", search.probes().len());
         }
-        Some(Instant::now().min(self.end))
     }
 
     /// Waits until every member of the cluster has reached the search,
@@ -380,6 +408,39 @@ fn verdict(report: &StageReport, landed: bool) -> Verdict {
         error_ratio,
         p99: Duration::from_nanos(report.latency_ns.p99),
     }
+}
+
+/// Probe `number`'s part of its stage report; the search's result goes on
+/// the last one.
+fn probe_report(number: u32, rate: f64, verdict: &str, error_ratio: f64) -> ProbeReport {
+    ProbeReport {
+        number,
+        rate,
+        verdict: verdict.to_owned(),
+        error_ratio,
+        result: None,
+    }
+}
+
+/// Logs probe `number`'s verdict: pass or fail, its p99 and error ratio.
+fn log_probe(
+    run: &WorkloadRun,
+    name: &str,
+    number: u32,
+    result: ProbeResult,
+    judged: &Judged,
+    landed: bool,
+) {
+    tracing::info!(
+        workload = %run.name,
+        stage = %name,
+        "capacity probe {number} at {} ops/s: {} (p99 {:?}, errors {:.2} %{})",
+        result.rate,
+        if result.passed { "pass" } else { "fail" },
+        judged.p99,
+        result.error_ratio * 100.0,
+        if landed { "" } else { ", operations still in flight: failed" },
+    );
 }
 
 /// Polls `done` every 5 ms until it holds (true) or `limit` passes (false).
