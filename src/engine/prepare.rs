@@ -10,6 +10,7 @@ use crate::exit::Exit;
 use crate::mongo::classify;
 use crate::mongo::errors::{permanent, Permanent};
 use crate::mongo::shard::ShardError;
+use crate::workload::shard::ShardPlan;
 use crate::workload::PrepareStep;
 
 /// The longest wait between two attempts of a failed prepare step (from
@@ -37,43 +38,11 @@ pub(crate) async fn prepare_steps(
     steps: &[PrepareStep],
 ) -> bool {
     let prepare_metrics = &run.metrics.prepare;
-    // Progress over all load steps together (sysbench loads one per
-    // collection): documents of the finished steps plus the current one's.
-    let documents_total: u64 = steps
-        .iter()
-        .map(|s| match s {
-            PrepareStep::Load { count, .. } => *count,
-            _ => 0,
-        })
-        .sum();
-    let prepare_started = std::time::Instant::now();
+    let progress = Progress::new(run, steps);
     let mut finished_docs = 0u64;
-    let report = |steps_done: usize, docs_done: u64, loaded: u64| {
-        let ratio = if documents_total == 0 {
-            1.0
-        } else {
-            (docs_done as f64 / documents_total as f64).min(1.0)
-        };
-        let rate = loaded as f64 / prepare_started.elapsed().as_secs_f64().max(1e-3);
-        let done = steps_done == steps.len();
-        run.metrics
-            .prepare_progress
-            .set(if done { 1.0 } else { ratio });
-        run.status.set_prepare(PrepareProgress {
-            steps_done,
-            steps: steps.len(),
-            documents_done: docs_done,
-            documents_total,
-            ratio: if done { 1.0 } else { ratio },
-            rate,
-            eta_seconds: (rate > 0.0)
-                .then(|| documents_total.saturating_sub(docs_done) as f64 / rate),
-            done,
-        });
-    };
     // Documents inserted by this run (not found in place from an earlier one).
     let mut loaded = 0u64;
-    report(0, 0, 0);
+    progress.report(0, 0, 0);
     for (n, step) in steps.iter().enumerate() {
         let mut resumed_at: Option<u64> = None;
         let mut backoff = Duration::from_millis(500);
@@ -81,46 +50,19 @@ pub(crate) async fn prepare_steps(
             let started = std::time::Instant::now();
             let mut last_log = started;
             let name = &run.name;
-            let progress = |done: u64, total: u64| {
+            let on_progress = |done: u64, total: u64| {
                 // The first call says what an earlier run left in place.
                 let from = *resumed_at.get_or_insert(done);
-                report(n, finished_docs + done, loaded + done.saturating_sub(from));
-                let now = std::time::Instant::now();
-                if now.duration_since(last_log) >= Duration::from_secs(5) || done == total {
-                    last_log = now;
-                    let secs = now.duration_since(started).as_secs_f64().max(1e-3);
-                    let rate = done as f64 / secs;
-                    let eta = if rate > 0.0 {
-                        (total - done) as f64 / rate
-                    } else {
-                        f64::INFINITY
-                    };
-                    let percent = if total == 0 {
-                        100.0
-                    } else {
-                        100.0 * done as f64 / total as f64
-                    };
-                    tracing::info!(workload = %name, step = n, "prepare: {done}/{total} documents ({percent:.1}%), {rate:.0} docs/s, ETA {eta:.0}s");
-                }
+                progress.report(n, finished_docs + done, loaded + done.saturating_sub(from));
+                log_load_progress(name, n, (done, total), started, &mut last_log);
             };
             let result = match step {
-                PrepareStep::Shard { plan } => {
-                    let shard = tokio::select! {
-                        r = run.deployment.shard(&run.name, plan) => r,
-                        _ = cancel.cancelled() => return false,
-                    };
-                    match shard {
-                        Ok(()) => Ok(()),
-                        Err(ShardError::Retry(e)) => Err(e),
-                        // Not for retrying: stop the run with its status.
-                        Err(ShardError::Fatal { exit, message }) => {
-                            give_up(run, exit, &message);
-                            return false;
-                        }
-                    }
-                }
+                PrepareStep::Shard { plan } => match shard_step(run, plan, cancel).await {
+                    Some(result) => result,
+                    None => return false,
+                },
                 _ => tokio::select! {
-                    r = run.deployment.prepare(step, progress) => r,
+                    r = run.deployment.prepare(step, on_progress) => r,
                     _ = cancel.cancelled() => return false,
                 },
             };
@@ -131,7 +73,7 @@ pub(crate) async fn prepare_steps(
                         finished_docs += count;
                         loaded += count.saturating_sub(resumed_at.unwrap_or(0));
                     }
-                    report(n + 1, finished_docs, loaded);
+                    progress.report(n + 1, finished_docs, loaded);
                     break;
                 }
                 Err(e) => {
@@ -162,6 +104,113 @@ pub(crate) async fn prepare_steps(
         }
     }
     true
+}
+
+/// The prepare's progress as the metrics and `/status` show it: over all
+/// load steps together (sysbench loads one per collection), documents of
+/// the finished steps plus the current one's.
+struct Progress<'a> {
+    run: &'a WorkloadRun,
+    steps: usize,
+    documents_total: u64,
+    started: std::time::Instant,
+}
+
+impl<'a> Progress<'a> {
+    fn new(run: &'a WorkloadRun, steps: &[PrepareStep]) -> Self {
+        let documents_total: u64 = steps
+            .iter()
+            .map(|s| match s {
+                PrepareStep::Load { count, .. } => *count,
+                _ => 0,
+            })
+            .sum();
+        Progress {
+            run,
+            steps: steps.len(),
+            documents_total,
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// `steps_done` steps finished, `docs_done` documents in place of
+    /// which this run inserted `loaded` (the rate counts those).
+    fn report(&self, steps_done: usize, docs_done: u64, loaded: u64) {
+        let documents_total = self.documents_total;
+        let ratio = if documents_total == 0 {
+            1.0
+        } else {
+            (docs_done as f64 / documents_total as f64).min(1.0)
+        };
+        let rate = loaded as f64 / self.started.elapsed().as_secs_f64().max(1e-3);
+        let done = steps_done == self.steps;
+        self.run
+            .metrics
+            .prepare_progress
+            .set(if done { 1.0 } else { ratio });
+        self.run.status.set_prepare(PrepareProgress {
+            steps_done,
+            steps: self.steps,
+            documents_done: docs_done,
+            documents_total,
+            ratio: if done { 1.0 } else { ratio },
+            rate,
+            eta_seconds: (rate > 0.0)
+                .then(|| documents_total.saturating_sub(docs_done) as f64 / rate),
+            done,
+        });
+    }
+}
+
+/// Logs step `n`'s progress (`done` of `total` documents) every 5 s and at
+/// its end, with the rate and ETA since the attempt `started`.
+fn log_load_progress(
+    name: &str,
+    n: usize,
+    (done, total): (u64, u64),
+    started: std::time::Instant,
+    last_log: &mut std::time::Instant,
+) {
+    let now = std::time::Instant::now();
+    if now.duration_since(*last_log) >= Duration::from_secs(5) || done == total {
+        *last_log = now;
+        let secs = now.duration_since(started).as_secs_f64().max(1e-3);
+        let rate = done as f64 / secs;
+        let eta = if rate > 0.0 {
+            (total - done) as f64 / rate
+        } else {
+            f64::INFINITY
+        };
+        let percent = if total == 0 {
+            100.0
+        } else {
+            100.0 * done as f64 / total as f64
+        };
+        tracing::info!(workload = %name, step = n, "prepare: {done}/{total} documents ({percent:.1}%), {rate:.0} docs/s, ETA {eta:.0}s");
+    }
+}
+
+/// Runs a sharding step (shard key, presplit): the result to retry on as
+/// any step's, or `None` to stop, when cancelled or when the deployment
+/// cannot be sharded so (the run then ends with its exit status).
+async fn shard_step(
+    run: &WorkloadRun,
+    plan: &ShardPlan,
+    cancel: &CancellationToken,
+) -> Option<Result<(), mongodb::error::Error>> {
+    let shard = tokio::select! {
+        r = run.deployment.shard(&run.name, plan) => r,
+        _ = cancel.cancelled() => return None,
+    };
+    match shard {
+        Ok(()) => Some(Ok(())),
+        Err(ShardError::Retry(e)) => Some(Err(e)),
+        // Not for retrying: stop the run with its status.
+        Err(ShardError::Fatal { exit, message }) => {
+            give_up(run, exit, &message);
+            None
+        }
+    }
 }
 
 /// Ends the run at prepare: asking again cannot help. The message goes to
