@@ -160,16 +160,10 @@ async fn write(run: &RunInfo, r: StageReport) {
 }
 
 /// The journal lines of a report: the stage, its count-based batches if
-/// any, and one line per scheduled operation with its steps.
+/// any, one line per scheduled operation with its steps, its failovers and
+/// its audit.
 fn journal(r: &StageReport) {
-    use mongoload_loglimit::round;
     let l = &r.latency_ns;
-    let ms = |ns: u64| ns as f64 / 1e6;
-    // Log fields rounded (ms to the microsecond, seconds to the
-    // millisecond, rates to 0.1); the run log keeps full precision.
-    let f_ms = |ns: u64| round(ms(ns), 3);
-    let f_s = |s: f64| round(s, 3);
-    let f_rate = |r: f64| round(r, 1);
     tracing::info!(
         run_id = %r.run_id,
         workload = %r.workload,
@@ -177,23 +171,52 @@ fn journal(r: &StageReport) {
         stage_index = r.stage_index,
         cycle = r.cycle,
         partial = r.partial,
-        duration_s = f_s(r.duration_seconds),
+        duration_s = log_s(r.duration_seconds),
         ops_ok = r.operations.ok,
         ops_error = r.operations.error,
-        ops_per_sec = f_rate(r.ops_per_sec),
+        ops_per_sec = log_rate(r.ops_per_sec),
         ips_75 = r.ips_75,
         ips_95 = r.ips_95,
         ips_99 = r.ips_99,
-        p50_ms = f_ms(l.p50),
-        p95_ms = f_ms(l.p95),
-        p99_ms = f_ms(l.p99),
-        p999_ms = f_ms(l.p999),
-        max_ms = f_ms(l.max),
+        p50_ms = log_ms(l.p50),
+        p95_ms = log_ms(l.p95),
+        p99_ms = log_ms(l.p99),
+        p999_ms = log_ms(l.p999),
+        max_ms = log_ms(l.max),
         missed = r.missed,
         "stage report: {} {}: {} ok, {} errors in {:.1}s, {:.1} ops/s (ips.75/95/99 {}/{}/{}), latency p50 {:.3} ms p99 {:.3} ms p99.9 {:.3} ms max {:.3} ms, {} missed",
         r.workload, r.stage, r.operations.ok, r.operations.error, r.duration_seconds, r.ops_per_sec,
-        r.ips_75, r.ips_95, r.ips_99, ms(l.p50), ms(l.p99), ms(l.p999), ms(l.max), r.missed,
+        r.ips_75, r.ips_95, r.ips_99, to_ms(l.p50), to_ms(l.p99), to_ms(l.p999), to_ms(l.max), r.missed,
     );
+    journal_count(r);
+    journal_ops(r);
+    journal_failovers(r);
+    journal_audit(r);
+}
+
+/// Nanoseconds as milliseconds.
+fn to_ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// A log field in milliseconds, rounded to the microsecond (log fields are
+/// rounded; the run log keeps full precision).
+fn log_ms(ns: u64) -> f64 {
+    mongoload_loglimit::round(to_ms(ns), 3)
+}
+
+/// A log field in seconds, rounded to the millisecond.
+fn log_s(s: f64) -> f64 {
+    mongoload_loglimit::round(s, 3)
+}
+
+/// A log field's rate, rounded to 0.1.
+fn log_rate(r: f64) -> f64 {
+    mongoload_loglimit::round(r, 1)
+}
+
+/// A count-based stage's line: its operations and each worker's share.
+fn journal_count(r: &StageReport) {
     if let Some(c) = &r.count {
         let secs: Vec<String> = c
             .workers
@@ -206,14 +229,17 @@ fn journal(r: &StageReport) {
             stage = %r.stage,
             count = c.operations,
             per_worker = c.per_worker,
-            elapsed_s = f_s(r.duration_seconds),
+            elapsed_s = log_s(r.duration_seconds),
             workers = %secs.join(" "),
             "stage report: {} {}: {} operations{} in {:.3}s; worker:operations/time {}",
             r.workload, r.stage, c.operations, if c.per_worker { " per worker" } else { "" },
             r.duration_seconds, secs.join(" "),
         );
     }
-    // One line per scheduled operation, its steps' figures in one field.
+}
+
+/// One line per scheduled operation, its steps' figures in one field.
+fn journal_ops(r: &StageReport) {
     for o in &r.ops {
         let steps: Vec<String> = o
             .steps
@@ -224,7 +250,7 @@ fn journal(r: &StageReport) {
                     s.step,
                     s.requests.ok,
                     s.requests.error,
-                    ms(s.latency_ns.p99)
+                    to_ms(s.latency_ns.p99)
                 )
             })
             .collect();
@@ -236,16 +262,20 @@ fn journal(r: &StageReport) {
             op = %o.op,
             ops_ok = o.operations.ok,
             ops_error = o.operations.error,
-            ops_per_sec = f_rate(o.ops_per_sec),
-            p50_ms = f_ms(l.p50),
-            p99_ms = f_ms(l.p99),
-            max_ms = f_ms(l.max),
+            ops_per_sec = log_rate(o.ops_per_sec),
+            p50_ms = log_ms(l.p50),
+            p99_ms = log_ms(l.p99),
+            max_ms = log_ms(l.max),
             steps = %steps.join("; "),
             "stage report: {} {} op {}: {} ok, {} errors, {:.1} ops/s, latency p50 {:.3} ms p99 {:.3} ms; steps: {}",
             r.workload, r.stage, o.op, o.operations.ok, o.operations.error, o.ops_per_sec,
-            ms(l.p50), ms(l.p99), steps.join("; "),
+            to_ms(l.p50), to_ms(l.p99), steps.join("; "),
         );
     }
+}
+
+/// One line per failover the stage saw.
+fn journal_failovers(r: &StageReport) {
     for f in &r.failovers {
         let secs = |s: Option<f64>| s.map_or("-".to_owned(), |s| format!("{s:.3}s"));
         let on = f
@@ -259,13 +289,17 @@ fn journal(r: &StageReport) {
             failover_at = %f.at,
             to = %f.to,
             shard = f.shard.as_deref(),
-            no_primary_s = f.no_primary_seconds.map(f_s),
-            write_outage_s = f.write_outage_seconds.map(f_s),
+            no_primary_s = f.no_primary_seconds.map(log_s),
+            write_outage_s = f.write_outage_seconds.map(log_s),
             "stage report: {} {}: failover{on} at {} to {} (from {}): {} without a primary, write outage {}",
             r.workload, r.stage, f.at, f.to, f.from.as_deref().unwrap_or("unknown"),
             secs(f.no_primary_seconds), secs(f.write_outage_seconds),
         );
     }
+}
+
+/// The audit's line: ids acknowledged, checked and missing.
+fn journal_audit(r: &StageReport) {
     if let Some(a) = &r.audit {
         tracing::info!(
             run_id = %r.run_id,
