@@ -366,73 +366,88 @@ fn confidence(s: &str) -> Result<f64, String> {
 
 /// `mongoload report`: tables from run logs, or a comparison of two.
 fn report(args: &ReportArgs) -> ExitCode {
-    use crate::report::{self, compare, table};
-    let read = |path: &Path| {
-        report::read(path).map_err(|e| {
-            eprintln!("mongoload report: {e}");
-            ExitCode::from(EXIT_BAD_INPUT)
-        })
-    };
-    if let Some(pair) = &args.compare {
-        let (base, new) = match (read(&pair[0]), read(&pair[1])) {
-            (Ok(b), Ok(n)) => (
-                report::merge::merge_members(b),
-                report::merge::merge_members(n),
-            ),
-            (Err(code), _) | (_, Err(code)) => return code,
-        };
-        let gates = compare::Gates {
-            max_drop: args.max_drop,
-            max_latency_rise: args.max_latency_rise,
-            max_error_rise: args.max_error_rise,
-            confidence: args.confidence,
-        };
-        let c = compare::compare(&base, &new, gates);
-        let mut text = format!(
-            "base: {}\nnew:  {}\n\n",
-            compare::describe_run(&base),
-            compare::describe_run(&new)
-        );
-        text.push_str(&compare::render_comparison(&c, args.steps));
-        let searches = table::search_comparison(&base, &new);
-        if !searches.is_empty() {
-            text.push('\n');
-            text.push_str(&searches);
-        }
-        if args.steps {
-            text.push('\n');
-            text.push_str(&compare::render_steps(&base, &new));
-        }
-        let code = if c.regressions() > 0 {
-            ExitCode::from(EXIT_REGRESSION)
-        } else {
-            ExitCode::SUCCESS
-        };
-        if let Some(out) = &args.html {
-            let (b, n) = (pair[0].display().to_string(), pair[1].display().to_string());
-            let runs = [
-                report::html::Run {
-                    role: "base",
-                    source: &b,
-                    reports: &base,
-                },
-                report::html::Run {
-                    role: "new",
-                    source: &n,
-                    reports: &new,
-                },
-            ];
-            if let Err(code) = write_html(out, &report::html::page(&runs, Some(&text))) {
-                return code;
-            }
-        }
-        return emit_then(&text, code);
+    match &args.compare {
+        Some(pair) => report_compare(args, pair),
+        None => report_tables(args),
     }
+}
+
+/// A run log's reports; an unreadable one is said on stderr (exit 2).
+fn read_log(path: &Path) -> Result<Vec<crate::report::StageReport>, ExitCode> {
+    crate::report::read(path).map_err(|e| {
+        eprintln!("mongoload report: {e}");
+        ExitCode::from(EXIT_BAD_INPUT)
+    })
+}
+
+/// `mongoload report --compare BASE NEW`: the comparison's text (and HTML
+/// page), exiting with [`EXIT_REGRESSION`] when it finds a regression.
+fn report_compare(args: &ReportArgs, pair: &[PathBuf]) -> ExitCode {
+    use crate::report::{self, compare, table};
+    let (base, new) = match (read_log(&pair[0]), read_log(&pair[1])) {
+        (Ok(b), Ok(n)) => (
+            report::merge::merge_members(b),
+            report::merge::merge_members(n),
+        ),
+        (Err(code), _) | (_, Err(code)) => return code,
+    };
+    let gates = compare::Gates {
+        max_drop: args.max_drop,
+        max_latency_rise: args.max_latency_rise,
+        max_error_rise: args.max_error_rise,
+        confidence: args.confidence,
+    };
+    let c = compare::compare(&base, &new, gates);
+    let mut text = format!(
+        "base: {}\nnew:  {}\n\n",
+        compare::describe_run(&base),
+        compare::describe_run(&new)
+    );
+    text.push_str(&compare::render_comparison(&c, args.steps));
+    let searches = table::search_comparison(&base, &new);
+    if !searches.is_empty() {
+        text.push('\n');
+        text.push_str(&searches);
+    }
+    if args.steps {
+        text.push('\n');
+        text.push_str(&compare::render_steps(&base, &new));
+    }
+    let code = if c.regressions() > 0 {
+        ExitCode::from(EXIT_REGRESSION)
+    } else {
+        ExitCode::SUCCESS
+    };
+    if let Some(out) = &args.html {
+        let (b, n) = (pair[0].display().to_string(), pair[1].display().to_string());
+        let runs = [
+            report::html::Run {
+                role: "base",
+                source: &b,
+                reports: &base,
+            },
+            report::html::Run {
+                role: "new",
+                source: &n,
+                reports: &new,
+            },
+        ];
+        if let Err(code) = write_html(out, &report::html::page(&runs, Some(&text))) {
+            return code;
+        }
+    }
+    emit_then(&text, code)
+}
+
+/// `mongoload report FILE…`: the tables of the stages (one row per cluster
+/// stage), searches, shards and steps (and the HTML page).
+fn report_tables(args: &ReportArgs) -> ExitCode {
+    use crate::report::{self, table};
     let mut all = Vec::new();
     // The run log each run was first read from, for the HTML report.
     let mut sources: Vec<(String, String)> = Vec::new();
     for path in &args.files {
-        match read(path) {
+        match read_log(path) {
             Ok(r) => {
                 for s in &r {
                     if !sources.iter().any(|(id, _)| *id == s.run_id) {
