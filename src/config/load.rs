@@ -86,6 +86,51 @@ pub fn parse_with_env(
     path: &Path,
     env: impl IntoIterator<Item = (String, String)>,
 ) -> Result<Config, ConfigError> {
+    let Overrides {
+        overrides,
+        hostname,
+        warnings,
+    } = env_overrides(env);
+    let built = config::Config::builder()
+        .add_source(config::File::from_str(text, config::FileFormat::Toml))
+        .add_source(
+            config::Environment::with_prefix("MONGOLOAD")
+                .prefix_separator("_")
+                .separator("__")
+                .try_parsing(true)
+                .source(Some(overrides.clone().into_iter().collect())),
+        )
+        .build()
+        .map_err(|e| ConfigError::Syntax {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+    let mut cfg = deserialize(built, path, &overrides)?;
+    cfg.warnings = warnings;
+    cfg.validate()
+        .and_then(|()| {
+            let host = crate::cluster::hostname(hostname);
+            cfg.cluster
+                .resolve(host.as_deref())
+                .map_err(|e| KeyError::new(e.key, e.reason))
+        })
+        .map_err(|mut e| {
+            e.reason.push_str(&env_hint(&overrides, &e.key));
+            e.in_file(path)
+        })?;
+    Ok(cfg)
+}
+
+/// What the environment gives a config: the key overrides, `HOSTNAME`
+/// (for the cluster section) and the warnings about deprecated names.
+struct Overrides {
+    overrides: HashMap<String, String>,
+    hostname: Option<String>,
+    warnings: Vec<String>,
+}
+
+/// The overrides in `env`.
+fn env_overrides(env: impl IntoIterator<Item = (String, String)>) -> Overrides {
     // Only MONGOLOAD_<SECTION>__<KEY> are keys: MONGOLOAD_CONFIG,
     // MONGOLOAD_TEST_URI and friends must not reach deny_unknown_fields.
     let mut hostname = None;
@@ -125,31 +170,33 @@ pub fn parse_with_env(
     if let Some(s) = socket.filter(|s| !s.is_empty()) {
         overrides.insert(DEPRECATED_SOCKET_ENV.to_owned(), s);
     }
-    let built = config::Config::builder()
-        .add_source(config::File::from_str(text, config::FileFormat::Toml))
-        .add_source(
-            config::Environment::with_prefix("MONGOLOAD")
-                .prefix_separator("_")
-                .separator("__")
-                .try_parsing(true)
-                .source(Some(overrides.clone().into_iter().collect())),
-        )
-        .build()
-        .map_err(|e| ConfigError::Syntax {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?;
-    // Name the variable when an override is the culprit, or the user
-    // searches the file for a value that is not there.
-    let env_hint = |key: &str| -> String {
-        let var = format!("{ENV_PREFIX}{}", key.replace('.', "__")).to_ascii_uppercase();
-        if overrides.keys().any(|k| k.eq_ignore_ascii_case(&var)) {
-            format!(" (set by {var})")
-        } else {
-            String::new()
-        }
-    };
-    let cfg: Config = serde_path_to_error::deserialize(built).map_err(|e| {
+    Overrides {
+        overrides,
+        hostname,
+        warnings,
+    }
+}
+
+/// Name the variable when an override is the culprit, or the user
+/// searches the file for a value that is not there.
+fn env_hint(overrides: &HashMap<String, String>, key: &str) -> String {
+    let var = format!("{ENV_PREFIX}{}", key.replace('.', "__")).to_ascii_uppercase();
+    if overrides.keys().any(|k| k.eq_ignore_ascii_case(&var)) {
+        format!(" (set by {var})")
+    } else {
+        String::new()
+    }
+}
+
+/// The config from the merged file and overrides, an error naming the
+/// key (the missing field's own, not its parent's) and the override if
+/// one set it.
+fn deserialize(
+    built: config::Config,
+    path: &Path,
+    overrides: &HashMap<String, String>,
+) -> Result<Config, ConfigError> {
+    serde_path_to_error::deserialize(built).map_err(|e| {
         let mut key = e.path().to_string();
         let reason = match e.inner() {
             // A missing required field: the path stops at its parent.
@@ -167,27 +214,13 @@ pub fn parse_with_env(
         if key == "." {
             key = "(top level)".into();
         }
-        let reason = format!("{reason}{}", env_hint(&key));
+        let reason = format!("{reason}{}", env_hint(overrides, &key));
         ConfigError::Invalid {
             path: path.to_path_buf(),
             key,
             reason,
         }
-    })?;
-    let mut cfg = cfg;
-    cfg.warnings = warnings;
-    cfg.validate()
-        .and_then(|()| {
-            let host = crate::cluster::hostname(hostname);
-            cfg.cluster
-                .resolve(host.as_deref())
-                .map_err(|e| KeyError::new(e.key, e.reason))
-        })
-        .map_err(|mut e| {
-            e.reason.push_str(&env_hint(&e.key));
-            e.in_file(path)
-        })?;
-    Ok(cfg)
+    })
 }
 
 /// A deserialisation error's reason without the config crate's own key and
