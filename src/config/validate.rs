@@ -17,6 +17,30 @@ impl Config {
     /// Checks what the types alone cannot: one of uri / uri_file, weights,
     /// stages, unique names. Errors carry the full dotted key.
     pub fn validate(&self) -> Result<(), KeyError> {
+        self.validate_uri_source()?;
+        self.validate_run()?;
+        if self.target.database.is_empty()
+            || self
+                .target
+                .database
+                .contains(['/', '\\', '.', ' ', '"', '$', '\0'])
+        {
+            return Err(KeyError::new(
+                "target.database",
+                format!("not a valid database name: {:?}", self.target.database),
+            ));
+        }
+        self.target.validate_concerns()?;
+        if let Some(p) = &self.lag_probe {
+            p.validate()?;
+        }
+        self.validate_timeouts()?;
+        self.validate_workloads()
+    }
+
+    /// Exactly one of `target.uri` (its scheme and the driver's parse
+    /// checked) and a non-empty `target.uri_file`.
+    fn validate_uri_source(&self) -> Result<(), KeyError> {
         match (&self.target.uri, &self.target.uri_file) {
             (None, None) => {
                 return Err(KeyError::new(
@@ -38,6 +62,11 @@ impl Config {
             }
             (None, Some(_)) => {}
         }
+        Ok(())
+    }
+
+    /// `run.log` a file path, `run.name` a short name safe in a file name.
+    fn validate_run(&self) -> Result<(), KeyError> {
         if let Some(log) = &self.run.log {
             if log.as_os_str().is_empty() || log.to_string_lossy().ends_with('/') {
                 return Err(KeyError::new(
@@ -59,21 +88,12 @@ impl Config {
                 ));
             }
         }
-        if self.target.database.is_empty()
-            || self
-                .target
-                .database
-                .contains(['/', '\\', '.', ' ', '"', '$', '\0'])
-        {
-            return Err(KeyError::new(
-                "target.database",
-                format!("not a valid database name: {:?}", self.target.database),
-            ));
-        }
-        self.target.validate_concerns()?;
-        if let Some(p) = &self.lag_probe {
-            p.validate()?;
-        }
+        Ok(())
+    }
+
+    /// The target's timeouts above zero; its shard statistics' interval off
+    /// or at least a second.
+    fn validate_timeouts(&self) -> Result<(), KeyError> {
         for (key, d) in [
             ("target.connect_timeout", self.target.connect_timeout),
             (
@@ -96,6 +116,12 @@ impl Config {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// At least one workload, each valid (its errors under
+    /// `workloads[i].`), no two with the same name.
+    fn validate_workloads(&self) -> Result<(), KeyError> {
         if self.workloads.is_empty() {
             return Err(KeyError::new(
                 "workloads",
