@@ -119,8 +119,7 @@ pub(super) async fn drive(
         // A capacity search runs its probes in place of the stage's level.
         let search = scheduled.filter(|s| s.search_spec().is_some());
         let unused = if let (Some(stage), Some(index)) = (search, occurrence.index) {
-            c.search(stage, index, &occurrence, end, late)
-                .await
+            c.search(stage, index, &occurrence, end, late).await
         } else {
             c.run_stage(scheduled, label, &occurrence, (start, end), late)
                 .await
