@@ -237,7 +237,7 @@ async fn connect(
     let handlers = Handlers {
         cmap: Some(metrics.cmap_handler()),
         sdam: Some(metrics.sdam_handler()),
-        command: config.command_events().then(|| metrics.command_monitor()),
+        command: config.command_events().then(|| metrics.command_handler()),
     };
     let timeouts = Timeouts {
         connect: config.target.connect_timeout,

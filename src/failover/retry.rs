@@ -5,7 +5,7 @@
 
 use foldhash::HashMap;
 
-use mongodb::bson::{RawBsonRef, RawDocument};
+use mongodb::bson::{Bson, Document};
 
 use crate::error_kind::ErrorKind;
 
@@ -36,18 +36,18 @@ pub fn is_write_command(name: &str) -> bool {
 
 /// The session id and transaction number of a retryable write (not one
 /// inside a multi-document transaction, whose statements share a number),
-/// read from the command as sent.
-fn retryable_write_key(command: &RawDocument) -> Option<(SessionId, i64)> {
-    if command.get("autocommit").ok()?.is_some() {
+/// read from the command as sent (the started event's copy of it).
+fn retryable_write_key(command: &Document) -> Option<(SessionId, i64)> {
+    if command.contains_key("autocommit") {
         return None;
     }
-    let txn = match command.get("txnNumber").ok()?? {
-        RawBsonRef::Int64(n) => n,
-        RawBsonRef::Int32(n) => i64::from(n),
+    let txn = match command.get("txnNumber")? {
+        Bson::Int64(n) => *n,
+        Bson::Int32(n) => i64::from(*n),
         _ => return None,
     };
-    let id = match command.get_document("lsid").ok()?.get("id").ok()?? {
-        RawBsonRef::Binary(b) => SessionId::from_be_bytes(b.bytes.try_into().ok()?),
+    let id = match command.get_document("lsid").ok()?.get("id")? {
+        Bson::Binary(b) => SessionId::from_be_bytes(b.bytes.as_slice().try_into().ok()?),
         _ => return None,
     };
     Some((id, txn))
@@ -57,7 +57,7 @@ impl RetryBook {
     /// A write attempt `request_id` of `command` was sent: the class of the
     /// failure it retries when it is a retry (a retryable write of a
     /// session and `txnNumber` seen before), else none.
-    pub(super) fn started(&mut self, request_id: i32, command: &RawDocument) -> Option<ErrorKind> {
+    pub(super) fn started(&mut self, request_id: i32, command: &Document) -> Option<ErrorKind> {
         let (lsid, txn) = retryable_write_key(command)?;
         if self.sessions.len() >= MAX_SESSIONS {
             self.sessions.clear();

@@ -271,17 +271,15 @@ impl Metrics {
         })
     }
 
-    /// Command monitoring of the write commands: each write attempt's
-    /// outcome (so a failure the driver's retryable writes hide still
-    /// starts a write outage) and the retries.
-    pub fn command_monitor(&self) -> crate::mongo::CommandMonitor {
+    /// A command event handler for `ClientOptions::command_event_handler`:
+    /// each write attempt's outcome (so a failure the driver's retryable
+    /// writes hide still starts a write outage) and the retries. The events
+    /// of other commands return at once, on their name.
+    pub fn command_handler(
+        &self,
+    ) -> mongodb::event::EventHandler<mongodb::event::command::CommandEvent> {
         let failover = Arc::clone(&self.failover);
-        crate::mongo::CommandMonitor {
-            handler: mongodb::event::EventHandler::callback(move |event| {
-                failover.on_command(&event)
-            }),
-            wants: crate::failover::is_write_command,
-        }
+        mongodb::event::EventHandler::callback(move |event| failover.on_command(&event))
     }
 
     /// The acknowledged-write audit's families.

@@ -443,10 +443,7 @@ pub async fn connect(
     options.server_selection_timeout = Some(timeouts.server_selection);
     options.cmap_event_handler = handlers.cmap;
     options.sdam_event_handler = handlers.sdam;
-    if let Some(monitor) = handlers.command {
-        options.raw_command_event_handler = Some(monitor.handler);
-        options.command_event_filter = Some(monitor.wants);
-    }
+    options.command_event_handler = handlers.command;
     Client::with_options(options)
 }
 
@@ -487,20 +484,10 @@ pub struct Handlers {
     pub cmap: Option<mongodb::event::EventHandler<mongodb::event::cmap::CmapEvent>>,
     pub sdam: Option<mongodb::event::EventHandler<mongodb::event::sdam::SdamEvent>>,
     /// Command monitoring: each write attempt's outcome, for the write
-    /// outage and the retried writes.
-    pub command: Option<CommandMonitor>,
-}
-
-/// A command event handler and the commands it is sent events for.
-pub struct CommandMonitor {
-    /// Sent the raw events (command and reply as bytes, not converted to
-    /// `Document`s: the handler reads two or three fields of them).
-    pub handler: mongodb::event::EventHandler<mongodb::event::command::raw::RawCommandEvent>,
-    /// Whether a command, by name, is monitored. The driver copies a
-    /// monitored command and its reply for the event: a find's copies cost
-    /// more than the rest of its load path, so only the commands the
-    /// handler reads are monitored.
-    pub wants: fn(&str) -> bool,
+    /// outage and the retried writes. The driver copies every command and
+    /// its reply into the events of this handler, whatever it reads of
+    /// them (`target.command_events` turns it off).
+    pub command: Option<mongodb::event::EventHandler<mongodb::event::command::CommandEvent>>,
 }
 
 #[cfg(test)]

@@ -326,19 +326,8 @@ impl Client {
         }
     }
 
-    /// Whether `command_event_handler` is sent the events of the command
-    /// `command_name` (`command_event_filter`; a patch of mongoload's).
-    /// Asked once per command, for its started and its succeeded or
-    /// failed event.
-    pub(crate) fn command_events_wanted(&self, command_name: &str) -> bool {
-        self.options()
-            .command_event_filter
-            .is_none_or(|wanted| wanted(command_name))
-    }
-
     pub(crate) async fn emit_command_event(
         &self,
-        wanted: bool,
         generate_event: impl FnOnce() -> RawCommandEvent,
     ) {
         #[cfg(test)]
@@ -362,10 +351,7 @@ impl Client {
             None
         };
         let test_channel = self.test_command_event_channel();
-        let should_send = test_channel.is_some()
-            || (wanted
-                && (self.options().command_event_handler.is_some()
-                    || self.options().raw_command_event_handler.is_some()));
+        let should_send = test_channel.is_some() || self.options().command_event_handler.is_some();
         #[cfg(feature = "tracing-unstable")]
         let should_send = should_send || tracing_emitter.is_some();
         if !should_send {
@@ -384,25 +370,9 @@ impl Client {
         if let Some(ref tracing_emitter) = tracing_emitter {
             tracing_emitter.handle(raw_event.clone());
         }
-        let handler = self
-            .options()
-            .command_event_handler
-            .as_ref()
-            .filter(|_| wanted);
-        let raw_handler = self
-            .options()
-            .raw_command_event_handler
-            .as_ref()
-            .filter(|_| wanted);
-        match (handler, raw_handler) {
-            (Some(handler), Some(raw_handler)) => {
-                let event = event.unwrap_or_else(|| raw_event.clone().into());
-                handler.handle(event);
-                raw_handler.handle(raw_event);
-            }
-            (Some(handler), None) => handler.handle(event.unwrap_or_else(|| raw_event.into())),
-            (None, Some(raw_handler)) => raw_handler.handle(raw_event),
-            (None, None) => {}
+        if let Some(handler) = &self.options().command_event_handler {
+            let event = event.unwrap_or_else(|| raw_event.into());
+            handler.handle(event);
         }
     }
 

@@ -604,7 +604,6 @@ impl Client {
             let request_id = next_request_id();
             let should_redact = cmd.should_redact();
             let cmd_name = cmd.name.clone();
-            let events_wanted = self.command_events_wanted(&cmd_name);
             let target_db = cmd.target_db.clone();
             #[cfg(feature = "opentelemetry")]
             let cmd_attrs = crate::otel::CommandAttributes::new(&cmd);
@@ -634,15 +633,9 @@ impl Client {
                 }
             }
 
-            self.emit_command_event(events_wanted, || {
+            self.emit_command_event(|| {
                 let command_body = if should_redact {
                     RawDocumentBuf::new()
-                } else if self.options().command_event_filter.is_some() {
-                    // A patch of mongoload's: with a filter, the command's
-                    // body without its document sequences (an insert's
-                    // documents), which would be copied and converted for
-                    // every write.
-                    message.document_payload.clone()
                 } else {
                     message.get_raw_command_document()
                 };
@@ -675,7 +668,7 @@ impl Client {
 
             let result = match command_result {
                 Err(mut err) => {
-                    self.emit_command_event(events_wanted, || {
+                    self.emit_command_event(|| {
                         let mut err = err.clone();
                         if should_redact {
                             err.redact();
@@ -702,7 +695,7 @@ impl Client {
                     op.handle_error(err)
                 }
                 Ok(response) => {
-                    self.emit_command_event(events_wanted, || {
+                    self.emit_command_event(|| {
                         let reply = if should_redact {
                             RawDocumentBuf::new()
                         } else {
@@ -763,11 +756,7 @@ impl Client {
             {
                 // This retry is done outside of the normal retry loop because all operations,
                 // regardless of retryability, should be retried after reauthentication.
-                // Boxed (a patch of mongoload's): this rare path's state
-                // (3,336 bytes) would otherwise size every operation's
-                // future, whose box the caller allocates and copies per
-                // operation.
-                Box::pin(self.reauthenticate_connection(connection)).await?;
+                self.reauthenticate_connection(connection).await?;
                 continue;
             } else {
                 return result;

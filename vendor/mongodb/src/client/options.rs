@@ -525,33 +525,6 @@ pub struct ClientOptions {
     #[serde(skip)]
     pub command_event_handler: Option<EventHandler<crate::event::command::CommandEvent>>,
 
-    /// Which commands, by name, `command_event_handler` is sent events for
-    /// (none: every command). A command it rejects costs no event: its
-    /// command and reply documents are not copied. (A patch of
-    /// mongoload's: the events' copies of every find and its reply cost
-    /// more than the rest of its load path when only writes are wanted.)
-    /// With a filter set, a started event's `command` is the command's
-    /// body without its document sequences: no `documents` of an insert
-    /// (an update's `updates` and a delete's `deletes` are in the body);
-    /// the session (`lsid`, `txnNumber`) and the rest of the body are
-    /// there.
-    #[derive_where(skip)]
-    #[builder(default)]
-    #[serde(skip)]
-    pub command_event_filter: Option<fn(&str) -> bool>,
-
-    /// A handler sent the command events as the driver makes them, with the
-    /// command and reply as raw documents, not converted to `Document`s
-    /// (a patch of mongoload's: the conversion of each write's command and
-    /// reply cost more than the handler's reading of two fields).
-    /// `command_event_filter` applies to it as to `command_event_handler`;
-    /// both may be set.
-    #[derive_where(skip)]
-    #[builder(setter(strip_option))]
-    #[serde(skip)]
-    pub raw_command_event_handler:
-        Option<EventHandler<crate::event::command::raw::RawCommandEvent>>,
-
     /// The connect timeout passed to each underlying TcpStream when attemtping to connect to the
     /// server.
     ///

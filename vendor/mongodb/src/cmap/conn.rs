@@ -108,19 +108,6 @@ pub(crate) struct Connection {
     pub(crate) compressor: Option<Compressor>,
 }
 
-/// The read-ahead buffer of a connection (a patch of mongoload's; tokio's
-/// default, which the driver took, is 8 KiB). tokio zeroes it when the
-/// connection opens, so all of it is resident for as long as the
-/// connection is, 8 KiB of the about 19 KiB a warm, idle connection
-/// costs. A reply of up to 4 KiB is read in one call, as before; one of
-/// 4 to 8 KiB takes a second; a longer one is read past the buffer,
-/// straight into the message, as before.
-const READ_BUFFER: usize = 4 * 1024;
-
-/// The write buffer: tokio's default. Only as much of it as a message
-/// takes is ever touched.
-const WRITE_BUFFER: usize = 8 * 1024;
-
 impl Connection {
     /// Create a new connection.
     pub(crate) fn new(
@@ -130,7 +117,7 @@ impl Connection {
         time_created: Instant,
     ) -> Self {
         Self {
-            stream: BufStream::with_capacity(READ_BUFFER, WRITE_BUFFER, stream),
+            stream: BufStream::new(stream),
             stream_description: None,
             address,
             id,
@@ -152,14 +139,7 @@ impl Connection {
 
     pub(crate) fn take(&mut self) -> Self {
         Self {
-            // The least buffers for the husk left behind (a reader's may not
-            // be empty): this runs at every check-in, and `BufStream::new`
-            // allocated (and zeroed) 16 KiB each time only to drop it (a
-            // patch of mongoload's).
-            stream: std::mem::replace(
-                &mut self.stream,
-                BufStream::with_capacity(1, 0, AsyncStream::Null),
-            ),
+            stream: std::mem::replace(&mut self.stream, BufStream::new(AsyncStream::Null)),
             stream_description: self.stream_description.take(),
             address: self.address.clone(),
             id: self.id,

@@ -1,10 +1,7 @@
 //! Contains the events and functionality to monitor the commands and responses that a `Client`
 //! sends and receives from the server.
 
-/// The events as the driver makes them, before their command and reply are
-/// converted to `Document`s (`ClientOptions::raw_command_event_handler`;
-/// a patch of mongoload's).
-pub mod raw;
+pub(crate) mod raw;
 
 use std::time::Duration;
 

@@ -153,8 +153,6 @@ impl ClientOptions {
             credential,
             cmap_event_handler: None,
             command_event_handler: None,
-            command_event_filter: None,
-            raw_command_event_handler: None,
             original_srv_info: None,
             #[cfg(test)]
             original_uri: Some(conn_str.original_uri),

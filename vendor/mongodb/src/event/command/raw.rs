@@ -10,55 +10,31 @@ pub use crate::cmap::ConnectionInfo;
 
 use super::CommandStartedEvent;
 
-/// A command event with its command and reply as the bytes the driver
-/// sent and received: reading a field or two of them costs a lookup, where
-/// a [`CommandEvent`] has converted each to a `Document` first.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum RawCommandEvent {
-    /// A command was sent.
+pub(crate) enum RawCommandEvent {
     Started(RawCommandStartedEvent),
-    /// A command's reply was received and the command succeeded.
     Succeeded(RawCommandSucceededEvent),
-    /// A command failed.
     Failed(CommandFailedEvent),
 }
 
-/// [`super::CommandStartedEvent`] with the command as sent (with a
-/// `command_event_filter`, without its document sequences).
 #[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct RawCommandStartedEvent {
-    /// The command's body.
-    pub command: RawDocumentBuf,
-    /// The database the command runs against.
-    pub db: String,
-    /// The command's name.
-    pub command_name: String,
-    /// The driver's id of the request; its succeeded or failed event has the same.
-    pub request_id: i32,
-    /// The connection the command was sent on.
-    pub connection: ConnectionInfo,
-    /// The server's service id (load-balanced mode only).
-    pub service_id: Option<ObjectId>,
+pub(crate) struct RawCommandStartedEvent {
+    pub(crate) command: RawDocumentBuf,
+    pub(crate) db: String,
+    pub(crate) command_name: String,
+    pub(crate) request_id: i32,
+    pub(crate) connection: ConnectionInfo,
+    pub(crate) service_id: Option<ObjectId>,
 }
 
-/// [`CommandSucceededEvent`] with the reply as received.
 #[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct RawCommandSucceededEvent {
-    /// How long the command took, from sending it to its reply.
-    pub duration: Duration,
-    /// The server's reply.
-    pub reply: RawDocumentBuf,
-    /// The command's name.
-    pub command_name: String,
-    /// The driver's id of the request, as in its started event.
-    pub request_id: i32,
-    /// The connection the command was sent on.
-    pub connection: ConnectionInfo,
-    /// The server's service id (load-balanced mode only).
-    pub service_id: Option<ObjectId>,
+pub(crate) struct RawCommandSucceededEvent {
+    pub(crate) duration: Duration,
+    pub(crate) reply: RawDocumentBuf,
+    pub(crate) command_name: String,
+    pub(crate) request_id: i32,
+    pub(crate) connection: ConnectionInfo,
+    pub(crate) service_id: Option<ObjectId>,
 }
 
 impl Into<CommandEvent> for RawCommandEvent {
