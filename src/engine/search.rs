@@ -73,25 +73,13 @@ impl SearchStage<'_> {
         let name = self.stage.name().to_owned();
         tracing::info!(workload = %self.run.name, stage = %name, "capacity search begins: {spec}");
         let mut search = Search::new(spec.clone());
-        let mut interrupted = false;
-
         // The last probe's report, held open until the search knows
         // whether it was the last (its result goes on it).
         let mut last: Option<(Arc<StageCollector>, ProbeReport)> = None;
         // A cluster's members start each probe at the same instant (the
         // one the start's or the last probe's verdict names), so that
         // their reports of it are one occurrence with one start.
-        let mut shared_start = None;
-        if self.cluster.is_some() {
-            match self.start_together().await {
-                Ok(at) => shared_start = Some(at),
-                Err(None) => return None,
-                Err(Some(why)) => {
-                    tracing::warn!(workload = %self.run.name, stage = %name, "capacity search not started: {why}");
-                    interrupted = true;
-                }
-            }
-        }
+        let (mut shared_start, mut interrupted) = self.begin(&name).await?;
         while let Some(rate) = search.next_rate().filter(|_| !interrupted) {
             let length = spec.settle + spec.probe_length(rate);
             let start = shared_start.take().unwrap_or_else(Instant::now);
@@ -258,6 +246,23 @@ impl SearchStage<'_> {
                 .capacity
                 .found(capacity, now.timestamp_millis() as f64 / 1000.0);
             tracing::info!(workload = %self.run.name, stage = %name, "capacity search ended ({end}) after {} probes: capacity {capacity} ops/s", search.probes().len());
+        }
+    }
+
+    /// Where the search starts: alone, now; in a cluster, at the instant
+    /// the members meet at (`(Some(at), false)`), or not at all when one
+    /// never comes (`(None, true)`: interrupted). `None` when cancelled.
+    async fn begin(&self, name: &str) -> Option<(Option<Instant>, bool)> {
+        if self.cluster.is_none() {
+            return Some((None, false));
+        }
+        match self.start_together().await {
+            Ok(at) => Some((Some(at), false)),
+            Err(None) => None,
+            Err(Some(why)) => {
+                tracing::warn!(workload = %self.run.name, stage = %name, "capacity search not started: {why}");
+                Some((None, true))
+            }
         }
     }
 
