@@ -1502,7 +1502,7 @@ fn prometheus_scrapes_over_tls_with_a_password() {
 /// through its fault handle, searches again (a soak follows), and the
 /// shipped `MongoloadCapacityDropped` fires over that history, with the
 /// overview's capacity panel reading the same figure. Neither result is
-/// more than 15 % above the queueing model's knee (a search passing rates
+/// more than 5 % above the simulator's capacity (a search passing rates
 /// the server cannot carry would be). A busy machine reads searches low
 /// (the full suite beside it read one with `p99 < 30ms` 23 % low, and
 /// another's first probe failed), so the threshold is long, the rates
@@ -1580,19 +1580,15 @@ fn a_capacity_drop_fires_the_alert_in_a_real_prometheus() {
     );
     let second = value(capacity).unwrap();
     assert!(value(ended).unwrap() > first_end, "a second search ended");
-    let p99 = Duration::from_millis(100);
-    let (knee, lowered) = (
-        crate::common::model_knee(300.0, p99),
-        crate::common::model_knee(100.0, p99),
-    );
-    // 5 s probes vary by some percent on their own (BENCHMARKS.md).
+    // No search passes a rate the server cannot carry: a queue at its
+    // capacity, empty when a 5 s probe begins, may still pass it (one at
+    // 100 ops/s passed 87.5, the model's knee at 100 ms being 75), but
+    // none 5 % over it, where the queue grows by a twentieth of the
+    // capacity every second of the probe.
+    assert!(first <= 1.05 * 300.0, "first capacity {first}");
     assert!(
-        first <= 1.15 * knee,
-        "first capacity {first} against the model's {knee:.0}"
-    );
-    assert!(
-        second <= 1.15 * lowered && second > 0.0,
-        "second capacity {second} against the model's {lowered:.0} (first {first})"
+        second <= 1.05 * 100.0 && second > 0.0,
+        "second capacity {second} (first {first})"
     );
     // The overview's capacity panel reads the same figure.
     let overview = dashboards()
@@ -1614,7 +1610,7 @@ fn a_capacity_drop_fires_the_alert_in_a_real_prometheus() {
     .unwrap();
     assert_eq!(value(&expr), Some(second), "{expr}");
     eprintln!(
-        "capacity {first} then {second} ops/s (the model: {knee:.0}, then {lowered:.0}); the alert fired"
+        "capacity {first} then {second} ops/s (the simulator: 300, then 100); the alert fired"
     );
     drop(rt);
 }
