@@ -112,7 +112,7 @@ pub(super) fn utc(d: &mongodb::bson::DateTime) -> DateTime<Utc> {
         .unwrap_or_default()
 }
 
-fn int(d: &Document, key: &str) -> Option<i64> {
+pub(super) fn int(d: &Document, key: &str) -> Option<i64> {
     match d.get(key)? {
         Bson::Int32(i) => Some(i64::from(*i)),
         Bson::Int64(i) => Some(*i),

@@ -18,7 +18,7 @@ use serde::Serialize;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::coord::{float, ms, utc};
+use super::coord::{float, int, ms, utc};
 use super::epoch::{instant, wall, ClusterRun, Joined};
 
 /// How often a member waiting for the others' parts reads the probe.
@@ -243,11 +243,7 @@ fn read_outcome(d: &Document) -> Option<ProbeEnd> {
             members.join(", ")
         )));
     }
-    let p99 = match o.get("p99_ns") {
-        Some(Bson::Int64(n)) => *n,
-        Some(Bson::Int32(n)) => i64::from(*n),
-        _ => 0,
-    };
+    let p99 = int(o, "p99_ns").unwrap_or(0);
     Some(ProbeEnd::Judged {
         verdict: Verdict {
             passed: o.get_bool("passed").unwrap_or(false),

@@ -43,14 +43,7 @@ fn run_log(path: &std::path::Path) -> Vec<StageReport> {
 /// longer probes and a quiet machine: `cargo bench --bench capacity`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_search_ramps_then_bisects_and_reports_its_probes_and_result() {
-    let sim = sim_with(SimConfig {
-        faults: FaultConfig {
-            capacity: Some(300.0),
-            ..FaultConfig::default()
-        },
-        ..SimConfig::default()
-    })
-    .await;
+    let sim = sim_with_capacity(300.0).await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("run.jsonl");
     let (_file, running) = start_daemon(&config(
@@ -223,14 +216,7 @@ check = "error_ratio < 1%"
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_window_searches_once_then_idles_until_it_closes() {
     use chrono::Timelike;
-    let sim = sim_with(SimConfig {
-        faults: FaultConfig {
-            capacity: Some(300.0),
-            ..FaultConfig::default()
-        },
-        ..SimConfig::default()
-    })
-    .await;
+    let sim = sim_with_capacity(300.0).await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("run.jsonl");
     // Open from a minute ago for fifteen minutes (UTC, across midnight too).

@@ -551,14 +551,7 @@ fn an_index_neither_set_nor_in_the_hostname_is_a_config_error() {
 /// result instead of judging half a load.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_members_search_their_total_rate_together() {
-    let sim = crate::common::sim_with(mongoload::sim::SimConfig {
-        faults: mongoload::sim::FaultConfig {
-            capacity: Some(300.0),
-            ..Default::default()
-        },
-        ..Default::default()
-    })
-    .await;
+    let sim = crate::common::sim_with_capacity(300.0).await;
     let dir = tempfile::tempdir().unwrap();
     let search = r#"search = { from = 50, to = 2000, precision = "10%", probe = "4s", settle = "1s", min_operations = 100 }"#;
     let workload = format!(

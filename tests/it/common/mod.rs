@@ -34,6 +34,19 @@ pub async fn sim_on(addr: SocketAddr) -> SimHandle {
 }
 
 /// A simulator with the given options (faults, users, TLS).
+/// A simulator that serves at most `capacity` commands a second (its
+/// `--capacity`): the known knee of the capacity tests.
+pub async fn sim_with_capacity(capacity: f64) -> SimHandle {
+    sim_with(SimConfig {
+        faults: mongoload::sim::FaultConfig {
+            capacity: Some(capacity),
+            ..Default::default()
+        },
+        ..SimConfig::default()
+    })
+    .await
+}
+
 pub async fn sim_with(config: SimConfig) -> SimHandle {
     let listen = config.listen;
     mongoload::sim::start(config)
