@@ -16,7 +16,7 @@ pub mod error_kind;
 pub mod error_log;
 pub mod exit;
 pub mod failover;
-pub mod manpage;
+pub mod family;
 pub mod metrics;
 pub mod mongo;
 pub mod progress;

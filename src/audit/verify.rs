@@ -24,7 +24,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::{Audit, PassSummary, Trigger, BATCH};
-use crate::mongo::classify;
+use crate::error_kind::classify;
 use crate::report::live::ReportSink;
 use crate::report::writer::ReportWriter;
 use crate::report::{AuditReport, StageReport, AUDIT_REPORT_IDS};

@@ -28,7 +28,7 @@ use rand::Rng;
 use crate::config::scrub;
 use crate::config::{self, uri_hosts, uri_user, Config, UriUser};
 use crate::error_kind::ErrorKind;
-use crate::mongo::{classify, explain};
+use crate::error_kind::{classify, explain};
 use report::{
     AuthStatus, Authentication, PrivilegeStep, Privileges, Reachability, Report, Status,
     TargetInfo, Topology, WriteConcernInfo, EXIT_CONFIG,

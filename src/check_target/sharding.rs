@@ -180,7 +180,7 @@ impl Sharding {
     /// answered: done (the action granted), refused (not granted), not
     /// supported by the server; another failure leaves what was known.
     pub fn answered(&mut self, command: &str, error: Option<&mongodb::error::Error>) {
-        use crate::mongo::errors::{permanent, Permanent};
+        use crate::error_kind::{permanent, Permanent};
         let granted = match error.map(permanent) {
             None => Some(true),
             Some(Some(Permanent::Refused)) => Some(false),

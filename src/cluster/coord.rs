@@ -245,7 +245,8 @@ impl Coordinator {
                 Ok(_) => Ok(Lease::Mine),
                 // Another member inserted it first: it holds the lease.
                 Err(e)
-                    if crate::mongo::classify(&e) == crate::error_kind::ErrorKind::DuplicateKey =>
+                    if crate::error_kind::classify(&e)
+                        == crate::error_kind::ErrorKind::DuplicateKey =>
                 {
                     Ok(Lease::Held {
                         holder: -1,
@@ -350,7 +351,7 @@ impl Coordinator {
                             })
                         }
                         Err(e)
-                            if crate::mongo::classify(&e)
+                            if crate::error_kind::classify(&e)
                                 == crate::error_kind::ErrorKind::DuplicateKey => {}
                         Err(e) => return Err(e),
                     }

@@ -5,7 +5,7 @@
 
 use prometheus::{GaugeVec, IntCounterVec, IntGauge, IntGaugeVec, Registry};
 
-use crate::metrics::family::families;
+use crate::family::families;
 
 families! {
     /// Handles on the cluster families, registered once per daemon.

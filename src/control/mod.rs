@@ -9,7 +9,6 @@
 //! daemon keeps the sender and applies commands with
 //! [`Command::apply`].
 
-pub mod answer;
 pub mod client;
 pub mod server;
 
@@ -152,7 +151,7 @@ pub fn effective_stage(stage: &Stage, control: &ControlState) -> Option<Stage> {
     overridden.map(|s| s.limited_like(stage))
 }
 
-crate::metrics::family::families! {
+crate::family::families! {
     /// The metrics of runtime control and reload, registered beside the
     /// contract's metrics: `mongoload_paused{workload}` (1 while paused) and
     /// `mongoload_config_reloads_total{result}` (`ok` / `error`).

@@ -4,6 +4,7 @@
 //! returns when every schedule has ended or [`Running::stop`] was called
 //! and in-flight operations have drained.
 
+pub mod control;
 pub mod http;
 pub mod limits;
 pub mod logging;
@@ -360,7 +361,7 @@ async fn ping_loop(
         let failure = tokio::select! {
             r = tokio::time::timeout(PING_INTERVAL * 2, db.run_command(doc! {"ping": 1})) => match r {
                 Ok(Ok(_)) => None,
-                Ok(Err(e)) => Some(mongo::classify(&e)),
+                Ok(Err(e)) => Some(crate::error_kind::classify(&e)),
                 Err(_) => Some(ErrorKind::Timeout),
             },
             _ = stop.cancelled() => return,

@@ -25,9 +25,9 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::LagProbeConfig;
+use crate::error_kind::classify;
 use crate::error_kind::ErrorKind;
 use crate::metrics::{Metrics, ProbeFamilies};
-use crate::mongo::classify;
 
 /// Heartbeats remembered (their send times), the newest.
 const KEEP_BEATS: usize = 1024;

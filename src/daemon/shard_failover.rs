@@ -117,10 +117,10 @@ async fn shards(admin: &mongodb::Database, stop: &CancellationToken) -> Option<V
         match result {
             Ok(None) => return None,
             Ok(Some(reply)) => return Some(shard_sets(&reply)),
-            Err(e) if crate::mongo::errors::is_unauthorized(&e) => {
+            Err(e) if crate::error_kind::is_unauthorized(&e) => {
                 tracing::warn!(
                     "shard failovers unknown: listShards refused ({}); the user needs clusterMonitor for them, the load is not affected",
-                    crate::mongo::explain(&e)
+                    crate::error_kind::explain(&e)
                 );
                 return None;
             }
@@ -128,7 +128,7 @@ async fn shards(admin: &mongodb::Database, stop: &CancellationToken) -> Option<V
                 if !logged {
                     tracing::info!(
                         "shard failovers: the target does not answer yet ({}); asking again every {RETRY:?}",
-                        crate::mongo::explain(&e)
+                        crate::error_kind::explain(&e)
                     );
                     logged = true;
                 }

@@ -146,9 +146,9 @@ async fn read(db: &mongodb::Database, collections: &[String]) -> Result<PerShard
             Ok(cursor) => cursor
                 .try_collect()
                 .await
-                .map_err(|e| format!("{coll}: {}", crate::mongo::explain(&e)))?,
+                .map_err(|e| format!("{coll}: {}", crate::error_kind::explain(&e)))?,
             Err(e) if not_created_yet(&e) => continue,
-            Err(e) => return Err(format!("{coll}: {}", crate::mongo::explain(&e))),
+            Err(e) => return Err(format!("{coll}: {}", crate::error_kind::explain(&e))),
         };
         add_counts(&mut out, &docs).map_err(|e| format!("{coll}: {e}"))?;
     }
@@ -367,8 +367,8 @@ impl Changelog {
         match tokio::time::timeout(READ_TIMEOUT, read).await {
             Ok(Ok(docs)) => Ok(docs),
             Ok(Err(e)) => Err((
-                crate::mongo::errors::is_unauthorized(&e),
-                crate::mongo::explain(&e),
+                crate::error_kind::is_unauthorized(&e),
+                crate::error_kind::explain(&e),
             )),
             Err(_) => Err((false, format!("no answer within {READ_TIMEOUT:?}"))),
         }

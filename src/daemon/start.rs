@@ -416,7 +416,7 @@ fn control_handler(base: &Base, slots: &Arc<supervisor::Slots>) -> crate::contro
             crate::cluster::control_all(cluster.as_ref(), *inner, &load)
         }
         cmd => {
-            let mut answer = crate::control::answer::answer(&slots, &m, cmd)?;
+            let mut answer = super::control::answer(&slots, &m, cmd)?;
             // In a cluster, say that the command acted on this member only.
             if let (Some(c), Some(text)) = (&cluster, answer["message"].as_str()) {
                 answer["message"] = format!(

@@ -679,7 +679,7 @@ impl Supervisor {
 }
 
 /// Applies the cluster-wide control (as this member's share) to `slot`,
-/// as [`crate::control::answer`] applies a command: logged, `mongoload_paused` kept.
+/// as [`super::control::answer`] applies a command: logged, `mongoload_paused` kept.
 fn cluster_control(
     slot: Arc<Slot>,
     metrics: ControlMetrics,

@@ -6,9 +6,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::{PrepareProgress, WorkloadRun};
+use crate::error_kind::classify;
+use crate::error_kind::{permanent, Permanent};
 use crate::exit::Exit;
-use crate::mongo::classify;
-use crate::mongo::errors::{permanent, Permanent};
 use crate::mongo::shard::ShardError;
 use crate::workload::shard::ShardPlan;
 use crate::workload::PrepareStep;
@@ -81,7 +81,7 @@ pub(crate) async fn prepare_steps(
                     prepare_metrics.record_error(kind);
                     // The driver's reason in a sentence, not its
                     // `Kind: …, labels: {}, source: None` dump.
-                    let reason = crate::mongo::explain(&e);
+                    let reason = crate::error_kind::explain(&e);
                     if let Some(p) = permanent(&e) {
                         let (exit, message) = permanent_message(p, &run.name, n, step, &reason);
                         give_up(run, exit, &message);

@@ -19,7 +19,7 @@
 //! [`records`] (the failovers seen), and [`Failover`], which the workers,
 //! the driver's SDAM and command events feed and the reports, audits and
 //! `/status` read. Its Prometheus families are in
-//! [`crate::metrics::failover`]: `mongoload_write_outage_seconds` (histogram of finished
+//! [`families`]: `mongoload_write_outage_seconds` (histogram of finished
 //! outages), `mongoload_write_outage_ongoing_seconds` (0, or how long the
 //! current outage has lasted), `mongoload_write_outage_last_seconds`,
 //! `mongoload_no_primary_seconds` (histogram: periods the driver knew no
@@ -29,6 +29,7 @@
 //! again, by the class of the failure it retried).
 
 pub mod clock;
+mod families;
 pub mod records;
 pub mod retry;
 pub mod shards;
@@ -43,8 +44,8 @@ use prometheus::Registry;
 use tokio::sync::watch;
 
 use crate::error_kind::ErrorKind;
-use crate::metrics::failover::FailoverFamilies;
 use clock::OutageClock;
+pub use families::FailoverFamilies;
 pub use records::FailoverRecord;
 use records::PrimaryState;
 pub use retry::is_write_command;
@@ -523,7 +524,7 @@ impl Failover {
                 &ev.command_name,
                 ev.request_id,
                 ev.duration,
-                crate::mongo::errors::classify(&ev.failure),
+                crate::error_kind::classify(&ev.failure),
                 &ev.connection.address,
             ),
             CommandEvent::Succeeded(ev) => {

@@ -3,7 +3,7 @@
 
 use prometheus::{IntCounterVec, IntGaugeVec};
 
-use super::family::families;
+use crate::family::families;
 
 families! {
     /// The audit families, registered once per process.

@@ -23,8 +23,8 @@ use mongodb::ServerType;
 use prometheus::{Histogram, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
 use serde::Serialize;
 
-use super::family::families;
 use super::COARSE_BUCKETS;
+use crate::family::families;
 
 /// `type` label values of `mongoload_topology_servers`, in SDAM spec order.
 pub const SERVER_TYPES: [&str; 9] = [
@@ -383,7 +383,7 @@ fn primary_loss(
     use crate::failover::PrimaryLoss;
     match server_type {
         ServerType::RsPrimary => PrimaryLoss::Other,
-        ServerType::Unknown => match error.map(crate::mongo::classify) {
+        ServerType::Unknown => match error.map(crate::error_kind::classify) {
             Some(ErrorKind::Timeout) => PrimaryLoss::Unreachable,
             Some(ErrorKind::Network) => PrimaryLoss::ConnectionLost,
             // A state-change error (NotWritablePrimary, …) it answered.

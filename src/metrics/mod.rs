@@ -9,8 +9,6 @@
 pub(crate) mod audit;
 pub mod buckets;
 mod driver;
-pub mod failover;
-pub(crate) mod family;
 mod probe;
 mod window;
 mod workload;
@@ -30,9 +28,9 @@ pub use window::{LatencySummary, WindowConfig, WINDOW_QUANTILES};
 pub use workload::{OpMetrics, PrepareMetrics, RequestMetrics, WorkloadMetrics};
 
 use crate::failover::Failover;
+use crate::family::families;
 use crate::workload::OpSpec;
 use driver::DriverMetrics;
-use family::families;
 use window::WindowCollector;
 
 /// Content type of [`Metrics::encode`]'s output (Prometheus text format 0.0.4).
@@ -170,7 +168,7 @@ impl Metrics {
             ProcessFamilies::NAMES,
             Vecs::NAMES,
             driver::DriverFamilies::NAMES,
-            failover::FailoverFamilies::NAMES,
+            crate::failover::FailoverFamilies::NAMES,
             AuditFamilies::NAMES,
             ProbeFamilies::NAMES,
             ThresholdFamilies::NAMES,

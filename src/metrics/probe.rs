@@ -3,7 +3,7 @@
 
 use prometheus::{GaugeVec, HistogramVec, IntCounterVec};
 
-use super::family::families;
+use crate::family::families;
 
 /// Buckets of the lag histogram, in seconds.
 pub const LAG_BUCKETS: [f64; 15] = [

@@ -6,7 +6,6 @@
 //! `readWrite` on the configured database. Operations of several requests
 //! are the engine's business: this layer never sees one.
 
-pub mod errors;
 pub mod shard;
 
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -19,7 +18,7 @@ use mongodb::{Client, ClientSession, Collection, Database, IndexModel};
 
 use crate::workload::{Action, PrepareStep, Workload};
 
-pub use errors::{classify, explain};
+use crate::error_kind::classify;
 
 /// A workload's view of the deployment: its database and collection handles,
 /// resolved once so the hot path does no name lookups.

@@ -66,7 +66,7 @@ const SHARD_WAY_OUT: &str =
 /// privilege action, a command or option the server does not have
 /// (exit 76) names the command and the way out; anything else is retried.
 fn refused(e: mongodb::error::Error, workload: &str, asked: &Asked) -> ShardError {
-    use crate::mongo::errors::{permanent, Permanent};
+    use crate::error_kind::{permanent, Permanent};
     let Asked {
         command,
         action,
@@ -78,14 +78,14 @@ fn refused(e: mongodb::error::Error, workload: &str, asked: &Asked) -> ShardErro
             exit: Exit::Refused,
             message: format!(
                 "workload {workload:?}: the user lacks the privilege action {action:?} on {resource}, which sharding its collections needs (the built-in role clusterManager has it); {}",
-                super::explain(&e)
+                crate::error_kind::explain(&e)
             ),
         },
         Some(Permanent::Unsupported) => ShardError::Fatal {
             exit: Exit::Unsupported,
             message: format!(
                 "workload {workload:?}: the server does not support {command} on {resource} ({}), which sharding its collections needs; {way_out}",
-                super::explain(&e)
+                crate::error_kind::explain(&e)
             ),
         },
         None => ShardError::Retry(e),
@@ -151,10 +151,10 @@ impl Deployment {
                 // 23 AlreadyInitialized: enabled before (old servers).
                 Err(e) if code_of(&e) == Some(23) => {}
                 Err(e)
-                    if crate::mongo::errors::permanent(&e)
-                        == Some(crate::mongo::errors::Permanent::Unsupported) =>
+                    if crate::error_kind::permanent(&e)
+                        == Some(crate::error_kind::Permanent::Unsupported) =>
                 {
-                    tracing::info!(workload, error = %super::explain(&e),
+                    tracing::info!(workload, error = %crate::error_kind::explain(&e),
                         "prepare: enableSharding is not supported by this server; sharding the collections without it");
                 }
                 Err(e) => {

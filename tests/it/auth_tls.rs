@@ -93,7 +93,7 @@ async fn wrong_credentials_fail_as_auth_and_no_credentials_are_unauthorized() {
     ] {
         let e = round_trip(&uri).await.expect_err(&uri);
         assert_eq!(
-            mongoload::mongo::classify(&e),
+            mongoload::error_kind::classify(&e),
             ErrorKind::Auth,
             "{uri}: {e}"
         );
@@ -114,7 +114,7 @@ async fn wrong_credentials_fail_as_auth_and_no_credentials_are_unauthorized() {
         .find_one(doc! {})
         .await
         .expect_err("find needs auth");
-    assert_eq!(mongoload::mongo::classify(&e), ErrorKind::Auth, "{e}");
+    assert_eq!(mongoload::error_kind::classify(&e), ErrorKind::Auth, "{e}");
     match *e.kind {
         mongodb::error::ErrorKind::Command(ref c) => {
             assert_eq!((c.code, c.code_name.as_str()), (13, "Unauthorized"));

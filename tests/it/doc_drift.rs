@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use clap::CommandFactory;
+use mongoload::cli::manpage;
 use mongoload::cli::Cli;
 use mongoload::exit::Exit;
-use mongoload::manpage;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

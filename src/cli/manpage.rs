@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use clap::CommandFactory;
 
-use crate::cli::Cli;
+use super::Cli;
 use crate::exit::Exit;
 
 /// The variables the binary reads, as (names, meaning): `--help`, the
@@ -218,7 +218,7 @@ pub fn generate_to(dir: &Path) -> io::Result<Vec<PathBuf>> {
 /// docs/configuration.md, whose first table is the config reference:
 /// mongoload.toml(5) shows it, and a test checks its keys against the
 /// schema the loader enforces, so the page, the docs and the binary agree.
-const CONFIGURATION_MD: &str = include_str!("../docs/configuration.md");
+const CONFIGURATION_MD: &str = include_str!("../../docs/configuration.md");
 
 /// The rows of the configuration table (key, default, meaning), in
 /// markdown as docs/configuration.md has them.

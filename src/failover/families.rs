@@ -4,8 +4,8 @@
 
 use prometheus::{Gauge, Histogram, HistogramVec, IntCounterVec, IntGaugeVec};
 
-use super::family::{families, ScrapeGauge};
 use crate::error_kind::ErrorKind;
+use crate::family::{families, ScrapeGauge};
 
 /// Buckets of the outage and no-primary histograms, in seconds: elections
 /// take from a fraction of a second to tens of seconds.

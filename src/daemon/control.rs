@@ -1,13 +1,13 @@
 //! Answers a control command (from the socket, `mongoload ctl`) against
 //! the daemon's current workloads: applies it to the workload's
-//! [`ControlState`], queues an audit pass, or lists the workloads. The
-//! socket server ([`super::server`]) hands every parsed command here.
+//! [`crate::control::ControlState`], queues an audit pass, or lists the workloads. The
+//! socket server ([`crate::control::server`]) hands every parsed command here.
 
 use serde_json::json;
 
-use super::{Command, ControlMetrics};
-use crate::daemon::status::{ControlSnapshot, WorkloadsReply};
-use crate::daemon::supervisor::Slots;
+use super::status::{ControlSnapshot, WorkloadsReply};
+use super::supervisor::Slots;
+use crate::control::{Command, ControlMetrics};
 
 /// Answers a control command against the current workloads; every change
 /// is logged and reflected in `mongoload_paused` (the engine re-publishes

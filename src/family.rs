@@ -179,8 +179,8 @@ macro_rules! families {
             pub fn new() -> Result<Self, prometheus::Error> {
                 Ok($name {
                     $(
-                        $field: <$ty as $crate::metrics::family::Family>::declare(
-                            $crate::metrics::family::Decl {
+                        $field: <$ty as $crate::family::Family>::declare(
+                            $crate::family::Decl {
                                 name: $metric,
                                 help: $help,
                                 labels: &[$($($label),*)?],

@@ -7,7 +7,7 @@ use std::error::Error as _;
 
 use mongodb::error::{Error, ErrorKind as DriverKind, WriteFailure};
 
-use crate::error_kind::ErrorKind;
+use super::ErrorKind;
 
 /// Server codes that mean "this node cannot take writes or is going away"
 /// (NotWritablePrimary, NotPrimaryNoSecondaryOk, NotPrimaryOrSecondary,

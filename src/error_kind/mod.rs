@@ -1,8 +1,13 @@
 //! The classes that operation errors are counted under: the `kind` label of
-//! `mongoload_errors_total`. Classification of driver errors lives in
-//! `mongo`; this enum is shared by the deployment layer, the metrics and reports.
+//! `mongoload_errors_total`, and the class of a driver error
+//! ([`classify`], in `driver.rs`). Shared by the deployment layer, the
+//! metrics, the reports and every feature that talks to the server.
+
+mod driver;
 
 use std::fmt;
+
+pub use driver::{classify, classify_code, explain, is_unauthorized, permanent, Permanent};
 
 /// One error class. The order of [`ErrorKind::ALL`] is the order metric
 /// children are resolved in, so `kind as usize` indexes them.

@@ -1,6 +1,8 @@
 //! The command line: one binary, several subcommands. `main.rs` parses
 //! this and calls [`run`]; each subcommand maps straight onto the library.
 
+pub mod manpage;
+
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -20,11 +22,11 @@ use crate::exit::Exit;
 pub const EX_CONFIG: u8 = Exit::Config.code();
 
 /// The config `mongoload demo` runs, bundled into the binary.
-pub const DEMO_CONFIG: &str = include_str!("../etc/examples/demo.toml");
+pub const DEMO_CONFIG: &str = include_str!("../../etc/examples/demo.toml");
 
 /// Constant or scheduled synthetic load for MongoDB, with Prometheus metrics.
 #[derive(Debug, Parser)]
-#[command(name = "mongoload", version, about, long_about = None, after_long_help = crate::manpage::after_help())]
+#[command(name = "mongoload", version, about, long_about = None, after_long_help = manpage::after_help())]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -296,7 +298,7 @@ fn emit_then(text: &str, code: ExitCode) -> ExitCode {
 
 fn man(args: ManArgs) -> ExitCode {
     let result = match &args.dir {
-        Some(dir) => crate::manpage::generate_to(dir).map(|pages| {
+        Some(dir) => manpage::generate_to(dir).map(|pages| {
             pages
                 .iter()
                 .map(|p| format!("{}\n", p.display()))
@@ -304,7 +306,7 @@ fn man(args: ManArgs) -> ExitCode {
         }),
         None => {
             let mut page = Vec::new();
-            crate::manpage::render(&mut page).map(|()| String::from_utf8_lossy(&page).into_owned())
+            manpage::render(&mut page).map(|()| String::from_utf8_lossy(&page).into_owned())
         }
     };
     match result {
