@@ -22,6 +22,8 @@
 //! + ledger_ids{missing}` for a workload that has not been restarted.
 
 pub mod book;
+mod config;
+mod families;
 pub mod ids;
 pub mod ledger;
 pub mod verify;
@@ -35,10 +37,10 @@ use serde::Serialize;
 use tokio::sync::Notify;
 
 use crate::error_kind::ErrorKind;
-use crate::metrics::audit::AuditFamilies;
 use crate::workload::{Action, AuditKeys};
 
 pub use book::Book;
+pub use families::AuditFamilies;
 pub use ids::{Effect, Ids};
 pub use ledger::{Cursor, Ledger};
 

@@ -75,13 +75,10 @@
 //! the `__` separator (`MONGOLOAD_CONFIG`, `MONGOLOAD_TEST_URI`, …) are not
 //! keys and are ignored.
 
-mod audit;
 mod build;
 mod concerns;
 mod describe;
 mod load;
-mod probe;
-mod uri;
 mod validate;
 mod workers;
 
@@ -91,6 +88,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use crate::probe::LagProbeConfig;
+pub use crate::uri::{driver_reason, redact_uri, scrub, uri_hosts, uri_user, SecretUri, UriUser};
 pub use crate::values::{ByteSize, KeyError, LevelSpec};
 pub use crate::workload::custom::{CustomConfig, CustomIndex, CustomOp, CustomOpKind};
 pub use crate::workload::insert_benchmark::InsertBenchmarkConfig;
@@ -100,14 +99,15 @@ pub use crate::workload::mixed::MixedConfig;
 pub use crate::workload::name_num::{NameNumConfig, NameNumMode};
 pub use crate::workload::sysbench::SysbenchConfig;
 pub use crate::workload::ycsb::{YcsbConfig, YcsbFieldType, YcsbLetter};
-pub use audit::DEFAULT_AUDIT_RATE;
 pub use build::BuildError;
 pub use concerns::{uri_w, ConcernSource, ReadConcernSpec, WriteAck, WriteConcernSpec};
 pub use describe::TIMELINE_HORIZON;
 pub use load::{default_path, load, load_web, load_with_env, parse_with_env, ConfigArg};
-pub use probe::LagProbeConfig;
-pub use uri::{driver_reason, redact_uri, scrub, uri_hosts, uri_user, SecretUri, UriUser};
 pub use workers::{check_workers, MAX_WORKERS};
+
+/// Default `workloads[].audit_rate`: acknowledged ids checked per second in
+/// the background (a `find` of up to [`crate::audit::BATCH`] ids at a time).
+pub const DEFAULT_AUDIT_RATE: f64 = 1000.0;
 
 /// Where the daemon looks for its config when `--config` is not given.
 pub const DEFAULT_PATH: &str = "/etc/mongoload/mongoload.toml";
@@ -290,11 +290,11 @@ impl TargetConfig {
     }
 }
 
-/// The scheme, then the driver's own parser ([`uri::check_with_driver`]):
+/// The scheme, then the driver's own parser ([`crate::uri::check_with_driver`]):
 /// `check-config` refuses exactly the connection strings `run` would.
 fn check_uri_scheme(uri: &str) -> Result<(), String> {
     if uri.starts_with("mongodb://") || uri.starts_with("mongodb+srv://") {
-        uri::check_with_driver(uri)
+        crate::uri::check_with_driver(uri)
     } else {
         Err(format!(
             "must start with mongodb:// or mongodb+srv://, got {:?}",
@@ -597,4 +597,4 @@ pub enum ArrivalConfig {
 #[cfg(test)]
 mod search_tests;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

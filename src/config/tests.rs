@@ -523,7 +523,7 @@ fn run_name_and_thresholds_parse_and_are_checked() {
 
 /// A config of `target` keys and one workload of `workload` keys, with one
 /// stage: for the tests of one concern.
-pub(super) fn load_one(target: &str, workload: &str) -> Result<Config, String> {
+pub(crate) fn load_one(target: &str, workload: &str) -> Result<Config, String> {
     let text = format!(
         "[target]\nuri = \"mongodb://h/\"\n{target}\n[[workloads]]\nname = \"a\"\n{workload}\n\
          [[workloads.stages]]\nrate = 1\nduration = \"1s\"\n"

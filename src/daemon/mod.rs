@@ -8,7 +8,6 @@ pub mod control;
 pub mod http;
 pub mod limits;
 pub mod logging;
-pub mod probe;
 pub mod service;
 pub mod shard_failover;
 pub mod shard_stats;

@@ -51,7 +51,7 @@ pub async fn start_with(
         base.uri.expose(),
         &db,
         &reports,
-        &base.metrics,
+        (&base.metrics, &base.probe_metrics),
     );
     let shard_book = Arc::new(crate::daemon::shard_stats::ShardBook::default());
     // Each workload's collections, as the supervisor keeps them at reloads.
@@ -142,6 +142,7 @@ fn start_engines(
         reports,
         cluster: base.cluster.clone(),
         cluster_metrics: base.cluster_metrics.clone(),
+        audit_metrics: base.audit_metrics.clone(),
         collections,
     };
     Supervisor::start(env, config.clone(), std::mem::take(&mut base.built))
@@ -176,6 +177,8 @@ struct Base {
     hosts: String,
     control_metrics: ControlMetrics,
     cluster_metrics: crate::cluster::ClusterMetrics,
+    probe_metrics: crate::probe::ProbeFamilies,
+    audit_metrics: crate::audit::AuditFamilies,
     built: Vec<supervisor::Built>,
     client: mongodb::Client,
     cluster: Option<Arc<crate::cluster::Coordinator>>,
@@ -189,6 +192,10 @@ impl Base {
         let control_metrics =
             ControlMetrics::register_in(metrics.registry()).map_err(MetricsError::from)?;
         let cluster_metrics = crate::cluster::ClusterMetrics::register_in(metrics.registry())
+            .map_err(MetricsError::from)?;
+        let probe_metrics = crate::probe::ProbeFamilies::register_in(metrics.registry())
+            .map_err(MetricsError::from)?;
+        let audit_metrics = crate::audit::AuditFamilies::register_in(metrics.registry())
             .map_err(MetricsError::from)?;
         let built = build_workloads(config)?;
         let client = connect(config, &metrics, uri.expose(), &hosts).await?;
@@ -207,6 +214,8 @@ impl Base {
             hosts,
             control_metrics,
             cluster_metrics,
+            probe_metrics,
+            audit_metrics,
             built,
             client,
             cluster,
@@ -344,19 +353,20 @@ fn spawn_probe(
     uri: &str,
     db: &mongodb::Database,
     reports: &ReportWriter,
-    metrics: &Arc<Metrics>,
+    (metrics, families): (&Arc<Metrics>, &crate::probe::ProbeFamilies),
 ) {
     let Some(probe) = config.lag_probe.clone() else {
         return;
     };
-    let (uri, db, run_id, metrics) = (
+    let (uri, db, run_id, metrics, families) = (
         uri.to_owned(),
         db.clone(),
         reports.run().id.clone(),
         metrics.clone(),
+        families.clone(),
     );
     tasks.spawn(Task::Probe, |stop| {
-        crate::daemon::probe::run(probe, uri, db, run_id, metrics, stop)
+        crate::probe::run(probe, uri, db, run_id, metrics, families, stop)
     });
 }
 

@@ -333,6 +333,8 @@ pub struct Env {
     pub cluster: Option<Arc<crate::cluster::Coordinator>>,
     /// The cluster families (exported alone too).
     pub cluster_metrics: crate::cluster::ClusterMetrics,
+    /// The acknowledged-write audit's families.
+    pub audit_metrics: crate::audit::AuditFamilies,
     /// Each workload's collections, sent again after each reload (the
     /// documents-per-shard task reads them).
     pub collections: watch::Sender<crate::daemon::shard_stats::WorkloadCollections>,
@@ -505,7 +507,7 @@ impl Supervisor {
                 &self.env.db,
                 built.workload.collections(),
                 built.workload.audit_keys(),
-                self.env.metrics.audit(),
+                &self.env.audit_metrics,
             ),
             rate: w.audit_rate,
             timeout: self.config.target.operation_timeout,

@@ -6,10 +6,8 @@
 //! ([`Metrics::workload`]); the handles it returns touch only atomics (and one
 //! uncontended per-thread lock for the HdrHistogram) per operation.
 
-pub(crate) mod audit;
 pub mod buckets;
 mod driver;
-mod probe;
 mod window;
 mod workload;
 
@@ -21,9 +19,7 @@ use prometheus::{
     Encoder, GaugeVec, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Registry, TextEncoder,
 };
 
-pub use audit::AuditFamilies;
 pub use driver::{server_type_label, TopologyView, CHECKOUT_FAILURE_REASONS, SERVER_TYPES};
-pub use probe::{ProbeFamilies, LAG_BUCKETS};
 pub use window::{LatencySummary, WindowConfig, WINDOW_QUANTILES};
 pub use workload::{OpMetrics, PrepareMetrics, RequestMetrics, WorkloadMetrics};
 
@@ -84,8 +80,6 @@ pub struct Metrics {
     vecs: Vecs,
     driver: Arc<DriverMetrics>,
     failover: Arc<Failover>,
-    audit: AuditFamilies,
-    probe: ProbeFamilies,
     thresholds: ThresholdFamilies,
     run_info: IntGaugeVec,
     http_unauthorized: IntCounterVec,
@@ -130,10 +124,6 @@ impl Metrics {
 
         let failover = Arc::new(Failover::new()?);
         failover.register(&registry)?;
-        let audit = AuditFamilies::new()?;
-        audit.register(&registry)?;
-        let probe = ProbeFamilies::with_series()?;
-        probe.register(&registry)?;
         let thresholds = ThresholdFamilies::new()?;
         thresholds.register(&registry)?;
 
@@ -151,8 +141,6 @@ impl Metrics {
             vecs,
             driver,
             failover,
-            audit,
-            probe,
             thresholds,
             run_info,
             http_unauthorized,
@@ -169,8 +157,6 @@ impl Metrics {
             Vecs::NAMES,
             driver::DriverFamilies::NAMES,
             crate::failover::FailoverFamilies::NAMES,
-            AuditFamilies::NAMES,
-            ProbeFamilies::NAMES,
             ThresholdFamilies::NAMES,
             &[window::NAME],
         ]
@@ -280,11 +266,6 @@ impl Metrics {
         mongodb::event::EventHandler::callback(move |event| failover.on_command(&event))
     }
 
-    /// The acknowledged-write audit's families.
-    pub fn audit(&self) -> &AuditFamilies {
-        &self.audit
-    }
-
     /// The thresholds' families.
     pub fn thresholds(&self) -> &ThresholdFamilies {
         &self.thresholds
@@ -309,11 +290,6 @@ impl Metrics {
     /// `mongoload_shard_chunk_migrations_total{workload,from,to}`.
     pub fn shard_chunk_migrations(&self) -> &prometheus::IntCounterVec {
         &self.vecs.shard_chunk_migrations
-    }
-
-    /// The replication-lag probe's families.
-    pub fn probe(&self) -> &ProbeFamilies {
-        &self.probe
     }
 
     /// Failover: the primary, write outages, the failovers seen.

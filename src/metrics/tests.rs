@@ -452,10 +452,14 @@ fn the_contract_table_and_the_registry_name_the_same_families() {
     let m = Metrics::new().unwrap();
     crate::control::ControlMetrics::register_in(m.registry()).unwrap();
     crate::cluster::ClusterMetrics::register_in(m.registry()).unwrap();
+    crate::probe::ProbeFamilies::register_in(m.registry()).unwrap();
+    crate::audit::AuditFamilies::register_in(m.registry()).unwrap();
     let declared: BTreeSet<&str> = Metrics::family_names()
         .into_iter()
         .chain(crate::control::ControlMetrics::NAMES.iter().copied())
         .chain(crate::cluster::ClusterMetrics::NAMES.iter().copied())
+        .chain(crate::probe::ProbeFamilies::NAMES.iter().copied())
+        .chain(crate::audit::AuditFamilies::NAMES.iter().copied())
         .collect();
     let undocumented: Vec<_> = declared.difference(&documented).collect();
     let undeclared: Vec<_> = documented.difference(&declared).collect();

@@ -35,3 +35,12 @@ families! {
             labels ["workload", "kind"];
     }
 }
+
+impl AuditFamilies {
+    /// Creates the families in `registry` (the daemon does, once).
+    pub fn register_in(registry: &prometheus::Registry) -> Result<Self, prometheus::Error> {
+        let f = AuditFamilies::new()?;
+        f.register(registry)?;
+        Ok(f)
+    }
+}

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::KeyError;
+use crate::values::KeyError;
 
 /// `[lag_probe]`: the replication-lag probe. Present: on.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -34,7 +34,7 @@ impl LagProbeConfig {
         (self.interval / 20).clamp(Duration::from_millis(10), Duration::from_millis(250))
     }
 
-    pub(super) fn validate(&self) -> Result<(), KeyError> {
+    pub(crate) fn validate(&self) -> Result<(), KeyError> {
         if self.interval < Duration::from_millis(100) {
             return Err(KeyError::new(
                 "lag_probe.interval",

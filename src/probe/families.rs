@@ -1,5 +1,5 @@
 //! The replication-lag probe's families (what they measure:
-//! [`crate::daemon::probe`]).
+//! [`super`]).
 
 use prometheus::{GaugeVec, HistogramVec, IntCounterVec};
 
@@ -30,9 +30,10 @@ families! {
 }
 
 impl ProbeFamilies {
-    /// The families, with both heartbeat outcomes at 0.
-    pub fn with_series() -> Result<Self, prometheus::Error> {
+    /// Creates the families in `registry`, both heartbeat outcomes at 0.
+    pub fn register_in(registry: &prometheus::Registry) -> Result<Self, prometheus::Error> {
         let f = ProbeFamilies::new()?;
+        f.register(registry)?;
         for o in ["ok", "error"] {
             f.heartbeats.with_label_values(&[o]);
         }

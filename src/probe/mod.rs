@@ -14,6 +14,12 @@
 //! (histogram of the heartbeats' lags), `mongoload_lag_probe_heartbeats_total{outcome}`,
 //! `mongoload_lag_probe_errors_total{member,kind}`.
 
+mod config;
+mod families;
+
+pub use config::LagProbeConfig;
+pub use families::{ProbeFamilies, LAG_BUCKETS};
+
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -24,10 +30,9 @@ use mongodb::{Client, Collection};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::LagProbeConfig;
 use crate::error_kind::classify;
 use crate::error_kind::ErrorKind;
-use crate::metrics::{Metrics, ProbeFamilies};
+use crate::metrics::Metrics;
 
 /// Heartbeats remembered (their send times), the newest.
 const KEEP_BEATS: usize = 1024;
@@ -106,15 +111,15 @@ pub async fn run(
     db: mongodb::Database,
     run_id: String,
     metrics: Arc<Metrics>,
+    m: ProbeFamilies,
     stop: CancellationToken,
 ) {
-    let m = metrics.probe().clone();
     let base = match ClientOptions::parse(&uri).await {
         Ok(o) => o,
         Err(e) => {
             tracing::error!(
                 "lag probe: cannot read the connection string: {}",
-                crate::config::scrub(&e.to_string(), &uri)
+                crate::uri::scrub(&e.to_string(), &uri)
             );
             return;
         }

@@ -1,11 +1,7 @@
 //! The acknowledged-write audit's keys (`workloads[].audit`,
 //! `audit_rate`): validation and the line `check-config` prints.
 
-use super::{uri_w, KeyError, TargetConfig, WorkloadConfig};
-
-/// Default `workloads[].audit_rate`: acknowledged ids checked per second in
-/// the background (a `find` of up to [`crate::audit::BATCH`] ids at a time).
-pub const DEFAULT_AUDIT_RATE: f64 = 1000.0;
+use crate::config::{uri_w, KeyError, TargetConfig, WorkloadConfig};
 
 impl WorkloadConfig {
     /// Whether the workload as configured inserts documents (the audit has
@@ -17,7 +13,7 @@ impl WorkloadConfig {
     /// The audit keys of this workload; `uri` is the target's connection
     /// string when known (its `w=0` makes an audit pointless). Keys are
     /// relative to the workload.
-    pub(super) fn validate_audit(
+    pub(crate) fn validate_audit(
         &self,
         target: &TargetConfig,
         uri: Option<&str>,
@@ -57,7 +53,7 @@ impl WorkloadConfig {
     }
 
     /// check-config's line for this workload's audit.
-    pub(super) fn describe_audit(&self) -> String {
+    pub(crate) fn describe_audit(&self) -> String {
         let mut s = String::new();
         if self.audit {
             let background = if self.audit_rate > 0.0 {
@@ -75,8 +71,8 @@ impl WorkloadConfig {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::config::tests::load_one as load;
+    use crate::config::DEFAULT_AUDIT_RATE;
 
     #[test]
     fn audits_are_validated() {
@@ -121,7 +117,7 @@ mod tests {
         let text = "[target]\nuri = \"mongodb://h/?w=0\"\n[[workloads]]\nname = \"a\"\nkind = \"mixed\"\naudit = true\n\
                     [[workloads.stages]]\nrate = 1\nduration = \"1s\"\n";
         let e =
-            super::super::parse_with_env(text, std::path::Path::new("t.toml"), std::iter::empty())
+            crate::config::parse_with_env(text, std::path::Path::new("t.toml"), std::iter::empty())
                 .unwrap_err()
                 .to_string();
         assert!(e.contains("w=0"), "{e}");
