@@ -23,6 +23,7 @@ pub mod probe;
 pub mod progress;
 pub mod report;
 pub mod schedule;
+pub mod sharding;
 pub mod threshold;
 pub mod throttle;
 pub mod uri;

@@ -9,8 +9,6 @@ pub mod http;
 pub mod limits;
 pub mod logging;
 pub mod service;
-pub mod shard_failover;
-pub mod shard_stats;
 pub mod side_runtime;
 pub mod status;
 pub mod supervisor;

@@ -53,7 +53,7 @@ pub async fn start_with(
         &reports,
         (&base.metrics, &base.probe_metrics),
     );
-    let shard_book = Arc::new(crate::daemon::shard_stats::ShardBook::default());
+    let shard_book = Arc::new(crate::sharding::documents::ShardBook::default());
     // Each workload's collections, as the supervisor keeps them at reloads.
     let (collections, collections_rx) = tokio::sync::watch::channel(
         base.built
@@ -124,7 +124,7 @@ fn start_engines(
     base: &mut Base,
     (db, collections): (
         mongodb::Database,
-        tokio::sync::watch::Sender<crate::daemon::shard_stats::WorkloadCollections>,
+        tokio::sync::watch::Sender<crate::sharding::documents::WorkloadCollections>,
     ),
     (reports, web): (ReportWriter, crate::daemon::http::WebSlot),
     load: &CancellationToken,
@@ -377,12 +377,12 @@ fn spawn_shard_stats(
     config: &Config,
     (db, workloads): (
         &mongodb::Database,
-        tokio::sync::watch::Receiver<crate::daemon::shard_stats::WorkloadCollections>,
+        tokio::sync::watch::Receiver<crate::sharding::documents::WorkloadCollections>,
     ),
     base: &Base,
     (book, reports): (
-        &Arc<crate::daemon::shard_stats::ShardBook>,
-        crate::daemon::shard_stats::ReportCounter,
+        &Arc<crate::sharding::documents::ShardBook>,
+        crate::sharding::documents::ReportCounter,
     ),
 ) {
     let interval = config.target.shard_stats_interval;
@@ -391,12 +391,12 @@ fn spawn_shard_stats(
     }
     let (db, metrics, book) = (db.clone(), base.metrics.clone(), book.clone());
     tasks.spawn(Task::ShardStats, |stop| {
-        crate::daemon::shard_stats::run(interval, db, workloads, metrics, book, reports, stop)
+        crate::sharding::documents::run(interval, db, workloads, metrics, book, reports, stop)
     });
 }
 
 /// Each shard's primary and failovers, through a mongos
-/// (`daemon/shard_failover.rs`; off the load path, ends at once elsewhere).
+/// (`sharding/failover.rs`; off the load path, ends at once elsewhere).
 fn spawn_shard_failover(tasks: &mut Tasks, config: &Config, base: &Base) {
     let uri = base.uri.expose().to_owned();
     let admin = base.client.database("admin");
@@ -406,7 +406,7 @@ fn spawn_shard_failover(tasks: &mut Tasks, config: &Config, base: &Base) {
         server_selection: config.target.server_selection_timeout,
     };
     tasks.spawn(Task::ShardFailover, |stop| {
-        crate::daemon::shard_failover::run(uri, admin, metrics, timeouts, stop)
+        crate::sharding::failover::run(uri, admin, metrics, timeouts, stop)
     });
 }
 
@@ -449,7 +449,7 @@ fn http_state(
     started: Instant,
     (run, shard_book): (
         crate::daemon::status::RunStatus,
-        Arc<crate::daemon::shard_stats::ShardBook>,
+        Arc<crate::sharding::documents::ShardBook>,
     ),
 ) -> HttpState {
     let (metrics, hosts) = (&base.metrics, &base.hosts);

@@ -23,7 +23,7 @@ pub struct Snapshot {
     pub workloads: Vec<WorkloadSnapshot>,
     /// Through a mongos: each workload's documents per shard, as last read
     /// (empty: not a mongos, or `target.shard_stats_interval = 0`).
-    pub shard_documents: Vec<crate::daemon::shard_stats::ShardDocuments>,
+    pub shard_documents: Vec<crate::sharding::documents::ShardDocuments>,
 }
 
 /// The run's identity: its generated id, `[run] name`, the config's hash.

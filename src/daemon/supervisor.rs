@@ -337,7 +337,7 @@ pub struct Env {
     pub audit_metrics: crate::audit::AuditFamilies,
     /// Each workload's collections, sent again after each reload (the
     /// documents-per-shard task reads them).
-    pub collections: watch::Sender<crate::daemon::shard_stats::WorkloadCollections>,
+    pub collections: watch::Sender<crate::sharding::documents::WorkloadCollections>,
 }
 
 /// A running engine of one workload.

@@ -24,7 +24,7 @@ const LAYERS: &[&[&str]] = &[
     &["progress"],
     &["daemon"],
     &["engine"],
-    &["audit", "capture", "check_target"],
+    &["audit", "capture", "check_target", "sharding"],
     &["report", "config"],
     &["threshold", "probe"],
     &["metrics"],

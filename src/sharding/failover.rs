@@ -105,7 +105,7 @@ async fn shards(admin: &mongodb::Database, stop: &CancellationToken) -> Option<V
     loop {
         let reply = async {
             let hello = admin.run_command(doc! {"hello": 1}).await?;
-            if !crate::daemon::shard_stats::is_mongos(&hello) {
+            if !crate::sharding::documents::is_mongos(&hello) {
                 return Ok(None);
             }
             admin.run_command(doc! {"listShards": 1}).await.map(Some)
@@ -163,7 +163,7 @@ pub async fn run(
         Err(e) => {
             tracing::warn!(
                 "shard failovers unknown: {}",
-                crate::config::scrub(&e.to_string(), &uri)
+                crate::uri::scrub(&e.to_string(), &uri)
             );
             return;
         }
