@@ -5,30 +5,30 @@
 
 pub mod audit;
 pub mod capture;
-pub mod check_target;
+pub(crate) mod check_target;
 pub mod cli;
-pub mod cluster;
+pub(crate) mod cluster;
 pub mod config;
 pub mod control;
 pub mod daemon;
 pub mod engine;
 pub mod error_kind;
-pub mod error_log;
+pub(crate) mod error_log;
 pub mod exit;
 pub mod failover;
-pub mod family;
+pub(crate) mod family;
 pub mod metrics;
 pub mod mongo;
-pub mod probe;
-pub mod progress;
+pub(crate) mod probe;
+pub(crate) mod progress;
 pub mod report;
 pub mod schedule;
-pub mod sharding;
-pub mod threshold;
-pub mod throttle;
-pub mod uri;
-pub mod values;
-pub mod web;
+pub(crate) mod sharding;
+pub(crate) mod threshold;
+pub(crate) mod throttle;
+pub(crate) mod uri;
+pub(crate) mod values;
+pub(crate) mod web;
 pub mod workload;
 
 /// The simulator, a crate of its own in this workspace (`crates/mongoload-sim`):

@@ -20,7 +20,7 @@ use serde::Deserialize;
 
 pub use coord::Coordinator;
 pub use epoch::{ClusterRun, Joined};
-pub use keys::{KeyRun, Keys};
+pub use keys::Keys;
 pub use metrics::ClusterMetrics;
 
 /// One member of a cluster of `size` load hosts.

@@ -18,7 +18,7 @@ mod config;
 mod families;
 
 pub use config::LagProbeConfig;
-pub use families::{ProbeFamilies, LAG_BUCKETS};
+pub use families::ProbeFamilies;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
