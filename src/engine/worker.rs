@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::count::WorkerCount;
 use super::crew::{Crew, SPARE_WORKERS};
-use super::{Published, WorkloadRun};
+use super::{ActiveStage, Published, WorkloadRun};
 use crate::audit::Pending;
 use crate::error_kind::classify;
 use crate::error_kind::ErrorKind;
@@ -88,6 +88,9 @@ impl Worker {
         self.crew.spawn(worker.run());
     }
 
+    /// Follows the published stage until it is done or the run stops:
+    /// each turn claims an operation ([`Self::ticket`] in rate mode,
+    /// [`Self::turn`] in concurrency mode) and executes it.
     pub(super) async fn run(mut self) {
         let mut source = self
             .run
@@ -126,128 +129,128 @@ impl Worker {
                     _ => None,
                 });
             }
-            let active = match &published {
+            let turn = match &published {
                 Published::Done => return,
-                Published::Idle => {
-                    if !self.wait_change().await {
-                        return;
+                Published::Idle => self.next_publication().await,
+                Published::Stage(active) => {
+                    if !count.claim(active) {
+                        // The count is reached: nothing more to send in
+                        // this stage.
+                        self.next_publication().await
+                    } else {
+                        match active.stage.mode() {
+                            Mode::Rate => self.ticket(active, &mut count).await,
+                            Mode::Concurrency => self.turn(active, &mut count).await,
+                        }
                     }
+                }
+            };
+            let from = match turn {
+                Turn::Go(from) => from,
+                Turn::Skip => continue,
+                Turn::Republished => {
                     stale = true;
                     continue;
                 }
-                Published::Stage(active) => active,
+                Turn::Stop => return,
             };
-            if !count.claim(active) {
-                // The count is reached: nothing more to send in this stage.
-                if !self.wait_change().await {
-                    return;
-                }
-                stale = true;
-                continue;
+            // Boxed: an operation's state (the driver's futures, some KiB)
+            // exists only while it runs, so an idle worker is small.
+            Box::pin(self.execute(
+                source.as_mut(),
+                from,
+                &errors,
+                &mut batch,
+                &mut session,
+                deadline.as_mut(),
+            ))
+            .await;
+            count.settle();
+        }
+    }
+
+    /// Rate mode, an operation claimed: takes the stage's next ticket and
+    /// sleeps until it is due. A ticket sent too late is counted missed
+    /// (and settled) instead of sent.
+    async fn ticket(&mut self, active: &ActiveStage, count: &mut WorkerCount) -> Turn {
+        let i = active.next_ticket.fetch_add(1, Ordering::Relaxed);
+        let Some(offset) = active.stage.intended_offset(i) else {
+            // Past the end of this stage: wait for the next one.
+            count.unclaim();
+            return self.next_publication().await;
+        };
+        let intended = active.start + offset;
+        // Biased: a ticket already due when the run stops is
+        // still sent (the schedule asked for it and it was
+        // claimed, so it is not counted missed); only tickets
+        // still in the future are dropped on stop.
+        tokio::select! {
+            // A ticket already due is sent even if the stage
+            // changed meanwhile: it was claimed, so dropping it
+            // would lose it from the missed count.
+            biased;
+            _ = tokio::time::sleep_until(intended) => {}
+            // Re-published (control change, next stage): this
+            // ticket is not due yet and the new stage has its
+            // own, so drop it rather than send a burst.
+            changed = self.stage.changed() => {
+                count.unclaim();
+                return if changed.is_err() { Turn::Stop } else { Turn::Republished };
             }
-            match active.stage.mode() {
-                Mode::Rate => {
-                    let i = active.next_ticket.fetch_add(1, Ordering::Relaxed);
-                    let Some(offset) = active.stage.intended_offset(i) else {
-                        // Past the end of this stage: wait for the next one.
-                        count.unclaim();
-                        if !self.wait_change().await {
-                            return;
-                        }
-                        stale = true;
-                        continue;
-                    };
-                    let intended = active.start + offset;
-                    // Biased: a ticket already due when the run stops is
-                    // still sent (the schedule asked for it and it was
-                    // claimed, so it is not counted missed); only tickets
-                    // still in the future are dropped on stop.
-                    tokio::select! {
-                        // A ticket already due is sent even if the stage
-                        // changed meanwhile: it was claimed, so dropping it
-                        // would lose it from the missed count.
-                        biased;
-                        _ = tokio::time::sleep_until(intended) => {}
-                        // Re-published (control change, next stage): this
-                        // ticket is not due yet and the new stage has its
-                        // own, so drop it rather than send a burst.
-                        changed = self.stage.changed() => {
-                            count.unclaim();
-                            if changed.is_err() {
-                                return;
-                            }
-                            stale = true;
-                            continue;
-                        }
-                        _ = self.stop.cancelled() => return,
-                    }
-                    // The lag gauge is the controller's (once a tick); the
-                    // lateness of every send is a histogram.
-                    let lag = Instant::now().saturating_duration_since(intended);
-                    self.run.metrics.send_lateness.observe(lag.as_secs_f64());
-                    if lag > self.run.max_lag {
-                        self.run.metrics.missed_operations.inc();
-                        self.run.status.missed.fetch_add(1, Ordering::Relaxed);
-                        if active.report.measures(intended) {
-                            active.report.add_missed(1);
-                        }
-                        count.settle();
-                        continue;
-                    }
-                    // Boxed: an operation's state (the driver's futures,
-                    // some KiB) exists only while it runs, so an idle
-                    // worker is small.
-                    Box::pin(self.execute(
-                        source.as_mut(),
-                        intended,
-                        &errors,
-                        &mut batch,
-                        &mut session,
-                        deadline.as_mut(),
-                    ))
-                    .await;
-                    count.settle();
-                }
-                Mode::Concurrency => {
-                    let elapsed = Instant::now().saturating_duration_since(active.start);
-                    if self.id >= active.stage.concurrency_at(elapsed) {
-                        count.unclaim();
-                        // Not needed at this level: sleep until the level
-                        // reaches this worker (a ramp, a step), or park
-                        // until the stage is published again.
-                        let wake = active
-                            .stage
-                            .worker_needed_at(self.id, elapsed)
-                            .map(|t| active.start + t);
-                        tokio::select! {
-                            changed = self.stage.changed() => {
-                                if changed.is_err() {
-                                    return;
-                                }
-                                stale = true;
-                            }
-                            _ = sleep_until_some(wake) => {}
-                            _ = self.stop.cancelled() => return,
-                        }
-                        continue;
-                    }
-                    if self.stage.has_changed().unwrap_or(true) {
-                        count.unclaim();
-                        continue;
-                    }
-                    let start = Instant::now();
-                    Box::pin(self.execute(
-                        source.as_mut(),
-                        start,
-                        &errors,
-                        &mut batch,
-                        &mut session,
-                        deadline.as_mut(),
-                    ))
-                    .await;
-                    count.settle();
-                }
+            _ = self.stop.cancelled() => return Turn::Stop,
+        }
+        // The lag gauge is the controller's (once a tick); the
+        // lateness of every send is a histogram.
+        let lag = Instant::now().saturating_duration_since(intended);
+        self.run.metrics.send_lateness.observe(lag.as_secs_f64());
+        if lag > self.run.max_lag {
+            self.run.metrics.missed_operations.inc();
+            self.run.status.missed.fetch_add(1, Ordering::Relaxed);
+            if active.report.measures(intended) {
+                active.report.add_missed(1);
             }
+            count.settle();
+            return Turn::Skip;
+        }
+        Turn::Go(intended)
+    }
+
+    /// Concurrency mode, an operation claimed: goes now if the stage's
+    /// level includes this worker; otherwise gives the claim back and
+    /// sleeps until the level reaches it or the stage is published again.
+    async fn turn(&mut self, active: &ActiveStage, count: &mut WorkerCount) -> Turn {
+        let elapsed = Instant::now().saturating_duration_since(active.start);
+        if self.id >= active.stage.concurrency_at(elapsed) {
+            count.unclaim();
+            // Not needed at this level: sleep until the level
+            // reaches this worker (a ramp, a step), or park
+            // until the stage is published again.
+            let wake = active
+                .stage
+                .worker_needed_at(self.id, elapsed)
+                .map(|t| active.start + t);
+            tokio::select! {
+                changed = self.stage.changed() => {
+                    return if changed.is_err() { Turn::Stop } else { Turn::Republished };
+                }
+                _ = sleep_until_some(wake) => {}
+                _ = self.stop.cancelled() => return Turn::Stop,
+            }
+            return Turn::Skip;
+        }
+        if self.stage.has_changed().unwrap_or(true) {
+            count.unclaim();
+            return Turn::Skip;
+        }
+        Turn::Go(Instant::now())
+    }
+
+    /// Waits for the next publication, to take it up.
+    async fn next_publication(&mut self) -> Turn {
+        if self.wait_change().await {
+            Turn::Republished
+        } else {
+            Turn::Stop
         }
     }
 
@@ -592,6 +595,18 @@ impl WorkerSession {
             self.0 = None;
         }
     }
+}
+
+/// What a worker does next in [`Worker::run`].
+enum Turn {
+    /// Execute an operation intended to start at this instant.
+    Go(Instant),
+    /// Loop again (the claim given back or settled).
+    Skip,
+    /// The stage was published again: take it up, then loop.
+    Republished,
+    /// The run is over.
+    Stop,
 }
 
 /// Sleeps until `at`, or forever without one.
