@@ -131,12 +131,30 @@ pub async fn run(
             .build(),
     );
     let beats = Arc::new(Mutex::new(Beats::default()));
-    let mut readers: HashMap<String, CancellationToken> = HashMap::new();
-    let mut tasks = JoinSet::new();
+    let mut readers = Readers {
+        running: HashMap::new(),
+        tasks: JoinSet::new(),
+        template: Reader {
+            member: String::new(),
+            options: base,
+            collection: config.collection.clone(),
+            database: db.name().to_owned(),
+            id: run_id.clone(),
+            poll: config.poll(),
+            beats: beats.clone(),
+            metrics: m.clone(),
+        },
+    };
     let mut tick = tokio::time::interval(config.interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut seq = 0i64;
-    let mut failing = false;
+    let mut heartbeat = Heartbeat {
+        coll,
+        run_id,
+        seq: 0,
+        failing: false,
+        beats,
+        metrics: m,
+    };
     tracing::info!(
         "lag probe: a heartbeat every {} in {}.{}, read back from each secondary every {}",
         humantime::format_duration(config.interval),
@@ -149,62 +167,106 @@ pub async fn run(
             _ = tick.tick() => {}
             _ = stop.cancelled() => break,
         }
-        // Follow the secondaries the driver sees.
-        let secondaries = metrics.topology().secondaries;
-        readers.retain(|member, token| {
+        readers.follow(metrics.topology().secondaries, &stop);
+        let timeout = config.interval.max(Duration::from_secs(1));
+        if !heartbeat.write(timeout, &stop).await {
+            break;
+        }
+    }
+    readers.stop().await;
+    heartbeat.delete().await;
+}
+
+/// The readers of the secondaries the driver sees: one task each.
+struct Readers {
+    /// Each member read, with its reader's stop token.
+    running: HashMap<String, CancellationToken>,
+    tasks: JoinSet<()>,
+    /// What every reader is given; its `member` is set per reader.
+    template: Reader,
+}
+
+impl Readers {
+    /// Stops the readers of members no longer among `secondaries` (and
+    /// forgets their series), and starts one for each new member.
+    fn follow(&mut self, secondaries: Vec<String>, stop: &CancellationToken) {
+        let metrics = &self.template.metrics;
+        self.running.retain(|member, token| {
             let keep = secondaries.contains(member);
             if !keep {
                 token.cancel();
-                m.forget(member);
+                metrics.forget(member);
             }
             keep
         });
         for member in secondaries {
-            if readers.contains_key(&member) {
+            if self.running.contains_key(&member) {
                 continue;
             }
             let token = stop.child_token();
-            readers.insert(member.clone(), token.clone());
+            self.running.insert(member.clone(), token.clone());
             let reader = Reader {
                 member,
-                options: base.clone(),
-                collection: config.collection.clone(),
-                database: db.name().to_owned(),
-                id: run_id.clone(),
-                poll: config.poll(),
-                beats: beats.clone(),
-                metrics: m.clone(),
+                ..self.template.clone()
             };
-            tasks.spawn(reader.run(token));
+            self.tasks.spawn(reader.run(token));
         }
-        // The heartbeat.
-        seq += 1;
+    }
+
+    /// Stops every reader and waits for them.
+    async fn stop(mut self) {
+        for t in self.running.values() {
+            t.cancel();
+        }
+        while self.tasks.join_next().await.is_some() {}
+    }
+}
+
+/// The probe's heartbeat document on the primary, and how its writes go.
+struct Heartbeat {
+    coll: Collection<Document>,
+    run_id: String,
+    /// The last heartbeat's sequence number.
+    seq: i64,
+    /// The last write failed: logged once, until one succeeds again.
+    failing: bool,
+    beats: Arc<Mutex<Beats>>,
+    metrics: ProbeFamilies,
+}
+
+impl Heartbeat {
+    /// Writes the next heartbeat (waiting at most `timeout`) and records
+    /// how it went; false, without recording, if `stop` fires first.
+    async fn write(&mut self, timeout: Duration, stop: &CancellationToken) -> bool {
+        self.seq += 1;
         let sent = Instant::now();
-        let write = coll
+        let write = self
+            .coll
             .update_one(
-                doc! {"_id": &run_id},
-                doc! {"$set": {"seq": seq, "at": DateTime::now()}},
+                doc! {"_id": &self.run_id},
+                doc! {"$set": {"seq": self.seq, "at": DateTime::now()}},
             )
             .upsert(true);
         let outcome = tokio::select! {
-            r = tokio::time::timeout(config.interval.max(Duration::from_secs(1)), write) => r,
-            _ = stop.cancelled() => break,
+            r = tokio::time::timeout(timeout, write) => r,
+            _ = stop.cancelled() => return false,
         };
+        let m = &self.metrics;
         match outcome {
             Ok(Ok(_)) => {
-                beats
+                self.beats
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .push(seq, sent);
+                    .push(self.seq, sent);
                 m.heartbeats.with_label_values(&["ok"]).inc();
-                if failing {
+                if self.failing {
                     tracing::info!("lag probe: heartbeats written again");
-                    failing = false;
+                    self.failing = false;
                 }
             }
             other => {
                 m.heartbeats.with_label_values(&["error"]).inc();
-                if !failing {
+                if !self.failing {
                     let why = match other {
                         Ok(Err(e)) => e.to_string(),
                         _ => "timed out".into(),
@@ -212,23 +274,25 @@ pub async fn run(
                     tracing::warn!(
                         "lag probe: cannot write the heartbeat (retried every interval): {why}"
                     );
-                    failing = true;
+                    self.failing = true;
                 }
             }
         }
+        true
     }
-    for t in readers.values() {
-        t.cancel();
+
+    /// Deletes the heartbeat document (at most 2 s, errors ignored).
+    async fn delete(&self) {
+        let _ = tokio::time::timeout(
+            Duration::from_secs(2),
+            self.coll.delete_one(doc! {"_id": &self.run_id}),
+        )
+        .await;
     }
-    while tasks.join_next().await.is_some() {}
-    let _ = tokio::time::timeout(
-        Duration::from_secs(2),
-        coll.delete_one(doc! {"_id": &run_id}),
-    )
-    .await;
 }
 
 /// Reads the heartbeat from one member.
+#[derive(Clone)]
 struct Reader {
     member: String,
     options: ClientOptions,
