@@ -116,9 +116,26 @@ impl Deployment {
     /// Shards every collection of the workload as `plan` says (see the
     /// module doc). `workload` names it in errors.
     pub async fn shard(&self, workload: &str, plan: &ShardPlan) -> Result<(), ShardError> {
-        let client = self.db.client();
-        let admin = client.database("admin");
         let db = self.db.name().to_owned();
+        let hello = self.router_hello(workload, plan).await?;
+        let max_wire = hello.get_i32("maxWireVersion").ok();
+        // Needed before 6.0 only: not asked of a server that does not need
+        // it, nor held against one that answers it does not have it (the
+        // shardCollection after it decides).
+        if needs_enable_sharding(max_wire) {
+            self.enable_sharding(workload, &db).await?;
+        }
+        for coll in self.collections.iter() {
+            let ns = format!("{db}.{}", coll.name());
+            self.shard_collection(workload, &ns, plan).await?;
+        }
+        Ok(())
+    }
+
+    /// The `hello` of the target, which must be a mongos: anything else
+    /// is a config error naming what it is.
+    async fn router_hello(&self, workload: &str, plan: &ShardPlan) -> Result<Document, ShardError> {
+        let admin = self.db.client().database("admin");
         let hello = self
             .bounded(async { admin.run_command(doc! { "hello": 1 }).await })
             .await
@@ -137,82 +154,90 @@ impl Deployment {
                 ),
             });
         }
+        Ok(hello)
+    }
+
+    /// `enableSharding` on database `db`: done before, or not supported
+    /// (the shardCollection after it decides), is fine.
+    async fn enable_sharding(&self, workload: &str, db: &str) -> Result<(), ShardError> {
+        let admin = self.db.client().database("admin");
         let database = format!("database {db:?}");
-        let max_wire = hello.get_i32("maxWireVersion").ok();
-        // Needed before 6.0 only: not asked of a server that does not need
-        // it, nor held against one that answers it does not have it (the
-        // shardCollection after it decides).
-        if needs_enable_sharding(max_wire) {
-            match self
-                .bounded(async { admin.run_command(doc! { "enableSharding": &db }).await })
-                .await
+        match self
+            .bounded(async { admin.run_command(doc! { "enableSharding": db }).await })
+            .await
+        {
+            Ok(_) => Ok(()),
+            // 23 AlreadyInitialized: enabled before (old servers).
+            Err(e) if code_of(&e) == Some(23) => Ok(()),
+            Err(e)
+                if crate::error_kind::permanent(&e)
+                    == Some(crate::error_kind::Permanent::Unsupported) =>
             {
-                Ok(_) => {}
-                // 23 AlreadyInitialized: enabled before (old servers).
-                Err(e) if code_of(&e) == Some(23) => {}
-                Err(e)
-                    if crate::error_kind::permanent(&e)
-                        == Some(crate::error_kind::Permanent::Unsupported) =>
-                {
-                    tracing::info!(workload, error = %crate::error_kind::explain(&e),
-                        "prepare: enableSharding is not supported by this server; sharding the collections without it");
+                tracing::info!(workload, error = %crate::error_kind::explain(&e),
+                    "prepare: enableSharding is not supported by this server; sharding the collections without it");
+                Ok(())
+            }
+            Err(e) => Err(refused(
+                e,
+                workload,
+                &Asked {
+                    command: "enableSharding",
+                    action: "enableSharding",
+                    resource: &database,
+                    way_out: SHARD_WAY_OUT,
+                },
+            )),
+        }
+    }
+
+    /// Shards the collection `ns` on the planned key, unless it is already
+    /// (then only its ranged presplit is made sure of), and presplits it.
+    async fn shard_collection(
+        &self,
+        workload: &str,
+        ns: &str,
+        plan: &ShardPlan,
+    ) -> Result<(), ShardError> {
+        if self.sharded_as(workload, ns, plan).await? {
+            tracing::info!(workload, ns, key = %plan.key, "prepare: already sharded on this key");
+            if let Presplit::Ranged(points) = &plan.presplit {
+                self.presplit(workload, ns, plan, points).await?;
+            }
+            return Ok(());
+        }
+        let admin = self.db.client().database("admin");
+        let mut cmd = doc! { "shardCollection": ns, "key": plan.key.to_document() };
+        if let Presplit::Hashed(n) = plan.presplit {
+            cmd.insert("numInitialChunks", i64::from(n));
+        }
+        match self
+            .bounded(async { admin.run_command(cmd.clone()).await })
+            .await
+        {
+            Ok(_) => {}
+            // Another load host sharded it meanwhile: same key or not?
+            Err(e) if code_of(&e) == Some(23) => {
+                if self.sharded_as(workload, ns, plan).await? {
+                    return Ok(());
                 }
-                Err(e) => {
-                    return Err(refused(
-                        e,
-                        workload,
-                        &Asked {
-                            command: "enableSharding",
-                            action: "enableSharding",
-                            resource: &database,
-                            way_out: SHARD_WAY_OUT,
-                        },
-                    ))
-                }
+                return Err(ShardError::Retry(e));
+            }
+            Err(e) => {
+                return Err(refused(
+                    e,
+                    workload,
+                    &Asked {
+                        command: "shardCollection",
+                        action: "enableSharding",
+                        resource: ns,
+                        way_out: SHARD_WAY_OUT,
+                    },
+                ))
             }
         }
-        for coll in self.collections.iter() {
-            let ns = format!("{db}.{}", coll.name());
-            if self.sharded_as(workload, &ns, plan).await? {
-                tracing::info!(workload, ns, key = %plan.key, "prepare: already sharded on this key");
-                if let Presplit::Ranged(points) = &plan.presplit {
-                    self.presplit(workload, &ns, plan, points).await?;
-                }
-                continue;
-            }
-            let mut cmd = doc! { "shardCollection": &ns, "key": plan.key.to_document() };
-            if let Presplit::Hashed(n) = plan.presplit {
-                cmd.insert("numInitialChunks", i64::from(n));
-            }
-            match self
-                .bounded(async { admin.run_command(cmd.clone()).await })
-                .await
-            {
-                Ok(_) => {}
-                // Another load host sharded it meanwhile: same key or not?
-                Err(e) if code_of(&e) == Some(23) => {
-                    if self.sharded_as(workload, &ns, plan).await? {
-                        continue;
-                    }
-                    return Err(ShardError::Retry(e));
-                }
-                Err(e) => {
-                    return Err(refused(
-                        e,
-                        workload,
-                        &Asked {
-                            command: "shardCollection",
-                            action: "enableSharding",
-                            resource: &ns,
-                            way_out: SHARD_WAY_OUT,
-                        },
-                    ))
-                }
-            }
-            tracing::info!(workload, ns, key = %plan.key, "prepare: sharded the collection");
-            if let Presplit::Ranged(points) = &plan.presplit {
-                self.presplit(workload, &ns, plan, points).await?;
-            }
+        tracing::info!(workload, ns, key = %plan.key, "prepare: sharded the collection");
+        if let Presplit::Ranged(points) = &plan.presplit {
+            self.presplit(workload, ns, plan, points).await?;
         }
         Ok(())
     }
