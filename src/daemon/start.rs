@@ -27,16 +27,7 @@ pub async fn start_with(
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .as_ref(),
     );
-    let run_info = run_info(&config, tap);
-    base.metrics.set_run_info(
-        run_info.label(),
-        run_info.config_hash.as_deref().unwrap_or(""),
-    );
-    let run_status = crate::daemon::status::RunStatus {
-        id: run_info.id.clone(),
-        name: run_info.name.clone(),
-        config_hash: run_info.config_hash.clone().unwrap_or_default(),
-    };
+    let (run_info, run_status) = identify_run(&config, tap, &base.metrics);
     let control_socket = bind_control(&config)?;
 
     // One root token: the load and every long-lived task stop under it.
@@ -53,22 +44,7 @@ pub async fn start_with(
         &reports,
         (&base.metrics, &base.probe_metrics),
     );
-    let shard_book = Arc::new(crate::sharding::documents::ShardBook::default());
-    // Each workload's collections, as the supervisor keeps them at reloads.
-    let (collections, collections_rx) = tokio::sync::watch::channel(
-        base.built
-            .iter()
-            .map(supervisor::Built::collections)
-            .collect(),
-    );
-    spawn_shard_stats(
-        &mut tasks,
-        &config,
-        (&db, collections_rx),
-        &base,
-        (&shard_book, reports.run().shards.clone()),
-    );
-    spawn_shard_failover(&mut tasks, &config, &base);
+    let (shard_book, collections) = spawn_sharding(&mut tasks, &config, &db, &base, &reports);
     let (statuses, reloader, workloads) = start_engines(
         &config,
         &mut base,
@@ -116,6 +92,57 @@ pub async fn start_with(
         reloader,
         done,
     })
+}
+
+/// The run's report header (with `tap`) and the status the HTTP API shows
+/// of it; sets the run-info metric.
+fn identify_run(
+    config: &Config,
+    tap: Option<Arc<crate::report::ReportTap>>,
+    metrics: &Metrics,
+) -> (crate::report::RunInfo, crate::daemon::status::RunStatus) {
+    let run_info = run_info(config, tap);
+    metrics.set_run_info(
+        run_info.label(),
+        run_info.config_hash.as_deref().unwrap_or(""),
+    );
+    let run_status = crate::daemon::status::RunStatus {
+        id: run_info.id.clone(),
+        name: run_info.name.clone(),
+        config_hash: run_info.config_hash.clone().unwrap_or_default(),
+    };
+    (run_info, run_status)
+}
+
+/// The sharding tasks: documents per shard and shard failovers. Returns
+/// the book the shard statistics fill, and the sender of each workload's
+/// collections, which the supervisor keeps at reloads.
+fn spawn_sharding(
+    tasks: &mut Tasks,
+    config: &Config,
+    db: &mongodb::Database,
+    base: &Base,
+    reports: &ReportWriter,
+) -> (
+    Arc<crate::sharding::documents::ShardBook>,
+    tokio::sync::watch::Sender<crate::sharding::documents::WorkloadCollections>,
+) {
+    let shard_book = Arc::new(crate::sharding::documents::ShardBook::default());
+    let (collections, collections_rx) = tokio::sync::watch::channel(
+        base.built
+            .iter()
+            .map(supervisor::Built::collections)
+            .collect(),
+    );
+    spawn_shard_stats(
+        tasks,
+        config,
+        (db, collections_rx),
+        base,
+        (&shard_book, reports.run().shards.clone()),
+    );
+    spawn_shard_failover(tasks, config, base);
+    (shard_book, collections)
 }
 
 /// The supervisor and its engines, one per workload, under `load`.
