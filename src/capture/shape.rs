@@ -190,61 +190,10 @@ pub fn statements(e: &SlowQuery, own_app: &str) -> Result<Vec<Stmt>, Skip> {
     match first.as_str() {
         "find" => find_stmt(db, &coll, cmd).map(|s| vec![s]),
         "aggregate" => aggregate_stmt(db, &coll, cmd).map(|s| vec![s]),
-        "count" => {
-            let mut s = Stmt::new(CustomOpKind::Count, db, &coll);
-            s.template("filter", cmd.get("query"), Mode::Filter)?;
-            s.drop_options(cmd, &["query", "limit", "skip", "hint"]);
-            Ok(vec![s])
-        }
-        "distinct" => {
-            let mut s = Stmt::new(CustomOpKind::Distinct, db, &coll);
-            let Some(key) = cmd.get("key").and_then(Value::as_str) else {
-                return unsupported("distinct without a key");
-            };
-            s.fixed
-                .insert("field".into(), Value::String(key.to_owned()));
-            s.template("filter", cmd.get("query"), Mode::Filter)?;
-            s.drop_options(cmd, &["key", "query", "hint"]);
-            Ok(vec![s])
-        }
-        "insert" => {
-            let mut s = Stmt::new(CustomOpKind::Insert, db, &coll);
-            if let Some(Value::Array(docs)) = cmd.get("documents") {
-                s.documents = docs.clone();
-                // The first document's shape is the template (mongoload
-                // sets `_id`; TOML has no null: null fields are left out).
-                if let Some(Value::Object(d)) = docs.first() {
-                    let mut d = d.clone();
-                    d.remove("_id");
-                    let d = without_nulls(Value::Object(d));
-                    s.template("document", Some(&d), Mode::Filter)?;
-                }
-            }
-            Ok(vec![s])
-        }
-        "update" | "delete" => {
-            let list = if first == "update" {
-                "updates"
-            } else {
-                "deletes"
-            };
-            let Some(Value::Array(items)) = cmd.get(list) else {
-                return Err(Skip::WriteEnvelope);
-            };
-            items
-                .iter()
-                .map(|it| {
-                    let Some(it) = it.as_object() else {
-                        return unsupported(format!("{list} entries that are not documents"));
-                    };
-                    if first == "update" {
-                        update_stmt(db, &coll, it)
-                    } else {
-                        delete_stmt(db, &coll, it)
-                    }
-                })
-                .collect()
-        }
+        "count" => count_stmt(db, &coll, cmd).map(|s| vec![s]),
+        "distinct" => distinct_stmt(db, &coll, cmd).map(|s| vec![s]),
+        "insert" => insert_stmt(db, &coll, cmd).map(|s| vec![s]),
+        "update" | "delete" => write_stmts(db, &coll, cmd, &first),
         "getMore" => Err(Skip::CursorContinuation),
         other => unsupported(format!("command {other}")),
     }
@@ -282,6 +231,72 @@ const ENVELOPE: &[&str] = &[
     "let",
     "collation",
 ];
+
+fn count_stmt(db: &str, coll: &str, cmd: &Map<String, Value>) -> Result<Stmt, Skip> {
+    let mut s = Stmt::new(CustomOpKind::Count, db, coll);
+    s.template("filter", cmd.get("query"), Mode::Filter)?;
+    s.drop_options(cmd, &["query", "limit", "skip", "hint"]);
+    Ok(s)
+}
+
+fn distinct_stmt(db: &str, coll: &str, cmd: &Map<String, Value>) -> Result<Stmt, Skip> {
+    let mut s = Stmt::new(CustomOpKind::Distinct, db, coll);
+    let Some(key) = cmd.get("key").and_then(Value::as_str) else {
+        return unsupported("distinct without a key");
+    };
+    s.fixed
+        .insert("field".into(), Value::String(key.to_owned()));
+    s.template("filter", cmd.get("query"), Mode::Filter)?;
+    s.drop_options(cmd, &["key", "query", "hint"]);
+    Ok(s)
+}
+
+fn insert_stmt(db: &str, coll: &str, cmd: &Map<String, Value>) -> Result<Stmt, Skip> {
+    let mut s = Stmt::new(CustomOpKind::Insert, db, coll);
+    if let Some(Value::Array(docs)) = cmd.get("documents") {
+        s.documents = docs.clone();
+        // The first document's shape is the template (mongoload
+        // sets `_id`; TOML has no null: null fields are left out).
+        if let Some(Value::Object(d)) = docs.first() {
+            let mut d = d.clone();
+            d.remove("_id");
+            let d = without_nulls(Value::Object(d));
+            s.template("document", Some(&d), Mode::Filter)?;
+        }
+    }
+    Ok(s)
+}
+
+/// The statements of an `update` or `delete` command (`command`), one per
+/// entry of its `updates` or `deletes`.
+fn write_stmts(
+    db: &str,
+    coll: &str,
+    cmd: &Map<String, Value>,
+    command: &str,
+) -> Result<Vec<Stmt>, Skip> {
+    let list = if command == "update" {
+        "updates"
+    } else {
+        "deletes"
+    };
+    let Some(Value::Array(items)) = cmd.get(list) else {
+        return Err(Skip::WriteEnvelope);
+    };
+    items
+        .iter()
+        .map(|it| {
+            let Some(it) = it.as_object() else {
+                return unsupported(format!("{list} entries that are not documents"));
+            };
+            if command == "update" {
+                update_stmt(db, coll, it)
+            } else {
+                delete_stmt(db, coll, it)
+            }
+        })
+        .collect()
+}
 
 fn find_stmt(db: &str, coll: &str, cmd: &Map<String, Value>) -> Result<Stmt, Skip> {
     let mut s = Stmt::new(CustomOpKind::Find, db, coll);
