@@ -77,45 +77,7 @@ fn compile_op(cfg: &CustomConfig, i: usize, document: &Template) -> Result<Compi
         Some(f) => Template::compile_doc(f, &at("filter"))?,
         None => Template::Lit(Bson::Document(Document::new())),
     };
-    let unused = |key: &str, present: bool| -> Result<(), KeyError> {
-        if present {
-            return err(
-                &at(key),
-                format!("not used by a {} operation", op.op.as_str()),
-            );
-        }
-        Ok(())
-    };
-    unused(
-        "update",
-        op.update.is_some() && op.op != CustomOpKind::Update,
-    )?;
-    unused(
-        "pipeline",
-        op.pipeline.is_some() && op.op != CustomOpKind::Aggregate,
-    )?;
-    unused(
-        "document",
-        op.document.is_some() && op.op != CustomOpKind::Insert,
-    )?;
-    unused(
-        "field",
-        op.field.is_some() && op.op != CustomOpKind::Distinct,
-    )?;
-    unused("sort", op.sort.is_some() && op.op != CustomOpKind::Find)?;
-    unused(
-        "projection",
-        op.projection.is_some() && op.op != CustomOpKind::Find,
-    )?;
-    unused("limit", op.limit != 0 && op.op != CustomOpKind::Find)?;
-    unused(
-        "many",
-        op.many && !matches!(op.op, CustomOpKind::Update | CustomOpKind::Delete),
-    )?;
-    unused(
-        "filter",
-        op.filter.is_some() && matches!(op.op, CustomOpKind::Insert | CustomOpKind::Aggregate),
-    )?;
+    reject_unused_keys(op, at)?;
     Ok(match op.op {
         CustomOpKind::Insert => match &op.document {
             Some(d) => CompiledOp::Insert(document_template(d, &at("document"))?),
@@ -180,6 +142,37 @@ fn compile_op(cfg: &CustomConfig, i: usize, document: &Template) -> Result<Compi
             CompiledOp::Distinct { field, filter }
         }
     })
+}
+
+/// Rejects a key that the operation's kind does not use (a `sort` on an
+/// update, a `filter` on an insert), naming the first such key.
+fn reject_unused_keys(op: &CustomOp, at: impl Fn(&str) -> String) -> Result<(), KeyError> {
+    use CustomOpKind as K;
+    // (key, present, used by this kind), in the order they are checked.
+    let keys = [
+        ("update", op.update.is_some(), op.op == K::Update),
+        ("pipeline", op.pipeline.is_some(), op.op == K::Aggregate),
+        ("document", op.document.is_some(), op.op == K::Insert),
+        ("field", op.field.is_some(), op.op == K::Distinct),
+        ("sort", op.sort.is_some(), op.op == K::Find),
+        ("projection", op.projection.is_some(), op.op == K::Find),
+        ("limit", op.limit != 0, op.op == K::Find),
+        ("many", op.many, matches!(op.op, K::Update | K::Delete)),
+        (
+            "filter",
+            op.filter.is_some(),
+            !matches!(op.op, K::Insert | K::Aggregate),
+        ),
+    ];
+    for (key, present, used) in keys {
+        if present && !used {
+            return err(
+                &at(key),
+                format!("not used by a {} operation", op.op.as_str()),
+            );
+        }
+    }
+    Ok(())
 }
 
 fn document_template(v: &Value, at: &str) -> Result<Template, KeyError> {
