@@ -9,6 +9,7 @@ pub(crate) mod check_target;
 pub mod cli;
 pub(crate) mod cluster;
 pub mod config;
+pub(crate) mod config_values;
 pub mod control;
 pub mod daemon;
 pub mod engine;
@@ -27,7 +28,6 @@ pub(crate) mod sharding;
 pub(crate) mod threshold;
 pub(crate) mod throttle;
 pub(crate) mod uri;
-pub(crate) mod values;
 pub(crate) mod web;
 pub mod workload;
 

@@ -21,7 +21,7 @@
 //! At all times `acknowledged_total − forgotten_total = ledger_ids{present}
 //! + ledger_ids{missing}` for a workload that has not been restarted.
 
-pub mod book;
+pub mod collection_ledger;
 mod config;
 mod families;
 pub mod ids;
@@ -39,7 +39,7 @@ use tokio::sync::Notify;
 use crate::error_kind::ErrorKind;
 use crate::workload::{Action, AuditKeys};
 
-pub use book::Book;
+pub use collection_ledger::Book;
 pub use families::AuditFamilies;
 pub use ids::{Effect, Ids};
 pub use ledger::{Cursor, Ledger};

@@ -232,8 +232,8 @@ pub fn run(cli: Cli) -> ExitCode {
             for w in config.warnings.iter().chain(&growth).chain(&shard) {
                 tracing::warn!("{}: {w}", path.display());
             }
-            crate::daemon::writable::create_dirs(&config);
-            if let Some(u) = crate::daemon::writable::check(&config).first() {
+            crate::daemon::writable_paths::create_dirs(&config);
+            if let Some(u) = crate::daemon::writable_paths::check(&config).first() {
                 return config_error(&u.to_config_error(&path));
             }
             if let Some(w) = crate::daemon::limits::pool_warning(&config) {
@@ -538,7 +538,7 @@ fn check_config(path: &Path) -> ExitCode {
             for w in &config.warnings {
                 eprintln!("mongoload: warning: {}: {w}", path.display());
             }
-            if let Some(u) = crate::daemon::writable::check(&config).first() {
+            if let Some(u) = crate::daemon::writable_paths::check(&config).first() {
                 return config_error(&u.to_config_error(path));
             }
             // A readable uri_file is checked as `run` checks it; one this

@@ -10,9 +10,9 @@
 pub mod coord;
 pub mod epoch;
 pub mod keys;
+mod member_share;
 pub mod metrics;
 pub mod search;
-mod share;
 
 use std::time::Duration;
 

@@ -88,12 +88,12 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use crate::config_values::{ByteSize, KeyError, LevelSpec};
 pub use crate::probe::LagProbeConfig;
 pub use crate::uri::{driver_reason, redact_uri, scrub, uri_hosts, uri_user, SecretUri, UriUser};
-pub use crate::values::{ByteSize, KeyError, LevelSpec};
 pub use crate::workload::custom::{CustomConfig, CustomIndex, CustomOp, CustomOpKind};
 pub use crate::workload::insert_benchmark::InsertBenchmarkConfig;
-pub use crate::workload::kinds::KindConfig;
+pub use crate::workload::kind_list::KindConfig;
 pub use crate::workload::large_doc::LargeDocConfig;
 pub use crate::workload::mixed::MixedConfig;
 pub use crate::workload::name_num::{NameNumConfig, NameNumMode};
@@ -372,7 +372,7 @@ pub struct WorkloadConfig {
     pub name: String,
     /// The kind and its parameters: `kind = "…"` and the table
     /// `[workloads.<table>]` (defaults when absent).
-    #[serde(deserialize_with = "crate::workload::kinds::kind_by_name")]
+    #[serde(deserialize_with = "crate::workload::kind_list::kind_by_name")]
     pub kind: KindConfig,
     /// Open loop: at most this many operations in flight.
     #[serde(default = "default_max_inflight")]
@@ -449,7 +449,7 @@ impl<'de> Deserialize<'de> for WorkloadConfig {
                 map: A,
             ) -> Result<WorkloadConfig, A::Error> {
                 let mut tables = Vec::new();
-                let split = crate::workload::kinds::split_tables(map, &mut tables);
+                let split = crate::workload::kind_list::split_tables(map, &mut tables);
                 let mut w = WorkloadConfig::deserialize(
                     serde::de::value::MapAccessDeserializer::new(split),
                 )?;
@@ -580,7 +580,7 @@ impl RatioSpec {
     pub fn value(&self) -> Result<f64, String> {
         match self {
             RatioSpec::Number(v) => Ok(*v),
-            RatioSpec::Text(t) => crate::values::parse_ratio(t)
+            RatioSpec::Text(t) => crate::config_values::parse_ratio(t)
                 .ok_or_else(|| format!("expected a ratio such as 0.05 or \"5%\", got {t:?}")),
         }
     }

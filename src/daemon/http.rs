@@ -8,7 +8,7 @@
 //! requests pass a [`Throttle`] ([`REQUEST_RATE`] a second), and
 //! `/metrics` is rendered at most once per [`RENDER_INTERVAL`] and served
 //! from that page in between ([`MetricsPage`]). The daemon runs this
-//! server on its own thread ([`crate::daemon::side_runtime`]), never on the load's.
+//! server on its own thread ([`crate::daemon::endpoint_thread`]), never on the load's.
 
 use std::convert::Infallible;
 use std::pin::pin;

@@ -5,14 +5,14 @@
 //! and in-flight operations have drained.
 
 pub mod control;
+pub mod endpoint_thread;
 pub mod http;
 pub mod limits;
 pub mod logging;
 pub mod service;
-pub mod side_runtime;
 pub mod status;
 pub mod supervisor;
-pub mod writable;
+pub mod writable_paths;
 
 mod start;
 
@@ -29,8 +29,8 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{uri_hosts, uri_user, Config, ConfigError, UriUser};
 use crate::control::server::ControlSocket;
 use crate::control::ControlMetrics;
+use crate::daemon::endpoint_thread::SideRuntime;
 use crate::daemon::http::HttpState;
-use crate::daemon::side_runtime::SideRuntime;
 use crate::daemon::status::{ClusterStatus, Snapshot, TargetStatus, WorkloadSummary};
 use crate::daemon::supervisor::{Env, ReloadError, Reloader, Supervisor};
 use crate::error_kind::ErrorKind;

@@ -10,7 +10,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::count::CountProgress;
+use super::count_stage::CountProgress;
 use super::{ActiveStage, Published, StageLabel, StageState, WorkloadRun, TICKETS_CLOSED};
 use crate::control::{effective_stage, ControlState};
 use crate::report::live::{ReportContext, ReportExtras, StageCollector};

@@ -11,13 +11,13 @@
 //! current stage; the controller re-publishes it anchored at its start.
 
 mod controller;
-mod count;
-mod crew;
+mod count_stage;
+mod live_status;
 mod prepare;
 mod prepare_lease;
 mod search;
-mod status;
 mod worker;
+mod worker_set;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -38,13 +38,13 @@ use crate::report::writer::ReportWriter;
 use crate::schedule::{Schedule, Stage};
 use crate::workload::Workload;
 
-use count::CountProgress;
+use count_stage::CountProgress;
 use worker::Worker;
 
 #[doc(hidden)]
 pub use controller::fault;
+pub use live_status::{Heartbeat, PrepareProgress, StageLabel, StageState, WorkloadStatus};
 pub(crate) use prepare::prepare_steps;
-pub use status::{Heartbeat, PrepareProgress, StageLabel, StageState, WorkloadStatus};
 
 /// The ticket counter of a finished stage: far past any stage's last
 /// operation, so a late claim finds no intended start and waits for the
@@ -264,7 +264,7 @@ fn report_extras(
 /// Lets the stopped workers finish their in-flight operations for up to
 /// `grace`, then aborts the rest and waits for them to be dropped, so
 /// their results reach the last stage's report.
-async fn drain(run: &WorkloadRun, crew: &crew::Crew, grace: Duration) {
+async fn drain(run: &WorkloadRun, crew: &worker_set::Crew, grace: Duration) {
     let mut workers = crew.close();
     let drained = tokio::time::timeout(grace, async {
         while workers.join_next().await.is_some() {}

@@ -12,8 +12,8 @@ use tokio::sync::watch;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 
-use super::count::WorkerCount;
-use super::crew::{Crew, SPARE_WORKERS};
+use super::count_stage::WorkerCount;
+use super::worker_set::{Crew, SPARE_WORKERS};
 use super::{ActiveStage, Published, WorkloadRun};
 use crate::audit::Pending;
 use crate::error_kind::classify;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::values::KeyError;
+use crate::config_values::KeyError;
 
 /// `[lag_probe]`: the replication-lag probe. Present: on.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

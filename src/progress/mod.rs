@@ -262,7 +262,7 @@ fn sample(slots: &Slots) -> Vec<WorkloadSample> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::tap::KEEP_REPORTS;
+    use crate::report::exit_reports::KEEP_REPORTS;
     use crate::report::{RunInfo, StageMeta, StageReport, StageStats};
     use crate::workload::OpSpec;
 

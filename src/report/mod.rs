@@ -5,6 +5,7 @@
 //! through [`live`]; the report task ([`writer`]) writes the reports.
 
 pub mod compare;
+pub mod exit_reports;
 pub mod html;
 pub mod live;
 pub mod merge;
@@ -12,7 +13,6 @@ pub mod samples;
 pub mod significance;
 mod stats;
 pub mod table;
-pub mod tap;
 pub mod verdicts;
 pub mod writer;
 
@@ -27,8 +27,8 @@ use serde::{Deserialize, Serialize};
 use crate::error_kind::ErrorKind;
 use crate::workload::OpSpec;
 
+pub use exit_reports::ReportTap;
 pub use stats::{decode_histogram, merged_latency, rate_reached, LatencyNs, OpStats, StageStats};
-pub use tap::ReportTap;
 
 /// Documents per shard of a workload's collections as a mongos counts
 /// them now (`None`: not a mongos, or the read failed): read by the report

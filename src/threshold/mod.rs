@@ -127,7 +127,7 @@ impl Check {
                 })?
                 .as_secs_f64()
         } else {
-            match crate::values::parse_ratio(value) {
+            match crate::config_values::parse_ratio(value) {
                 Some(v) if (0.0..=1.0).contains(&v) => v,
                 _ => {
                     return Err(format!(

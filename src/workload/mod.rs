@@ -4,7 +4,7 @@
 //! the operation mix and the documents are tested on plain values.
 //!
 //! One folder per kind (`mixed/`, `sysbench/`, …): its parameters
-//! (`params.rs`, implementing [`kind::Kind`]: validation, description,
+//! (`params.rs`, implementing [`kind_trait::Kind`]: validation, description,
 //! build) and its workload (`mod.rs`: a `build` function returning a
 //! [`Built`] and the kind's [`Generator`], which makes each worker's
 //! [`OpSource`]). [`kinds`] lists the kinds; the pieces they share live
@@ -26,22 +26,22 @@ pub mod audit_keys;
 pub mod bounded;
 pub mod custom;
 pub mod footprint;
-pub mod gen;
+pub mod generators;
 pub mod insert_benchmark;
-pub mod kind;
-pub mod kinds;
+pub mod kind_list;
+pub mod kind_trait;
 pub mod large_doc;
 pub mod mixed;
 pub mod name_num;
-pub mod pick;
 pub mod shard;
 pub mod sysbench;
 pub mod validate;
+pub mod weighted;
 pub mod ycsb;
 
 pub use audit_keys::{AuditKeys, IntKeys};
 pub use bounded::{BoundedInserts, LastInsert};
-pub use pick::{Mix, WeightedPick};
+pub use weighted::{Mix, WeightedPick};
 
 use std::fmt;
 use std::sync::Arc;
@@ -282,7 +282,7 @@ impl PrepareStep {
             collection,
             count,
             batch: batch.max(1),
-            make: Arc::new(move |i| make(&mut gen::document_rng(seed, i), i)),
+            make: Arc::new(move |i| make(&mut generators::document_rng(seed, i), i)),
         }
     }
 }
@@ -522,7 +522,7 @@ impl<G: Generator> Workload for Built<G> {
     }
 
     fn worker(&self, worker_id: u32, seed: u64) -> Box<dyn OpSource> {
-        Arc::clone(&self.generator).source(worker_id, gen::worker_rng(seed, worker_id))
+        Arc::clone(&self.generator).source(worker_id, generators::worker_rng(seed, worker_id))
     }
 
     fn keys(&self) -> Vec<&Keys> {

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use std::sync::Arc;
 
 use super::{Keys, OpSource, OpSpec, PrepareStep, Workload};
-use crate::values::KeyError;
+use crate::config_values::KeyError;
 
 /// One field of a shard key: ranged (`1`) or `"hashed"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

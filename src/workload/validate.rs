@@ -2,7 +2,7 @@
 //! weights, bounds, document sizes), with the errors naming the key, and
 //! how a bound reads in `check-config`.
 
-use crate::values::{ByteSize, KeyError};
+use crate::config_values::{ByteSize, KeyError};
 
 /// Smallest document size accepted: room for `_id`, `k` and a little padding.
 pub const MIN_DOC_SIZE: u64 = 64;

@@ -36,7 +36,7 @@ const LAYERS: &[&[&str]] = &[
     &["error_log"],
     &[
         "schedule",
-        "values",
+        "config_values",
         "web",
         "error_kind",
         "family",

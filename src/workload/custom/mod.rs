@@ -18,12 +18,12 @@ use mongodb::bson::{Bson, Document};
 use rand::rngs::SmallRng;
 use serde_json::Value;
 
-use super::gen::PadPool;
+use super::generators::PadPool;
 use super::{
     bson_len, Action, BoundedInserts, Built, Generator, LastInsert, Mix, Op, OpSource, OpSpec,
     PrepareStep,
 };
-use crate::values::KeyError;
+use crate::config_values::KeyError;
 use template::{err, json_to_bson};
 
 const COLL: usize = 0;
@@ -423,7 +423,7 @@ impl OpSource for Source {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::values::ByteSize;
+    use crate::config_values::ByteSize;
     use crate::workload::Workload;
     use mongodb::bson::doc;
     use serde_json::json;

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::values::{ByteSize, KeyError};
-use crate::workload::kind::Kind;
+use crate::config_values::{ByteSize, KeyError};
+use crate::workload::kind_trait::Kind;
 use crate::workload::validate::{
     at_least_one, bound, check_bound, check_collection, check_weight, MAX_DOC_SIZE,
 };

@@ -23,8 +23,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, RngCore};
 use serde_json::Value;
 
-use crate::values::KeyError;
-use crate::workload::gen::{KeyDist, KeyGen, PadPool};
+use crate::config_values::KeyError;
+use crate::workload::generators::{KeyDist, KeyGen, PadPool};
 
 pub(super) fn err<T>(key: &str, reason: impl Into<String>) -> Result<T, KeyError> {
     Err(KeyError {
@@ -489,7 +489,7 @@ impl Gen {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::gen::worker_rng;
+    use crate::workload::generators::worker_rng;
     use serde_json::json;
 
     fn ctx_eval(t: &mut Template, docs: u64, seq: Option<u64>, rng: &mut SmallRng) -> Bson {

@@ -27,7 +27,7 @@ use mongodb::bson::{doc, DateTime, Document};
 use rand::rngs::SmallRng;
 use rand::Rng;
 
-use super::gen::PadPool;
+use super::generators::PadPool;
 use super::{
     Action, BoundedInserts, Built, Generator, LastInsert, Op, OpSource, OpSpec, PrepareStep,
 };

@@ -20,7 +20,7 @@ use mongodb::bson::{doc, Document};
 use rand::rngs::SmallRng;
 use rand::Rng;
 
-use super::gen::PadPool;
+use super::generators::PadPool;
 use super::{bson_len, Action, BoundedInserts, Built, Generator, LastInsert, Op, OpSource, OpSpec};
 
 const COLL: usize = 0;
@@ -121,8 +121,8 @@ impl OpSource for Source {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::values::ByteSize;
-    use crate::workload::{kind::Kind, PrepareStep, Workload};
+    use crate::config_values::ByteSize;
+    use crate::workload::{kind_trait::Kind, PrepareStep, Workload};
 
     #[test]
     fn workers_split_by_the_ratio() {

@@ -22,7 +22,7 @@ use mongodb::bson::{doc, Document};
 use rand::rngs::SmallRng;
 use rand::Rng;
 
-use super::gen::PadPool;
+use super::generators::PadPool;
 use super::{
     bson_len, Action, BoundedInserts, Built, Generator, LastInsert, Mix, Op, OpSource, OpSpec,
     PrepareStep,
@@ -82,7 +82,7 @@ impl Mixed {
 /// Builds the workload from validated parameters ([`Kind::build`]
 /// validates them); `seed` fixes the padding and the loaded documents.
 ///
-/// [`Kind::build`]: crate::workload::kind::Kind::build
+/// [`Kind::build`]: crate::workload::kind_trait::Kind::build
 pub fn build(cfg: &MixedConfig, seed: u64) -> Built<Mixed> {
     let mix = Mix::positive(
         cfg.weights()
@@ -197,8 +197,8 @@ impl OpSource for Source {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::values::ByteSize;
-    use crate::workload::{kind::Kind, Workload};
+    use crate::config_values::ByteSize;
+    use crate::workload::{kind_trait::Kind, Workload};
 
     fn params() -> MixedConfig {
         MixedConfig {

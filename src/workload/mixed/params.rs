@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::values::{ByteSize, KeyError};
-use crate::workload::kind::Kind;
+use crate::config_values::{ByteSize, KeyError};
+use crate::workload::kind_trait::Kind;
 use crate::workload::validate::{at_least_one, check_collection, check_doc_size, check_weight};
 use crate::workload::Workload;
 

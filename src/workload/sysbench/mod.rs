@@ -26,7 +26,7 @@ use mongodb::bson::{doc, Document};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::gen::splitmix64;
+use super::generators::splitmix64;
 use super::{Action, Body, Built, Generator, Op, OpSource, OpSpec, PrepareStep, Request};
 use crate::cluster::Keys;
 

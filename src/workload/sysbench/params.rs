@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::values::KeyError;
-use crate::workload::kind::Kind;
+use crate::config_values::KeyError;
+use crate::workload::kind_trait::Kind;
 use crate::workload::validate::{at_least_one, check_collection};
 use crate::workload::Workload;
 

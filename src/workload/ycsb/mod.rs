@@ -33,7 +33,7 @@ use mongodb::bson::{doc, Binary, Bson, Document};
 use rand::rngs::SmallRng;
 use rand::Rng;
 
-use super::gen::{fnv1a64, KeyGen, PadPool};
+use super::generators::{fnv1a64, KeyGen, PadPool};
 use super::{Action, BoundedInserts, Built, Generator, Mix, Op, OpSource, OpSpec, Request, EVICT};
 
 const COLL: usize = 0;

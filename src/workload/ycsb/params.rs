@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::values::KeyError;
-use crate::workload::gen::KeyDist;
-use crate::workload::kind::Kind;
+use crate::config_values::KeyError;
+use crate::workload::generators::KeyDist;
+use crate::workload::kind_trait::Kind;
 use crate::workload::validate::{at_least_one, check_collection, MAX_DOC_SIZE};
 use crate::workload::Workload;
 

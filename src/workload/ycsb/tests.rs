@@ -1,7 +1,7 @@
 //! The `ycsb` kind's generator on plain values.
 
 use super::*;
-use crate::workload::kind::Kind;
+use crate::workload::kind_trait::Kind;
 use crate::workload::{bson_len, PrepareStep, Workload};
 
 fn cfg(letter: YcsbLetter) -> YcsbConfig {

@@ -1,6 +1,6 @@
 //! The workload kinds, in one list: each kind's name (`kind = "…"`), the
 //! key of its parameter table (`[workloads.<table>]`) and the type of its
-//! parameters, which implements [`Kind`] (`kind.rs`). A workload's config
+//! parameters, which implements [`Kind`] (`kind_trait.rs`). A workload's config
 //! holds its kind as one [`KindConfig`] value, so a kind and its
 //! parameters cannot disagree.
 //!
@@ -20,9 +20,9 @@ use std::sync::Arc;
 use serde::de::{self, DeserializeSeed, Deserializer, IntoDeserializer, MapAccess};
 use serde::Deserialize as _;
 
-use super::kind::Kind;
+use super::kind_trait::Kind;
 use super::{custom, insert_benchmark, large_doc, mixed, name_num, sysbench, ycsb, Workload};
-use crate::values::KeyError;
+use crate::config_values::KeyError;
 
 /// Declares [`KindConfig`] from one line per kind: its variant, its
 /// parameters type, its name in `kind = "…"` and its table key.

@@ -98,12 +98,12 @@ impl<T> Mix<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::gen;
+    use crate::workload::generators;
 
     #[test]
     fn weighted_pick_follows_the_weights_and_skips_zeros() {
         let p = WeightedPick::new(&[1.0, 0.0, 3.0, 0.0]).unwrap();
-        let mut rng = gen::worker_rng(1, 0);
+        let mut rng = generators::worker_rng(1, 0);
         let mut counts = [0u32; 4];
         for _ in 0..40_000 {
             counts[p.pick(&mut rng)] += 1;
@@ -120,7 +120,7 @@ mod tests {
     fn a_mix_of_positive_weights_drops_the_zeros() {
         let m = Mix::positive([("a", 0.0), ("b", 1.0), ("c", 0.0), ("d", 1.0)]).unwrap();
         assert_eq!(m.items(), ["b", "d"]);
-        let mut rng = gen::worker_rng(1, 0);
+        let mut rng = generators::worker_rng(1, 0);
         let (i, item) = m.draw(&mut rng);
         assert_eq!(m.items()[i], *item);
         assert!(Mix::positive([("a", 0.0)]).is_none());

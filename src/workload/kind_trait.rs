@@ -1,6 +1,6 @@
 //! What every workload kind's parameters provide, [`Kind`]: validation,
 //! the lines `check-config` prints, the build. Each kind's `params.rs`
-//! implements it and the list of kinds (`kinds.rs`, [`KindConfig`]) calls
+//! implements it and the list of kinds (`kind_list.rs`, [`KindConfig`]) calls
 //! it, so the kinds never import their list.
 //!
 //! [`KindConfig`]: super::kinds::KindConfig
@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use super::Workload;
-use crate::values::KeyError;
+use crate::config_values::KeyError;
 
 /// What every kind's parameters provide.
 pub trait Kind {
