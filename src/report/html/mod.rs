@@ -255,11 +255,13 @@ fn marks(
     (markers, bands)
 }
 
-/// Everything of one workload: its three charts, over one run or two
-/// overlaid (the first, the base, dashed).
-fn workload_section(out: &mut String, workload: &str, runs: &[Run]) {
-    let per_run: Vec<(Vec<&StageReport>, Option<DateTime<Utc>>)> = runs
-        .iter()
+/// Each run's reports of `workload`, with the run's start (the charts'
+/// origin).
+fn workload_reports<'r>(
+    runs: &[Run<'r>],
+    workload: &str,
+) -> Vec<(Vec<&'r StageReport>, Option<DateTime<Utc>>)> {
+    runs.iter()
         .map(|run| {
             (
                 run.reports
@@ -269,24 +271,33 @@ fn workload_section(out: &mut String, workload: &str, runs: &[Run]) {
                 origin(run.reports),
             )
         })
-        .collect();
-    let ops = ordered(
-        per_run
-            .iter()
-            .flat_map(|(rs, _)| rs.iter().flat_map(|r| r.ops.iter().map(|o| o.op.as_str()))),
-    );
-    let overlay = runs.len() > 1;
+        .collect()
+}
+
+/// The end of the last stage of any run, in seconds from its origin: the
+/// charts' x range.
+fn last_end(per_run: &[(Vec<&StageReport>, Option<DateTime<Utc>>)]) -> f64 {
     let mut x_end: f64 = 0.0;
-    for (rs, o) in &per_run {
+    for (rs, o) in per_run {
         for r in rs {
             if let Some(e) = offset(*o, &r.end) {
                 x_end = x_end.max(e);
             }
         }
     }
+    x_end
+}
+
+/// The stage markers and threshold bands of every run, each label
+/// prefixed with its run's role when runs are overlaid.
+fn runs_marks(
+    runs: &[Run],
+    per_run: &[(Vec<&StageReport>, Option<DateTime<Utc>>)],
+) -> (Vec<Marker>, Vec<Band>) {
+    let overlay = runs.len() > 1;
     let mut markers = Vec::new();
     let mut bands = Vec::new();
-    for (run, (rs, o)) in runs.iter().zip(&per_run) {
+    for (run, (rs, o)) in runs.iter().zip(per_run) {
         let prefix = if overlay {
             format!("{}: ", run.role)
         } else {
@@ -296,6 +307,21 @@ fn workload_section(out: &mut String, workload: &str, runs: &[Run]) {
         markers.extend(m);
         bands.extend(b);
     }
+    (markers, bands)
+}
+
+/// Everything of one workload: its three charts, over one run or two
+/// overlaid (the first, the base, dashed).
+fn workload_section(out: &mut String, workload: &str, runs: &[Run]) {
+    let per_run = workload_reports(runs, workload);
+    let ops = ordered(
+        per_run
+            .iter()
+            .flat_map(|(rs, _)| rs.iter().flat_map(|r| r.ops.iter().map(|o| o.op.as_str()))),
+    );
+    let overlay = runs.len() > 1;
+    let x_end = last_end(&per_run);
+    let (markers, bands) = runs_marks(runs, &per_run);
     // At most MAX_SERIES lines to a chart: the operations in groups, a
     // chart of each kind per group, each op keeping its colour.
     let per_chart = (MAX_SERIES / runs.len().max(1)).max(1);
