@@ -245,107 +245,13 @@ fn parse_stage(stage: &Document) -> Result<Stage, QueryError> {
     Ok(match name.as_str() {
         "$match" => Stage::Match(Filter::parse(doc_arg("$match")?)?),
         "$group" => Stage::Group(parse_group(doc_arg("$group")?)?),
-        "$sort" => {
-            let spec = doc_arg("$sort")?;
-            if spec.is_empty() {
-                return Err(location(
-                    15976,
-                    "$sort stage must have at least one sort key",
-                ));
-            }
-            Stage::Sort(SortSpec::parse(spec)?)
-        }
-        "$skip" => match non_negative_int(arg) {
-            Some(n) => Stage::Skip(n),
-            None => {
-                return Err(location(
-                    15956,
-                    format!(
-                    "invalid argument to $skip stage: expected a non-negative integer, got {arg}"
-                ),
-                ))
-            }
-        },
-        "$limit" => match non_negative_int(arg) {
-            Some(0) => return Err(location(15958, "the limit must be positive")),
-            Some(n) => Stage::Limit(n),
-            None if super::query::number_as_f64(arg).is_some() => {
-                return Err(location(15958, "the limit must be positive"))
-            }
-            None => return Err(location(15957, "the limit must be specified as a number")),
-        },
-        "$project" => {
-            let spec = doc_arg("$project")?;
-            if spec.is_empty() {
-                return Err(location(
-                    51272,
-                    "Invalid $project :: caused by :: projection specification must have at least one field",
-                ));
-            }
-            Stage::Project(Projection::parse(spec)?)
-        }
-        "$addFields" | "$set" => {
-            let spec = doc_arg(name)?;
-            let mut fields = Vec::with_capacity(spec.len());
-            for (k, v) in spec {
-                fields.push((
-                    k.split('.').map(str::to_owned).collect(),
-                    ValueExpr::parse(v)?,
-                ));
-            }
-            Stage::AddFields(fields)
-        }
-        "$unwind" => {
-            let (path, preserve) =
-                match arg {
-                    Bson::String(s) => (s.as_str(), false),
-                    Bson::Document(d) => match d.get("path") {
-                        Some(Bson::String(s)) => (
-                            s.as_str(),
-                            d.get("preserveNullAndEmptyArrays")
-                                .is_some_and(super::query::truthy),
-                        ),
-                        _ => return Err(location(28812, "no path specified to $unwind stage")),
-                    },
-                    _ => return Err(QueryError::failed_to_parse(
-                        "expected either a string or an object as specification for $unwind stage",
-                    )),
-                };
-            let Some(p) = path.strip_prefix('$').filter(|p| !p.is_empty()) else {
-                return Err(location(
-                    28812,
-                    format!("path option to $unwind stage should be prefixed with a '$': {path}"),
-                ));
-            };
-            Stage::Unwind {
-                path: p.split('.').map(str::to_owned).collect(),
-                preserve,
-            }
-        }
-        "$count" => match arg {
-            Bson::String(s) if s.is_empty() => {
-                return Err(location(
-                    40157,
-                    "the count field must be a non-empty string",
-                ))
-            }
-            Bson::String(s) if s.starts_with('$') => {
-                return Err(location(
-                    40158,
-                    "the count field cannot be a $-prefixed path",
-                ))
-            }
-            Bson::String(s) if s.contains('.') => {
-                return Err(location(40160, "the count field cannot contain '.'"))
-            }
-            Bson::String(s) => Stage::Count(s.clone()),
-            _ => {
-                return Err(location(
-                    40156,
-                    "the count field must be a non-empty string",
-                ))
-            }
-        },
+        "$sort" => Stage::Sort(parse_sort(doc_arg("$sort")?)?),
+        "$skip" => Stage::Skip(parse_skip(arg)?),
+        "$limit" => Stage::Limit(parse_limit(arg)?),
+        "$project" => Stage::Project(parse_project(doc_arg("$project")?)?),
+        "$addFields" | "$set" => Stage::AddFields(parse_add_fields(doc_arg(name)?)?),
+        "$unwind" => parse_unwind(arg)?,
+        "$count" => Stage::Count(parse_count(arg)?),
         "$collStats" => Stage::CollStats(parse_coll_stats(arg)?),
         other if UNSUPPORTED.contains(&other) => {
             return Err(QueryError::bad_value(format!(
@@ -359,6 +265,110 @@ fn parse_stage(stage: &Document) -> Result<Stage, QueryError> {
             ))
         }
     })
+}
+
+fn parse_sort(spec: &Document) -> Result<SortSpec, QueryError> {
+    if spec.is_empty() {
+        return Err(location(
+            15976,
+            "$sort stage must have at least one sort key",
+        ));
+    }
+    SortSpec::parse(spec)
+}
+
+fn parse_skip(arg: &Bson) -> Result<u64, QueryError> {
+    non_negative_int(arg).ok_or_else(|| {
+        location(
+            15956,
+            format!("invalid argument to $skip stage: expected a non-negative integer, got {arg}"),
+        )
+    })
+}
+
+fn parse_limit(arg: &Bson) -> Result<u64, QueryError> {
+    match non_negative_int(arg) {
+        Some(0) => Err(location(15958, "the limit must be positive")),
+        Some(n) => Ok(n),
+        None if super::query::number_as_f64(arg).is_some() => {
+            Err(location(15958, "the limit must be positive"))
+        }
+        None => Err(location(15957, "the limit must be specified as a number")),
+    }
+}
+
+fn parse_project(spec: &Document) -> Result<Projection, QueryError> {
+    if spec.is_empty() {
+        return Err(location(
+            51272,
+            "Invalid $project :: caused by :: projection specification must have at least one field",
+        ));
+    }
+    Projection::parse(spec)
+}
+
+/// `$addFields` (or `$set`): each dotted path with its expression.
+fn parse_add_fields(spec: &Document) -> Result<Vec<(Vec<String>, ValueExpr)>, QueryError> {
+    let mut fields = Vec::with_capacity(spec.len());
+    for (k, v) in spec {
+        fields.push((
+            k.split('.').map(str::to_owned).collect(),
+            ValueExpr::parse(v)?,
+        ));
+    }
+    Ok(fields)
+}
+
+/// `$unwind`: a `$`-prefixed path, or `{ path, preserveNullAndEmptyArrays }`.
+fn parse_unwind(arg: &Bson) -> Result<Stage, QueryError> {
+    let (path, preserve) = match arg {
+        Bson::String(s) => (s.as_str(), false),
+        Bson::Document(d) => match d.get("path") {
+            Some(Bson::String(s)) => (
+                s.as_str(),
+                d.get("preserveNullAndEmptyArrays")
+                    .is_some_and(super::query::truthy),
+            ),
+            _ => return Err(location(28812, "no path specified to $unwind stage")),
+        },
+        _ => {
+            return Err(QueryError::failed_to_parse(
+                "expected either a string or an object as specification for $unwind stage",
+            ))
+        }
+    };
+    let Some(p) = path.strip_prefix('$').filter(|p| !p.is_empty()) else {
+        return Err(location(
+            28812,
+            format!("path option to $unwind stage should be prefixed with a '$': {path}"),
+        ));
+    };
+    Ok(Stage::Unwind {
+        path: p.split('.').map(str::to_owned).collect(),
+        preserve,
+    })
+}
+
+/// `$count`: the name of the field to count into.
+fn parse_count(arg: &Bson) -> Result<String, QueryError> {
+    match arg {
+        Bson::String(s) if s.is_empty() => Err(location(
+            40157,
+            "the count field must be a non-empty string",
+        )),
+        Bson::String(s) if s.starts_with('$') => Err(location(
+            40158,
+            "the count field cannot be a $-prefixed path",
+        )),
+        Bson::String(s) if s.contains('.') => {
+            Err(location(40160, "the count field cannot contain '.'"))
+        }
+        Bson::String(s) => Ok(s.clone()),
+        _ => Err(location(
+            40156,
+            "the count field must be a non-empty string",
+        )),
+    }
 }
 
 fn parse_group(spec: &Document) -> Result<Group, QueryError> {
