@@ -468,55 +468,7 @@ fn entries(store: &Store, db: &str, cmd: &Document, reply: &Document) -> Vec<Ent
             e.fields = doc! { "ninserted": int(reply, "n").unwrap_or(0) };
             out.push(e);
         }
-        "update" | "delete" => {
-            let (list, op, kind) = if name == "update" {
-                ("updates", "update", "update")
-            } else {
-                ("deletes", "remove", "remove")
-            };
-            let stmts: Vec<Document> = cmd
-                .get_array(list)
-                .map(|a| a.iter().filter_map(|s| s.as_document().cloned()).collect())
-                .unwrap_or_default();
-            let single = stmts.len() == 1;
-            let n = int(reply, "n").unwrap_or(0);
-            for s in &stmts {
-                let hits = if single { n } else { 1 };
-                let (p, keys, docs) = plan(store, db, &coll, s.get_document("q").ok(), None, hits);
-                let mut stmt = s.clone();
-                if name == "update" {
-                    // mongod records an update statement with its defaults.
-                    for key in ["multi", "upsert"] {
-                        if !stmt.contains_key(key) {
-                            stmt.insert(key, false);
-                        }
-                    }
-                }
-                let mut e = entry(op, ns.clone(), stmt);
-                e.kind = kind;
-                e.component = "WRITE";
-                e.fields = doc! { "keysExamined": keys, "docsExamined": docs };
-                if single {
-                    if name == "update" {
-                        e.fields.insert("nMatched", n);
-                        e.fields
-                            .insert("nModified", int(reply, "nModified").unwrap_or(0));
-                    } else {
-                        e.fields.insert("ndeleted", n);
-                    }
-                }
-                e.plan = p;
-                e.read = true;
-                out.push(e);
-            }
-            // mongod (before 8.0) logs the command itself too, on
-            // `db.$cmd`, without its statements; the profiler does not.
-            let mut c = cmd.clone();
-            c.remove(list);
-            let mut e = entry("command", format!("{db}.$cmd"), c);
-            e.profiled = false;
-            out.push(e);
-        }
+        "update" | "delete" => out.extend(write_entries(store, db, &coll, name, cmd, reply)),
         _ => {
             let ns = if coll.is_empty() {
                 format!("{db}.$cmd")
@@ -527,19 +479,85 @@ fn entries(store: &Store, db: &str, cmd: &Document, reply: &Document) -> Vec<Ent
         }
     }
     if int(reply, "ok") == Some(0) {
-        for e in &mut out {
-            if let Some(code) = int(reply, "code") {
-                e.fields.insert("errCode", code);
-            }
-            if let Ok(name) = reply.get_str("codeName") {
-                e.fields.insert("errName", name);
-            }
-            if let Ok(msg) = reply.get_str("errmsg") {
-                e.fields.insert("errMsg", msg);
-            }
-        }
+        add_error(&mut out, reply);
     }
     out
+}
+
+/// The entries of an `update` or `delete` command (`name`): one per
+/// statement, then the command itself (logged, not profiled).
+fn write_entries(
+    store: &Store,
+    db: &str,
+    coll: &str,
+    name: &str,
+    cmd: &Document,
+    reply: &Document,
+) -> Vec<Entry> {
+    let mut out = Vec::new();
+    let (list, op, kind) = if name == "update" {
+        ("updates", "update", "update")
+    } else {
+        ("deletes", "remove", "remove")
+    };
+    let stmts: Vec<Document> = cmd
+        .get_array(list)
+        .map(|a| a.iter().filter_map(|s| s.as_document().cloned()).collect())
+        .unwrap_or_default();
+    let single = stmts.len() == 1;
+    let n = int(reply, "n").unwrap_or(0);
+    for s in &stmts {
+        let hits = if single { n } else { 1 };
+        let (p, keys, docs) = plan(store, db, coll, s.get_document("q").ok(), None, hits);
+        let mut stmt = s.clone();
+        if name == "update" {
+            // mongod records an update statement with its defaults.
+            for key in ["multi", "upsert"] {
+                if !stmt.contains_key(key) {
+                    stmt.insert(key, false);
+                }
+            }
+        }
+        let mut e = entry(op, format!("{db}.{coll}"), stmt);
+        e.kind = kind;
+        e.component = "WRITE";
+        e.fields = doc! { "keysExamined": keys, "docsExamined": docs };
+        if single {
+            if name == "update" {
+                e.fields.insert("nMatched", n);
+                e.fields
+                    .insert("nModified", int(reply, "nModified").unwrap_or(0));
+            } else {
+                e.fields.insert("ndeleted", n);
+            }
+        }
+        e.plan = p;
+        e.read = true;
+        out.push(e);
+    }
+    // mongod (before 8.0) logs the command itself too, on
+    // `db.$cmd`, without its statements; the profiler does not.
+    let mut c = cmd.clone();
+    c.remove(list);
+    let mut e = entry("command", format!("{db}.$cmd"), c);
+    e.profiled = false;
+    out.push(e);
+    out
+}
+
+/// Adds the error of a failed command's `reply` to its entries.
+fn add_error(out: &mut [Entry], reply: &Document) {
+    for e in out {
+        if let Some(code) = int(reply, "code") {
+            e.fields.insert("errCode", code);
+        }
+        if let Ok(name) = reply.get_str("codeName") {
+            e.fields.insert("errName", name);
+        }
+        if let Ok(msg) = reply.get_str("errmsg") {
+            e.fields.insert("errMsg", msg);
+        }
+    }
 }
 
 /// One "Slow query" line of mongod's structured JSON log (relaxed
