@@ -67,6 +67,29 @@ impl ShardedConfig {
             replset: ReplSetConfig::new("shard", shard_members.max(1)),
         }
     }
+
+    /// Refuses a count of shards, routers or shard members out of range.
+    fn check(&self) -> std::io::Result<()> {
+        if !(1..=MAX_SHARDS).contains(&self.shards) {
+            return Err(invalid(format!(
+                "a sharded cluster has 1 to {MAX_SHARDS} shards, not {}",
+                self.shards
+            )));
+        }
+        if !(1..=MAX_ROUTERS).contains(&self.mongos) {
+            return Err(invalid(format!(
+                "a sharded cluster has 1 to {MAX_ROUTERS} routers, not {}",
+                self.mongos
+            )));
+        }
+        if !(1..=50).contains(&self.shard_members) {
+            return Err(invalid(format!(
+                "a shard has 1 to 50 members, not {}",
+                self.shard_members
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// A chunk of a sharded collection, for inspection.
@@ -104,24 +127,52 @@ pub(crate) async fn start(
     config: SimConfig,
     sharded: ShardedConfig,
 ) -> std::io::Result<(Node, Sharded)> {
-    if !(1..=MAX_SHARDS).contains(&sharded.shards) {
-        return Err(invalid(format!(
-            "a sharded cluster has 1 to {MAX_SHARDS} shards, not {}",
-            sharded.shards
-        )));
+    sharded.check()?;
+    let (shards, names, cluster) = start_shards(&config, &sharded).await?;
+    let cluster = Arc::new(cluster);
+    let mut routers = start_routers(&config, sharded.mongos, &cluster).await?;
+    let first = routers.remove(0);
+    if let Some(every) = sharded.balance_every {
+        tokio::spawn(router::balancer(cluster.clone(), every, first.root.clone()));
     }
-    if !(1..=MAX_ROUTERS).contains(&sharded.mongos) {
-        return Err(invalid(format!(
-            "a sharded cluster has 1 to {MAX_ROUTERS} routers, not {}",
-            sharded.mongos
-        )));
+    // A one-member shard has no member to fail over to.
+    if let Some(every) = sharded
+        .replset
+        .failover_every
+        .filter(|_| sharded.shard_members > 1)
+    {
+        let n = shards.len();
+        for (i, set) in shards.iter().filter_map(Node::replset).enumerate() {
+            let first_at = every.mul_f64((i + 1) as f64 / n as f64);
+            tokio::spawn(staggered_failovers(
+                set.clone(),
+                first_at,
+                every,
+                first.root.clone(),
+            ));
+        }
     }
-    if !(1..=50).contains(&sharded.shard_members) {
-        return Err(invalid(format!(
-            "a shard has 1 to 50 members, not {}",
-            sharded.shard_members
-        )));
-    }
+    let addrs = std::iter::once(first.addr)
+        .chain(routers.iter().map(|r| r.addr))
+        .collect();
+    let cluster = Sharded {
+        cluster,
+        routers: addrs,
+        other_routers: routers,
+        shards,
+        names,
+    };
+    Ok((first, cluster))
+}
+
+/// Starts `sharded.shards` shards, each a replica set named `shard<i>`, on
+/// free ports of `config.listen`'s address with `config`'s faults (no
+/// authentication, TLS or log). Returns their nodes and names, and the
+/// cluster that links the routers to them.
+async fn start_shards(
+    config: &SimConfig,
+    sharded: &ShardedConfig,
+) -> std::io::Result<(Vec<Node>, Vec<String>, Cluster)> {
     let shard_config = SimConfig {
         listen: SocketAddr::new(config.listen.ip(), 0),
         faults: config.faults.clone(),
@@ -162,15 +213,22 @@ pub(crate) async fn start(
         names.push(name);
         shards.push(handle);
     }
-    let cluster = Arc::new(Cluster::new(
-        Catalog::new(hosts),
-        links,
-        sharded.balance_every.is_some(),
-    ));
+    let cluster = Cluster::new(Catalog::new(hosts), links, sharded.balance_every.is_some());
+    Ok((shards, names, cluster))
+}
+
+/// Starts `mongos` routers of `cluster` on consecutive ports from
+/// `config.listen` (free ones when its port is 0), with `config`'s
+/// authentication, TLS and profiler but none of its faults.
+async fn start_routers(
+    config: &SimConfig,
+    mongos: usize,
+    cluster: &Arc<Cluster>,
+) -> std::io::Result<Vec<Node>> {
     let tls = config.tls.as_ref().map(crate::tls::acceptor).transpose()?;
-    let log = open_log(&config)?;
+    let log = open_log(config)?;
     let mut routers = Vec::new();
-    for k in 0..sharded.mongos {
+    for k in 0..mongos {
         let mut listen = config.listen;
         if listen.port() != 0 {
             listen.set_port(listen.port().checked_add(k as u16).ok_or_else(|| {
@@ -186,38 +244,7 @@ pub(crate) async fn start(
         let _ = shared.role.set(cluster.clone());
         routers.push(node::serve(listen, Arc::new(shared)).await?);
     }
-    let first = routers.remove(0);
-    if let Some(every) = sharded.balance_every {
-        tokio::spawn(router::balancer(cluster.clone(), every, first.root.clone()));
-    }
-    // A one-member shard has no member to fail over to.
-    if let Some(every) = sharded
-        .replset
-        .failover_every
-        .filter(|_| sharded.shard_members > 1)
-    {
-        let n = shards.len();
-        for (i, set) in shards.iter().filter_map(Node::replset).enumerate() {
-            let first_at = every.mul_f64((i + 1) as f64 / n as f64);
-            tokio::spawn(staggered_failovers(
-                set.clone(),
-                first_at,
-                every,
-                first.root.clone(),
-            ));
-        }
-    }
-    let addrs = std::iter::once(first.addr)
-        .chain(routers.iter().map(|r| r.addr))
-        .collect();
-    let cluster = Sharded {
-        cluster,
-        routers: addrs,
-        other_routers: routers,
-        shards,
-        names,
-    };
-    Ok((first, cluster))
+    Ok(routers)
 }
 
 /// Steps `set`'s primary down at `first_at`, then every `every`, until
