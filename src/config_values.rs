@@ -30,7 +30,7 @@ impl std::error::Error for KeyError {}
 /// A ratio written as a number (`0.05`) or a percentage (`"5%"`): its
 /// value, `None` when it is not a finite number. The range is the
 /// caller's to check.
-pub fn parse_ratio(text: &str) -> Option<f64> {
+pub(crate) fn parse_ratio(text: &str) -> Option<f64> {
     let text = text.trim();
     let (num, scale) = match text.strip_suffix('%') {
         Some(n) => (n.trim(), 100.0),

@@ -6,14 +6,14 @@
 
 use std::time::Instant;
 
-pub use mongoload_loglimit::{LogLimiter, LOG_INTERVAL};
+pub(crate) use mongoload_loglimit::{LogLimiter, LOG_INTERVAL};
 
 use crate::error_kind::ErrorKind;
 
 /// The operation error log of one workload: one line per error class per
 /// [`LOG_INTERVAL`], shared by all its workers.
 #[derive(Debug)]
-pub struct ErrorLog(LogLimiter);
+pub(crate) struct ErrorLog(LogLimiter);
 
 impl Default for ErrorLog {
     fn default() -> Self {
@@ -24,7 +24,7 @@ impl Default for ErrorLog {
 impl ErrorLog {
     /// Logs a failed operation unless a line of its class was logged less
     /// than [`LOG_INTERVAL`] ago.
-    pub fn log(
+    pub(crate) fn log(
         &self,
         workload: &str,
         op: &str,
@@ -46,7 +46,7 @@ impl ErrorLog {
 /// A driver error in one short line: the error's kind (for a server error
 /// its code, name and message), without the raw reply the driver's own
 /// `Display` appends.
-pub fn describe(err: &mongodb::error::Error) -> String {
+pub(crate) fn describe(err: &mongodb::error::Error) -> String {
     let labels = err.labels();
     if labels.is_empty() {
         err.kind.to_string()

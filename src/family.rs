@@ -16,7 +16,7 @@ use prometheus::{
 };
 
 /// What a family is made from: one line of a [`families!`] declaration.
-pub struct Decl {
+pub(crate) struct Decl {
     pub name: &'static str,
     pub help: &'static str,
     pub labels: &'static [&'static str],
@@ -49,7 +49,7 @@ impl Decl {
 }
 
 /// A Prometheus family that a [`Decl`] makes.
-pub trait Family: Collector + Clone + Sized + 'static {
+pub(crate) trait Family: Collector + Clone + Sized + 'static {
     fn declare(decl: Decl) -> Result<Self, prometheus::Error>;
 }
 
@@ -173,10 +173,10 @@ macro_rules! families {
         impl $name {
             /// The name of every family of the set, in declaration order.
             #[allow(dead_code)]
-            pub const NAMES: &'static [&'static str] = &[$($metric),*];
+            $vis const NAMES: &'static [&'static str] = &[$($metric),*];
 
             /// Makes every family of the set.
-            pub fn new() -> Result<Self, prometheus::Error> {
+            $vis fn new() -> Result<Self, prometheus::Error> {
                 Ok($name {
                     $(
                         $field: <$ty as $crate::family::Family>::declare(
@@ -192,7 +192,7 @@ macro_rules! families {
             }
 
             /// Registers every family of the set in `registry`.
-            pub fn register(&self, registry: &prometheus::Registry) -> Result<(), prometheus::Error> {
+            $vis fn register(&self, registry: &prometheus::Registry) -> Result<(), prometheus::Error> {
                 $( registry.register(Box::new(self.$field.clone()))?; )*
                 Ok(())
             }

@@ -2,6 +2,7 @@
 //! Prometheus metrics. The binary in `main.rs` only parses the command line
 //! and calls into this library, so tests and benches reach everything.
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
 pub mod audit;
 pub mod capture;

@@ -12,7 +12,7 @@ use governor::{DefaultDirectRateLimiter, Jitter, Quota, RateLimiter};
 
 /// At most `rate` admissions per second on average, `burst` at once.
 #[derive(Debug)]
-pub struct Throttle {
+pub(crate) struct Throttle {
     limiter: DefaultDirectRateLimiter,
     /// Time between two admissions at the sustained rate.
     interval: Duration,
@@ -20,7 +20,7 @@ pub struct Throttle {
 
 impl Throttle {
     /// `rate` per second (at least 1), `burst` admitted back to back (at least 1).
-    pub fn new(rate: u32, burst: u32) -> Throttle {
+    pub(crate) fn new(rate: u32, burst: u32) -> Throttle {
         Throttle {
             limiter: RateLimiter::direct(quota(rate, burst)),
             interval: Duration::from_secs(1) / rate.max(1),
@@ -30,7 +30,7 @@ impl Throttle {
     /// Waits for an admission. Callers refused at the same instant would
     /// all wake at the next free one, and all but one sleep again; a
     /// random delay of up to one interval spreads them.
-    pub async fn admit(&self) {
+    pub(crate) async fn admit(&self) {
         self.limiter
             .until_ready_with_jitter(Jitter::up_to(self.interval))
             .await;

@@ -124,7 +124,7 @@ pub fn redact_uri(uri: &str) -> String {
 /// combinations the driver refuses all fail here, with the driver's reason
 /// (never the password). A `mongodb+srv://` string is parsed without its
 /// DNS lookup: what the SRV and TXT records add is checked at run time.
-pub fn check_with_driver(uri: &str) -> Result<(), String> {
+pub(crate) fn check_with_driver(uri: &str) -> Result<(), String> {
     use mongodb::options::{ClientOptions, ConnectionString};
     use std::future::IntoFuture;
     let parsed = if uri.starts_with("mongodb+srv://") {

@@ -55,7 +55,7 @@ struct TlsServerFile {
 /// `client_ca_file` or asks for none; the two that accept a certificate
 /// without verifying it are refused by name.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-pub enum ClientAuth {
+pub(crate) enum ClientAuth {
     #[default]
     NoClientCert,
     RequestClientCert,
@@ -66,7 +66,7 @@ pub enum ClientAuth {
 
 /// `min_version`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-pub enum TlsVersion {
+pub(crate) enum TlsVersion {
     TLS12,
     TLS13,
 }

@@ -76,7 +76,7 @@ pub enum Effect {
 /// Whether a request writes (inserts, updates, replaces or deletes, or an
 /// aggregation ending in `$out` or `$merge`, which `Kind::writes` counts
 /// too): its outcome feeds the write-outage clock.
-pub fn is_write(action: &Action) -> bool {
+pub(crate) fn is_write(action: &Action) -> bool {
     match action {
         Action::InsertOne { .. }
         | Action::InsertMany { .. }
@@ -95,7 +95,7 @@ pub fn is_write(action: &Action) -> bool {
 }
 
 /// The effect of `action` on the ledger, with `keys` mapping `_id`s.
-pub fn effect(action: &Action, keys: &dyn AuditKeys) -> Effect {
+pub(crate) fn effect(action: &Action, keys: &dyn AuditKeys) -> Effect {
     match action {
         Action::InsertOne { collection, doc } => inserted(*collection, [doc], keys),
         Action::InsertMany { collection, docs } => inserted(*collection, docs.iter(), keys),

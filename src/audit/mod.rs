@@ -21,12 +21,12 @@
 //! At all times `acknowledged_total − forgotten_total = ledger_ids{present}
 //! + ledger_ids{missing}` for a workload that has not been restarted.
 
-pub mod collection_ledger;
+pub(crate) mod collection_ledger;
 mod config;
 mod families;
-pub mod ids;
-pub mod ledger;
-pub mod verify;
+pub(crate) mod ids;
+pub(crate) mod ledger;
+pub(crate) mod verify;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 

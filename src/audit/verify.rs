@@ -57,7 +57,7 @@ impl ReportSink for Sink {
 }
 
 /// A running verification task.
-pub struct Verifier {
+pub(crate) struct Verifier {
     /// Where the workload's stage reports go (they are written after the
     /// stage-end pass).
     pub sink: Arc<dyn ReportSink>,
@@ -73,7 +73,7 @@ pub struct Verifier {
 /// reports, once the audit's figures are in, go to `writer`. The task
 /// ends once every holder of its sink is gone and the reports are written,
 /// or when `stop` fires.
-pub fn spawn(
+pub(crate) fn spawn(
     audit: Arc<Audit>,
     rate: f64,
     failovers: watch::Receiver<u64>,

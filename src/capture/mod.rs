@@ -10,10 +10,10 @@
 
 pub mod log;
 pub mod profile;
-pub mod query_stats;
-pub mod render;
-pub mod sampled;
-pub mod shape;
+pub(crate) mod query_stats;
+pub(crate) mod render;
+pub(crate) mod sampled;
+pub(crate) mod shape;
 #[cfg(test)]
 mod tests;
 

@@ -22,7 +22,7 @@ use super::{Capture, ExecStats, Group, SlotStats};
 
 /// One `$queryStats` entry: what `capture` reads of it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub key_hash: String,
     pub db: String,
     pub coll: String,
@@ -51,7 +51,7 @@ fn int(d: &Document, k: &str) -> Option<i64> {
 }
 
 /// Reads one `$queryStats` output document; the error names the field.
-pub fn parse(d: &Document) -> Result<Entry, String> {
+pub(crate) fn parse(d: &Document) -> Result<Entry, String> {
     let missing = |f: &str| format!("a $queryStats entry without {f}");
     let key = d.get_document("key").map_err(|_| missing("key"))?;
     let shape = key
@@ -115,7 +115,7 @@ pub fn parse(d: &Document) -> Result<Entry, String> {
 /// and sums of `before` taken off (an entry new in `after` counts whole);
 /// entries that did not run are left out. `min` and `max` stay the
 /// server's since it started.
-pub fn deltas(before: &[Entry], after: Vec<Entry>) -> Vec<Entry> {
+pub(crate) fn deltas(before: &[Entry], after: Vec<Entry>) -> Vec<Entry> {
     let was: HashMap<&str, &Entry> = before.iter().map(|e| (e.key_hash.as_str(), e)).collect();
     after
         .into_iter()
@@ -411,9 +411,9 @@ impl Ctx<'_> {
 }
 
 /// The length of a string drawn when no sampled document has the field.
-pub const DEFAULT_STRING_LEN: usize = 12;
+pub(crate) const DEFAULT_STRING_LEN: usize = 12;
 /// The longest array drawn for an `"?array<…>"` (its length is not kept).
-pub const ARRAY_MAX: usize = 3;
+pub(crate) const ARRAY_MAX: usize = 3;
 /// Variants rebuilt per entry at most (the sampled documents drawn).
 const MAX_VARIANTS: usize = 200;
 
@@ -427,7 +427,7 @@ fn is_placeholder(s: &str) -> bool {
 /// span of two readings (ms), every shape's rate over it; otherwise each
 /// shape's rate is its count over its own first to latest execution, and
 /// a collection's the sum of its shapes'.
-pub fn to_capture(
+pub(crate) fn to_capture(
     entries: &[Entry],
     samples: &BTreeMap<(String, String), Vec<Value>>,
     window: Option<(i64, i64)>,
@@ -622,7 +622,7 @@ fn group(e: &Entry, ctx: &mut Ctx, own_app: &str, now_ms: i64) -> Result<Group, 
 }
 
 /// Why `$queryStats` could not be read, for the user.
-pub fn explain_error(code: Option<i32>, message: &str) -> String {
+pub(crate) fn explain_error(code: Option<i32>, message: &str) -> String {
     match code {
         Some(40324) => format!(
             "this server has no $queryStats (MongoDB 7.1+/8.0; it answered code 40324, {message:?}): capture from the profiler (--profile DB) or the log (--log FILE) instead"
@@ -636,7 +636,7 @@ pub fn explain_error(code: Option<i32>, message: &str) -> String {
 }
 
 /// Reads every `$queryStats` entry (`aggregate: 1` on `admin`).
-pub async fn read(client: &Client) -> Result<Vec<Entry>, String> {
+pub(crate) async fn read(client: &Client) -> Result<Vec<Entry>, String> {
     let fail = |e: mongodb::error::Error| {
         let code = match e.kind.as_ref() {
             mongodb::error::ErrorKind::Command(c) => Some(c.code),

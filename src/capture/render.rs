@@ -12,7 +12,7 @@ use crate::workload::custom::CustomOpKind;
 
 /// How to render.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// The log's name, for the header comment.
     pub source: String,
     pub scale: f64,
@@ -24,14 +24,14 @@ pub struct Options {
 
 /// The config and the summary.
 #[derive(Debug, Clone)]
-pub struct Rendered {
+pub(crate) struct Rendered {
     pub config: String,
     pub summary: String,
 }
 
 /// Renders the config. Errors: no operation captured, no time span to
 /// derive a rate from, a bad `--scale`.
-pub fn render(c: &Capture, o: &Options) -> Result<Rendered, String> {
+pub(crate) fn render(c: &Capture, o: &Options) -> Result<Rendered, String> {
     if !(o.scale.is_finite() && o.scale > 0.0) {
         return Err(format!(
             "--scale must be a positive number, got {}",
@@ -321,7 +321,7 @@ fn summary(t: &mut String, c: &Capture, scope: &Scope, shapes: usize) -> String 
 }
 
 /// What `$queryStats` does not record, said in the config and the summary.
-pub const QUERY_STATS_BLIND: &str = "$queryStats records find, aggregate and distinct only (MongoDB 8.0): inserts, updates,\ndeletes and other commands are not in this capture; capture them from the profiler\n(--profile DB) or the log (--log FILE).";
+pub(crate) const QUERY_STATS_BLIND: &str = "$queryStats records find, aggregate and distinct only (MongoDB 8.0): inserts, updates,\ndeletes and other commands are not in this capture; capture them from the profiler\n(--profile DB) or the log (--log FILE).";
 
 /// Write commands logged without any statement of theirs captured: a
 /// server that logs only the command (or statements all unsupported).
@@ -522,7 +522,7 @@ fn id_gen(s: &SlotStats) -> Value {
 }
 
 /// The generator for a slot: the observed type, its range or length.
-pub fn generator(s: &SlotStats) -> Value {
+pub(crate) fn generator(s: &SlotStats) -> Value {
     match s {
         SlotStats::Int { min, max } => {
             json!({ "$gen": "uniform", "min": min, "max": max.saturating_add(1) })
@@ -783,7 +783,7 @@ fn indexes(gs: &[&Group]) -> Vec<Value> {
 
 /// The key patterns a planSummary names: `IXSCAN { a: 1, b: -1 }`,
 /// `DISTINCT_SCAN { …}`, `COUNT_SCAN { … }`, several separated by commas.
-pub fn plan_keys(plan: &str) -> Vec<Map<String, Value>> {
+pub(crate) fn plan_keys(plan: &str) -> Vec<Map<String, Value>> {
     let mut out = Vec::new();
     let mut rest = plan;
     while let Some(open) = rest.find('{') {
@@ -820,7 +820,7 @@ pub fn plan_keys(plan: &str) -> Vec<Map<String, Value>> {
 }
 
 /// A JSON value as a TOML value (inline tables). Keys and order kept.
-pub fn toml_value(v: &Value) -> String {
+pub(crate) fn toml_value(v: &Value) -> String {
     match v {
         Value::Null => "\"\"".into(),
         Value::Bool(b) => b.to_string(),

@@ -12,7 +12,7 @@ use super::SlotStats;
 /// A field of the sampled documents: its path, the values' stats, and in
 /// how many documents it was found.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Field {
+pub(crate) struct Field {
     pub path: String,
     pub stats: SlotStats,
     pub seen: usize,
@@ -22,7 +22,7 @@ pub struct Field {
 /// `_id` left out; dates' ages are as of `t` (ms). A field whose values
 /// are of several types keeps the first type seen (integers and doubles
 /// together are doubles).
-pub fn fields(docs: &[Value], t: i64) -> Vec<Field> {
+pub(crate) fn fields(docs: &[Value], t: i64) -> Vec<Field> {
     let mut out: Vec<Field> = Vec::new();
     for d in docs {
         if let Value::Object(m) = d {
@@ -90,7 +90,7 @@ fn add(out: &mut Vec<Field>, path: String, obs: &Obs, t: i64) {
 
 /// Whether a field is in enough of the sample to be in every generated
 /// document: at least half of it (a template has no optional field).
-pub fn common(f: &Field, docs: usize) -> bool {
+pub(crate) fn common(f: &Field, docs: usize) -> bool {
     2 * f.seen >= docs
 }
 

@@ -45,7 +45,7 @@ impl Obs {
 }
 
 /// Marks a slot in a skeleton: the string `"\u{1}N:TYPE"`.
-pub const SLOT: char = '\u{1}';
+pub(crate) const SLOT: char = '\u{1}';
 
 /// One statement of a logged command, normalized.
 #[derive(Debug, Clone, PartialEq)]
@@ -137,7 +137,7 @@ fn is_system(db: &str, coll: &str) -> bool {
 
 /// The statements `e` ran, or why it yields none. `own_app` is the
 /// appName prefix of mongoload's own traffic.
-pub fn statements(e: &SlowQuery, own_app: &str) -> Result<Vec<Stmt>, Skip> {
+pub(crate) fn statements(e: &SlowQuery, own_app: &str) -> Result<Vec<Stmt>, Skip> {
     if e.app_name
         .as_deref()
         .is_some_and(|a| a.starts_with(own_app))
@@ -661,7 +661,7 @@ fn without_nulls(v: Value) -> Value {
 }
 
 /// A scalar literal as an observation; None for documents and arrays.
-pub fn scalar_obs(v: &Value) -> Option<Obs> {
+pub(crate) fn scalar_obs(v: &Value) -> Option<Obs> {
     match v {
         Value::Bool(b) => Some(Obs::Bool(*b)),
         Value::Number(n) => Some(match n.as_i64() {

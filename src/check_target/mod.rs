@@ -7,9 +7,9 @@
 //! what only one would tell says "unknown". Exit 0 ready, 69 unreachable,
 //! 77 authentication or privilege refused, 78 config.
 
-pub mod plan;
-pub mod report;
-pub mod sharding;
+pub(crate) mod plan;
+pub(crate) mod report;
+pub(crate) mod sharding;
 
 use std::future::IntoFuture;
 use std::path::Path;
@@ -45,7 +45,7 @@ pub struct CheckTargetArgs {
 }
 
 /// Runs the checks and prints the report; the exit status says the verdict.
-pub async fn run_cli(args: CheckTargetArgs) -> ExitCode {
+pub(crate) async fn run_cli(args: CheckTargetArgs) -> ExitCode {
     let path = args.config.path();
     let report = match config::load(&path) {
         Ok(config) => check(&config, &path).await,
@@ -82,7 +82,7 @@ pub async fn run_cli(args: CheckTargetArgs) -> ExitCode {
 /// Runs every check against the deployment of `config` (read from `path`).
 /// `Err` is a config problem (exit 78), with the reason; every other
 /// finding is in the report.
-pub async fn check(config: &Config, path: &Path) -> Result<Report, String> {
+pub(crate) async fn check(config: &Config, path: &Path) -> Result<Report, String> {
     let uri = config.target.resolve_uri().map_err(|e| e.to_string())?;
     let prepare = plan::prepare_plan(config).map_err(|e| e.to_string())?;
     let user = uri_user(uri.expose());
@@ -454,7 +454,7 @@ impl Probe<'_> {
 
 /// The deployment's shape from a `hello` reply: a mongos says
 /// `msg: "isdbgrid"`, a replica set member has `setName`.
-pub fn topology(hello: &Document) -> Topology {
+pub(crate) fn topology(hello: &Document) -> Topology {
     let text = |k: &str| hello.get_str(k).ok().map(str::to_owned);
     let list = |k: &str| -> Vec<String> {
         hello

@@ -10,7 +10,7 @@ use crate::workload::{bson_len, PrepareStep};
 
 /// What one collection receives from a workload's prepare steps.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CollectionPlan {
+pub(crate) struct CollectionPlan {
     pub name: String,
     /// Documents the load step inserts (0: none).
     pub documents: u64,
@@ -26,7 +26,7 @@ pub struct CollectionPlan {
 
 /// What one workload's prepare steps write.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct WorkloadPlan {
+pub(crate) struct WorkloadPlan {
     pub workload: String,
     pub kind: String,
     pub documents: u64,
@@ -40,7 +40,7 @@ const SAMPLES: u64 = 5;
 
 /// The prepare plan of every workload of `config`, in config order. A
 /// workload that cannot be built (normally caught by validation) is an error.
-pub fn prepare_plan(config: &Config) -> Result<Vec<WorkloadPlan>, BuildError> {
+pub(crate) fn prepare_plan(config: &Config) -> Result<Vec<WorkloadPlan>, BuildError> {
     config
         .workloads
         .iter()
@@ -112,7 +112,7 @@ fn estimate_bytes(count: u64, size_of: impl Fn(u64) -> usize) -> u64 {
 }
 
 /// `1.5 MiB`-style sizes for the human report.
-pub fn human_bytes(bytes: u64) -> String {
+pub(crate) fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut value = bytes as f64;
     let mut unit = 0;

@@ -10,17 +10,17 @@ use super::plan::{human_bytes, WorkloadPlan};
 use crate::exit::Exit;
 
 /// Exit statuses (sysexits): ready, unreachable, refused, config.
-pub const EXIT_READY: u8 = Exit::Ok.code();
-pub const EXIT_UNREACHABLE: u8 = Exit::Unavailable.code();
-pub const EXIT_REFUSED: u8 = Exit::Refused.code();
-pub const EXIT_CONFIG: u8 = Exit::Config.code();
+pub(crate) const EXIT_READY: u8 = Exit::Ok.code();
+pub(crate) const EXIT_UNREACHABLE: u8 = Exit::Unavailable.code();
+pub(crate) const EXIT_REFUSED: u8 = Exit::Refused.code();
+pub(crate) const EXIT_CONFIG: u8 = Exit::Config.code();
 /// Anything else that failed (an unexpected server error).
-pub const EXIT_FAILED: u8 = Exit::Failure.code();
+pub(crate) const EXIT_FAILED: u8 = Exit::Failure.code();
 
 /// The state of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub(crate) enum Status {
     Ok,
     /// Refused by the deployment (authentication, privileges).
     Refused,
@@ -46,7 +46,7 @@ impl Status {
 
 /// Where the load goes.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct TargetInfo {
+pub(crate) struct TargetInfo {
     /// The connection string with the password replaced by `***`.
     pub uri: String,
     pub hosts: Vec<String>,
@@ -56,7 +56,7 @@ pub struct TargetInfo {
 
 /// Whether the deployment answered.
 #[derive(Debug, Clone, Serialize)]
-pub struct Reachability {
+pub(crate) struct Reachability {
     pub status: Status,
     /// The time the `hello` took, in milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -67,7 +67,7 @@ pub struct Reachability {
 
 /// Whether the credentials were accepted.
 #[derive(Debug, Clone, Serialize)]
-pub struct Authentication {
+pub(crate) struct Authentication {
     /// `ok`, `refused`, `skipped`; `none` when the URI has no user.
     pub status: AuthStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -89,7 +89,7 @@ pub struct Authentication {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum AuthStatus {
+pub(crate) enum AuthStatus {
     Ok,
     None,
     Refused,
@@ -98,7 +98,7 @@ pub enum AuthStatus {
 
 /// What `hello` says about the deployment's shape.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Topology {
+pub(crate) struct Topology {
     /// `standalone`, `replica_set`, `sharded` (mongos) or `unknown`.
     pub kind: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -114,7 +114,7 @@ pub struct Topology {
 
 /// The write concern the load's writes carry.
 #[derive(Debug, Clone, Serialize)]
-pub struct WriteConcernInfo {
+pub(crate) struct WriteConcernInfo {
     /// `target.write_concern` when the config sets it, else `uri` when the
     /// connection string does, else `server_default`.
     pub source: String,
@@ -126,7 +126,7 @@ pub struct WriteConcernInfo {
 
 /// One step of the `readWrite` check on a scratch collection.
 #[derive(Debug, Clone, Serialize)]
-pub struct PrivilegeStep {
+pub(crate) struct PrivilegeStep {
     pub step: String,
     pub status: Status,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -135,7 +135,7 @@ pub struct PrivilegeStep {
 
 /// Whether `readWrite` on the database is enough for the workloads.
 #[derive(Debug, Clone, Serialize)]
-pub struct Privileges {
+pub(crate) struct Privileges {
     pub status: Status,
     /// `database.collection` of the scratch collection.
     pub collection: String,
@@ -144,7 +144,7 @@ pub struct Privileges {
 
 /// Everything `check-target` found.
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     pub ready: bool,
     pub exit_code: u8,
     /// One line: `ready`, or what stops the load.
@@ -168,7 +168,7 @@ pub struct Report {
 impl Report {
     /// Fills in `ready`, `exit_code` and `verdict` from the checks: the
     /// first failure in the order of the checks decides.
-    pub fn conclude(&mut self) {
+    pub(crate) fn conclude(&mut self) {
         let (code, verdict) = if self.reachable.status != Status::Ok {
             let reason = self.reachable.error.as_deref().unwrap_or("no answer");
             (EXIT_UNREACHABLE, format!("unreachable: {reason}"))
@@ -209,7 +209,7 @@ impl Report {
     }
 
     /// The report for a person.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = String::new();
         let mut line = |label: &str, text: &str| {
             let _ = writeln!(out, "  {label:<15}{text}");

@@ -12,14 +12,14 @@ use crate::config::Config;
 use crate::workload::shard::same_key;
 
 /// The privilege actions sharding a workload's collections uses.
-pub const ACTIONS: [&str; 4] = ["enableSharding", "splitChunk", "moveChunk", "listShards"];
+pub(crate) const ACTIONS: [&str; 4] = ["enableSharding", "splitChunk", "moveChunk", "listShards"];
 
 /// Roles that hold every action of [`ACTIONS`].
 const ROLES_WITH_ALL: [&str; 4] = ["root", "clusterManager", "clusterAdmin", "__system"];
 
 /// The sharding section of the report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Sharding {
+pub(crate) struct Sharding {
     /// Whether a workload has a `shard_key`.
     pub needed: bool,
     /// Whether the target answered as a mongos.
@@ -42,7 +42,7 @@ pub struct Sharding {
 
 /// One workload collection: its planned key and what the cluster has.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CollectionSharding {
+pub(crate) struct CollectionSharding {
     pub workload: String,
     pub namespace: String,
     /// The workload's `shard_key` (`None`: unsharded by the plan).
@@ -54,7 +54,9 @@ pub struct CollectionSharding {
 }
 
 /// Each workload's collections with their planned key, in config order.
-pub fn planned(config: &Config) -> Vec<(String, String, Option<crate::workload::shard::ShardKey>)> {
+pub(crate) fn planned(
+    config: &Config,
+) -> Vec<(String, String, Option<crate::workload::shard::ShardKey>)> {
     let db = &config.target.database;
     config
         .workloads
@@ -75,7 +77,7 @@ pub fn planned(config: &Config) -> Vec<(String, String, Option<crate::workload::
 /// reply with `showPrivileges: true`: `authenticatedUserPrivileges` where
 /// the server lists them, else a role that holds them all; `None` where
 /// neither says (no user, or privileges not shown).
-pub fn actions(status: Option<&Document>, database: &str) -> Vec<(String, Option<bool>)> {
+pub(crate) fn actions(status: Option<&Document>, database: &str) -> Vec<(String, Option<bool>)> {
     let auth = status.and_then(|s| s.get_document("authInfo").ok());
     let roles: Vec<&str> = auth
         .and_then(|a| a.get_array("authenticatedUserRoles").ok())
@@ -113,7 +115,7 @@ pub fn actions(status: Option<&Document>, database: &str) -> Vec<(String, Option
 
 /// The `current` text and conflict of a collection from its
 /// `config.collections` document (`None`: not there).
-pub fn current(
+pub(crate) fn current(
     found: Option<&Document>,
     planned: Option<&crate::workload::shard::ShardKey>,
 ) -> (String, bool) {
@@ -125,7 +127,7 @@ pub fn current(
 
 impl Sharding {
     /// What stops a sharded plan here: the exit status and the verdict.
-    pub fn blocker(&self) -> Option<(u8, String)> {
+    pub(crate) fn blocker(&self) -> Option<(u8, String)> {
         if !self.needed {
             return None;
         }
@@ -169,7 +171,7 @@ impl Sharding {
     }
 
     /// Whether the user has privilege action `action`, as known so far.
-    pub fn granted(&self, action: &str) -> Option<bool> {
+    pub(crate) fn granted(&self, action: &str) -> Option<bool> {
         self.actions
             .iter()
             .find(|(a, _)| a == action)
@@ -179,7 +181,7 @@ impl Sharding {
     /// What command `command` (of the privilege action of the same name)
     /// answered: done (the action granted), refused (not granted), not
     /// supported by the server; another failure leaves what was known.
-    pub fn answered(&mut self, command: &str, error: Option<&mongodb::error::Error>) {
+    pub(crate) fn answered(&mut self, command: &str, error: Option<&mongodb::error::Error>) {
         use crate::error_kind::{permanent, Permanent};
         let granted = match error.map(permanent) {
             None => Some(true),
@@ -203,7 +205,7 @@ impl Sharding {
     }
 
     /// The lines of the text report.
-    pub fn render(&self, line: &mut dyn FnMut(&str, &str)) {
+    pub(crate) fn render(&self, line: &mut dyn FnMut(&str, &str)) {
         if !self.mongos {
             if self.needed {
                 line(
@@ -256,7 +258,7 @@ impl Sharding {
 }
 
 /// `balancerStatus`' mode from its reply.
-pub fn balancer_mode(reply: Option<&Document>) -> String {
+pub(crate) fn balancer_mode(reply: Option<&Document>) -> String {
     reply
         .and_then(|r| r.get_str("mode").ok())
         .map_or("unknown".to_owned(), |m| {
@@ -269,7 +271,7 @@ pub fn balancer_mode(reply: Option<&Document>) -> String {
 }
 
 /// A `connectionStatus` command that lists the privileges.
-pub fn connection_status() -> Document {
+pub(crate) fn connection_status() -> Document {
     doc! { "connectionStatus": 1, "showPrivileges": true }
 }
 

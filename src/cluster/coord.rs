@@ -37,11 +37,11 @@ use crate::schedule::Load;
 
 /// How often waiting members look at a lease, and members refresh and
 /// read their epoch.
-pub const POLL: Duration = Duration::from_millis(500);
+pub(crate) const POLL: Duration = Duration::from_millis(500);
 
 /// How far in the future a new epoch starts: room for the members waiting
 /// on the same prepare to see it and start with it.
-pub const START_DELAY: Duration = Duration::from_millis(1500);
+pub(crate) const START_DELAY: Duration = Duration::from_millis(1500);
 
 type DbResult<T> = Result<T, mongodb::error::Error>;
 
@@ -135,7 +135,7 @@ fn lease_ms(d: Duration) -> chrono::Duration {
 }
 
 /// A control state as the epoch document stores it (levels as totals).
-pub fn control_doc(c: &ControlState, seq: i64) -> Document {
+pub(crate) fn control_doc(c: &ControlState, seq: i64) -> Document {
     let (rate, concurrency) = match c.override_load {
         Some(Load::Rate(r)) => (Bson::Double(r), Bson::Null),
         Some(Load::Concurrency(n)) => (Bson::Null, Bson::Int64(i64::from(n))),
@@ -145,7 +145,7 @@ pub fn control_doc(c: &ControlState, seq: i64) -> Document {
 }
 
 /// The inverse of [`control_doc`]: the state and its sequence number.
-pub fn parse_control(d: &Document) -> (ControlState, i64) {
+pub(crate) fn parse_control(d: &Document) -> (ControlState, i64) {
     let override_load = match (d.get("rate"), int(d, "concurrency")) {
         (Some(Bson::Double(r)), _) => Some(Load::Rate(*r)),
         (_, Some(n)) => Some(Load::Concurrency(u32::try_from(n).unwrap_or(0))),

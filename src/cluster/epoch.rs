@@ -16,7 +16,7 @@ use crate::control::ControlState;
 
 /// Applies a control state to this member's workload (logged, and
 /// `mongoload_paused` kept).
-pub type ApplyControl = Arc<dyn Fn(ControlState) + Send + Sync>;
+pub(crate) type ApplyControl = Arc<dyn Fn(ControlState) + Send + Sync>;
 
 /// What a workload's engine needs to run as a cluster member.
 #[derive(Clone)]

@@ -38,7 +38,7 @@ families! {
 }
 
 /// The coordination requests whose failures are counted.
-pub const REQUESTS: [&str; 4] = ["heartbeat", "lease", "epoch", "control"];
+pub(crate) const REQUESTS: [&str; 4] = ["heartbeat", "lease", "epoch", "control"];
 
 impl ClusterMetrics {
     /// Creates the families in `registry`, every request's errors at 0.

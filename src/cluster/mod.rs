@@ -7,21 +7,21 @@
 //! metric families of their own ([`metrics`]). Without `[cluster]` a daemon is member 0 of 1 and none
 //! of this changes what it does.
 
-pub mod coord;
-pub mod epoch;
-pub mod keys;
+pub(crate) mod coord;
+pub(crate) mod epoch;
+pub(crate) mod keys;
 mod member_share;
-pub mod metrics;
-pub mod search;
+pub(crate) mod metrics;
+pub(crate) mod search;
 
 use std::time::Duration;
 
 use serde::Deserialize;
 
-pub use coord::Coordinator;
-pub use epoch::{ClusterRun, Joined};
-pub use keys::Keys;
-pub use metrics::ClusterMetrics;
+pub(crate) use coord::Coordinator;
+pub(crate) use epoch::{ClusterRun, Joined};
+pub(crate) use keys::Keys;
+pub(crate) use metrics::ClusterMetrics;
 
 /// One member of a cluster of `size` load hosts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -49,7 +49,7 @@ impl std::fmt::Display for Member {
 }
 
 /// Where the coordination documents live by default, in `target.database`.
-pub const DEFAULT_COLLECTION: &str = "mongoload_cluster";
+pub(crate) const DEFAULT_COLLECTION: &str = "mongoload_cluster";
 
 /// `[cluster]`: this daemon as one member of several that run one load.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -197,7 +197,7 @@ impl ClusterConfig {
 
 /// The number a hostname ends in after a `-` (`mongoload-2` → 2; a
 /// StatefulSet's pods are `<name>-<ordinal>`), ignoring a domain.
-pub fn ordinal(hostname: &str) -> Option<u32> {
+pub(crate) fn ordinal(hostname: &str) -> Option<u32> {
     let short = hostname.split('.').next()?;
     let (_, n) = short.rsplit_once('-')?;
     if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
@@ -208,7 +208,7 @@ pub fn ordinal(hostname: &str) -> Option<u32> {
 
 /// This machine's hostname: `$HOSTNAME` in `env` (containers set it to the
 /// pod name), else the kernel's.
-pub fn hostname(env: Option<String>) -> Option<String> {
+pub(crate) fn hostname(env: Option<String>) -> Option<String> {
     env.filter(|h| !h.trim().is_empty())
         .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
         .map(|h| h.trim().to_owned())
@@ -218,7 +218,7 @@ pub fn hostname(env: Option<String>) -> Option<String> {
 /// `ctl --all`: hands the command to every member through the database
 /// (written in the background: the control socket answers at once) and
 /// says so; refused without a cluster.
-pub fn control_all(
+pub(crate) fn control_all(
     cluster: Option<&std::sync::Arc<Coordinator>>,
     command: crate::control::Command,
     load: &tokio::runtime::Handle,

@@ -10,7 +10,7 @@
 //! [`Command::apply`].
 
 pub mod client;
-pub mod server;
+pub(crate) mod server;
 
 use std::fmt;
 use std::path::PathBuf;

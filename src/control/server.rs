@@ -24,7 +24,7 @@ use crate::throttle::Throttle;
 const MAX_LINE: usize = 4096;
 
 /// Connections served at once; more wait for a slot.
-pub const MAX_CONNECTIONS: usize = 16;
+pub(crate) const MAX_CONNECTIONS: usize = 16;
 
 /// A connection idle this long is closed.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -32,17 +32,17 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Connections accepted plus requests answered per second, at most, over
 /// all clients: a script looping on `mongoload ctl status` is slowed down
 /// instead of taking CPU from the load.
-pub const REQUEST_RATE: u32 = 100;
+pub(crate) const REQUEST_RATE: u32 = 100;
 const REQUEST_BURST: u32 = 20;
 
 /// Answers one command: `Ok(fields)` is merged into `{"ok":true,…}`,
 /// `Err(reason)` becomes `{"ok":false,"error":reason}`.
-pub type Handler = Arc<dyn Fn(Command) -> Result<serde_json::Value, String> + Send + Sync>;
+pub(crate) type Handler = Arc<dyn Fn(Command) -> Result<serde_json::Value, String> + Send + Sync>;
 
 /// A bound control socket; the file is removed when this is dropped. It
 /// is registered with a runtime only by [`ControlSocket::serve`], so it
 /// can be bound on one runtime and served on another.
-pub struct ControlSocket {
+pub(crate) struct ControlSocket {
     listener: Option<std::os::unix::net::UnixListener>,
     path: PathBuf,
 }
@@ -51,7 +51,7 @@ impl ControlSocket {
     /// Binds `path` with mode 0600. A stale socket file (nothing listening)
     /// is replaced; a live one (another daemon) is an error, as is any other
     /// kind of file at that path.
-    pub fn bind(path: &Path) -> io::Result<ControlSocket> {
+    pub(crate) fn bind(path: &Path) -> io::Result<ControlSocket> {
         if let Ok(meta) = std::fs::symlink_metadata(path) {
             if !meta.file_type().is_socket() {
                 return Err(io::Error::new(
@@ -82,12 +82,12 @@ impl ControlSocket {
     }
 
     /// The socket's path.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Serves requests until `stop` fires, then removes the socket file.
-    pub async fn serve(mut self, handler: Handler, stop: CancellationToken) {
+    pub(crate) async fn serve(mut self, handler: Handler, stop: CancellationToken) {
         let listener = match self.listener.take().map(UnixListener::from_std) {
             Some(Ok(l)) => l,
             Some(Err(e)) => {
@@ -173,7 +173,7 @@ async fn connection(stream: UnixStream, handler: &Handler, throttle: &Throttle) 
 }
 
 /// The reply to one request line.
-pub fn answer(line: &str, handler: &Handler) -> serde_json::Value {
+pub(crate) fn answer(line: &str, handler: &Handler) -> serde_json::Value {
     let result = line
         .parse::<Command>()
         .map_err(|e| e.to_string())

@@ -12,7 +12,7 @@ use crate::control::{Command, ControlMetrics};
 /// Answers a control command against the current workloads; every change
 /// is logged and reflected in `mongoload_paused` (the engine re-publishes
 /// the stage and the target gauges follow).
-pub fn answer(
+pub(crate) fn answer(
     slots: &Slots,
     metrics: &ControlMetrics,
     command: Command,

@@ -7,19 +7,16 @@
 //! load first. See BENCHMARKS.md ("Scrape isolation") for the measurements
 //! behind the choice.
 
-use std::future::Future;
-
 use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 /// How much lower than the load the side thread runs (added to its nice
 /// value: 10 gives it about a tenth of a core's share against a busy load
 /// thread, and all of an idle core).
-pub const NICE_INCREMENT: i32 = 10;
+pub(crate) const NICE_INCREMENT: i32 = 10;
 
 /// A running side runtime; [`SideRuntime::shutdown`] stops it.
-pub struct SideRuntime {
+pub(crate) struct SideRuntime {
     handle: tokio::runtime::Handle,
     stop: CancellationToken,
     done: oneshot::Receiver<()>,
@@ -27,7 +24,7 @@ pub struct SideRuntime {
 
 impl SideRuntime {
     /// Starts the thread, named `name`, and its runtime.
-    pub fn start(name: &str) -> std::io::Result<SideRuntime> {
+    pub(crate) fn start(name: &str) -> std::io::Result<SideRuntime> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .thread_name(name)
@@ -53,22 +50,23 @@ impl SideRuntime {
 
     /// Runs `future` on the side thread. The handle can be awaited from
     /// any runtime.
-    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    #[cfg(test)]
+    pub(crate) fn spawn<F>(&self, future: F) -> tokio::task::JoinHandle<F::Output>
     where
-        F: Future + Send + 'static,
+        F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
     {
         self.handle.spawn(future)
     }
 
     /// The runtime's handle, to spawn on it.
-    pub fn handle(&self) -> &tokio::runtime::Handle {
+    pub(crate) fn handle(&self) -> &tokio::runtime::Handle {
         &self.handle
     }
 
     /// Stops the runtime (tasks still running are dropped) and waits for
     /// its thread to finish.
-    pub async fn shutdown(self) {
+    pub(crate) async fn shutdown(self) {
         self.stop.cancel();
         let _ = self.done.await;
     }

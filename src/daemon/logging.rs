@@ -20,7 +20,7 @@ use tracing_subscriber::Layer;
 
 /// Where [`init`] sends log records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogSink {
+pub(crate) enum LogSink {
     /// The systemd journal, with structured fields.
     Journald,
     /// Formatted lines on stderr.
@@ -30,17 +30,9 @@ pub enum LogSink {
     AlreadyInitialized,
 }
 
-/// Installs the global subscriber. `default_level` is an EnvFilter
-/// directive (`info`, `mongoload=debug,warn`) used when RUST_LOG is unset;
-/// an invalid RUST_LOG or default falls back to `info` with a note on
-/// stderr. Safe to call more than once: later calls change nothing.
-pub fn init(default_level: &str) -> LogSink {
-    init_with(default_level, false)
-}
-
 /// As [`init`]; outside the journal and with `progress`, records are
 /// written above the live progress's bars ([`progress_subscriber`]).
-pub fn init_with(default_level: &str, progress: bool) -> LogSink {
+pub(crate) fn init_with(default_level: &str, progress: bool) -> LogSink {
     let filter = filter(std::env::var("RUST_LOG").ok().as_deref(), default_level);
     if stderr_is_journal() {
         match tracing_journald::layer() {
@@ -119,7 +111,7 @@ fn filter(rust_log: Option<&str>, default_level: &str) -> EnvFilter {
 /// True when JOURNAL_STREAM names stderr's device and inode: systemd's
 /// documented way to know stderr is connected to the journal (and not
 /// redirected by whoever started us).
-pub fn stderr_is_journal() -> bool {
+pub(crate) fn stderr_is_journal() -> bool {
     let Some(stream) = std::env::var_os("JOURNAL_STREAM") else {
         return false;
     };
@@ -142,7 +134,7 @@ fn stderr_dev_ino() -> Option<(u64, u64)> {
 
 /// Whether a JOURNAL_STREAM value (`<device>:<inode>`, decimal) names this
 /// device and inode.
-pub fn journal_stream_matches(journal_stream: &str, dev: u64, ino: u64) -> bool {
+pub(crate) fn journal_stream_matches(journal_stream: &str, dev: u64, ino: u64) -> bool {
     let Some((d, i)) = journal_stream.trim().split_once(':') else {
         return false;
     };
@@ -191,8 +183,8 @@ mod tests {
     fn init_twice_is_harmless() {
         // Another test may have installed a subscriber first; either way
         // the second call must find one and change nothing.
-        let _first = init("info");
-        assert_eq!(init("debug"), LogSink::AlreadyInitialized);
+        let _first = init_with("info", false);
+        assert_eq!(init_with("debug", false), LogSink::AlreadyInitialized);
         tracing::info!(workload = "w", "still logging");
     }
 }

@@ -4,15 +4,15 @@
 //! returns when every schedule has ended or [`Running::stop`] was called
 //! and in-flight operations have drained.
 
-pub mod control;
-pub mod endpoint_thread;
+pub(crate) mod control;
+pub(crate) mod endpoint_thread;
 pub mod http;
 pub mod limits;
-pub mod logging;
-pub mod service;
-pub mod status;
+pub(crate) mod logging;
+pub(crate) mod service;
+pub(crate) mod status;
 pub mod supervisor;
-pub mod writable_paths;
+pub(crate) mod writable_paths;
 
 mod start;
 

@@ -16,40 +16,40 @@ use crate::engine::{PrepareProgress, StageLabel, StageState};
 
 /// Tells systemd the service is up (READY=1): send it once `/metrics`
 /// listens and the plan runs, and again after a reload.
-pub fn notify_ready() -> io::Result<()> {
+pub(crate) fn notify_ready() -> io::Result<()> {
     sd_notify::notify(false, &[NotifyState::Ready])
 }
 
 /// Sets the one-line status `systemctl status` shows (STATUS=…). Newlines
 /// would end the field early, so they become spaces.
-pub fn notify_status(status: &str) -> io::Result<()> {
+pub(crate) fn notify_status(status: &str) -> io::Result<()> {
     let line = one_line(status);
     sd_notify::notify(false, &[NotifyState::Status(&line)])
 }
 
 /// Tells systemd a reload started (RELOADING=1 with MONOTONIC_USEC, as
 /// `Type=notify-reload` requires); follow with [`notify_ready`] when done.
-pub fn notify_reloading() -> io::Result<()> {
+pub(crate) fn notify_reloading() -> io::Result<()> {
     let now = NotifyState::monotonic_usec_now()?;
     sd_notify::notify(false, &[NotifyState::Reloading, now])
 }
 
 /// Tells systemd the service is shutting down (STOPPING=1).
-pub fn notify_stopping() -> io::Result<()> {
+pub(crate) fn notify_stopping() -> io::Result<()> {
     sd_notify::notify(false, &[NotifyState::Stopping])
 }
 
 /// Pets the watchdog (WATCHDOG=1). Call it from the load loop every
 /// [`watchdog_interval`], so a wedged engine, not just a live process, is
 /// caught.
-pub fn notify_watchdog() -> io::Result<()> {
+pub(crate) fn notify_watchdog() -> io::Result<()> {
     sd_notify::notify(false, &[NotifyState::Watchdog])
 }
 
 /// How often to call [`notify_watchdog`]: half of WATCHDOG_USEC, as
 /// sd_watchdog_enabled(3) advises; `None` when the watchdog is off or meant
 /// for another process (WATCHDOG_PID).
-pub fn watchdog_interval() -> Option<Duration> {
+pub(crate) fn watchdog_interval() -> Option<Duration> {
     let usec = std::env::var("WATCHDOG_USEC").ok();
     let pid = std::env::var("WATCHDOG_PID").ok();
     watchdog_interval_from(usec.as_deref(), pid.as_deref(), std::process::id())
@@ -57,7 +57,7 @@ pub fn watchdog_interval() -> Option<Duration> {
 
 /// [`watchdog_interval`] on plain values: WATCHDOG_USEC, WATCHDOG_PID and
 /// this process's id.
-pub fn watchdog_interval_from(
+pub(crate) fn watchdog_interval_from(
     usec: Option<&str>,
     pid: Option<&str>,
     my_pid: u32,
@@ -79,7 +79,7 @@ pub fn watchdog_interval_from(
 /// systemd restarts a wedged engine. `ages` holds each workload's time
 /// since its last tick, `None` for one not under watch (preparing,
 /// draining, stopped).
-pub fn stalled_workloads(ages: &[Option<Duration>], max_age: Duration) -> Vec<usize> {
+pub(crate) fn stalled_workloads(ages: &[Option<Duration>], max_age: Duration) -> Vec<usize> {
     ages.iter()
         .enumerate()
         .filter(|(_, age)| matches!(age, Some(a) if *a > max_age))
@@ -90,7 +90,7 @@ pub fn stalled_workloads(ages: &[Option<Duration>], max_age: Duration) -> Vec<us
 /// One workload's part of the STATUS= line `systemctl status` shows: its
 /// stage and effective level (after runtime control), or what it does
 /// instead (preparing, paused, idle, finished).
-pub fn status_phrase(
+pub(crate) fn status_phrase(
     name: &str,
     stage: &StageLabel,
     control: &ControlState,
@@ -127,7 +127,8 @@ pub fn status_phrase(
 /// The STATUS= line once the daemon is stopping (SIGTERM, or every
 /// schedule has ended): in-flight operations drain for up to
 /// `run.shutdown_grace`.
-pub const STOPPING_STATUS: &str = "stopping: dispatch stopped, draining in-flight operations";
+pub(crate) const STOPPING_STATUS: &str =
+    "stopping: dispatch stopped, draining in-flight operations";
 
 fn one_line(s: &str) -> String {
     s.chars()
@@ -137,7 +138,7 @@ fn one_line(s: &str) -> String {
 
 /// What a signal asks the daemon to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signal {
+pub(crate) enum Signal {
     /// SIGTERM or SIGINT: stop dispatch, drain, exit.
     Terminate,
     /// SIGHUP: validate and apply the config file again.
@@ -146,7 +147,7 @@ pub enum Signal {
 
 /// The daemon's signal handlers. Once created, SIGTERM, SIGINT and SIGHUP no
 /// longer kill the process: they are delivered here.
-pub struct Signals {
+pub(crate) struct Signals {
     term: tokio::signal::unix::Signal,
     int: tokio::signal::unix::Signal,
     hup: tokio::signal::unix::Signal,
@@ -154,7 +155,7 @@ pub struct Signals {
 
 impl Signals {
     /// Installs the handlers. Needs a Tokio runtime with I/O enabled.
-    pub fn new() -> io::Result<Self> {
+    pub(crate) fn new() -> io::Result<Self> {
         Ok(Signals {
             term: signal(SignalKind::terminate())?,
             int: signal(SignalKind::interrupt())?,
@@ -164,24 +165,17 @@ impl Signals {
 
     /// The next signal. Cancel-safe, so it can sit in a `select!` loop.
     /// `None` only if the runtime shuts the handlers down.
-    pub async fn recv(&mut self) -> Option<Signal> {
+    pub(crate) async fn recv(&mut self) -> Option<Signal> {
         tokio::select! {
             s = self.term.recv() => s.map(|()| Signal::Terminate),
             s = self.int.recv() => s.map(|()| Signal::Terminate),
             s = self.hup.recv() => s.map(|()| Signal::Reload),
         }
     }
-
-    /// The signals as a stream.
-    pub fn into_stream(self) -> impl futures::Stream<Item = Signal> {
-        futures::stream::unfold(self, |mut signals| async move {
-            signals.recv().await.map(|s| (s, signals))
-        })
-    }
 }
 
 /// Installs the handlers: shorthand for [`Signals::new`].
-pub fn signals() -> io::Result<Signals> {
+pub(crate) fn signals() -> io::Result<Signals> {
     Signals::new()
 }
 

@@ -10,7 +10,7 @@ use crate::schedule::Load;
 
 /// The daemon as `/status` shows it.
 #[derive(Debug, Clone, Serialize)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     pub version: &'static str,
     /// Which run this is.
     pub run: RunStatus,
@@ -28,7 +28,7 @@ pub struct Snapshot {
 
 /// The run's identity: its generated id, `[run] name`, the config's hash.
 #[derive(Debug, Clone, Serialize)]
-pub struct RunStatus {
+pub(crate) struct RunStatus {
     pub id: String,
     pub name: Option<String>,
     pub config_hash: String,
@@ -36,7 +36,7 @@ pub struct RunStatus {
 
 /// This daemon as a member of its cluster.
 #[derive(Debug, Clone, Serialize)]
-pub struct ClusterStatus {
+pub(crate) struct ClusterStatus {
     pub index: u32,
     pub size: u32,
     /// The coordination collection.
@@ -45,7 +45,7 @@ pub struct ClusterStatus {
 
 /// The deployment under load (hosts only: never the URI or a password).
 #[derive(Debug, Clone, Serialize)]
-pub struct TargetStatus {
+pub(crate) struct TargetStatus {
     pub hosts: String,
     pub database: String,
     /// The last ping succeeded.
@@ -118,7 +118,7 @@ impl From<&ControlState> for ControlSnapshot {
 
 /// The workloads, as `mongoload ctl status` asks for them.
 #[derive(Debug, Clone, Serialize)]
-pub struct WorkloadsReply {
+pub(crate) struct WorkloadsReply {
     pub workloads: Vec<WorkloadSnapshot>,
 }
 

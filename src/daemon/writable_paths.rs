@@ -12,11 +12,11 @@ use crate::config::{Config, ConfigError};
 
 /// The directories the packaged units create at start and let the service
 /// write (`StateDirectory=`, `RuntimeDirectory=`), instances below them.
-pub const UNIT_DIRS: [&str; 2] = ["/var/lib/mongoload", "/run/mongoload"];
+pub(crate) const UNIT_DIRS: [&str; 2] = ["/var/lib/mongoload", "/run/mongoload"];
 
 /// A path the daemon must write and cannot.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unwritable {
+pub(crate) struct Unwritable {
     /// The config key, e.g. `run.log`.
     pub key: &'static str,
     /// The path the key names.
@@ -33,7 +33,7 @@ pub struct Unwritable {
 impl Unwritable {
     /// The error `mongoload run` exits 78 with: the key, the path, the
     /// reason, and what to do under the packaged units.
-    pub fn to_config_error(&self, file: &Path) -> ConfigError {
+    pub(crate) fn to_config_error(&self, file: &Path) -> ConfigError {
         ConfigError::Invalid {
             path: file.to_path_buf(),
             key: self.key.to_string(),
@@ -101,7 +101,7 @@ fn paths(config: &Config) -> Vec<(&'static str, &Path)> {
 /// `mongoload run` does before [`check`]: a run by hand of the shipped
 /// config gets its `/run/mongoload` when this user may create it. What
 /// cannot be created is left for [`check`] to report.
-pub fn create_dirs(config: &Config) {
+pub(crate) fn create_dirs(config: &Config) {
     use std::os::unix::fs::DirBuilderExt;
     for (_, path) in paths(config) {
         let dir = parent(path);
@@ -121,7 +121,7 @@ pub fn create_dirs(config: &Config) {
 /// is no problem when this process can create it (`mongoload run` does,
 /// [`create_dirs`]): then its nearest existing ancestor gets the probe. So
 /// `check-config` and `run` give the same verdict, with the same words.
-pub fn check(config: &Config) -> Vec<Unwritable> {
+pub(crate) fn check(config: &Config) -> Vec<Unwritable> {
     let mut out = Vec::new();
     for (key, path) in paths(config) {
         let probed = if key == "run.log" {

@@ -16,7 +16,7 @@ use crate::workload::PrepareStep;
 /// The longest wait between two attempts of a failed prepare step (from
 /// 0.5 s, doubling): a deployment back after an outage is prepared within
 /// seconds, not half a minute later.
-pub const PREPARE_RETRY_MAX: Duration = Duration::from_secs(5);
+pub(super) const PREPARE_RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// Runs the prepare steps: all of them alone, in a cluster under the
 /// prepare lease ([`super::prepare_lease`]). Returns false when

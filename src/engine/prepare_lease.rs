@@ -31,7 +31,7 @@ fn is_local(step: &PrepareStep) -> bool {
 /// must compute the same one for the same plan (a rolling upgrade of the
 /// load hosts must not prepare again): SHA-256, in lower-case hex, of the
 /// BSON bytes of [`canonical`], whose fields and order are fixed here.
-pub fn plan(kind: &str, collections: &[String], steps: &[PrepareStep]) -> String {
+pub(super) fn plan(kind: &str, collections: &[String], steps: &[PrepareStep]) -> String {
     let bytes = mongodb::bson::to_vec(&canonical(kind, collections, steps))
         .expect("a document of strings, numbers and documents serialises");
     Sha256::digest(&bytes)
@@ -46,7 +46,7 @@ pub fn plan(kind: &str, collections: &[String], steps: &[PrepareStep]) -> String
 /// `{load: {collection, count, batch}}`,
 /// `{seek_keys: {collection}}`, `{count_keys: {collection}}`; numbers as
 /// 64-bit integers. Changing it makes every cluster prepare once more.
-pub fn canonical(kind: &str, collections: &[String], steps: &[PrepareStep]) -> Document {
+pub(super) fn canonical(kind: &str, collections: &[String], steps: &[PrepareStep]) -> Document {
     let int = |n: u64| Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX));
     let steps: Vec<Bson> = steps
         .iter()
@@ -115,7 +115,11 @@ fn waiting(p: Option<SharedProgress>) -> PrepareProgress {
 }
 
 /// Runs `run`'s prepare as one member of the cluster; false when cancelled.
-pub async fn run(run: &WorkloadRun, cluster: &ClusterRun, cancel: &CancellationToken) -> bool {
+pub(super) async fn run(
+    run: &WorkloadRun,
+    cluster: &ClusterRun,
+    cancel: &CancellationToken,
+) -> bool {
     let coord = &cluster.coord;
     let (local, shared): (Vec<PrepareStep>, Vec<PrepareStep>) =
         run.workload.prepare().into_iter().partition(is_local);

@@ -64,7 +64,7 @@ enum Cut {
 
 impl SearchStage<'_> {
     /// Runs the search; returns when it ended, `None` when cancelled.
-    pub async fn run(mut self) -> Option<Instant> {
+    pub(super) async fn run(mut self) -> Option<Instant> {
         let spec = self
             .stage
             .search_spec()

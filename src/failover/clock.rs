@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// write fails: one that no write confirmed is dropped a while after the
 /// primary is back (a read-only load has no write outage).
 #[derive(Debug, Default)]
-pub struct OutageClock {
+pub(crate) struct OutageClock {
     /// 0 when writes go through; else `(start + 1) << 1 | confirmed`.
     state: AtomicU64,
     /// When the last outage ended.
@@ -29,7 +29,7 @@ impl OutageClock {
     /// A write sent at `sent` failed with an availability error that shows
     /// the server gone since `now` (see [`super::outage_start`]). Returns
     /// whether this started an outage.
-    pub fn failed(&self, sent: u64, now: u64) -> bool {
+    pub(crate) fn failed(&self, sent: u64, now: u64) -> bool {
         if sent < self.last_end.load(Ordering::Acquire) {
             return false;
         }
@@ -52,14 +52,14 @@ impl OutageClock {
 
     /// The driver lost the primary at `now`: an (unconfirmed) outage
     /// begins unless one runs.
-    pub fn lost_primary(&self, now: u64) -> bool {
+    pub(crate) fn lost_primary(&self, now: u64) -> bool {
         self.state
             .compare_exchange(0, encode(now, false), Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
     }
 
     /// Drops the current outage if no write failure confirmed it.
-    pub fn discard_unconfirmed(&self) -> bool {
+    pub(crate) fn discard_unconfirmed(&self) -> bool {
         let cur = self.state.load(Ordering::Acquire);
         cur != 0
             && cur & 1 == 0
@@ -71,7 +71,7 @@ impl OutageClock {
 
     /// A write sent at `sent` was acknowledged at `now`. Returns the
     /// outage it ended: (start, duration in ns).
-    pub fn acknowledged(&self, sent: u64, now: u64) -> Option<(u64, u64)> {
+    pub(crate) fn acknowledged(&self, sent: u64, now: u64) -> Option<(u64, u64)> {
         let cur = self.state.load(Ordering::Acquire);
         if cur == 0 {
             return None;
@@ -90,7 +90,7 @@ impl OutageClock {
     }
 
     /// How long the current outage has lasted at `now`, if one runs.
-    pub fn ongoing(&self, now: u64) -> Option<u64> {
+    pub(crate) fn ongoing(&self, now: u64) -> Option<u64> {
         match self.state.load(Ordering::Acquire) {
             0 => None,
             s => Some(now.saturating_sub(start_of(s))),

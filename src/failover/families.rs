@@ -9,7 +9,7 @@ use crate::family::{families, ScrapeGauge};
 
 /// Buckets of the outage and no-primary histograms, in seconds: elections
 /// take from a fraction of a second to tens of seconds.
-pub const OUTAGE_BUCKETS: [f64; 14] = [
+pub(super) const OUTAGE_BUCKETS: [f64; 14] = [
     0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0,
 ];
 

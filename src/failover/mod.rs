@@ -28,11 +28,11 @@
 //! `mongoload_retried_writes_total{kind}` (write attempts the driver sent
 //! again, by the class of the failure it retried).
 
-pub mod clock;
+pub(crate) mod clock;
 mod families;
-pub mod records;
-pub mod retry;
-pub mod shards;
+pub(crate) mod records;
+pub(crate) mod retry;
+pub(crate) mod shards;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 /// How far before a shard's loss of its primary, and after its return, a
 /// write failure still counts as the shard's.
-pub const ATTRIBUTION_SLACK: Duration = Duration::from_secs(1);
+pub(crate) const ATTRIBUTION_SLACK: Duration = Duration::from_secs(1);
 
 /// A shard's period without a primary and the write failures in it.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,7 +55,7 @@ struct ShardState {
 
 /// What a shard's new topology description changed.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ShardChange {
+pub(crate) enum ShardChange {
     /// Nothing to tell.
     None,
     /// The first primary known: no failover.
@@ -76,7 +76,7 @@ pub enum ShardChange {
 
 /// A shard's write outage, final.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ShardOutage {
+pub(crate) struct ShardOutage {
     pub shard: String,
     /// When the shard's primary was known again (the failover record's `at`).
     pub back: Instant,
@@ -85,7 +85,7 @@ pub struct ShardOutage {
 
 /// Every shard's primary and periods without one.
 #[derive(Debug, Default)]
-pub struct ShardPrimaries {
+pub(crate) struct ShardPrimaries {
     shards: BTreeMap<String, ShardState>,
 }
 
@@ -93,7 +93,7 @@ impl ShardPrimaries {
     /// Shard `shard`'s monitoring saw `primary` (none: no primary) at
     /// `now`; `changed`: a different member or a new election than the
     /// last primary known.
-    pub fn topology(
+    pub(crate) fn topology(
         &mut self,
         shard: &str,
         primary: Option<&str>,
@@ -148,7 +148,7 @@ impl ShardPrimaries {
     /// A write that failed with an availability error, the outage it
     /// shows beginning at `start` and its failure at `failed`: the shard it
     /// is attributed to, if one.
-    pub fn failed(&mut self, start: Instant, failed: Instant) -> Option<&str> {
+    pub(crate) fn failed(&mut self, start: Instant, failed: Instant) -> Option<&str> {
         let mut hit = self
             .shards
             .iter_mut()
@@ -167,7 +167,7 @@ impl ShardPrimaries {
 
     /// Ends the periods whose primary came back more than
     /// [`ATTRIBUTION_SLACK`] before `now`: the write outages they had.
-    pub fn settle(&mut self, now: Instant) -> Vec<ShardOutage> {
+    pub(crate) fn settle(&mut self, now: Instant) -> Vec<ShardOutage> {
         let mut out = Vec::new();
         for (name, s) in &mut self.shards {
             let Some(back) = s.period.as_ref().and_then(|p| p.back) else {
@@ -192,7 +192,8 @@ impl ShardPrimaries {
     }
 
     /// Shards without a primary now.
-    pub fn without_primary(&self) -> Vec<String> {
+    #[cfg(test)]
+    pub(crate) fn without_primary(&self) -> Vec<String> {
         self.shards
             .iter()
             .filter(|(_, s)| s.period.as_ref().is_some_and(|p| p.back.is_none()))

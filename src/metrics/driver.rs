@@ -40,10 +40,10 @@ pub const SERVER_TYPES: [&str; 9] = [
 ];
 
 /// `cause` label values of `mongoload_pool_clears_total`.
-pub const POOL_CLEAR_CAUSES: [&str; 2] = ["timeout", "error"];
+pub(super) const POOL_CLEAR_CAUSES: [&str; 2] = ["timeout", "error"];
 
 /// `reason` label values of `mongoload_pool_connections_closed_total`.
-pub const CONNECTION_CLOSED_REASONS: [&str; 6] =
+pub(super) const CONNECTION_CLOSED_REASONS: [&str; 6] =
     ["error", "dropped", "stale", "idle", "pool_closed", "other"];
 
 /// The `reason` label of a closed connection: `dropped` is a connection

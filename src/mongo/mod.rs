@@ -6,7 +6,7 @@
 //! `readWrite` on the configured database. Operations of several requests
 //! are the engine's business: this layer never sees one.
 
-pub mod shard;
+pub(crate) mod shard;
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;

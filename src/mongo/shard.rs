@@ -41,7 +41,7 @@ const WIRE_6_0: i32 = 17;
 
 /// Whether a router whose `hello` says `max_wire` needs `enableSharding`
 /// before `shardCollection` (before 6.0; unknown: asked, to be safe).
-pub fn needs_enable_sharding(max_wire: Option<i32>) -> bool {
+pub(crate) fn needs_enable_sharding(max_wire: Option<i32>) -> bool {
     max_wire.is_none_or(|w| w < WIRE_6_0)
 }
 

@@ -6,14 +6,14 @@ use prometheus::{GaugeVec, HistogramVec, IntCounterVec};
 use crate::family::families;
 
 /// Buckets of the lag histogram, in seconds.
-pub const LAG_BUCKETS: [f64; 15] = [
+pub(super) const LAG_BUCKETS: [f64; 15] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0,
 ];
 
 families! {
     /// The probe's families, registered once per process.
     #[derive(Clone)]
-    pub struct ProbeFamilies {
+    pub(crate) struct ProbeFamilies {
         pub(crate) lag: GaugeVec = "mongoload_replication_lag_seconds",
             "Replication lag of each secondary as a client reading it sees it: the last heartbeat's, or the wait for one not yet seen if longer.",
             labels ["member"];
@@ -31,7 +31,7 @@ families! {
 
 impl ProbeFamilies {
     /// Creates the families in `registry`, both heartbeat outcomes at 0.
-    pub fn register_in(registry: &prometheus::Registry) -> Result<Self, prometheus::Error> {
+    pub(crate) fn register_in(registry: &prometheus::Registry) -> Result<Self, prometheus::Error> {
         let f = ProbeFamilies::new()?;
         f.register(registry)?;
         for o in ["ok", "error"] {

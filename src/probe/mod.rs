@@ -18,7 +18,7 @@ mod config;
 mod families;
 
 pub use config::LagProbeConfig;
-pub use families::ProbeFamilies;
+pub(crate) use families::ProbeFamilies;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -49,13 +49,13 @@ impl ProbeFamilies {
 
 /// The heartbeats written so far: sequence number → when its write was sent.
 #[derive(Debug, Default)]
-pub struct Beats {
+pub(crate) struct Beats {
     sent: VecDeque<(i64, Instant)>,
 }
 
 impl Beats {
     /// Heartbeat `seq` (increasing) was written, its write sent at `at`.
-    pub fn push(&mut self, seq: i64, at: Instant) {
+    pub(crate) fn push(&mut self, seq: i64, at: Instant) {
         if self.sent.len() == KEEP_BEATS {
             self.sent.pop_front();
         }
@@ -63,13 +63,13 @@ impl Beats {
     }
 
     /// When heartbeat `seq` was sent, if remembered.
-    pub fn sent(&self, seq: i64) -> Option<Instant> {
+    pub(crate) fn sent(&self, seq: i64) -> Option<Instant> {
         let i = self.sent.binary_search_by_key(&seq, |(s, _)| *s).ok()?;
         Some(self.sent[i].1)
     }
 
     /// The oldest heartbeat after `seen`: (seq, sent).
-    pub fn first_after(&self, seen: i64) -> Option<(i64, Instant)> {
+    pub(crate) fn first_after(&self, seen: i64) -> Option<(i64, Instant)> {
         let i = self.sent.partition_point(|(s, _)| *s <= seen);
         self.sent.get(i).copied()
     }
@@ -77,7 +77,7 @@ impl Beats {
 
 /// What one read of a member says: the lag of a heartbeat newly seen, and
 /// the gauge's value. Pure: the reader keeps `seen` and `last`.
-pub fn read_outcome(
+pub(crate) fn read_outcome(
     beats: &Beats,
     seen: &mut i64,
     last: &mut Option<Duration>,
@@ -105,7 +105,7 @@ pub fn read_outcome(
 
 /// Runs the probe until `stop` fires (then deletes its heartbeat document):
 /// spawn it as a task.
-pub async fn run(
+pub(crate) async fn run(
     config: LagProbeConfig,
     uri: String,
     db: mongodb::Database,

@@ -10,7 +10,7 @@
 //! [`crate::daemon::logging`] installs), and the log records and the
 //! lines are written above them, so the two never cut into each other.
 
-pub mod render;
+pub(crate) mod render;
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};

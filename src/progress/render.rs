@@ -15,7 +15,7 @@ use indicatif::{ProgressState, ProgressStyle};
 
 /// One workload at one instant, as the progress lines need it.
 #[derive(Debug, Clone, Default)]
-pub struct WorkloadSample {
+pub(crate) struct WorkloadSample {
     pub name: String,
     pub stage: StageLabel,
     pub control: ControlState,
@@ -32,18 +32,18 @@ pub struct WorkloadSample {
 }
 
 /// Positions of a prepare bar (thousandths of the prepare).
-pub const BAR_LENGTH: u64 = 1000;
+pub(crate) const BAR_LENGTH: u64 = 1000;
 
 /// A prepare bar as indicatif draws it with [`prepare_style`]: where it
 /// stands, of [`BAR_LENGTH`], and what follows its percentage.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PrepareBar {
+pub(crate) struct PrepareBar {
     pub position: u64,
     pub message: String,
 }
 
 /// `[01:05]`: time since the run started, `[1:02:03]` past an hour.
-pub fn elapsed(d: Duration) -> String {
+pub(crate) fn elapsed(d: Duration) -> String {
     let s = d.as_secs();
     match s / 3600 {
         0 => format!("[{:02}:{:02}]", s / 60, s % 60),
@@ -55,7 +55,7 @@ pub fn elapsed(d: Duration) -> String {
 /// (matched by name; a workload new since `prev` counts from zero), each
 /// prefixed with `at`. Workloads that prepare are left to the bar, and
 /// one that has finished is said so once.
-pub fn lines(
+pub(crate) fn lines(
     at: Duration,
     prev: &[WorkloadSample],
     now: &[WorkloadSample],
@@ -75,7 +75,11 @@ pub fn lines(
 /// systemd's STATUS= says them, the ok operations per second achieved,
 /// p50/p99 over the latency window, the interval's errors by class and
 /// missed operations.
-pub fn workload_line(prev: &WorkloadSample, now: &WorkloadSample, dt: Duration) -> Option<String> {
+pub(crate) fn workload_line(
+    prev: &WorkloadSample,
+    now: &WorkloadSample,
+    dt: Duration,
+) -> Option<String> {
     match now.stage.state {
         StageState::Preparing => return None,
         StageState::Stopped if prev.stage.state == StageState::Stopped => return None,
@@ -119,7 +123,7 @@ pub fn workload_line(prev: &WorkloadSample, now: &WorkloadSample, dt: Duration) 
 
 /// The prepare bar of a workload that prepares:
 /// `w: preparing [#######.............]  35%  8120 docs/s  ETA 12s  (step 1/2)`.
-pub fn prepare_bar(w: &WorkloadSample) -> Option<PrepareBar> {
+pub(crate) fn prepare_bar(w: &WorkloadSample) -> Option<PrepareBar> {
     if w.stage.state != StageState::Preparing {
         return None;
     }
@@ -145,7 +149,7 @@ pub fn prepare_bar(w: &WorkloadSample) -> Option<PrepareBar> {
 
 /// How indicatif draws the prepare bar of workload `name`: 20 cells, the
 /// percentage, then the message, cut at the terminal's width.
-pub fn prepare_style(name: &str) -> ProgressStyle {
+pub(crate) fn prepare_style(name: &str) -> ProgressStyle {
     let name = name.to_owned();
     ProgressStyle::with_template("{workload}: preparing [{bar:20}] {percent:>3}%{wide_msg}")
         .expect("a valid template")
@@ -162,7 +166,7 @@ pub fn prepare_style(name: &str) -> ProgressStyle {
 /// once its write outage has ended, or once it is clear that none runs
 /// (`outage` is the ongoing one, if any) after `settle`, or at the latest
 /// after `give_up`.
-pub fn failover_ready(
+pub(crate) fn failover_ready(
     r: &FailoverRecord,
     age: Duration,
     outage: Option<Duration>,
@@ -174,7 +178,7 @@ pub fn failover_ready(
 
 /// `failover: primary a:1 → b:2, no primary for 1.8 s, write outage 2.0 s`;
 /// `outage` is the write outage still running when it is shown, if any.
-pub fn failover_line(r: &FailoverRecord, outage: Option<Duration>) -> String {
+pub(crate) fn failover_line(r: &FailoverRecord, outage: Option<Duration>) -> String {
     let on = r
         .shard
         .as_ref()
@@ -199,7 +203,7 @@ pub fn failover_line(r: &FailoverRecord, outage: Option<Duration>) -> String {
 
 /// What the terminal shows at exit: the run's stage reports as `mongoload
 /// report` prints them.
-pub fn final_table(reports: &[StageReport]) -> String {
+pub(crate) fn final_table(reports: &[StageReport]) -> String {
     if reports.is_empty() {
         return "no stage report: the run ended before its first stage did\n".to_owned();
     }

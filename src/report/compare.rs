@@ -41,14 +41,14 @@ impl fmt::Display for Percent {
 /// One stage pooled over its occurrences in one run (repeats, cycles):
 /// throughput over their total measured time, the worst p99.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Pooled {
+pub(crate) struct Pooled {
     pub ops_per_sec: f64,
     pub p99_ns: u64,
 }
 
 /// What `report --compare` gates on.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Gates {
+pub(crate) struct Gates {
     /// The largest significant throughput drop that passes.
     pub max_drop: Percent,
     /// The largest significant rise of p50, p99 or p99.9 that passes.
@@ -73,7 +73,7 @@ impl Default for Gates {
 
 /// A figure compared between runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Figure {
+pub(crate) enum Figure {
     /// Successful operations per second.
     Throughput,
     /// Failed over finished operations.
@@ -84,7 +84,7 @@ pub enum Figure {
 }
 
 impl Figure {
-    pub const ALL: [Figure; 5] = [
+    pub(crate) const ALL: [Figure; 5] = [
         Figure::Throughput,
         Figure::ErrorRatio,
         Figure::P50,
@@ -92,7 +92,7 @@ impl Figure {
         Figure::P999,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Figure::Throughput => "ops/s",
             Figure::ErrorRatio => "error %",
@@ -128,7 +128,7 @@ impl Figure {
 
 /// One figure of one stage (or one op of it) in both runs.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FigureDelta {
+pub(crate) struct FigureDelta {
     pub figure: Figure,
     /// Means with their confidence intervals.
     pub base: Estimate,
@@ -149,7 +149,7 @@ impl FigureDelta {
     /// "−7.2 % ± 1.1 %, significant" or "no significant change (±3.0 %)";
     /// the error ratio in percentage points; latency as the change of the
     /// medians (Mann–Whitney).
-    pub fn change(&self) -> String {
+    pub(crate) fn change(&self) -> String {
         if let Some((d, _)) = self.robust {
             return if self.significant {
                 format!("{}{:.1} % (medians), significant", sign(d), d.abs())
@@ -190,7 +190,7 @@ fn sign(v: f64) -> &'static str {
 
 /// One row of a comparison: a stage, or one operation of it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Delta {
+pub(crate) struct Delta {
     pub workload: String,
     pub stage: String,
     /// `None`: the stage's operations together.
@@ -215,14 +215,14 @@ pub struct Delta {
 
 /// The comparison of two runs.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Comparison {
+pub(crate) struct Comparison {
     pub rows: Vec<Delta>,
     pub gates: Gates,
 }
 
 impl Comparison {
     /// Rows (stages or ops) with a regression.
-    pub fn regressions(&self) -> usize {
+    pub(crate) fn regressions(&self) -> usize {
         self.rows.iter().filter(|r| r.regression).count()
     }
 }
@@ -332,7 +332,7 @@ fn pct(base: f64, new: f64) -> Option<f64> {
 
 /// Fewer intervals than this on either side: no statistics (the
 /// throughput gate of the whole stage applies, as without samples).
-pub const MIN_SAMPLES: usize = 5;
+pub(crate) const MIN_SAMPLES: usize = 5;
 
 /// Each figure of one key compared, when both sides have samples.
 fn figures(b: &Pool, n: &Pool, gates: &Gates) -> Vec<FigureDelta> {
@@ -394,7 +394,7 @@ fn figures(b: &Pool, n: &Pool, gates: &Gates) -> Vec<FigureDelta> {
 /// gate. Run logs without samples fall back to the throughput of the
 /// whole stage against `max_drop`. A stage missing from either run is
 /// shown, never a regression.
-pub fn compare(base: &[StageReport], new: &[StageReport], gates: Gates) -> Comparison {
+pub(crate) fn compare(base: &[StageReport], new: &[StageReport], gates: Gates) -> Comparison {
     let (base_order, base_pools) = pool(base);
     let (new_order, new_pools) = pool(new);
     let mut keys = base_order;
@@ -446,7 +446,7 @@ pub fn compare(base: &[StageReport], new: &[StageReport], gates: Gates) -> Compa
 
 /// Which run(s) a run log holds: name (or id), version and config hash
 /// of each, in order of first appearance.
-pub fn describe_run(reports: &[StageReport]) -> String {
+pub(crate) fn describe_run(reports: &[StageReport]) -> String {
     let mut seen: Vec<String> = Vec::new();
     for r in reports {
         let mut d = format!("run {}", r.run_name.as_deref().unwrap_or(&r.run_id));
@@ -477,7 +477,7 @@ fn signed(v: Option<f64>) -> String {
 /// The comparison as a table (one row per figure of each stage, and of
 /// each operation when `ops`, or when it regressed) and a closing verdict
 /// line.
-pub fn render_comparison(c: &Comparison, ops: bool) -> String {
+pub(crate) fn render_comparison(c: &Comparison, ops: bool) -> String {
     let header = [
         "workload", "stage", "op", "figure", "base", "new", "change", "verdict",
     ];
@@ -643,7 +643,7 @@ fn pool_steps(reports: &[StageReport]) -> (Vec<StepKey>, BTreeMap<StepKey, Poole
 /// Per operation (step `-`) and per step of each stage: base and new rate
 /// and p99 with their change. For reading, not gating: the verdict is the
 /// stage's (scheduled operations).
-pub fn render_steps(base: &[StageReport], new: &[StageReport]) -> String {
+pub(crate) fn render_steps(base: &[StageReport], new: &[StageReport]) -> String {
     let (mut keys, b) = pool_steps(base);
     let (new_order, n) = pool_steps(new);
     for k in new_order {

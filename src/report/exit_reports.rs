@@ -7,7 +7,7 @@ use std::sync::{Mutex, PoisonError};
 use super::StageReport;
 
 /// Stage reports kept for the table at exit (the newest).
-pub const KEEP_REPORTS: usize = 1000;
+pub(crate) const KEEP_REPORTS: usize = 1000;
 
 /// Keeps a copy of each stage report of the run (the newest
 /// [`KEEP_REPORTS`], without their histograms) for the table at exit.

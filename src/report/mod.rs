@@ -4,16 +4,16 @@
 //! tables and comparisons `mongoload report` prints. The engine feeds it
 //! through [`live`]; the report task ([`writer`]) writes the reports.
 
-pub mod compare;
-pub mod exit_reports;
+pub(crate) mod compare;
+pub(crate) mod exit_reports;
 pub mod html;
 pub mod live;
 pub mod merge;
-pub mod samples;
-pub mod significance;
+pub(crate) mod samples;
+pub(crate) mod significance;
 mod stats;
 pub mod table;
-pub mod verdicts;
+pub(crate) mod verdicts;
 pub mod writer;
 
 use std::collections::BTreeMap;

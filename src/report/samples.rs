@@ -18,9 +18,9 @@ use serde::{Deserialize, Serialize};
 
 /// A stage is cut into about this many intervals at most (1 s each for a
 /// stage up to 10 minutes).
-pub const TARGET_SAMPLES: u64 = 600;
+pub(crate) const TARGET_SAMPLES: u64 = 600;
 /// Never more samples than this (a count-based stage of unknown length).
-pub const MAX_SAMPLES: u64 = 3600;
+pub(crate) const MAX_SAMPLES: u64 = 3600;
 /// Intervals kept open for late results.
 const OPEN: usize = 8;
 const MAX_TRACKABLE_NS: u64 = 3_600 * 1_000_000_000;
@@ -78,7 +78,7 @@ pub struct Samples {
 
 /// The interval for a stage planned to last `planned` (1 s up to 10
 /// minutes, then whole seconds so that it has about [`TARGET_SAMPLES`]).
-pub fn interval_for(planned: Duration) -> Duration {
+pub(crate) fn interval_for(planned: Duration) -> Duration {
     let secs = planned.as_secs().div_ceil(TARGET_SAMPLES).max(1);
     Duration::from_secs(secs)
 }
@@ -93,7 +93,7 @@ struct Open {
 
 /// Collects the samples of a stage while it runs.
 #[derive(Debug, Clone)]
-pub struct IntervalRecorder {
+pub(crate) struct IntervalRecorder {
     interval_ns: u64,
     open: VecDeque<Open>,
     /// Per series (0: all, then the ops, then the steps of the operations
@@ -124,14 +124,15 @@ fn histogram() -> Histogram<u32> {
 
 impl IntervalRecorder {
     /// A recorder for `ops` single-call operations cut into `interval`s.
-    pub fn new(ops: usize, interval: Duration) -> Self {
+    #[cfg(test)]
+    pub(crate) fn new(ops: usize, interval: Duration) -> Self {
         IntervalRecorder::with_steps(&vec![1; ops], interval)
     }
 
     /// A recorder for operations of `steps[i]` steps each, cut into
     /// `interval`s: the steps of an operation of several get series of
     /// their own.
-    pub fn with_steps(steps: &[usize], interval: Duration) -> Self {
+    pub(crate) fn with_steps(steps: &[usize], interval: Duration) -> Self {
         let mut next = steps.len() + 1;
         let steps: Vec<Vec<Option<usize>>> = steps
             .iter()
@@ -158,17 +159,17 @@ impl IntervalRecorder {
     }
 
     /// The step counts this recorder was made for.
-    pub fn step_counts(&self) -> Vec<usize> {
+    pub(crate) fn step_counts(&self) -> Vec<usize> {
         self.steps.iter().map(Vec::len).collect()
     }
 
-    pub fn interval(&self) -> Duration {
+    pub(crate) fn interval(&self) -> Duration {
         Duration::from_nanos(self.interval_ns)
     }
 
     /// Records one operation `op` that finished `done` after the start of
     /// measurement.
-    pub fn record(&mut self, op: usize, done: Duration, latency: Duration, ok: bool) {
+    pub(crate) fn record(&mut self, op: usize, done: Duration, latency: Duration, ok: bool) {
         // The stage's series is the sum of the operations' (added up as an
         // interval closes and at the end): one record per result, not two.
         // An out-of-range op counts in the stage's series only.
@@ -179,7 +180,7 @@ impl IntervalRecorder {
     /// Records one request of step `step` of operation `op`, answered
     /// `done` after the start of measurement (kept only for operations of
     /// several steps).
-    pub fn record_step(
+    pub(crate) fn record_step(
         &mut self,
         op: usize,
         step: usize,
@@ -271,7 +272,7 @@ impl IntervalRecorder {
 
     /// The samples of the whole intervals of `measured` (a partial last
     /// interval is left out).
-    pub fn finish(&self, measured: Duration) -> Finished {
+    pub(crate) fn finish(&self, measured: Duration) -> Finished {
         let mut r = self.clone();
         while !r.open.is_empty() {
             r.close_oldest();

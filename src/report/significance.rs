@@ -11,7 +11,7 @@ use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
 /// A mean and how sure it is.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Estimate {
+pub(crate) struct Estimate {
     pub mean: f64,
     /// Half-width of the confidence interval of the mean.
     pub error: f64,
@@ -46,7 +46,7 @@ fn autocorrelation(xs: &[f64], mean: f64) -> f64 {
 
 /// The mean of `xs` with its confidence interval at `confidence` (e.g.
 /// 0.99); `None` with fewer than two samples.
-pub fn estimate(xs: &[f64], confidence: f64) -> Option<Estimate> {
+pub(crate) fn estimate(xs: &[f64], confidence: f64) -> Option<Estimate> {
     let n = xs.len();
     if n < 2 {
         return None;
@@ -67,7 +67,7 @@ pub fn estimate(xs: &[f64], confidence: f64) -> Option<Estimate> {
 
 /// Welch's t-test of `new` against `base`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Difference {
+pub(crate) struct Difference {
     /// new − base.
     pub diff: f64,
     /// Half-width of the confidence interval of the difference.
@@ -81,7 +81,7 @@ pub struct Difference {
 impl Difference {
     /// The difference relative to the base mean, in per cent, with its
     /// error; `None` when the base mean is 0.
-    pub fn percent(&self, base: &Estimate) -> Option<(f64, f64)> {
+    pub(crate) fn percent(&self, base: &Estimate) -> Option<(f64, f64)> {
         (base.mean != 0.0).then(|| {
             (
                 self.diff / base.mean.abs() * 100.0,
@@ -93,7 +93,7 @@ impl Difference {
 
 /// Welch's t-test at `confidence` (unequal variances, Welch–Satterthwaite
 /// degrees of freedom, on the effective sample sizes).
-pub fn welch(base: &Estimate, new: &Estimate, confidence: f64) -> Difference {
+pub(crate) fn welch(base: &Estimate, new: &Estimate, confidence: f64) -> Difference {
     let diff = new.mean - base.mean;
     let (vb, vn) = (base.variance / base.n_eff, new.variance / new.n_eff);
     let se2 = vb + vn;
@@ -123,7 +123,7 @@ pub fn welch(base: &Estimate, new: &Estimate, confidence: f64) -> Difference {
 /// approximation with the tie correction), for figures whose intervals
 /// have outliers (latency percentiles: one stalled second). Returns the
 /// p-value, or `None` with fewer than two samples on a side.
-pub fn mann_whitney(base: &[f64], new: &[f64]) -> Option<f64> {
+pub(crate) fn mann_whitney(base: &[f64], new: &[f64]) -> Option<f64> {
     let (n1, n2) = (base.len(), new.len());
     if n1 < 2 || n2 < 2 {
         return None;
@@ -163,7 +163,7 @@ pub fn mann_whitney(base: &[f64], new: &[f64]) -> Option<f64> {
 }
 
 /// The median of `xs` (`None` when empty).
-pub fn median(xs: &[f64]) -> Option<f64> {
+pub(crate) fn median(xs: &[f64]) -> Option<f64> {
     if xs.is_empty() {
         return None;
     }

@@ -86,7 +86,7 @@ impl OpStats {
 }
 
 /// A histogram as [`OpStats::encoded_latency`] writes it.
-pub fn encode_histogram(h: &Histogram<u64>) -> String {
+pub(super) fn encode_histogram(h: &Histogram<u64>) -> String {
     use base64::Engine as _;
     use hdrhistogram::serialization::Serializer as _;
     let mut buf = Vec::new();

@@ -8,7 +8,7 @@ use super::StageReport;
 use crate::threshold::{Figures, Threshold, ThresholdVerdict};
 
 /// The figures of a whole stage for a threshold (its op, or all).
-pub fn stage_figures(report: &StageReport, op: Option<&str>) -> Figures {
+pub(crate) fn stage_figures(report: &StageReport, op: Option<&str>) -> Figures {
     let ns = Duration::from_nanos;
     match op.and_then(|name| report.ops.iter().find(|o| o.op == name)) {
         Some(o) => Figures {
@@ -34,7 +34,7 @@ pub fn stage_figures(report: &StageReport, op: Option<&str>) -> Figures {
 /// The verdict of each threshold that applies in the report's stage, over
 /// the whole stage; `breaches(name)` gives the crossings the sliding
 /// window saw during it.
-pub fn stage_verdicts(
+pub(crate) fn stage_verdicts(
     report: &StageReport,
     thresholds: &[Threshold],
     breaches: impl Fn(&str) -> u64,

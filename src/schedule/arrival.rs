@@ -21,7 +21,7 @@ use rand::{Rng, SeedableRng};
 use rand_distr::{Binomial, Distribution, Poisson};
 
 /// Points in an interval that are drawn directly instead of halving it.
-pub const LEAF: u64 = 16;
+pub(crate) const LEAF: u64 = 16;
 
 /// Halvings at most (an interval of 2^-48 of the stage's mass).
 const MAX_DEPTH: u32 = 48;

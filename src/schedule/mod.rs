@@ -20,11 +20,11 @@
 //! closed loop. Its duration is then a cap (default [`COUNT_STAGE_CAP`]),
 //! and the engine moves the rest of the schedule up when it ends sooner.
 
-pub mod arrival;
+pub(crate) mod arrival;
 mod offsets;
 mod position;
-pub mod search;
-pub mod window;
+pub(crate) mod search;
+pub(crate) mod window;
 
 use offsets::step_bases;
 

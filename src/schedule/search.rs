@@ -34,15 +34,15 @@ pub struct SearchSpec {
 
 /// How long a probe's operations still in flight may take to land in its
 /// report before it is judged (without them: failed).
-pub const JUDGE_ALLOWANCE: Duration = Duration::from_secs(5);
+pub(crate) const JUDGE_ALLOWANCE: Duration = Duration::from_secs(5);
 
 /// The defaults a stage's `search` table fills in.
-pub const DEFAULT_FACTOR: f64 = 2.0;
-pub const DEFAULT_PRECISION: f64 = 0.05;
-pub const DEFAULT_PROBE: Duration = Duration::from_secs(30);
-pub const DEFAULT_MIN_OPERATIONS: u64 = 1_000;
-pub const DEFAULT_SETTLE: Duration = Duration::from_secs(10);
-pub const DEFAULT_STOP_ERROR_RATIO: f64 = 0.05;
+pub(crate) const DEFAULT_FACTOR: f64 = 2.0;
+pub(crate) const DEFAULT_PRECISION: f64 = 0.05;
+pub(crate) const DEFAULT_PROBE: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_MIN_OPERATIONS: u64 = 1_000;
+pub(crate) const DEFAULT_SETTLE: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_STOP_ERROR_RATIO: f64 = 0.05;
 
 impl SearchSpec {
     /// A spec from `from` to `to` with the defaults.

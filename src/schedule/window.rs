@@ -18,7 +18,7 @@ const MINUTES_PER_DAY: u16 = 24 * 60;
 
 /// The longest a window slot runs before the engine looks again (when no
 /// window changes within the next days, or the zone's rules are odd).
-pub const MAX_SLOT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+pub(crate) const MAX_SLOT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
 /// A window change this close ahead counts as already happened, so an
 /// engine woken a hair early by its monotonic timer does not start a

@@ -50,11 +50,11 @@ const FINAL_READ_TIMEOUT: Duration = Duration::from_secs(4);
 const REPORT_READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Documents per shard name.
-pub type PerShard = BTreeMap<String, i64>;
+pub(crate) type PerShard = BTreeMap<String, i64>;
 
 /// One workload's documents per shard as `/status` shows them.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct ShardDocuments {
+pub(crate) struct ShardDocuments {
     pub workload: String,
     /// When the last successful reading was taken (RFC 3339, UTC); `null`:
     /// unknown (not read yet, or the last reading failed).
@@ -67,11 +67,11 @@ pub struct ShardDocuments {
 /// The last readings, shared by the task (writer) and `/status` (reader):
 /// empty unless the target is a mongos and the task is on.
 #[derive(Debug, Default)]
-pub struct ShardBook(std::sync::Mutex<Vec<ShardDocuments>>);
+pub(crate) struct ShardBook(std::sync::Mutex<Vec<ShardDocuments>>);
 
 impl ShardBook {
     /// The readings now, in the workloads' order.
-    pub fn snapshot(&self) -> Vec<ShardDocuments> {
+    pub(crate) fn snapshot(&self) -> Vec<ShardDocuments> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -109,7 +109,7 @@ impl ShardBook {
 /// Adds the `$collStats` documents of one collection (each `{shard,
 /// count}`) to `into`. A document without `shard` (a mongod answered) or
 /// without a numeric `count` is an error: the figure would be wrong.
-pub fn add_counts(into: &mut PerShard, docs: &[Document]) -> Result<(), String> {
+pub(crate) fn add_counts(into: &mut PerShard, docs: &[Document]) -> Result<(), String> {
     for d in docs {
         let shard = d
             .get_str("shard")
@@ -126,7 +126,7 @@ pub fn add_counts(into: &mut PerShard, docs: &[Document]) -> Result<(), String> 
 }
 
 /// Whether a `hello` reply is a mongos's.
-pub fn is_mongos(hello: &Document) -> bool {
+pub(crate) fn is_mongos(hello: &Document) -> bool {
     hello.get_str("msg") == Ok("isdbgrid")
 }
 
@@ -223,7 +223,7 @@ impl Watched {
 
 /// One chunk migration as `config.changelog` records its commit.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ChunkMove {
+pub(crate) struct ChunkMove {
     /// The changelog document's `_id` (MongoDB's `<host>-<time>-<n>`).
     pub id: String,
     pub ns: String,
@@ -237,7 +237,7 @@ pub struct ChunkMove {
 /// (`what: "moveChunk.commit"`, `ns`, `time`, `details: {from, to, ..}`).
 /// Any other document, or one without those fields, is an error: counting
 /// it would make a wrong figure.
-pub fn parse_migration(d: &Document) -> Result<ChunkMove, String> {
+pub(crate) fn parse_migration(d: &Document) -> Result<ChunkMove, String> {
     let id = match d.get("_id") {
         Some(Bson::String(s)) => s.clone(),
         Some(other) => other.to_string(),
@@ -272,7 +272,7 @@ pub fn parse_migration(d: &Document) -> Result<ChunkMove, String> {
 /// seen yet: later than `since`, or at `since` and not among `at_since`
 /// (the ids already counted at that instant). Advances `since` and
 /// `at_since` past them. In commit order.
-pub fn newer_migrations(
+pub(crate) fn newer_migrations(
     docs: &[Document],
     since: &mut mongodb::bson::DateTime,
     at_since: &mut HashSet<String>,
@@ -458,7 +458,7 @@ impl std::fmt::Debug for Counter {
 }
 
 /// Where the report task finds its [`ShardCounter`].
-pub type ReportCounter = Arc<std::sync::OnceLock<Arc<dyn crate::report::ShardCounter>>>;
+pub(crate) type ReportCounter = Arc<std::sync::OnceLock<Arc<dyn crate::report::ShardCounter>>>;
 
 impl crate::report::ShardCounter for Counter {
     fn documents<'a>(&'a self, workload: &'a str) -> crate::report::ShardReading<'a> {
@@ -495,13 +495,13 @@ impl crate::report::ShardCounter for Counter {
 
 /// Each workload's name and collections, in the config's order (kept
 /// current by the supervisor at each reload).
-pub type WorkloadCollections = Vec<(String, Vec<String>)>;
+pub(crate) type WorkloadCollections = Vec<(String, Vec<String>)>;
 
 /// Runs until `stop`: spawn it as a task. `workloads`: each workload's
 /// name and collections, as the config has them after each reload;
 /// `reports`: given the stage reports' reader once the target is known to
 /// be a mongos.
-pub async fn run(
+pub(crate) async fn run(
     interval: Duration,
     db: mongodb::Database,
     mut workloads: watch::Receiver<WorkloadCollections>,

@@ -34,7 +34,7 @@ const SETTLE: Duration = Duration::from_secs(1);
 
 /// One shard's replica set, from `listShards`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShardSet {
+pub(crate) struct ShardSet {
     /// The shard's name (`_id`): the `shard` label.
     pub shard: String,
     /// Its replica set's name.
@@ -45,7 +45,7 @@ pub struct ShardSet {
 
 /// The shards of a `listShards` reply that are replica sets (`host` is
 /// `set/host:port,...`); standalone shards are left out.
-pub fn shard_sets(reply: &Document) -> Vec<ShardSet> {
+pub(crate) fn shard_sets(reply: &Document) -> Vec<ShardSet> {
     let Ok(shards) = reply.get_array("shards") else {
         return Vec::new();
     };
@@ -73,7 +73,10 @@ pub fn shard_sets(reply: &Document) -> Vec<ShardSet> {
 /// The options of a monitoring-only client of `shard`: its members as
 /// seeds, its set's name, `target`'s TLS, timeouts and server API; no
 /// credentials, no pool kept warm.
-pub fn monitor_options(target: &ClientOptions, shard: &ShardSet) -> Result<ClientOptions, String> {
+pub(crate) fn monitor_options(
+    target: &ClientOptions,
+    shard: &ShardSet,
+) -> Result<ClientOptions, String> {
     let hosts = shard
         .hosts
         .iter()
@@ -144,7 +147,7 @@ async fn shards(admin: &mongodb::Database, stop: &CancellationToken) -> Option<V
 /// Runs until `stop`: spawn it as a task. `uri`: the target's connection
 /// string (its TLS options and timeouts go to the shards' monitors);
 /// `admin`: the daemon's client's `admin` database.
-pub async fn run(
+pub(crate) async fn run(
     uri: String,
     admin: mongodb::Database,
     metrics: Arc<Metrics>,

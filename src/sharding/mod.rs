@@ -7,5 +7,5 @@
 //! the prepare step that applies them is the deployment's
 //! (`mongo/shard.rs`); check-target's shard section is `check_target/sharding.rs`.
 
-pub mod documents;
-pub mod failover;
+pub(crate) mod documents;
+pub(crate) mod failover;

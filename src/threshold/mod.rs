@@ -6,7 +6,7 @@
 //! the figures a check reads, the evaluation and the state of a
 //! threshold over time ([`Tracker`]), tested with plain values.
 
-pub mod monitor;
+pub(crate) mod monitor;
 
 use std::fmt;
 use std::time::Duration;
@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 /// Exit status of `mongoload run` when a threshold with `abort_on_fail`
 /// stopped a workload or the run (k6 uses the same number).
-pub const EXIT_THRESHOLD_ABORT: u8 = 99;
+pub(crate) const EXIT_THRESHOLD_ABORT: u8 = 99;
 
 /// What a check reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -323,7 +323,7 @@ impl ThresholdVerdict {
 /// One threshold's state over time: evaluated once a tick with its
 /// window's figures.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Tracker {
+pub(crate) struct Tracker {
     /// The last verdict with data (`None`: none yet).
     pub ok: Option<bool>,
     /// Crossings into failure.
@@ -334,7 +334,7 @@ pub struct Tracker {
 
 /// What one evaluation changed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Update {
+pub(crate) struct Update {
     /// The threshold crossed: `Some(false)` into failure, `Some(true)`
     /// back to passing (the first verdict counts as a crossing only when
     /// it fails).
@@ -346,7 +346,7 @@ pub struct Update {
 impl Tracker {
     /// Takes the verdict at time `now` (any monotonic clock); no data
     /// keeps the state.
-    pub fn update(&mut self, t: &Threshold, now: Duration, verdict: Option<bool>) -> Update {
+    pub(crate) fn update(&mut self, t: &Threshold, now: Duration, verdict: Option<bool>) -> Update {
         let Some(ok) = verdict else {
             return Update::default();
         };
@@ -372,7 +372,7 @@ impl Tracker {
     }
 
     /// Forgets the state (a stage-bound threshold leaving its stage).
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.ok = None;
         self.failing_since = None;
     }
@@ -381,7 +381,7 @@ impl Tracker {
 /// Per-second counts of a workload (or an op) kept for a sliding window:
 /// the window's counts are the sum of its last `window` seconds.
 #[derive(Debug, Clone, Default)]
-pub struct CountWindow {
+pub(crate) struct CountWindow {
     /// (ok, error, missed) per second, oldest first.
     seconds: std::collections::VecDeque<(u64, u64, u64)>,
     last: Option<(u64, u64, u64)>,
@@ -389,7 +389,7 @@ pub struct CountWindow {
 
 impl CountWindow {
     /// Takes the cumulative totals at the end of one more second.
-    pub fn push_totals(&mut self, ok: u64, error: u64, missed: u64, keep: usize) {
+    pub(crate) fn push_totals(&mut self, ok: u64, error: u64, missed: u64, keep: usize) {
         let now = (ok, error, missed);
         let delta = match self.last {
             // A counter that went back (a reset) counts from zero.
@@ -410,7 +410,7 @@ impl CountWindow {
     }
 
     /// (ok, error, missed) over the last `secs` seconds.
-    pub fn sum(&self, secs: usize) -> (u64, u64, u64) {
+    pub(crate) fn sum(&self, secs: usize) -> (u64, u64, u64) {
         self.seconds
             .iter()
             .rev()
@@ -419,7 +419,7 @@ impl CountWindow {
     }
 
     /// Forgets the per-second history (keeps the totals it counts from).
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.seconds.clear();
     }
 }

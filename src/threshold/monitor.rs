@@ -187,7 +187,7 @@ impl ThresholdBook {
 /// counts read from `totals` (the workload's operations ok, in error and
 /// missed so far). An abort cancels `workload` (this workload) or `run`
 /// (all of them).
-pub async fn watch(
+pub(crate) async fn watch(
     book: Arc<ThresholdBook>,
     metrics: WorkloadMetrics,
     totals: impl Fn() -> (u64, u64, u64),

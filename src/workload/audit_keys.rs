@@ -36,7 +36,7 @@ impl AuditKeys for IntKeys {
 
 /// The ledger id of an `_id` that is a non-negative integer (an `Int64`,
 /// an `Int32` or a whole `Double`).
-pub fn int_id(id: &Bson) -> Option<u64> {
+pub(crate) fn int_id(id: &Bson) -> Option<u64> {
     match id {
         Bson::Int64(i) => u64::try_from(*i).ok(),
         Bson::Int32(i) => u64::try_from(*i).ok(),

@@ -65,7 +65,7 @@ impl std::fmt::Display for Growth {
 
 /// The data of a workload with footprint `fp` whose plan runs at
 /// `mean_rate` operations per second on average (`None`: closed loop).
-pub fn growth(fp: &Footprint, mean_rate: Option<f64>) -> Growth {
+pub(crate) fn growth(fp: &Footprint, mean_rate: Option<f64>) -> Growth {
     if let Some(max) = fp.bound {
         return Growth::Bounded {
             bytes: max.max(fp.initial_docs) as f64 * fp.doc_bytes,
@@ -93,7 +93,7 @@ pub fn growth(fp: &Footprint, mean_rate: Option<f64>) -> Growth {
 /// The mean rate of stages given as (rate at a fraction of the stage,
 /// duration): each stage sampled at 64 points; `None` when a stage is
 /// closed loop (`rate_at` returns `None`).
-pub fn mean_rate<S>(
+pub(crate) fn mean_rate<S>(
     stages: &[S],
     duration: impl Fn(&S) -> Duration,
     rate_at: impl Fn(&S, Duration) -> Option<f64>,
@@ -114,7 +114,7 @@ pub fn mean_rate<S>(
 
 /// Bytes for people: "760 MiB", "22 GiB", "1.5 TiB" (binary units, three
 /// significant digits at most).
-pub fn bytes_text(bytes: f64) -> String {
+pub(crate) fn bytes_text(bytes: f64) -> String {
     const UNITS: [&str; 6] = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB"];
     let mut v = bytes.max(0.0);
     let mut unit = 0;

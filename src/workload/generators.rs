@@ -13,7 +13,7 @@ use rand::{Rng, RngCore, SeedableRng};
 use serde::Deserialize;
 
 /// YCSB's default zipfian constant.
-pub const ZIPFIAN_THETA: f64 = 0.99;
+pub(crate) const ZIPFIAN_THETA: f64 = 0.99;
 
 /// Item count of YCSB's scrambled zipfian, and its precomputed zeta for
 /// theta 0.99 (`ScrambledZipfianGenerator.ZETAN`), so building one is O(1).
@@ -22,18 +22,18 @@ const SCRAMBLED_ZETAN: f64 = 26.469_028_201_783_02;
 
 /// A per-worker RNG: the same (seed, worker) always gives the same stream,
 /// and different workers get unrelated streams.
-pub fn worker_rng(seed: u64, worker_id: u32) -> SmallRng {
+pub(crate) fn worker_rng(seed: u64, worker_id: u32) -> SmallRng {
     SmallRng::seed_from_u64(splitmix64(seed ^ splitmix64(worker_id as u64 + 1)))
 }
 
 /// The RNG of loaded document number `i`: it depends only on (seed, i), so
 /// a resumed prepare writes exactly what an uninterrupted one would have.
-pub fn document_rng(seed: u64, i: u64) -> SmallRng {
+pub(crate) fn document_rng(seed: u64, i: u64) -> SmallRng {
     SmallRng::seed_from_u64(splitmix64(seed ^ i))
 }
 
 /// SplitMix64 finaliser: a cheap, well-mixed hash of a u64.
-pub fn splitmix64(x: u64) -> u64 {
+pub(crate) fn splitmix64(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -41,7 +41,7 @@ pub fn splitmix64(x: u64) -> u64 {
 }
 
 /// 64-bit FNV-1a over the bytes of `v`, as YCSB scrambles keys.
-pub fn fnv1a64(v: u64) -> u64 {
+pub(crate) fn fnv1a64(v: u64) -> u64 {
     let mut h: u64 = 0xCBF2_9CE4_8422_2325;
     for b in v.to_le_bytes() {
         h ^= b as u64;
@@ -71,7 +71,7 @@ pub enum KeyDist {
 /// ∝ 1/(i+1)^theta, in O(1) per draw after an O(n) zeta computation that is
 /// extended incrementally when the item count grows.
 #[derive(Debug, Clone)]
-pub struct Zipfian {
+pub(crate) struct Zipfian {
     items: u64,
     theta: f64,
     alpha: f64,
@@ -87,12 +87,12 @@ fn zeta_range(from: u64, to: u64, theta: f64) -> f64 {
 
 impl Zipfian {
     /// A zipfian over `items` (≥ 1) items with theta 0.99.
-    pub fn new(items: u64) -> Zipfian {
+    pub(crate) fn new(items: u64) -> Zipfian {
         Zipfian::with_theta(items, ZIPFIAN_THETA)
     }
 
     /// A zipfian with another theta in (0, 1).
-    pub fn with_theta(items: u64, theta: f64) -> Zipfian {
+    pub(crate) fn with_theta(items: u64, theta: f64) -> Zipfian {
         let items = items.max(1);
         let zetan = zeta_range(0, items, theta);
         Zipfian::from_zeta(items, theta, zetan)
@@ -118,14 +118,15 @@ impl Zipfian {
     }
 
     /// The number of items.
-    pub fn items(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn items(&self) -> u64 {
         self.items
     }
 
     /// Grows the item count, extending zeta incrementally (O(growth)).
     /// Shrinking is ignored: draws above a smaller bound are folded by the
     /// caller.
-    pub fn grow_to(&mut self, items: u64) {
+    pub(crate) fn grow_to(&mut self, items: u64) {
         if items > self.items {
             self.zetan += zeta_range(self.items, items, self.theta);
             self.items = items;
@@ -134,7 +135,7 @@ impl Zipfian {
     }
 
     /// One draw in `[0, items)`; 0 is the most popular item.
-    pub fn sample(&self, rng: &mut impl Rng) -> u64 {
+    pub(crate) fn sample(&self, rng: &mut impl Rng) -> u64 {
         let u: f64 = rng.random();
         let uz = u * self.zetan;
         if uz < 1.0 {
@@ -151,7 +152,7 @@ impl Zipfian {
 /// YCSB's `ScrambledZipfianGenerator`: zipfian popularity over 10¹⁰ items,
 /// hashed into `[0, n)` so the hot keys are spread over the key space.
 #[derive(Debug, Clone)]
-pub struct ScrambledZipfian {
+pub(crate) struct ScrambledZipfian {
     inner: Zipfian,
 }
 
@@ -163,14 +164,14 @@ impl Default for ScrambledZipfian {
 
 impl ScrambledZipfian {
     /// Built in O(1) from YCSB's precomputed constant.
-    pub fn new() -> ScrambledZipfian {
+    pub(crate) fn new() -> ScrambledZipfian {
         ScrambledZipfian {
             inner: Zipfian::from_zeta(SCRAMBLED_ITEMS, ZIPFIAN_THETA, SCRAMBLED_ZETAN),
         }
     }
 
     /// One draw in `[0, n)` (n ≥ 1).
-    pub fn sample(&self, rng: &mut impl Rng, n: u64) -> u64 {
+    pub(crate) fn sample(&self, rng: &mut impl Rng, n: u64) -> u64 {
         fnv1a64(self.inner.sample(rng)) % n.max(1)
     }
 }
@@ -178,7 +179,7 @@ impl ScrambledZipfian {
 /// A key chooser over a key space `[0, n)` that may grow between calls
 /// (inserts add keys). One per worker.
 #[derive(Debug, Clone)]
-pub enum KeyGen {
+pub(crate) enum KeyGen {
     /// Uniform over `[0, n)`.
     Uniform,
     /// The next key in order, wrapping at `n`.
@@ -194,7 +195,7 @@ pub enum KeyGen {
 impl KeyGen {
     /// A chooser for `dist` over an initial key space of `n` keys. Zipfian
     /// kinds compute zeta(n) here (O(n)); build once and clone per worker.
-    pub fn new(dist: KeyDist, n: u64) -> KeyGen {
+    pub(crate) fn new(dist: KeyDist, n: u64) -> KeyGen {
         match dist {
             KeyDist::Uniform => KeyGen::Uniform,
             KeyDist::Sequential => KeyGen::Sequential { next: 0 },
@@ -205,7 +206,7 @@ impl KeyGen {
     }
 
     /// A key in `[0, n)`; 0 when `n` is 0.
-    pub fn next_key(&mut self, rng: &mut impl Rng, n: u64) -> u64 {
+    pub(crate) fn next_key(&mut self, rng: &mut impl Rng, n: u64) -> u64 {
         if n == 0 {
             return 0;
         }
@@ -234,7 +235,7 @@ impl KeyGen {
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 /// Appends `len` random ASCII characters to `buf`.
-pub fn fill_ascii(rng: &mut impl RngCore, buf: &mut Vec<u8>, len: usize) {
+pub(crate) fn fill_ascii(rng: &mut impl RngCore, buf: &mut Vec<u8>, len: usize) {
     buf.reserve(len);
     let mut left = len;
     while left > 0 {
@@ -249,7 +250,7 @@ pub fn fill_ascii(rng: &mut impl RngCore, buf: &mut Vec<u8>, len: usize) {
 }
 
 /// A random ASCII string of `len` characters.
-pub fn random_ascii(rng: &mut impl RngCore, len: usize) -> String {
+pub(crate) fn random_ascii(rng: &mut impl RngCore, len: usize) -> String {
     let mut v = Vec::with_capacity(len);
     fill_ascii(rng, &mut v, len);
     // Only ALPHABET bytes were pushed: always valid UTF-8.
@@ -262,16 +263,16 @@ pub fn random_ascii(rng: &mut impl RngCore, len: usize) -> String {
 /// at the pool's scale (1 MiB by default), far beyond a compressor's window
 /// for documents up to a few hundred KB.
 #[derive(Debug, Clone)]
-pub struct PadPool {
+pub(crate) struct PadPool {
     bytes: Arc<str>,
 }
 
 impl PadPool {
     /// Default pool size.
-    pub const DEFAULT_SIZE: usize = 1 << 20;
+    pub(crate) const DEFAULT_SIZE: usize = 1 << 20;
 
     /// A pool of `size` random characters drawn from `seed`.
-    pub fn new(seed: u64, size: usize) -> PadPool {
+    pub(crate) fn new(seed: u64, size: usize) -> PadPool {
         let mut rng = SmallRng::seed_from_u64(splitmix64(seed ^ 0x5041_4450_4f4f_4c00));
         PadPool {
             bytes: Arc::from(random_ascii(&mut rng, size.max(1))),
@@ -280,7 +281,7 @@ impl PadPool {
 
     /// `len` characters starting at a random offset (wrapping around the
     /// pool, repeating it when `len` exceeds its size).
-    pub fn pad(&self, rng: &mut impl Rng, len: usize) -> String {
+    pub(crate) fn pad(&self, rng: &mut impl Rng, len: usize) -> String {
         let pool = &*self.bytes;
         let mut out = String::with_capacity(len);
         let mut at = rng.random_range(0..pool.len());

@@ -131,7 +131,7 @@ impl KindConfig {
 
 /// Deserializes `kind = "…"`: the named kind with default parameters
 /// (a table beside it replaces them, see [`split_tables`]).
-pub fn kind_by_name<'de, D: Deserializer<'de>>(d: D) -> Result<KindConfig, D::Error> {
+pub(crate) fn kind_by_name<'de, D: Deserializer<'de>>(d: D) -> Result<KindConfig, D::Error> {
     let name = String::deserialize(d)?;
     KindConfig::with_defaults(&name).ok_or_else(|| {
         de::Error::custom(format!(
@@ -142,7 +142,7 @@ pub fn kind_by_name<'de, D: Deserializer<'de>>(d: D) -> Result<KindConfig, D::Er
 }
 
 /// A kind's parameter table found in a workload's map.
-pub struct Table {
+pub(crate) struct Table {
     /// Its key (`insert_benchmark`).
     pub key: &'static str,
     pub params: KindConfig,
@@ -152,7 +152,7 @@ pub struct Table {
 /// pass (into `tables`) and every other key goes on to the derived
 /// deserializer. Keys and values are read through the wrapped map, so
 /// errors keep their path.
-pub fn split_tables<'de, 't, A: MapAccess<'de> + 't>(
+pub(crate) fn split_tables<'de, 't, A: MapAccess<'de> + 't>(
     map: A,
     tables: &'t mut Vec<Table>,
 ) -> impl MapAccess<'de, Error = A::Error> + 't {

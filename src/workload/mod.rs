@@ -22,21 +22,21 @@
 //! makes one or more [`Request`]s, each a single driver call ([`Action`])
 //! labelled with a step of the op ([`OpSpec`]).
 
-pub mod audit_keys;
-pub mod bounded;
-pub mod custom;
-pub mod footprint;
-pub mod generators;
+pub(crate) mod audit_keys;
+pub(crate) mod bounded;
+pub(crate) mod custom;
+pub(crate) mod footprint;
+pub(crate) mod generators;
 pub mod insert_benchmark;
-pub mod kind_list;
-pub mod kind_trait;
-pub mod large_doc;
-pub mod mixed;
-pub mod name_num;
-pub mod shard;
+pub(crate) mod kind_list;
+pub(crate) mod kind_trait;
+pub(crate) mod large_doc;
+pub(crate) mod mixed;
+pub(crate) mod name_num;
+pub(crate) mod shard;
 pub mod sysbench;
-pub mod validate;
-pub mod weighted;
+pub(crate) mod validate;
+pub(crate) mod weighted;
 pub mod ycsb;
 
 pub use audit_keys::{AuditKeys, IntKeys};

@@ -270,12 +270,12 @@ pub enum Presplit {
 
 /// The most chunks `presplit` may ask for (MongoDB: 8192 per shard for a
 /// hashed key; a load generator needs far fewer).
-pub const PRESPLIT_MAX: u32 = 8192;
+pub(crate) const PRESPLIT_MAX: u32 = 8192;
 
 /// The plan of a workload whose `shard_key` and `presplit` are `key` and
 /// `presplit`, its kind saying `shape` of the key's first field. Errors
 /// name the key (`presplit`, `shard_key…`).
-pub fn plan(
+pub(crate) fn plan(
     key: Option<&ShardKey>,
     presplit: Option<u32>,
     shape: KeyShape,
@@ -341,7 +341,7 @@ pub fn plan(
 /// The `chunks - 1` points that split `[start, end)` into `chunks` ranges
 /// as equal as integers allow (the first chunk also takes everything
 /// below `start`, the last everything above).
-pub fn split_points(start: i64, end: i64, chunks: u32) -> Result<Vec<i64>, String> {
+pub(crate) fn split_points(start: i64, end: i64, chunks: u32) -> Result<Vec<i64>, String> {
     let len = end.saturating_sub(start);
     if len < i64::from(chunks) {
         return Err(format!(
@@ -356,7 +356,7 @@ pub fn split_points(start: i64, end: i64, chunks: u32) -> Result<Vec<i64>, Strin
 
 /// The warning for a ranged key whose first field the kind's inserts only
 /// grow: every insert lands on one shard.
-pub fn grows_warning(
+pub(crate) fn grows_warning(
     workload: &str,
     key: &ShardKey,
     shape: KeyShape,
@@ -376,7 +376,7 @@ pub fn grows_warning(
 
 /// The `split` commands' `middle` for a ranged plan: each point on the
 /// first field, the key's other fields at MinKey.
-pub fn split_middle(key: &ShardKey, point: i64) -> Document {
+pub(crate) fn split_middle(key: &ShardKey, point: i64) -> Document {
     let mut d = Document::new();
     for (i, (name, _)) in key.fields.iter().enumerate() {
         d.insert(
@@ -392,7 +392,7 @@ pub fn split_middle(key: &ShardKey, point: i64) -> Document {
 }
 
 /// `listShards`' shard names, in order, from its reply.
-pub fn shard_names(reply: &Document) -> Vec<String> {
+pub(crate) fn shard_names(reply: &Document) -> Vec<String> {
     reply
         .get_array("shards")
         .map(|a| {
@@ -407,7 +407,7 @@ pub fn shard_names(reply: &Document) -> Vec<String> {
 /// starts on the key's first field (`None`: at MinKey, the first chunk)
 /// and the shard holding it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChunkAt {
+pub(crate) struct ChunkAt {
     pub start: Option<i64>,
     pub shard: String,
 }
@@ -416,7 +416,7 @@ impl ChunkAt {
     /// From a `config.chunks` document (`min`, `shard`), for `key`; `None`
     /// when its `min` does not start with an integer or MinKey on the
     /// key's first field (a chunk this presplit did not make).
-    pub fn from_chunk(d: &Document, key: &ShardKey) -> Option<ChunkAt> {
+    pub(crate) fn from_chunk(d: &Document, key: &ShardKey) -> Option<ChunkAt> {
         let min = d.get_document("min").ok()?;
         let start = match min.get(key.first())? {
             Bson::MinKey => None,
@@ -433,7 +433,7 @@ impl ChunkAt {
 
 /// The split points of a ranged presplit that are not yet chunk
 /// boundaries: an interrupted presplit resumes with these.
-pub fn missing_splits(points: &[i64], chunks: &[ChunkAt]) -> Vec<i64> {
+pub(crate) fn missing_splits(points: &[i64], chunks: &[ChunkAt]) -> Vec<i64> {
     points
         .iter()
         .copied()
@@ -448,7 +448,7 @@ pub fn missing_splits(points: &[i64], chunks: &[ChunkAt]) -> Vec<i64> {
 /// round-robin leaves them), whoever spread them: a presplit that ran to
 /// its end, or the balancer since. `points` gives the first chunk's
 /// point (below the first split).
-pub fn spreading_moves(
+pub(crate) fn spreading_moves(
     points: &[i64],
     chunks: &[ChunkAt],
     shards: &[String],
@@ -477,7 +477,7 @@ pub fn spreading_moves(
 
 /// `{ key: … }` of a collection as `config.collections` holds it, compared
 /// with the planned key (field order included).
-pub fn same_key(found: &Document, planned: &ShardKey) -> bool {
+pub(crate) fn same_key(found: &Document, planned: &ShardKey) -> bool {
     let planned = planned.to_document();
     found.len() == planned.len()
         && found.iter().zip(planned.iter()).all(|((a, av), (b, bv))| {
@@ -496,14 +496,14 @@ pub fn same_key(found: &Document, planned: &ShardKey) -> bool {
 
 /// A workload whose collections are sharded: the same workload with
 /// [`PrepareStep::Shard`] first among its prepare steps.
-pub struct Sharded {
+pub(crate) struct Sharded {
     inner: Arc<dyn Workload>,
     plan: ShardPlan,
 }
 
 impl Sharded {
     /// `inner`, sharded as `plan` says.
-    pub fn wrap(inner: Arc<dyn Workload>, plan: ShardPlan) -> Arc<dyn Workload> {
+    pub(crate) fn wrap(inner: Arc<dyn Workload>, plan: ShardPlan) -> Arc<dyn Workload> {
         Arc::new(Sharded { inner, plan })
     }
 }

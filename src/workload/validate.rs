@@ -5,13 +5,13 @@
 use crate::config_values::{ByteSize, KeyError};
 
 /// Smallest document size accepted: room for `_id`, `k` and a little padding.
-pub const MIN_DOC_SIZE: u64 = 64;
+pub(crate) const MIN_DOC_SIZE: u64 = 64;
 
 /// Largest document size accepted: MongoDB's 16 MiB document limit.
-pub const MAX_DOC_SIZE: u64 = 16 << 20;
+pub(crate) const MAX_DOC_SIZE: u64 = 16 << 20;
 
 /// A collection name MongoDB accepts for user data.
-pub fn check_collection(key: &str, name: &str) -> Result<(), KeyError> {
+pub(crate) fn check_collection(key: &str, name: &str) -> Result<(), KeyError> {
     if name.is_empty() || name.contains(['$', '\0']) || name.starts_with("system.") {
         return Err(KeyError::new(
             key,
@@ -22,7 +22,7 @@ pub fn check_collection(key: &str, name: &str) -> Result<(), KeyError> {
 }
 
 /// A count that must be positive.
-pub fn at_least_one(key: &str, v: u64) -> Result<(), KeyError> {
+pub(crate) fn at_least_one(key: &str, v: u64) -> Result<(), KeyError> {
     if v == 0 {
         return Err(KeyError::new(key, "must be at least 1, got 0"));
     }
@@ -30,7 +30,7 @@ pub fn at_least_one(key: &str, v: u64) -> Result<(), KeyError> {
 }
 
 /// A relative weight: finite and not negative.
-pub fn check_weight(key: &str, w: f64) -> Result<(), KeyError> {
+pub(crate) fn check_weight(key: &str, w: f64) -> Result<(), KeyError> {
     if !(w.is_finite() && w >= 0.0) {
         return Err(KeyError::new(
             key,
@@ -41,7 +41,7 @@ pub fn check_weight(key: &str, w: f64) -> Result<(), KeyError> {
 }
 
 /// A document size between [`MIN_DOC_SIZE`] and [`MAX_DOC_SIZE`].
-pub fn check_doc_size(key: &str, size: ByteSize) -> Result<(), KeyError> {
+pub(crate) fn check_doc_size(key: &str, size: ByteSize) -> Result<(), KeyError> {
     let size = size.bytes();
     if !(MIN_DOC_SIZE..=MAX_DOC_SIZE).contains(&size) {
         return Err(KeyError::new(
@@ -54,13 +54,17 @@ pub fn check_doc_size(key: &str, size: ByteSize) -> Result<(), KeyError> {
 
 /// A `max_docs` bound must leave room for the loaded data, or the first
 /// inserts would delete documents the run expects to find.
-pub fn check_bound(max_docs: u64, initial_docs: u64) -> Result<(), KeyError> {
+pub(crate) fn check_bound(max_docs: u64, initial_docs: u64) -> Result<(), KeyError> {
     check_bound_of(max_docs, initial_docs, "initial_docs")
 }
 
 /// [`check_bound`] for a kind whose loaded documents are counted by the
 /// key `initial_key` (YCSB's `record_count`).
-pub fn check_bound_of(max_docs: u64, initial: u64, initial_key: &str) -> Result<(), KeyError> {
+pub(crate) fn check_bound_of(
+    max_docs: u64,
+    initial: u64,
+    initial_key: &str,
+) -> Result<(), KeyError> {
     if max_docs > 0 && max_docs < initial {
         return Err(KeyError::new(
             "max_docs",
@@ -71,7 +75,7 @@ pub fn check_bound_of(max_docs: u64, initial: u64, initial_key: &str) -> Result<
 }
 
 /// A `max_docs` bound as `check-config` prints it.
-pub fn bound(max_docs: u64) -> String {
+pub(crate) fn bound(max_docs: u64) -> String {
     if max_docs == 0 {
         "unbounded".into()
     } else {

@@ -10,7 +10,7 @@
 //!
 //! Pure: reports in, text out ([`page`]); the CLI writes the file.
 
-pub mod svg;
+pub(crate) mod svg;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 /// `text` safe inside HTML or SVG text and attribute values (quoted).
-pub fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -23,19 +23,19 @@ pub fn escape(text: &str) -> String {
 /// Where percentile `p` (a fraction below 1) sits on the spectrum's x axis:
 /// log10(1/(1−p)), as HdrHistogram's plotter draws it (50 % at 0.30, 90 %
 /// at 1, 99 % at 2, 99.9 % at 3).
-pub fn percentile_x(p: f64) -> f64 {
+pub(crate) fn percentile_x(p: f64) -> f64 {
     -(1.0 - p.clamp(0.0, 1.0 - 1e-12)).log10()
 }
 
 /// The percentile (fraction) at spectrum position `x`, [`percentile_x`]'s
 /// inverse.
-pub fn percentile_at(x: f64) -> f64 {
+pub(crate) fn percentile_at(x: f64) -> f64 {
     1.0 - 10f64.powf(-x)
 }
 
 /// The spectrum axis's labelled ticks up to `max_x`: 50 %, 90 %, 99 %,
 /// 99.9 %, … (`0 %` at the origin).
-pub fn percentile_ticks(max_x: f64) -> Vec<(f64, String)> {
+pub(crate) fn percentile_ticks(max_x: f64) -> Vec<(f64, String)> {
     let mut ticks = vec![(0.0, "0%".to_owned()), (percentile_x(0.5), "50%".into())];
     let mut k = 1u32;
     while f64::from(k) <= max_x + 1e-9 {
@@ -53,7 +53,7 @@ pub fn percentile_ticks(max_x: f64) -> Vec<(f64, String)> {
 
 /// Up to about `n` round tick values (1, 2 or 5 × 10^k apart) covering
 /// `[lo, hi]`, from the first multiple at or below `lo`.
-pub fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+pub(crate) fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     if !(lo.is_finite() && hi.is_finite()) || n == 0 {
         return Vec::new();
     }
@@ -82,7 +82,7 @@ pub fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
 }
 
 /// A tick value as a short label: no trailing zeros (`0.5`, `2`, `1500`).
-pub fn tick_label(v: f64) -> String {
+pub(crate) fn tick_label(v: f64) -> String {
     if v.abs() >= 1000.0 && v.fract() == 0.0 {
         return format!("{v:.0}");
     }
@@ -97,7 +97,7 @@ pub fn tick_label(v: f64) -> String {
 
 /// A linear map from a data range onto a pixel range.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Scale {
+pub(crate) struct Scale {
     pub d0: f64,
     pub d1: f64,
     pub r0: f64,
@@ -105,7 +105,7 @@ pub struct Scale {
 }
 
 impl Scale {
-    pub fn at(&self, v: f64) -> f64 {
+    pub(crate) fn at(&self, v: f64) -> f64 {
         if self.d1 == self.d0 {
             return self.r0;
         }
@@ -115,7 +115,7 @@ impl Scale {
 
 /// The `d` attribute of an SVG path through each segment's points (one
 /// `M` per segment, `L` after it); empty segments are skipped.
-pub fn path_d(segments: &[Vec<(f64, f64)>], x: Scale, y: Scale) -> String {
+pub(crate) fn path_d(segments: &[Vec<(f64, f64)>], x: Scale, y: Scale) -> String {
     let mut d = String::new();
     for seg in segments {
         for (i, &(px, py)) in seg.iter().enumerate() {
@@ -131,7 +131,7 @@ pub fn path_d(segments: &[Vec<(f64, f64)>], x: Scale, y: Scale) -> String {
 
 /// One line of a chart, drawn in pieces (a gap between stages).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Series {
+pub(crate) struct Series {
     pub label: String,
     pub color: &'static str,
     /// Drawn dashed (the base run of a comparison).
@@ -141,7 +141,7 @@ pub struct Series {
 
 /// What a vertical marker shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MarkerKind {
+pub(crate) enum MarkerKind {
     /// A stage starts.
     Stage,
     Failover,
@@ -161,7 +161,7 @@ impl MarkerKind {
 
 /// A vertical line at `x` with a short label and a tooltip.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Marker {
+pub(crate) struct Marker {
     pub x: f64,
     pub kind: MarkerKind,
     pub label: String,
@@ -170,7 +170,7 @@ pub struct Marker {
 
 /// A shaded span of the x axis (a stage whose thresholds failed).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Band {
+pub(crate) struct Band {
     pub x0: f64,
     pub x1: f64,
     pub label: String,
@@ -179,7 +179,7 @@ pub struct Band {
 
 /// A line chart.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Chart {
+pub(crate) struct Chart {
     pub title: String,
     pub x_label: String,
     pub y_label: String,
@@ -192,10 +192,10 @@ pub struct Chart {
 }
 
 /// The chart's width in its own units; the page scales it to its width.
-pub const WIDTH: f64 = 1200.0;
+pub(crate) const WIDTH: f64 = 1200.0;
 /// The plot's height (axes included), without the marks above it and the
 /// legend below it.
-pub const PLOT_HEIGHT: f64 = 280.0;
+pub(crate) const PLOT_HEIGHT: f64 = 280.0;
 const LEFT: f64 = 64.0;
 const RIGHT: f64 = 16.0;
 /// The title's band above everything.
@@ -206,17 +206,17 @@ const LINE: f64 = 14.0;
 /// The width of one character of the 11 px labels, an upper estimate for
 /// the sans-serif fonts browsers pick (measured at 5.5–6.3 px), so that
 /// labels laid out with it never touch.
-pub const CHAR: f64 = 6.6;
+pub(crate) const CHAR: f64 = 6.6;
 
 /// The estimated width of a label of 11 px text.
-pub fn text_width(text: &str) -> f64 {
+pub(crate) fn text_width(text: &str) -> f64 {
     text.chars().count() as f64 * CHAR
 }
 
 /// Greedy lanes for labels spanning `[x, x + width)` in order of `x`:
 /// each goes into the first lane whose last label ended before it starts.
 /// Returns each label's lane (in the input's order) and the lanes used.
-pub fn lanes(spans: &[(f64, f64)]) -> (Vec<usize>, usize) {
+pub(crate) fn lanes(spans: &[(f64, f64)]) -> (Vec<usize>, usize) {
     let mut order: Vec<usize> = (0..spans.len()).collect();
     order.sort_by(|&a, &b| spans[a].0.total_cmp(&spans[b].0));
     let mut ends: Vec<f64> = Vec::new();
@@ -267,7 +267,7 @@ impl Chart {
     /// the markers' labels in lanes above the plot (none over another);
     /// the plot with its axes, bands, marker lines and one
     /// `<path class="series">` per series; the legend in rows under it.
-    pub fn svg(&self) -> String {
+    pub(crate) fn svg(&self) -> String {
         let (x0, x1) = if self.x_range.1 > self.x_range.0 {
             self.x_range
         } else {

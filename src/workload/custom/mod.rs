@@ -6,11 +6,11 @@
 //! Every document gets `_id` = its sequence number (loads resume by it),
 //! and with `doc_size` a `pad` string that brings it to that BSON size.
 
-pub mod params;
-pub mod template;
+pub(crate) mod params;
+pub(crate) mod template;
 
 pub use params::{CustomConfig, CustomIndex, CustomOp, CustomOpKind};
-pub use template::{Ctx, Template};
+pub(crate) use template::{Ctx, Template};
 
 use std::sync::Arc;
 
@@ -187,7 +187,7 @@ fn document_template(v: &Value, at: &str) -> Result<Template, KeyError> {
 
 /// The `custom` workload's generator, shared by every worker.
 #[derive(Debug)]
-pub struct Custom {
+pub(crate) struct Custom {
     pad: PadPool,
     doc_size: Option<usize>,
     /// The template of loaded and inserted documents.
@@ -237,7 +237,7 @@ impl Custom {
 
     /// Checks what [`build`] would compile, without building it: for
     /// config validation.
-    pub fn check(cfg: &CustomConfig) -> Result<(), KeyError> {
+    pub(crate) fn check(cfg: &CustomConfig) -> Result<(), KeyError> {
         compile(cfg).map(|_| ())
     }
 }
@@ -245,7 +245,7 @@ impl Custom {
 /// Compiles the operations and templates of a custom workload. With a
 /// bound, every insert evicts the oldest document as its second step
 /// (step label `evict`), under the insert's own `op` label.
-pub fn build(cfg: &CustomConfig, seed: u64) -> Result<Built<Custom>, KeyError> {
+pub(crate) fn build(cfg: &CustomConfig, seed: u64) -> Result<Built<Custom>, KeyError> {
     let (ops, document, indexes) = compile(cfg)?;
     let has_insert = ops.iter().any(|o| matches!(o, CompiledOp::Insert(_)));
     let max_docs = if has_insert { cfg.max_docs } else { 0 };

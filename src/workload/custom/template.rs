@@ -35,7 +35,7 @@ pub(super) fn err<T>(key: &str, reason: impl Into<String>) -> Result<T, KeyError
 
 /// A compiled template: literals pre-built, generators ready to draw.
 #[derive(Debug, Clone)]
-pub enum Template {
+pub(crate) enum Template {
     /// A value without generators.
     Lit(Bson),
     /// A document some of whose values draw.
@@ -48,7 +48,7 @@ pub enum Template {
 
 /// A generator of one value.
 #[derive(Debug, Clone)]
-pub enum Gen {
+pub(crate) enum Gen {
     /// An integer `min + key` where the key follows a distribution over
     /// `span` values, or over the existing documents when `span` is None.
     Int {
@@ -82,7 +82,7 @@ pub enum Gen {
 }
 
 /// What a template draws from besides the worker's RNG.
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     /// The worker's RNG.
     pub rng: &'a mut SmallRng,
     /// Random ASCII to cut strings from.
@@ -170,7 +170,7 @@ fn date_of(
 
 impl Template {
     /// Compiles a TOML/JSON value; `at` names it in errors.
-    pub fn compile(v: &Value, at: &str) -> Result<Template, KeyError> {
+    pub(crate) fn compile(v: &Value, at: &str) -> Result<Template, KeyError> {
         let t = match v {
             Value::Object(o) if o.contains_key("$gen") => {
                 Template::Gen(Box::new(Gen::compile(o, at)?))
@@ -202,7 +202,7 @@ impl Template {
     }
 
     /// Compiles a template that must make a document.
-    pub fn compile_doc(v: &Value, at: &str) -> Result<Template, KeyError> {
+    pub(crate) fn compile_doc(v: &Value, at: &str) -> Result<Template, KeyError> {
         if !v.is_object() || v.get("$gen").is_some() {
             return err(at, format!("expected a table (a document), got {v}"));
         }
@@ -210,7 +210,7 @@ impl Template {
     }
 
     /// Draws one value.
-    pub fn eval(&mut self, ctx: &mut Ctx<'_>) -> Bson {
+    pub(crate) fn eval(&mut self, ctx: &mut Ctx<'_>) -> Bson {
         match self {
             Template::Lit(b) => b.clone(),
             Template::Doc(fields) => Bson::Document(
@@ -225,7 +225,7 @@ impl Template {
     }
 
     /// Draws a document (a template compiled by [`Template::compile_doc`]).
-    pub fn eval_doc(&mut self, ctx: &mut Ctx<'_>) -> Document {
+    pub(crate) fn eval_doc(&mut self, ctx: &mut Ctx<'_>) -> Document {
         match self.eval(ctx) {
             Bson::Document(d) => d,
             _ => Document::new(),

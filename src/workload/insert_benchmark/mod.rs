@@ -16,7 +16,7 @@
 //! (delete-per-insert, as the benchmark's own option does), so the
 //! collection holds at most `max_docs` documents for as long as it runs.
 
-pub mod params;
+pub(crate) mod params;
 
 pub use params::InsertBenchmarkConfig;
 

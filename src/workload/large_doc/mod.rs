@@ -10,7 +10,7 @@
 //! when bounded, where each insert also deletes the document `max_docs`
 //! behind it).
 
-pub mod params;
+pub(crate) mod params;
 
 pub use params::LargeDocConfig;
 
@@ -29,7 +29,7 @@ const QUERY: usize = 1;
 
 /// The `large-doc` workload's generator, shared by every worker.
 #[derive(Debug)]
-pub struct LargeDoc {
+pub(crate) struct LargeDoc {
     pad: PadPool,
     pad_len: usize,
     inserts: BoundedInserts,
@@ -46,7 +46,7 @@ impl LargeDoc {
 /// Whether worker `id` inserts, for a ratio `i : q`: worker `id` inserts
 /// when `floor((id+1)·i/(i+q))` steps up from `floor(id·i/(i+q))`, which
 /// spreads the inserters evenly over the worker numbers.
-pub fn is_inserter(id: u32, inserters: u32, queriers: u32) -> bool {
+pub(crate) fn is_inserter(id: u32, inserters: u32, queriers: u32) -> bool {
     let total = u64::from(inserters) + u64::from(queriers);
     if total == 0 {
         return true;
@@ -56,7 +56,7 @@ pub fn is_inserter(id: u32, inserters: u32, queriers: u32) -> bool {
 }
 
 /// Builds the workload from validated parameters.
-pub fn build(cfg: &LargeDocConfig, seed: u64) -> Built<LargeDoc> {
+pub(crate) fn build(cfg: &LargeDocConfig, seed: u64) -> Built<LargeDoc> {
     let overhead = bson_len(&doc! { "_id": 0i64, "pad": "" });
     let inserts = BoundedInserts::new(COLL, cfg.initial_docs, cfg.max_docs);
     let ops = vec![inserts.spec("insert"), OpSpec::single("query")];

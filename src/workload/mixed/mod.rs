@@ -12,7 +12,7 @@
 //! `k` is uniform in `[0, max(initial_docs, 1))`, so lookups by `k` mostly
 //! hit.
 
-pub mod params;
+pub(crate) mod params;
 
 pub use params::MixedConfig;
 
@@ -54,7 +54,7 @@ const WHATS: [What; 6] = [
 
 /// The `mixed` workload's generator, shared by every worker.
 #[derive(Debug)]
-pub struct Mixed {
+pub(crate) struct Mixed {
     pad: PadPool,
     /// Characters of padding that bring a document to `doc_size` bytes.
     pad_len: usize,
@@ -74,7 +74,8 @@ impl Mixed {
     }
 
     /// The shared `_id` counter: the next key an insert takes.
-    pub fn next_id(&self) -> &Arc<crate::cluster::Keys> {
+    #[cfg(test)]
+    pub(crate) fn next_id(&self) -> &Arc<crate::cluster::Keys> {
         self.inserts.counter()
     }
 }
@@ -83,7 +84,7 @@ impl Mixed {
 /// validates them); `seed` fixes the padding and the loaded documents.
 ///
 /// [`Kind::build`]: crate::workload::kind_trait::Kind::build
-pub fn build(cfg: &MixedConfig, seed: u64) -> Built<Mixed> {
+pub(crate) fn build(cfg: &MixedConfig, seed: u64) -> Built<Mixed> {
     let mix = Mix::positive(
         cfg.weights()
             .into_iter()

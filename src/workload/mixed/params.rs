@@ -46,7 +46,7 @@ pub struct MixedConfig {
 }
 
 /// The smallest default bound of `mixed` (`max_docs` absent).
-pub const DEFAULT_MAX_DOCS_FLOOR: u64 = 10_000;
+pub(crate) const DEFAULT_MAX_DOCS_FLOOR: u64 = 10_000;
 
 impl Default for MixedConfig {
     fn default() -> Self {

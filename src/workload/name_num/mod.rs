@@ -8,7 +8,7 @@
 //! every insert also deletes the document `max_docs` behind it, so the
 //! collection never grows past the bound (delete-per-insert).
 
-pub mod params;
+pub(crate) mod params;
 
 pub use params::{NameNumConfig, NameNumMode};
 
@@ -34,7 +34,7 @@ enum What {
 
 /// The `name-num` workload's generator, shared by every worker.
 #[derive(Debug)]
-pub struct NameNum {
+pub(crate) struct NameNum {
     name: String,
     num_max: u64,
     inserts: BoundedInserts,
@@ -54,15 +54,10 @@ impl NameNum {
     fn num(&self, rng: &mut SmallRng) -> i64 {
         rng.random_range(0..self.num_max) as i64
     }
-
-    /// The shared `_id` counter: the next key an insert takes.
-    pub fn next_id(&self) -> &Arc<crate::cluster::Keys> {
-        self.inserts.counter()
-    }
 }
 
 /// Builds the workload from validated parameters.
-pub fn build(cfg: &NameNumConfig, seed: u64) -> Built<NameNum> {
+pub(crate) fn build(cfg: &NameNumConfig, seed: u64) -> Built<NameNum> {
     let whats = match cfg.mode {
         NameNumMode::Insert => vec![(What::Insert, 1.0)],
         NameNumMode::Update => vec![(What::Update, 1.0)],

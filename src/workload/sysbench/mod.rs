@@ -15,7 +15,7 @@
 //! transaction in flight deletes the same one), so two workers never race
 //! to reinsert one `_id` and mongoload causes no `duplicate_key` itself.
 
-pub mod params;
+pub(crate) mod params;
 
 pub use params::SysbenchConfig;
 

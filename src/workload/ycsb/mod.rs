@@ -22,7 +22,7 @@
 //! and a restart (counter = records present) goes on wrapping with no key
 //! to find. Reads draw a record number as YCSB does and read its slot.
 
-pub mod params;
+pub(crate) mod params;
 
 pub use params::{YcsbConfig, YcsbFieldType, YcsbLetter, YcsbOp};
 

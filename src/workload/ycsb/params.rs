@@ -153,7 +153,7 @@ pub struct YcsbConfig {
 }
 
 /// The smallest default bound of `ycsb` (`max_docs` absent).
-pub const DEFAULT_MAX_DOCS_FLOOR: u64 = 10_000;
+pub(crate) const DEFAULT_MAX_DOCS_FLOOR: u64 = 10_000;
 
 impl Default for YcsbConfig {
     fn default() -> Self {
