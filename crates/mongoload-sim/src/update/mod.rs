@@ -548,52 +548,12 @@ fn apply_op(doc: &mut Document, op: &Op, id: Option<&Bson>) -> Result<bool, Quer
         }
         OpKind::Inc(v) | OpKind::Mul(v) => {
             let mul = matches!(op.kind, OpKind::Mul(_));
-            match cur {
-                // $mul on a missing field sets a zero of the operand's type.
-                None if mul => arith(v, &Bson::Int32(0), true).unwrap_or(Bson::Int32(0)),
-                None => v.clone(),
-                Some(c) if number_as_f64(c).is_some() => {
-                    let Some(r) = arith(c, v, mul) else {
-                        return Err(QueryError::bad_value(format!(
-                            "Failed to apply {} operations to current value ({c}) for document \
-                             {}: integer overflow",
-                            if mul { "$mul" } else { "$inc" },
-                            id_text(id)
-                        )));
-                    };
-                    if identical(c, &r) {
-                        return Ok(false);
-                    }
-                    r
-                }
-                Some(c) => {
-                    return Err(QueryError::new(
-                        14,
-                        "TypeMismatch",
-                        format!(
-                            "Cannot apply {} to a value of non-numeric type. {} has the field \
-                             '{last}' of non-numeric type {}",
-                            if mul { "$mul" } else { "$inc" },
-                            id_text(id),
-                            type_name(c)
-                        ),
-                    ))
-                }
-            }
+            let Some(r) = arithmetic(cur, v, mul, last, id)? else {
+                return Ok(false);
+            };
+            r
         }
-        OpKind::Unset => {
-            return Ok(match parent {
-                Parent::Doc(d) => d.remove(last).is_some(),
-                // Unsetting an array element leaves a null in its place.
-                Parent::Arr(a) => match array_index(last).and_then(|i| a.get_mut(i)) {
-                    Some(slot) if !matches!(slot, Bson::Null) => {
-                        *slot = Bson::Null;
-                        true
-                    }
-                    _ => false,
-                },
-            });
-        }
+        OpKind::Unset => return Ok(unset(parent, last)),
         OpKind::Min(v) | OpKind::Max(v) => {
             let want = if matches!(op.kind, OpKind::Min(_)) {
                 Ordering::Less
@@ -607,33 +567,106 @@ fn apply_op(doc: &mut Document, op: &Op, id: Option<&Bson>) -> Result<bool, Quer
         }
         OpKind::Push(vals) | OpKind::AddToSet(vals) => {
             let set = matches!(op.kind, OpKind::AddToSet(_));
-            let mut arr = match cur {
-                None => Vec::new(),
-                Some(Bson::Array(a)) => a.clone(),
-                Some(other) => {
-                    return Err(QueryError::bad_value(format!(
-                        "The field '{last}' must be an array but is of type {} in document {}",
-                        type_name(other),
-                        id_text(id)
-                    )))
-                }
-            };
-            let before = arr.len();
-            for v in vals {
-                if !set || !arr.iter().any(|e| compare(e, v) == Ordering::Equal) {
-                    arr.push(v.clone());
-                }
-            }
-            if cur.is_some() && arr.len() == before {
+            let Some(arr) = pushed(cur, vals, set, last, id)? else {
                 return Ok(false);
-            }
-            Bson::Array(arr)
+            };
+            arr
         }
         OpKind::CurrentDate(false) => Bson::DateTime(bson::DateTime::now()),
         OpKind::CurrentDate(true) => Bson::Timestamp(next_timestamp()),
     };
     put(&mut parent, last, new)?;
     Ok(true)
+}
+
+/// `$inc` (or `$mul`, `mul`) of `v` on the field `last` whose value is
+/// `cur`: the new value, or none when it does not change.
+fn arithmetic(
+    cur: Option<&Bson>,
+    v: &Bson,
+    mul: bool,
+    last: &str,
+    id: Option<&Bson>,
+) -> Result<Option<Bson>, QueryError> {
+    match cur {
+        // $mul on a missing field sets a zero of the operand's type.
+        None if mul => Ok(Some(
+            arith(v, &Bson::Int32(0), true).unwrap_or(Bson::Int32(0)),
+        )),
+        None => Ok(Some(v.clone())),
+        Some(c) if number_as_f64(c).is_some() => {
+            let Some(r) = arith(c, v, mul) else {
+                return Err(QueryError::bad_value(format!(
+                    "Failed to apply {} operations to current value ({c}) for document \
+                     {}: integer overflow",
+                    if mul { "$mul" } else { "$inc" },
+                    id_text(id)
+                )));
+            };
+            if identical(c, &r) {
+                return Ok(None);
+            }
+            Ok(Some(r))
+        }
+        Some(c) => Err(QueryError::new(
+            14,
+            "TypeMismatch",
+            format!(
+                "Cannot apply {} to a value of non-numeric type. {} has the field \
+                 '{last}' of non-numeric type {}",
+                if mul { "$mul" } else { "$inc" },
+                id_text(id),
+                type_name(c)
+            ),
+        )),
+    }
+}
+
+/// `$unset` of the field `last` of `parent`: whether it was there.
+fn unset(parent: Parent, last: &str) -> bool {
+    match parent {
+        Parent::Doc(d) => d.remove(last).is_some(),
+        // Unsetting an array element leaves a null in its place.
+        Parent::Arr(a) => match array_index(last).and_then(|i| a.get_mut(i)) {
+            Some(slot) if !matches!(slot, Bson::Null) => {
+                *slot = Bson::Null;
+                true
+            }
+            _ => false,
+        },
+    }
+}
+
+/// `$push` (or `$addToSet`, `set`) of `vals` on the field `last` whose
+/// value is `cur`: the new array, or none when it does not change.
+fn pushed(
+    cur: Option<&Bson>,
+    vals: &[Bson],
+    set: bool,
+    last: &str,
+    id: Option<&Bson>,
+) -> Result<Option<Bson>, QueryError> {
+    let mut arr = match cur {
+        None => Vec::new(),
+        Some(Bson::Array(a)) => a.clone(),
+        Some(other) => {
+            return Err(QueryError::bad_value(format!(
+                "The field '{last}' must be an array but is of type {} in document {}",
+                type_name(other),
+                id_text(id)
+            )))
+        }
+    };
+    let before = arr.len();
+    for v in vals {
+        if !set || !arr.iter().any(|e| compare(e, v) == Ordering::Equal) {
+            arr.push(v.clone());
+        }
+    }
+    if cur.is_some() && arr.len() == before {
+        return Ok(None);
+    }
+    Ok(Some(Bson::Array(arr)))
 }
 
 /// The document an upsert starts from: the equality conditions of the
