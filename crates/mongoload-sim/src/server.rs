@@ -247,38 +247,7 @@ async fn serve(
         if !got {
             return Ok(());
         }
-        // A compressed request is unwrapped here and answered compressed
-        // with the same compressor, as mongod does.
-        let mut compressor = None;
-        if frame.get(12..16) == Some(&wire::OP_COMPRESSED.to_le_bytes()[..]) {
-            let (plain, id) = crate::wire::compress::decompress(&frame).map_err(WireError::from)?;
-            shared.stats.compressed[usize::from(id)].fetch_add(1, Ordering::Relaxed);
-            frame = plain;
-            compressor = Some(id);
-        }
-        let (request_id, body, reply_legacy, no_reply) = match wire::parse_message(&frame)? {
-            Request::Msg {
-                request_id,
-                more_to_come,
-                body,
-                ..
-            } => (request_id, body, false, more_to_come),
-            Request::Query {
-                request_id,
-                collection,
-                query,
-            } => {
-                if !collection.ends_with(".$cmd") {
-                    return Err(WireError::UnknownOpcode(wire::OP_QUERY).into());
-                }
-                let mut q = query;
-                if !q.contains_key("$db") {
-                    let db = collection.trim_end_matches(".$cmd").to_owned();
-                    q.insert("$db", db);
-                }
-                (request_id, q, true, false)
-            }
-        };
+        let (body, envelope) = open_request(shared, &mut frame)?;
         let reply = tokio::select! {
             // A reply already computed is sent even if the connection is
             // being closed (a replSetStepDown answers, then closes).
@@ -286,7 +255,7 @@ async fn serve(
             r = respond(shared, connection_id, body, &mut rng, &mut session, &mut client) => r?,
             _ = &mut closed => return Err(reason()),
         };
-        if no_reply {
+        if envelope.no_reply {
             continue;
         }
         // A reply computed as the freeze began goes out after it; one
@@ -298,21 +267,82 @@ async fn serve(
             () = shared.faults.while_silent() => {}
             _ = &mut closed => return Err(reason()),
         }
-        out.clear();
         let id = shared.next_request.fetch_add(1, Ordering::Relaxed) as i32;
-        if reply_legacy {
-            wire::encode_reply(&mut out, id, request_id, &reply);
-        } else {
-            wire::encode_msg(&mut out, id, request_id, &reply);
-        }
-        if let Some(c) = compressor {
-            out = crate::wire::compress::compress(&out, c);
-        }
+        encode_reply(&mut out, id, &envelope, &reply);
         wr.write_all(&out).await?;
         if out.capacity() > 1024 * 1024 {
             // Do not keep a huge buffer per idle connection after one big reply.
             out = Vec::with_capacity(16 * 1024);
         }
+    }
+}
+
+/// How a request came, which its reply follows.
+struct Envelope {
+    request_id: i32,
+    /// A legacy `OP_QUERY`: answered with an `OP_REPLY`.
+    legacy: bool,
+    /// `moreToCome`: the client wants no reply.
+    no_reply: bool,
+    /// The request was compressed with this compressor: so is its reply.
+    compressor: Option<u8>,
+}
+
+/// The command in `frame` (decompressed in place if compressed), and how
+/// it came.
+fn open_request(shared: &Shared, frame: &mut Vec<u8>) -> Result<(Document, Envelope), Closed> {
+    // A compressed request is unwrapped here and answered compressed
+    // with the same compressor, as mongod does.
+    let mut compressor = None;
+    if frame.get(12..16) == Some(&wire::OP_COMPRESSED.to_le_bytes()[..]) {
+        let (plain, id) = crate::wire::compress::decompress(frame).map_err(WireError::from)?;
+        shared.stats.compressed[usize::from(id)].fetch_add(1, Ordering::Relaxed);
+        *frame = plain;
+        compressor = Some(id);
+    }
+    let (request_id, body, legacy, no_reply) = match wire::parse_message(frame)? {
+        Request::Msg {
+            request_id,
+            more_to_come,
+            body,
+            ..
+        } => (request_id, body, false, more_to_come),
+        Request::Query {
+            request_id,
+            collection,
+            query,
+        } => {
+            if !collection.ends_with(".$cmd") {
+                return Err(WireError::UnknownOpcode(wire::OP_QUERY).into());
+            }
+            let mut q = query;
+            if !q.contains_key("$db") {
+                let db = collection.trim_end_matches(".$cmd").to_owned();
+                q.insert("$db", db);
+            }
+            (request_id, q, true, false)
+        }
+    };
+    let envelope = Envelope {
+        request_id,
+        legacy,
+        no_reply,
+        compressor,
+    };
+    Ok((body, envelope))
+}
+
+/// Encodes `reply` (message `id`) into `out`, replacing what it held, as
+/// the request's `envelope` asks.
+fn encode_reply(out: &mut Vec<u8>, id: i32, envelope: &Envelope, reply: &Document) {
+    out.clear();
+    if envelope.legacy {
+        wire::encode_reply(out, id, envelope.request_id, reply);
+    } else {
+        wire::encode_msg(out, id, envelope.request_id, reply);
+    }
+    if let Some(c) = envelope.compressor {
+        *out = crate::wire::compress::compress(out, c);
     }
 }
 
