@@ -289,24 +289,7 @@ impl Cluster {
             )
             .to_doc();
         }
-        let sharding_command = matches!(
-            name.as_str(),
-            "enableSharding"
-                | "enablesharding"
-                | "shardCollection"
-                | "shardcollection"
-                | "split"
-                | "moveChunk"
-                | "movechunk"
-        );
-        let reads_changelog = db == "config"
-            && matches!(name.as_str(), "find" | "aggregate" | "count" | "distinct")
-            && body.get_str(&name) == Ok("changelog");
-        let refused = (sharding_command && self.refuse_sharding.load(Ordering::Relaxed))
-            || (matches!(name.as_str(), "listShards" | "listshards")
-                && self.refuse_list_shards.load(Ordering::Relaxed))
-            || (reads_changelog && self.refuse_changelog.load(Ordering::Relaxed));
-        if refused {
+        if self.refuses(&name, &db, &body) {
             return CmdError::new(
                 13,
                 "Unauthorized",
@@ -315,16 +298,7 @@ impl Cluster {
             .to_doc();
         }
         let result = match name.as_str() {
-            "hello" | "isMaster" | "ismaster" => {
-                let mut reply = commands::execute(shared, connection_id, body);
-                reply.insert("msg", "isdbgrid");
-                // A mongos's counter moves only when it shuts down.
-                reply.insert(
-                    "topologyVersion",
-                    doc! { "processId": self.process_id, "counter": 0_i64 },
-                );
-                Ok(reply)
-            }
+            "hello" | "isMaster" | "ismaster" => Ok(self.hello(shared, connection_id, body)),
             "isdbgrid" => Ok(doc! { "isdbgrid": 1, "hostname": "localhost", "ok": 1.0 }),
             "explain" => self.explain(&db, &body).await,
             "ping" | "buildInfo" | "buildinfo" | "whatsmyuri" | "endSessions"
@@ -364,20 +338,57 @@ impl Cluster {
                 "CommandNotFound",
                 format!("no such cmd: {name}"),
             )),
-            _ => {
-                // renameCollection runs on admin but belongs to its
-                // namespace's database.
-                let home = match body.get_str("renameCollection") {
-                    Ok(ns) if name == "renameCollection" => {
-                        ns.split_once('.').map_or(db.clone(), |(d, _)| d.to_owned())
-                    }
-                    _ => db.clone(),
-                };
-                let primary = lock(&self.catalog).primary_of(&home);
-                Ok(self.links[primary].run(&forwarded(&body, 0)).await)
-            }
+            _ => Ok(self.forward_to_primary(&name, &db, &body).await),
         };
         result.unwrap_or_else(|e| e.to_doc())
+    }
+
+    /// Whether a privilege fault refuses `name` on `db` (`body`): the
+    /// sharding commands, `listShards`, or reading `config.changelog`.
+    fn refuses(&self, name: &str, db: &str, body: &Document) -> bool {
+        let sharding_command = matches!(
+            name,
+            "enableSharding"
+                | "enablesharding"
+                | "shardCollection"
+                | "shardcollection"
+                | "split"
+                | "moveChunk"
+                | "movechunk"
+        );
+        let reads_changelog = db == "config"
+            && matches!(name, "find" | "aggregate" | "count" | "distinct")
+            && body.get_str(name) == Ok("changelog");
+        (sharding_command && self.refuse_sharding.load(Ordering::Relaxed))
+            || (matches!(name, "listShards" | "listshards")
+                && self.refuse_list_shards.load(Ordering::Relaxed))
+            || (reads_changelog && self.refuse_changelog.load(Ordering::Relaxed))
+    }
+
+    /// `hello` as a mongos answers it.
+    fn hello(&self, shared: &Shared, connection_id: i64, body: Document) -> Document {
+        let mut reply = commands::execute(shared, connection_id, body);
+        reply.insert("msg", "isdbgrid");
+        // A mongos's counter moves only when it shuts down.
+        reply.insert(
+            "topologyVersion",
+            doc! { "processId": self.process_id, "counter": 0_i64 },
+        );
+        reply
+    }
+
+    /// Any other command: run on the primary shard of its database.
+    async fn forward_to_primary(&self, name: &str, db: &str, body: &Document) -> Document {
+        // renameCollection runs on admin but belongs to its
+        // namespace's database.
+        let home = match body.get_str("renameCollection") {
+            Ok(ns) if name == "renameCollection" => ns
+                .split_once('.')
+                .map_or(db.to_owned(), |(d, _)| d.to_owned()),
+            _ => db.to_owned(),
+        };
+        let primary = lock(&self.catalog).primary_of(&home);
+        self.links[primary].run(&forwarded(body, 0)).await
     }
 
     async fn list_databases(&self, cmd: &Document) -> CmdResult {
