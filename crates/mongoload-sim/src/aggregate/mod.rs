@@ -245,10 +245,18 @@ fn parse_stage(stage: &Document) -> Result<Stage, QueryError> {
     Ok(match name.as_str() {
         "$match" => Stage::Match(Filter::parse(doc_arg("$match")?)?),
         "$group" => Stage::Group(parse_group(doc_arg("$group")?)?),
-        "$sort" => Stage::Sort(parse_sort(doc_arg("$sort")?)?),
+        "$sort" => Stage::Sort(SortSpec::parse(non_empty(
+            doc_arg("$sort")?,
+            15976,
+            "$sort stage must have at least one sort key",
+        )?)?),
         "$skip" => Stage::Skip(parse_skip(arg)?),
         "$limit" => Stage::Limit(parse_limit(arg)?),
-        "$project" => Stage::Project(parse_project(doc_arg("$project")?)?),
+        "$project" => Stage::Project(Projection::parse(non_empty(
+            doc_arg("$project")?,
+            51272,
+            "Invalid $project :: caused by :: projection specification must have at least one field",
+        )?)?),
         "$addFields" | "$set" => Stage::AddFields(parse_add_fields(doc_arg(name)?)?),
         "$unwind" => parse_unwind(arg)?,
         "$count" => Stage::Count(parse_count(arg)?),
@@ -267,14 +275,12 @@ fn parse_stage(stage: &Document) -> Result<Stage, QueryError> {
     })
 }
 
-fn parse_sort(spec: &Document) -> Result<SortSpec, QueryError> {
+/// `spec`, unless it is empty: then the error `code` with `message`.
+fn non_empty<'d>(spec: &'d Document, code: i32, message: &str) -> Result<&'d Document, QueryError> {
     if spec.is_empty() {
-        return Err(location(
-            15976,
-            "$sort stage must have at least one sort key",
-        ));
+        return Err(location(code, message));
     }
-    SortSpec::parse(spec)
+    Ok(spec)
 }
 
 fn parse_skip(arg: &Bson) -> Result<u64, QueryError> {
@@ -295,16 +301,6 @@ fn parse_limit(arg: &Bson) -> Result<u64, QueryError> {
         }
         None => Err(location(15957, "the limit must be specified as a number")),
     }
-}
-
-fn parse_project(spec: &Document) -> Result<Projection, QueryError> {
-    if spec.is_empty() {
-        return Err(location(
-            51272,
-            "Invalid $project :: caused by :: projection specification must have at least one field",
-        ));
-    }
-    Projection::parse(spec)
 }
 
 /// `$addFields` (or `$set`): each dotted path with its expression.
