@@ -1,7 +1,7 @@
 //! Failover as the load sees it: the primary and its changes (from the
 //! driver's SDAM events), the write outage around each failover (from
-//! every write's outcome: the workers' requests and, through command
-//! monitoring, each attempt of a write, so a failure hidden by the driver's
+//! every write's outcome: the workers' requests and, through the pool's
+//! checkouts, each attempt of a write, so a failure hidden by the driver's
 //! retryable writes still starts an outage), the writes the driver retried,
 //! and a log of the failovers for the stage reports and the audits.
 //!
@@ -15,9 +15,10 @@
 //! ended can start one (stragglers of an outage do not start another). A
 //! workload that writes rarely adds the wait for its next write.
 //!
-//! Here: [`clock`] (the outage state machine), [`retry`] (the retry book),
-//! [`records`] (the failovers seen), and [`Failover`], which the workers,
-//! the driver's SDAM and command events feed and the reports, audits and
+//! Here: [`clock`] (the outage state machine), [`attempts`] (a write's
+//! attempts from the pool's events, their classes from the SDAM events),
+//! [`records`] (the failovers seen), and [`Failover`], which the workers
+//! and the driver's SDAM events feed and the reports, audits and
 //! `/status` read. Its Prometheus families are in
 //! [`crate::metrics::failover`]: `mongoload_write_outage_seconds` (histogram of finished
 //! outages), `mongoload_write_outage_ongoing_seconds` (0, or how long the
@@ -28,27 +29,26 @@
 //! `mongoload_retried_writes_total{kind}` (write attempts the driver sent
 //! again, by the class of the failure it retried).
 
+pub mod attempts;
 pub mod clock;
 pub mod records;
-pub mod retry;
 pub mod shards;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use mongodb::bson::Document;
-use mongodb::event::command::CommandEvent;
+use mongodb::event::sdam::ServerDescriptionChangedEvent;
 use prometheus::Registry;
 use tokio::sync::watch;
 
 use crate::error_kind::ErrorKind;
 use crate::metrics::failover::FailoverFamilies;
+pub use attempts::is_write_command;
+use attempts::{Attempts, Members};
 use clock::OutageClock;
 pub use records::FailoverRecord;
 use records::PrimaryState;
-pub use retry::is_write_command;
-use retry::RetryBook;
 use shards::{ShardChange, ShardPrimaries};
 
 /// How long after the primary is back an outage begun by its loss, which no
@@ -146,8 +146,8 @@ const LOSS_LINES: usize = PrimaryLoss::ALL.len();
 const OUTAGE_START_LINE: usize = 2 * LOSS_LINES;
 const OUTAGE_LINE: usize = 2 * LOSS_LINES + 1;
 
-/// Failover as the load sees it, and its log; one per process, fed by the SDAM and
-/// command event handlers and by the workers.
+/// Failover as the load sees it, and its log; one per process, fed by the
+/// SDAM event handler and by the workers (with their writes' attempts).
 pub struct Failover {
     origin: Instant,
     clock: OutageClock,
@@ -155,7 +155,11 @@ pub struct Failover {
     primary_back: AtomicU64,
     families: FailoverFamilies,
     state: Mutex<PrimaryState>,
-    retries: Mutex<RetryBook>,
+    /// The members' faults from the SDAM events: the class of an attempt
+    /// that failed on one ([`attempts`]).
+    members: Mutex<Members>,
+    /// Whether write attempts are read (`target.command_events`).
+    attempts_on: AtomicBool,
     /// The number of failovers seen; audits wait on it.
     failovers: watch::Sender<u64>,
     /// The lines about losing the primary and getting the same one back:
@@ -179,7 +183,8 @@ impl Failover {
             primary_back: AtomicU64::new(0),
             families: FailoverFamilies::with_series()?,
             state: Mutex::new(PrimaryState::default()),
-            retries: Mutex::new(RetryBook::default()),
+            members: Mutex::new(Members::default()),
+            attempts_on: AtomicBool::new(true),
             failovers: watch::channel(0).0,
             lines: crate::error_log::LogLimiter::new(
                 OUTAGE_LINE + 1,
@@ -510,93 +515,111 @@ impl Failover {
         }
     }
 
-    /// Feeds one command event: retries of retryable writes, and each
-    /// write attempt's outcome to the outage clock. The driver sends the
-    /// events of every command; those of other commands than writes
-    /// return at once, on their name.
-    pub(crate) fn on_command(&self, event: &CommandEvent) {
-        match event {
-            CommandEvent::Started(ev) => {
-                self.write_started(&ev.command_name, ev.request_id, &ev.command)
-            }
-            CommandEvent::Failed(ev) => self.write_failed(
-                &ev.command_name,
-                ev.request_id,
-                ev.duration,
-                crate::mongo::errors::classify(&ev.failure),
-                &ev.connection.address,
-            ),
-            CommandEvent::Succeeded(ev) => {
-                self.write_succeeded(&ev.command_name, ev.request_id, ev.duration, &ev.reply)
-            }
-            _ => {}
-        }
+    /// Whether the attempts of each write are read ([`attempts`]):
+    /// `target.command_events`, on by default when a workload writes.
+    pub fn track_attempts(&self, on: bool) {
+        self.attempts_on.store(on, Ordering::Relaxed);
     }
 
-    /// A command was sent: a retry when it is a retryable write of a
-    /// session and `txnNumber` seen before.
-    fn write_started(&self, name: &str, request_id: i32, command: &Document) {
-        if !is_write_command(name) {
-            return;
-        }
-        let retry = self.retries().started(request_id, command);
-        if let Some(kind) = retry {
-            self.families
-                .retried
-                .with_label_values(&[kind.as_str()])
-                .inc();
-        }
+    /// Feeds an SDAM `ServerDescriptionChanged` event: a member's fault
+    /// (the error its new description carries, or a primary that stepped
+    /// down) is the class of the write attempts that failed on it.
+    pub(crate) fn on_server(&self, ev: &ServerDescriptionChangedEvent) {
+        let error = ev.new_description.error().map(crate::mongo::classify);
+        self.members().changed(
+            &ev.address,
+            ev.previous_description.server_type(),
+            ev.new_description.server_type(),
+            error,
+            Instant::now(),
+        );
     }
 
-    /// A command sent `took` ago to `server` failed with an error of
-    /// class `kind`. A refusal by a member the driver had already
-    /// replaced as primary when the command was sent is not an outage:
-    /// the route was picked before the failover (the driver retries the
-    /// write at the new primary), and counted, it would start a second
-    /// outage of about 0 s after the real one.
-    fn write_failed(
+    /// A write request sent at `sent` returned at `done` with `outcome`
+    /// after the checkouts in `attempts` (one per attempt the driver sent;
+    /// [`attempts`]). With two or more, the driver's retryable writes sent
+    /// it again: each earlier attempt failed, counts as a retry by its
+    /// class and feeds the outage clock from its sending to the next
+    /// attempt's checkout (or to when the driver learnt of the fault, if
+    /// that is between). The outcome is the last attempt's; acknowledged,
+    /// it is dated from that attempt's sending, so a retry that succeeds
+    /// ends the outage its first attempt began. A write concern error is
+    /// an error outcome here: no acknowledgement at the concern asked for.
+    pub(crate) fn write_done(
         &self,
-        name: &str,
-        request_id: i32,
-        took: Duration,
-        kind: ErrorKind,
-        server: &impl std::fmt::Display,
+        sent: Instant,
+        done: Instant,
+        attempts: &Attempts,
+        outcome: Result<(), ErrorKind>,
     ) {
-        if !is_write_command(name) {
+        if !self.attempts_on.load(Ordering::Relaxed) {
+            self.write_result(sent, done, outcome);
             return;
         }
-        self.retries().failed(request_id, kind);
-        let now = Instant::now();
-        let sent = now.checked_sub(took).unwrap_or(now);
-        // The address is formatted only for a refusal, not for every
-        // failure of an outage.
-        if kind == ErrorKind::NotPrimary
-            && self
-                .state()
-                .sent_to_replaced_primary(&server.to_string(), sent)
-        {
-            return;
+        if attempts.count() >= 2 {
+            self.hidden_failures(attempts);
         }
-        self.write_result(sent, now, Err(kind));
+        let sent = match (outcome, attempts.last()) {
+            (Ok(()), Some(last)) => last.sent.max(sent),
+            _ => sent,
+        };
+        self.write_result(sent, done, outcome);
     }
 
-    /// A command sent `took` ago succeeded with `reply`.
-    fn write_succeeded(&self, name: &str, request_id: i32, took: Duration, reply: &Document) {
-        if !is_write_command(name) {
-            return;
+    /// The attempts before the last of a write the driver sent again:
+    /// each failed (see [`Failover::write_done`]). A `not_primary`
+    /// refusal by a member the driver had already replaced as primary
+    /// when the attempt was sent is not an outage: the route was picked
+    /// before the failover (the driver retries the write at the new
+    /// primary), and counted, it would start a second outage of about
+    /// 0 s after the real one.
+    fn hidden_failures(&self, attempts: &Attempts) {
+        let n = attempts.count();
+        let failed: Vec<_> = {
+            let members = self.members();
+            (0..n - 1)
+                .map(|i| {
+                    let a = attempts.get(i)?;
+                    let next = attempts.get(i + 1)?;
+                    Some((a, next.started, members.fault(&a)))
+                })
+                .collect()
+        };
+        for f in failed {
+            let Some((a, next, fault)) = f else {
+                // Beyond the attempts kept: counted, its class unknown.
+                self.count_retry(ErrorKind::Other);
+                continue;
+            };
+            self.count_retry(fault.kind);
+            if !is_outage_error(fault.kind) {
+                continue;
+            }
+            let end = fault
+                .at
+                .filter(|&at| at >= a.sent && at <= next)
+                .unwrap_or(next);
+            if fault.kind == ErrorKind::NotPrimary
+                && fault
+                    .address
+                    .as_deref()
+                    .is_some_and(|addr| self.state().sent_to_replaced_primary(addr, a.sent))
+            {
+                continue;
+            }
+            self.write_result(a.sent, end, Err(fault.kind));
         }
-        self.retries().succeeded(request_id);
-        // A write concern error is no acknowledgement at the concern asked
-        // for.
-        if reply.contains_key("writeConcernError") {
-            return;
-        }
-        let now = Instant::now();
-        self.write_result(now.checked_sub(took).unwrap_or(now), now, Ok(()));
     }
 
-    fn retries(&self) -> MutexGuard<'_, RetryBook> {
-        self.retries.lock().unwrap_or_else(PoisonError::into_inner)
+    fn count_retry(&self, kind: ErrorKind) {
+        self.families
+            .retried
+            .with_label_values(&[kind.as_str()])
+            .inc();
+    }
+
+    fn members(&self) -> MutexGuard<'_, Members> {
+        self.members.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// How many failovers the driver has seen; changes with each.
@@ -640,7 +663,9 @@ impl Failover {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mongodb::bson::{doc, spec::BinarySubtype, Binary, Document};
+    use attempts::member_key;
+    use mongodb::options::ServerAddress;
+    use mongodb::ServerType;
 
     #[test]
     fn only_availability_errors_make_an_outage() {
@@ -753,6 +778,33 @@ mod tests {
         assert_eq!(r[1].write_outage, None, "{r:?}");
     }
 
+    /// Attempts `(member, started)` of one request, each with its
+    /// connection in hand 1 ms after its checkout began.
+    fn attempts(list: &[(&str, Instant)]) -> Attempts {
+        let mut a = Attempts::default();
+        for (member, at) in list {
+            a.started(member_key(&ServerAddress::parse(member).unwrap()), *at);
+            a.ended(Duration::from_millis(1), false);
+        }
+        a
+    }
+
+    fn server(
+        m: &Failover,
+        address: &str,
+        from: ServerType,
+        to: ServerType,
+        error: Option<ErrorKind>,
+    ) {
+        m.members().changed(
+            &ServerAddress::parse(address).unwrap(),
+            from,
+            to,
+            error,
+            Instant::now(),
+        );
+    }
+
     /// A refusal by the old primary of a write sent after the driver
     /// knew the new one starts no outage; the same refusal from the
     /// current primary, or of a write sent before the new primary was
@@ -760,16 +812,46 @@ mod tests {
     #[test]
     fn a_refusal_by_the_replaced_primary_is_no_outage() {
         let m = Failover::new().unwrap();
+        server(&m, "a:1", ServerType::Unknown, ServerType::RsPrimary, None);
+        server(
+            &m,
+            "b:1",
+            ServerType::Unknown,
+            ServerType::RsSecondary,
+            None,
+        );
         m.on_topology(Some("a:1"), false, PrimaryLoss::Other);
         m.on_topology(None, false, PrimaryLoss::SteppedDown);
+        server(
+            &m,
+            "a:1",
+            ServerType::RsPrimary,
+            ServerType::RsSecondary,
+            None,
+        );
         let before = Instant::now();
         std::thread::sleep(Duration::from_millis(5));
         m.on_topology(Some("b:1"), true, PrimaryLoss::Other);
+        server(
+            &m,
+            "b:1",
+            ServerType::RsSecondary,
+            ServerType::RsPrimary,
+            None,
+        );
         // Ends the outage the loss began.
         m.write_result(Instant::now(), Instant::now(), Ok(()));
         assert_eq!(m.families.outage.get_sample_count(), 1);
-        m.write_failed("insert", 1, Duration::ZERO, ErrorKind::NotPrimary, &"a:1");
+        // Refused by a:1 (a stale route), retried and refused again by
+        // the current primary: only the last one counts.
+        let t = Instant::now();
+        let stale = attempts(&[("a:1", t), ("b:1", t + Duration::from_millis(2))]);
+        m.write_done(t, t, &stale, Ok(()));
         assert_eq!(m.ongoing_outage(), None, "a stale route");
+        assert_eq!(
+            m.families.retried.with_label_values(&["not_primary"]).get(),
+            1
+        );
         // Sent before b:1 was known: counts (the clock's own rule leaves
         // out what was sent before the last outage ended).
         let took = before.elapsed();
@@ -777,71 +859,125 @@ mod tests {
         assert!(!m
             .state()
             .sent_to_replaced_primary("a:1", Instant::now() - took));
-        m.write_failed("insert", 2, Duration::ZERO, ErrorKind::NotPrimary, &"b:1");
+        server(
+            &m,
+            "b:1",
+            ServerType::RsPrimary,
+            ServerType::Unknown,
+            Some(ErrorKind::NotPrimary),
+        );
+        let t = Instant::now();
+        let refused = attempts(&[("b:1", t), ("b:1", t + Duration::from_millis(2))]);
+        m.write_done(
+            t,
+            t + Duration::from_millis(3),
+            &refused,
+            Err(ErrorKind::NotPrimary),
+        );
         assert!(m.ongoing_outage().is_some(), "the current primary refuses");
-    }
-
-    fn insert(lsid: u8, txn: i64) -> Document {
-        let id = Binary {
-            subtype: BinarySubtype::Uuid,
-            bytes: vec![lsid; 16],
-        };
-        doc! { "insert": "c", "lsid": { "id": id }, "txnNumber": txn }
+        assert_eq!(
+            m.families.retried.with_label_values(&["not_primary"]).get(),
+            2
+        );
     }
 
     #[test]
-    fn a_reply_with_a_write_concern_error_does_not_end_an_outage() {
+    fn a_write_concern_error_is_no_acknowledgement() {
         let m = Failover::new().unwrap();
+        let t0 = Instant::now();
         let ms = Duration::from_millis(1);
-        m.write_started("insert", 1, &insert(1, 1));
-        m.write_failed("insert", 1, ms, ErrorKind::Network, &"a:1");
+        let one = attempts(&[("a:1", t0)]);
+        m.write_done(t0, t0 + ms, &one, Err(ErrorKind::Network));
         assert!(m.ongoing_outage().is_some());
-        m.write_started("insert", 2, &insert(1, 1));
-        let wce = doc! {"ok": 1, "n": 1, "writeConcernError": {"code": 64, "errmsg": "waiting"}};
-        m.write_succeeded("insert", 2, Duration::ZERO, &wce);
+        // A write concern error is the operation's error: its class.
+        let t1 = t0 + 2 * ms;
+        m.write_done(
+            t1,
+            t1 + ms,
+            &attempts(&[("a:1", t1)]),
+            Err(ErrorKind::Other),
+        );
         assert!(
             m.ongoing_outage().is_some(),
             "acknowledged below the concern asked for"
         );
-        m.write_started("insert", 3, &insert(1, 2));
-        // Sent after the failure, as an acknowledgement must be.
-        m.write_succeeded("insert", 3, Duration::ZERO, &doc! {"ok": 1, "n": 1});
+        let t2 = t0 + 5 * ms;
+        m.write_done(t2, t2 + ms, &attempts(&[("a:1", t2)]), Ok(()));
         assert_eq!(m.ongoing_outage(), None);
     }
 
+    /// Two checkouts for one write: the driver sent it again after the
+    /// first attempt failed. One retry by the class of the fault the
+    /// driver marked the member with, an outage from the failed attempt,
+    /// ended by the retry's acknowledgement, which is dated from its own
+    /// sending (after the outage began), not the request's.
     #[test]
-    fn the_same_session_and_txn_number_again_is_a_retry() {
+    fn a_write_sent_again_is_one_retry_and_its_failed_attempt_starts_the_outage() {
         let m = Failover::new().unwrap();
         let ms = Duration::from_millis(1);
-        m.write_started("insert", 1, &insert(1, 5));
-        m.write_started("insert", 2, &insert(2, 5));
-        m.write_succeeded("insert", 1, ms, &doc! {"ok": 1});
-        m.write_started("insert", 3, &insert(1, 6));
-        m.write_failed("insert", 3, ms, ErrorKind::Network, &"a:1");
-        assert_eq!(m.families.retried.with_label_values(&["network"]).get(), 0);
-        assert!(
-            m.ongoing_outage().is_some(),
-            "a failed attempt starts an outage"
+        server(&m, "a:1", ServerType::Unknown, ServerType::RsPrimary, None);
+        let t0 = Instant::now();
+        std::thread::sleep(2 * ms);
+        server(
+            &m,
+            "a:1",
+            ServerType::RsPrimary,
+            ServerType::Unknown,
+            Some(ErrorKind::Network),
         );
-        m.write_started("insert", 4, &insert(1, 6));
+        let fault_at = m
+            .members()
+            .fault(&attempts(&[("a:1", t0)]).last().unwrap())
+            .at
+            .unwrap();
+        std::thread::sleep(2 * ms);
+        let t1 = Instant::now();
+        let retried = attempts(&[("a:1", t0), ("a:1", t1)]);
+        m.write_done(t0, t1 + 3 * ms, &retried, Ok(()));
         assert_eq!(m.families.retried.with_label_values(&["network"]).get(), 1);
-        m.write_succeeded("insert", 4, Duration::ZERO, &doc! {"ok": 1});
+        let total: u64 = ErrorKind::ALL
+            .iter()
+            .map(|k| m.families.retried.with_label_values(&[k.as_str()]).get())
+            .sum();
+        assert_eq!(total, 1, "counted once");
         assert_eq!(
             m.ongoing_outage(),
             None,
             "the retry's acknowledgement ends it"
         );
-        // Statements of a transaction share a number: no retries.
-        let mut txn = insert(3, 1);
-        txn.insert("autocommit", false);
-        m.write_started("insert", 5, &txn);
-        m.write_started("insert", 6, &txn);
-        // Reads are not looked at.
-        m.write_started("find", 7, &insert(2, 5));
-        let total: u64 = ErrorKind::ALL
-            .iter()
-            .map(|k| m.families.retried.with_label_values(&[k.as_str()]).get())
-            .sum();
-        assert_eq!(total, 1);
+        assert_eq!(m.families.outage.get_sample_count(), 1);
+        // From the fault (the attempt failed between its sending and the
+        // retry's checkout) to the acknowledgement.
+        let want = (t1 + 3 * ms).duration_since(fault_at).as_secs_f64();
+        assert!(
+            (m.families.outage_last.get() - want).abs() < 1e-6,
+            "{} vs {want}",
+            m.families.outage_last.get()
+        );
+        // One checkout: no retry, whatever the outcome.
+        let t2 = Instant::now();
+        m.write_done(t2, t2, &attempts(&[("a:1", t2)]), Err(ErrorKind::Network));
+        assert_eq!(m.families.retried.with_label_values(&["network"]).get(), 1);
+        // No member fault known when the write returns: `other`, and no
+        // outage from it.
+        let m = Failover::new().unwrap();
+        let t3 = Instant::now();
+        m.write_done(
+            t3,
+            t3 + 3 * ms,
+            &attempts(&[("c:1", t3), ("c:1", t3 + ms)]),
+            Ok(()),
+        );
+        assert_eq!(m.families.retried.with_label_values(&["other"]).get(), 1);
+        assert_eq!(m.families.outage.get_sample_count(), 0);
+        // Attempts not read (`command_events = false`): no retry counted.
+        m.track_attempts(false);
+        m.write_done(
+            t3,
+            t3 + 3 * ms,
+            &attempts(&[("c:1", t3), ("c:1", t3 + ms)]),
+            Ok(()),
+        );
+        assert_eq!(m.families.retried.with_label_values(&["other"]).get(), 1);
     }
 }

@@ -86,6 +86,8 @@ impl Deployment {
         match self.execute_unbounded(action, Some(session)).await {
             Err(e) if matches!(*e.kind, mongodb::error::ErrorKind::SessionsNotSupported) => {
                 self.sessions.store(SESSIONS_REFUSED, Ordering::Relaxed);
+                // Refused before it was sent: its checkout was no attempt.
+                crate::failover::attempts::forget();
                 self.execute_unbounded(spare, None).await
             }
             outcome => {
@@ -443,7 +445,6 @@ pub async fn connect(
     options.server_selection_timeout = Some(timeouts.server_selection);
     options.cmap_event_handler = handlers.cmap;
     options.sdam_event_handler = handlers.sdam;
-    options.command_event_handler = handlers.command;
     Client::with_options(options)
 }
 
@@ -483,11 +484,6 @@ pub struct Timeouts {
 pub struct Handlers {
     pub cmap: Option<mongodb::event::EventHandler<mongodb::event::cmap::CmapEvent>>,
     pub sdam: Option<mongodb::event::EventHandler<mongodb::event::sdam::SdamEvent>>,
-    /// Command monitoring: each write attempt's outcome, for the write
-    /// outage and the retried writes. The driver copies every command and
-    /// its reply into the events of this handler, whatever it reads of
-    /// them (`target.command_events` turns it off).
-    pub command: Option<mongodb::event::EventHandler<mongodb::event::command::CommandEvent>>,
 }
 
 #[cfg(test)]
