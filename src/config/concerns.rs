@@ -347,7 +347,7 @@ impl TargetConfig {
 
 impl Config {
     /// Whether each write's attempts are read (from the driver's pool
-    /// events, [`crate::failover::attempts`]): `target.command_events`,
+    /// events, [`crate::mongo::attempts`]): `target.command_events`,
     /// else on when a workload writes (a read-only plan has no write
     /// attempts to watch). The name is from when it meant the driver's
     /// command monitoring.

@@ -44,8 +44,9 @@ use tokio::sync::watch;
 
 use crate::error_kind::ErrorKind;
 use crate::metrics::failover::FailoverFamilies;
+use crate::mongo::attempts::Attempts;
 pub use attempts::is_write_command;
-use attempts::{Attempts, Members};
+use attempts::Members;
 use clock::OutageClock;
 pub use records::FailoverRecord;
 use records::PrimaryState;
@@ -663,7 +664,7 @@ impl Failover {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use attempts::member_key;
+    use crate::mongo::attempts::member_key;
     use mongodb::options::ServerAddress;
     use mongodb::ServerType;
 

@@ -2,7 +2,7 @@
 //! events, so client-side queueing and failovers show on the dashboard
 //! without wrapping driver calls. The checkouts also go to the book of
 //! the write attempts of the task they run in
-//! ([`crate::failover::attempts`]).
+//! ([`crate::mongo::attempts`]).
 //!
 //! Metrics: `mongoload_pool_connections{state="idle"|"in_use"}` (disjoint:
 //! their sum is the open connections),
@@ -265,10 +265,10 @@ impl DriverMetrics {
                 self.release(&ev.address, ev.connection_id);
             }
             CmapEvent::ConnectionCheckoutStarted(ev) => {
-                crate::failover::attempts::checkout_started(&ev.address);
+                crate::mongo::attempts::checkout_started(&ev.address);
             }
             CmapEvent::ConnectionCheckedOut(ev) => {
-                crate::failover::attempts::checkout_ended(ev.duration, false);
+                crate::mongo::attempts::checkout_ended(ev.duration, false);
                 self.f.checkout_wait.observe(ev.duration.as_secs_f64());
                 if self.book().check_out(&ev.address, ev.connection_id) {
                     self.in_use.inc();
@@ -276,7 +276,7 @@ impl DriverMetrics {
             }
             CmapEvent::ConnectionCheckedIn(ev) => self.release(&ev.address, ev.connection_id),
             CmapEvent::ConnectionCheckoutFailed(ev) => {
-                crate::failover::attempts::checkout_ended(ev.duration, true);
+                crate::mongo::attempts::checkout_ended(ev.duration, true);
                 let reason = match ev.reason {
                     ConnectionCheckoutFailedReason::Timeout => "timeout",
                     ConnectionCheckoutFailedReason::ConnectionError => "connection_error",

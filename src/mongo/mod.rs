@@ -6,6 +6,7 @@
 //! `readWrite` on the configured database. Operations of several requests
 //! are the engine's business: this layer never sees one.
 
+pub mod attempts;
 pub mod errors;
 pub mod shard;
 
@@ -87,7 +88,7 @@ impl Deployment {
             Err(e) if matches!(*e.kind, mongodb::error::ErrorKind::SessionsNotSupported) => {
                 self.sessions.store(SESSIONS_REFUSED, Ordering::Relaxed);
                 // Refused before it was sent: its checkout was no attempt.
-                crate::failover::attempts::forget();
+                attempts::forget();
                 self.execute_unbounded(spare, None).await
             }
             outcome => {

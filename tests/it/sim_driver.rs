@@ -966,7 +966,7 @@ async fn run(call: impl std::future::Future<Output = ()>) -> Vec<String> {
     call.as_mut().take_value().unwrap().into_inner()
 }
 
-/// What mongoload's write attempts read (`failover::attempts`), from the
+/// What mongoload's write attempts read (`mongo::attempts`), from the
 /// published driver's pool (CMAP) events: each attempt of an operation
 /// checks a connection out, and the events of that checkout come in the
 /// operation's own task, through the callback called inline, so a
