@@ -40,9 +40,9 @@
 //!   sample); beside each VmRSS its RssAnon, without the binary's pages.
 //! - `peak`: the daemon stepping its rate up until it falls behind, with
 //!   the CPU use of both processes per step.
-//! - `events`: the daemon's CPU per operation with command monitoring
-//!   (`target.command_events = true`, the default for a plan that writes)
-//!   and without, alternated.
+//! - `events`: the daemon's CPU per operation with the write attempts
+//!   read from the pool's events (`target.command_events = true`, the
+//!   default for a plan that writes) and without, alternated.
 //!
 //! Run: `cargo bench --bench generator [-- accuracy|closed|memory|peak|events]`.
 //! Environment: `GEN_SECS` (measured seconds per stage, default 20),
@@ -1413,9 +1413,9 @@ async fn peak(bin: &Path) {
     drop(sim_proc);
 }
 
-// ------------------------------------------------------- command monitoring
+// ------------------------------------------------------- write attempts
 
-/// The daemon's CPU per operation with and without command monitoring,
+/// The daemon's CPU per operation with and without its write attempts read,
 /// alternated (on, off, off, on, …) at the accuracy run's rate, against an
 /// in-process-free simulator: what `target.command_events` costs.
 async fn command_events() {

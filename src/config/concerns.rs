@@ -1,7 +1,7 @@
 //! The write and read concerns (`target.` and per workload): their
 //! types, where the effective one comes from, validation, and the lines
-//! `check-config` prints. Whether command monitoring is on follows from
-//! whether the plan writes.
+//! `check-config` prints. Whether write attempts are read
+//! (`target.command_events`) follows from whether the plan writes.
 
 use std::fmt;
 use std::time::Duration;
@@ -346,10 +346,11 @@ impl TargetConfig {
 }
 
 impl Config {
-    /// Whether the driver's command monitoring is on:
-    /// `target.command_events`, else on when a workload writes (a
-    /// read-only plan has no write attempts to watch, and the driver would
-    /// copy every command and reply for nothing).
+    /// Whether each write's attempts are read (from the driver's pool
+    /// events, [`crate::mongo::attempts`]): `target.command_events`,
+    /// else on when a workload writes (a read-only plan has no write
+    /// attempts to watch). The name is from when it meant the driver's
+    /// command monitoring.
     pub fn command_events(&self) -> bool {
         self.target
             .command_events

@@ -262,8 +262,9 @@ fn build_workloads(config: &Config) -> Result<Vec<supervisor::Built>, StartError
     })
 }
 
-/// The driver client, its events feeding `metrics` (command monitoring
-/// only when the plan writes or the config asks).
+/// The driver client, its events feeding `metrics` (the write attempts
+/// read from its pool's events only when the plan writes or the config
+/// asks).
 async fn connect(
     config: &Config,
     metrics: &Metrics,
@@ -273,8 +274,8 @@ async fn connect(
     let handlers = Handlers {
         cmap: Some(metrics.cmap_handler()),
         sdam: Some(metrics.sdam_handler()),
-        command: config.command_events().then(|| metrics.command_handler()),
     };
+    metrics.failover().track_attempts(config.command_events());
     let timeouts = Timeouts {
         connect: config.target.connect_timeout,
         server_selection: config.target.server_selection_timeout,

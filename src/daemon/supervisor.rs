@@ -595,15 +595,6 @@ impl Supervisor {
         // Read again (the file or its certificates may have changed since
         // the config was loaded); a failure keeps everything as it was.
         let web = config::load_web(&new).map_err(ReloadError::Config)?;
-        if new.command_events() && !self.config.command_events() {
-            // The driver's event handlers are fixed when its client is built.
-            tracing::warn!(
-                "a workload now writes, but command monitoring (target.command_events, \
-                 on by default when a workload writes) starts only with a restart: until \
-                 then retried writes are not counted and write outages start from failed \
-                 operations only"
-            );
-        }
         let running: Vec<WorkloadConfig> = self
             .slots
             .list()
@@ -645,6 +636,12 @@ impl Supervisor {
             }
         }
         summary.rescheduled = rescheduled;
+        // The write attempts are read from the pool's events, which the
+        // driver sends whatever the config: on or off with the plan.
+        self.env
+            .metrics
+            .failover()
+            .track_attempts(new.command_events());
         self.config = new;
         *self
             .env

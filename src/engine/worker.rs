@@ -20,6 +20,7 @@ use crate::error_kind::classify;
 use crate::error_kind::ErrorKind;
 use crate::error_log::ErrorLog;
 use crate::metrics::OpMetrics;
+use crate::mongo::attempts::{self, Attempts};
 use crate::report::live::StageBatch;
 use crate::schedule::Mode;
 use crate::workload::{Action, Body, Op, OpSource, Request};
@@ -286,7 +287,12 @@ impl Worker {
         // makes.
         let timeout = self.run.deployment.operation_timeout().min(FAR_FUTURE);
         deadline.as_mut().reset(sent + timeout);
-        let mut at = OpAt { op, from, deadline };
+        let mut at = OpAt {
+            op,
+            from,
+            deadline,
+            attempts: Attempts::default(),
+        };
         let outcome = match body {
             Body::One(action) => {
                 self.request(&mut at, 0, action, Within::Plain(session), batch)
@@ -397,9 +403,10 @@ impl Worker {
             error,
         });
         if write {
-            self.run.failover.write_result(
+            self.run.failover.write_done(
                 sent.into_std(),
                 done.into_std(),
+                &at.attempts,
                 result.as_ref().map(|_| ()).map_err(|f| f.kind),
             );
         }
@@ -538,6 +545,8 @@ struct OpAt<'d> {
     op: usize,
     from: Instant,
     deadline: Pin<&'d mut Sleep>,
+    /// The attempts (pool checkouts) of its last driver call.
+    attempts: Attempts,
 }
 
 impl OpAt<'_> {
@@ -547,18 +556,23 @@ impl OpAt<'_> {
     /// handshake fails authentication), so no request goes unbounded.
     /// `call` is pinned by the caller (`pin!`): taken by value, the call's
     /// state (some KiB) was stored twice, as the argument and in the
-    /// `select!`, and copied between the two.
+    /// `select!`, and copied between the two. Its connection checkouts
+    /// (one per attempt the driver sends) are left in `attempts`, for the
+    /// failover clock (`Failover::write_done`).
     async fn bounded<T>(
         &mut self,
         call: impl std::future::Future<Output = Result<T, mongodb::error::Error>> + Unpin,
     ) -> Result<T, mongodb::error::Error> {
-        tokio::select! {
+        let mut call = pin!(attempts::watch(call));
+        let outcome = tokio::select! {
             biased;
-            outcome = call => outcome,
+            outcome = call.as_mut() => outcome,
             () = self.deadline.as_mut() => {
                 Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into())
             }
-        }
+        };
+        self.attempts = attempts::taken(call);
+        outcome
     }
 }
 

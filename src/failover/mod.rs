@@ -1,7 +1,7 @@
 //! Failover as the load sees it: the primary and its changes (from the
 //! driver's SDAM events), the write outage around each failover (from
-//! every write's outcome: the workers' requests and, through command
-//! monitoring, each attempt of a write, so a failure hidden by the driver's
+//! every write's outcome: the workers' requests and, through the pool's
+//! checkouts, each attempt of a write, so a failure hidden by the driver's
 //! retryable writes still starts an outage), the writes the driver retried,
 //! and a log of the failovers for the stage reports and the audits.
 //!
@@ -15,9 +15,10 @@
 //! ended can start one (stragglers of an outage do not start another). A
 //! workload that writes rarely adds the wait for its next write.
 //!
-//! Here: [`clock`] (the outage state machine), [`retry`] (the retry book),
-//! [`records`] (the failovers seen), and [`Failover`], which the workers,
-//! the driver's SDAM and command events feed and the reports, audits and
+//! Here: [`clock`] (the outage state machine), [`attempts`] (a write's
+//! attempts from the pool's events, their classes from the SDAM events),
+//! [`records`] (the failovers seen), and [`Failover`], which the workers
+//! and the driver's SDAM events feed and the reports, audits and
 //! `/status` read. Its Prometheus families are in
 //! [`families`]: `mongoload_write_outage_seconds` (histogram of finished
 //! outages), `mongoload_write_outage_ongoing_seconds` (0, or how long the
@@ -28,28 +29,28 @@
 //! `mongoload_retried_writes_total{kind}` (write attempts the driver sent
 //! again, by the class of the failure it retried).
 
+pub(crate) mod attempts;
 pub(crate) mod clock;
 mod families;
 pub(crate) mod records;
-pub(crate) mod retry;
 pub(crate) mod shards;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use mongodb::bson::Document;
-use mongodb::event::command::CommandEvent;
+use mongodb::event::sdam::ServerDescriptionChangedEvent;
 use prometheus::Registry;
 use tokio::sync::watch;
 
 use crate::error_kind::ErrorKind;
+use crate::mongo::attempts::Attempts;
+pub use attempts::is_write_command;
+use attempts::Members;
 use clock::OutageClock;
 pub use families::FailoverFamilies;
 pub use records::FailoverRecord;
 use records::PrimaryState;
-pub use retry::is_write_command;
-use retry::RetryBook;
 use shards::{ShardChange, ShardPrimaries};
 
 /// How long after the primary is back an outage begun by its loss, which no
@@ -147,8 +148,8 @@ const LOSS_LINES: usize = PrimaryLoss::ALL.len();
 const OUTAGE_START_LINE: usize = 2 * LOSS_LINES;
 const OUTAGE_LINE: usize = 2 * LOSS_LINES + 1;
 
-/// Failover as the load sees it, and its log; one per process, fed by the SDAM and
-/// command event handlers and by the workers.
+/// Failover as the load sees it, and its log; one per process, fed by the
+/// SDAM event handler and by the workers (with their writes' attempts).
 pub struct Failover {
     origin: Instant,
     clock: OutageClock,
@@ -156,7 +157,11 @@ pub struct Failover {
     primary_back: AtomicU64,
     families: FailoverFamilies,
     state: Mutex<PrimaryState>,
-    retries: Mutex<RetryBook>,
+    /// The members' faults from the SDAM events: the class of an attempt
+    /// that failed on one ([`attempts`]).
+    members: Mutex<Members>,
+    /// Whether write attempts are read (`target.command_events`).
+    attempts_on: AtomicBool,
     /// The number of failovers seen; audits wait on it.
     failovers: watch::Sender<u64>,
     /// The lines about losing the primary and getting the same one back:
@@ -180,7 +185,8 @@ impl Failover {
             primary_back: AtomicU64::new(0),
             families: FailoverFamilies::with_series()?,
             state: Mutex::new(PrimaryState::default()),
-            retries: Mutex::new(RetryBook::default()),
+            members: Mutex::new(Members::default()),
+            attempts_on: AtomicBool::new(true),
             failovers: watch::channel(0).0,
             lines: crate::error_log::LogLimiter::new(
                 OUTAGE_LINE + 1,
@@ -296,105 +302,136 @@ impl Failover {
     /// `loss`: how the last primary looks in this description.
     pub(crate) fn on_topology(&self, primary: Option<&str>, changed: bool, loss: PrimaryLoss) {
         let now = Instant::now();
-        let mut state = self.state();
+        let state = self.state();
         match primary {
-            None => {
-                if let Some(old) = state.current.take() {
-                    let _ = self.families.primary_info.remove_label_values(&[&old]);
-                    state.lost = Some((Some(old.clone()), now));
-                    state.loss = Some(loss);
-                    drop(state);
-                    // Writes cannot be acknowledged from here on, whether
-                    // or not one fails: with streaming monitoring the
-                    // driver often knows before any write is sent, and
-                    // writes then wait in server selection instead.
-                    self.primary_back.store(0, Ordering::Release);
-                    self.clock.lost_primary(self.ns(now));
-                    if let Some(n) = self.lines.admit(loss.class(), now) {
-                        let tail = suppressed(n, "such losses");
-                        let why = loss.explain();
-                        if loss == PrimaryLoss::Other {
-                            // No error behind it: the driver reset its view
-                            // (the client closing at exit, a new seed list).
-                            tracing::info!(primary = %old, cause = ?loss, suppressed = n,
-                                "the driver lost the primary {old}: {why}{tail}");
-                        } else {
-                            tracing::warn!(primary = %old, cause = ?loss, suppressed = n,
-                                "the driver lost the primary {old}: {why}{tail}");
-                        }
-                    }
-                }
+            None => self.primary_lost(state, loss, now),
+            Some(p) => self.primary_seen(state, p, changed, now),
+        }
+    }
+
+    /// The driver knows no primary any more (nothing if it knew none).
+    fn primary_lost(
+        &self,
+        mut state: MutexGuard<'_, PrimaryState>,
+        loss: PrimaryLoss,
+        now: Instant,
+    ) {
+        let Some(old) = state.current.take() else {
+            return;
+        };
+        let _ = self.families.primary_info.remove_label_values(&[&old]);
+        state.lost = Some((Some(old.clone()), now));
+        state.loss = Some(loss);
+        drop(state);
+        // Writes cannot be acknowledged from here on, whether
+        // or not one fails: with streaming monitoring the
+        // driver often knows before any write is sent, and
+        // writes then wait in server selection instead.
+        self.primary_back.store(0, Ordering::Release);
+        self.clock.lost_primary(self.ns(now));
+        if let Some(n) = self.lines.admit(loss.class(), now) {
+            let tail = suppressed(n, "such losses");
+            let why = loss.explain();
+            if loss == PrimaryLoss::Other {
+                // No error behind it: the driver reset its view
+                // (the client closing at exit, a new seed list).
+                tracing::info!(primary = %old, cause = ?loss, suppressed = n,
+                    "the driver lost the primary {old}: {why}{tail}");
+            } else {
+                tracing::warn!(primary = %old, cause = ?loss, suppressed = n,
+                    "the driver lost the primary {old}: {why}{tail}");
             }
-            Some(p) => {
-                if state.current.as_deref() == Some(p) && !changed {
-                    return;
-                }
-                if let Some(old) = state.current.take() {
-                    let _ = self.families.primary_info.remove_label_values(&[&old]);
-                }
-                self.families.primary_info.with_label_values(&[p]).set(1);
-                let gap = state
-                    .lost
-                    .take()
-                    .map(|(_, at)| now.saturating_duration_since(at));
-                if let Some(g) = gap {
-                    self.families.no_primary.observe(g.as_secs_f64());
-                    self.primary_back
-                        .store(self.ns(now).max(1), Ordering::Release);
-                }
-                let from = state.last.replace(p.to_owned());
-                state.current = Some(p.to_owned());
-                state.current_since = Some(now);
-                let loss = state.loss.take();
-                let pending = state.pending_outage.take();
-                if !changed {
-                    drop(state);
-                    if let Some(length) = pending {
-                        self.log_outage_over(length.as_secs_f64(), None);
-                    }
-                    if let (Some(g), Some(loss)) = (gap, loss) {
-                        if let Some(n) = self.lines.admit(LOSS_LINES + loss.class(), now) {
-                            tracing::info!(
-                                primary = %p,
-                                cause = ?loss,
-                                no_primary_s = g.as_secs_f64(),
-                                suppressed = n,
-                                "the same primary {p} back after {:.3}s, no election ({:?}){}",
-                                g.as_secs_f64(),
-                                loss,
-                                suppressed(n, "such returns"),
-                            );
-                        }
-                    }
-                    return;
-                }
-                let wall = SystemTime::now();
-                self.families.elected_at.set(
-                    wall.duration_since(SystemTime::UNIX_EPOCH)
-                        .map_or(0.0, |d| d.as_secs_f64()),
+        }
+    }
+
+    /// The driver knows `p` as the primary: a failover when `changed`
+    /// (a new primary or a new election), else the same primary back.
+    fn primary_seen(
+        &self,
+        mut state: MutexGuard<'_, PrimaryState>,
+        p: &str,
+        changed: bool,
+        now: Instant,
+    ) {
+        if state.current.as_deref() == Some(p) && !changed {
+            return;
+        }
+        if let Some(old) = state.current.take() {
+            let _ = self.families.primary_info.remove_label_values(&[&old]);
+        }
+        self.families.primary_info.with_label_values(&[p]).set(1);
+        let gap = state
+            .lost
+            .take()
+            .map(|(_, at)| now.saturating_duration_since(at));
+        if let Some(g) = gap {
+            self.families.no_primary.observe(g.as_secs_f64());
+            self.primary_back
+                .store(self.ns(now).max(1), Ordering::Release);
+        }
+        let from = state.last.replace(p.to_owned());
+        state.current = Some(p.to_owned());
+        state.current_since = Some(now);
+        let loss = state.loss.take();
+        let pending = state.pending_outage.take();
+        if !changed {
+            drop(state);
+            self.same_primary_back(p, gap.zip(loss), pending, now);
+            return;
+        }
+        let wall = SystemTime::now();
+        self.families.elected_at.set(
+            wall.duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+        );
+        state.push(FailoverRecord {
+            at: now,
+            wall,
+            from: from.clone(),
+            to: p.to_owned(),
+            no_primary: gap,
+            write_outage: pending,
+            shard: None,
+        });
+        drop(state);
+        tracing::warn!(
+            from = from.as_deref().unwrap_or("-"),
+            to = %p,
+            no_primary_s = mongoload_loglimit::round(gap.map_or(0.0, |g| g.as_secs_f64()), 3),
+            "failover: new primary {p} (was {}){}",
+            from.as_deref().unwrap_or("unknown"),
+            gap.map_or(String::new(), |g| format!(", {:.3}s without a primary", g.as_secs_f64())),
+        );
+        if let Some(length) = pending {
+            self.log_outage_over(length.as_secs_f64(), Some(p));
+        }
+        self.failovers.send_modify(|n| *n += 1);
+    }
+
+    /// The primary `p` back without an election, after `gap` without one
+    /// lost for `loss`: logged, no failover.
+    fn same_primary_back(
+        &self,
+        p: &str,
+        gap: Option<(Duration, PrimaryLoss)>,
+        pending: Option<Duration>,
+        now: Instant,
+    ) {
+        if let Some(length) = pending {
+            self.log_outage_over(length.as_secs_f64(), None);
+        }
+        if let Some((g, loss)) = gap {
+            if let Some(n) = self.lines.admit(LOSS_LINES + loss.class(), now) {
+                tracing::info!(
+                    primary = %p,
+                    cause = ?loss,
+                    no_primary_s = g.as_secs_f64(),
+                    suppressed = n,
+                    "the same primary {p} back after {:.3}s, no election ({:?}){}",
+                    g.as_secs_f64(),
+                    loss,
+                    suppressed(n, "such returns"),
                 );
-                state.push(FailoverRecord {
-                    at: now,
-                    wall,
-                    from: from.clone(),
-                    to: p.to_owned(),
-                    no_primary: gap,
-                    write_outage: pending,
-                    shard: None,
-                });
-                drop(state);
-                tracing::warn!(
-                    from = from.as_deref().unwrap_or("-"),
-                    to = %p,
-                    no_primary_s = mongoload_loglimit::round(gap.map_or(0.0, |g| g.as_secs_f64()), 3),
-                    "failover: new primary {p} (was {}){}",
-                    from.as_deref().unwrap_or("unknown"),
-                    gap.map_or(String::new(), |g| format!(", {:.3}s without a primary", g.as_secs_f64())),
-                );
-                if let Some(length) = pending {
-                    self.log_outage_over(length.as_secs_f64(), Some(p));
-                }
-                self.failovers.send_modify(|n| *n += 1);
             }
         }
     }
@@ -511,93 +548,111 @@ impl Failover {
         }
     }
 
-    /// Feeds one command event: retries of retryable writes, and each
-    /// write attempt's outcome to the outage clock. The driver sends the
-    /// events of every command; those of other commands than writes
-    /// return at once, on their name.
-    pub(crate) fn on_command(&self, event: &CommandEvent) {
-        match event {
-            CommandEvent::Started(ev) => {
-                self.write_started(&ev.command_name, ev.request_id, &ev.command)
-            }
-            CommandEvent::Failed(ev) => self.write_failed(
-                &ev.command_name,
-                ev.request_id,
-                ev.duration,
-                crate::error_kind::classify(&ev.failure),
-                &ev.connection.address,
-            ),
-            CommandEvent::Succeeded(ev) => {
-                self.write_succeeded(&ev.command_name, ev.request_id, ev.duration, &ev.reply)
-            }
-            _ => {}
-        }
+    /// Whether the attempts of each write are read ([`attempts`]):
+    /// `target.command_events`, on by default when a workload writes.
+    pub fn track_attempts(&self, on: bool) {
+        self.attempts_on.store(on, Ordering::Relaxed);
     }
 
-    /// A command was sent: a retry when it is a retryable write of a
-    /// session and `txnNumber` seen before.
-    fn write_started(&self, name: &str, request_id: i32, command: &Document) {
-        if !is_write_command(name) {
-            return;
-        }
-        let retry = self.retries().started(request_id, command);
-        if let Some(kind) = retry {
-            self.families
-                .retried
-                .with_label_values(&[kind.as_str()])
-                .inc();
-        }
+    /// Feeds an SDAM `ServerDescriptionChanged` event: a member's fault
+    /// (the error its new description carries, or a primary that stepped
+    /// down) is the class of the write attempts that failed on it.
+    pub(crate) fn on_server(&self, ev: &ServerDescriptionChangedEvent) {
+        let error = ev.new_description.error().map(crate::error_kind::classify);
+        self.members().changed(
+            &ev.address,
+            ev.previous_description.server_type(),
+            ev.new_description.server_type(),
+            error,
+            Instant::now(),
+        );
     }
 
-    /// A command sent `took` ago to `server` failed with an error of
-    /// class `kind`. A refusal by a member the driver had already
-    /// replaced as primary when the command was sent is not an outage:
-    /// the route was picked before the failover (the driver retries the
-    /// write at the new primary), and counted, it would start a second
-    /// outage of about 0 s after the real one.
-    fn write_failed(
+    /// A write request sent at `sent` returned at `done` with `outcome`
+    /// after the checkouts in `attempts` (one per attempt the driver sent;
+    /// [`attempts`]). With two or more, the driver's retryable writes sent
+    /// it again: each earlier attempt failed, counts as a retry by its
+    /// class and feeds the outage clock from its sending to the next
+    /// attempt's checkout (or to when the driver learnt of the fault, if
+    /// that is between). The outcome is the last attempt's; acknowledged,
+    /// it is dated from that attempt's sending, so a retry that succeeds
+    /// ends the outage its first attempt began. A write concern error is
+    /// an error outcome here: no acknowledgement at the concern asked for.
+    pub(crate) fn write_done(
         &self,
-        name: &str,
-        request_id: i32,
-        took: Duration,
-        kind: ErrorKind,
-        server: &impl std::fmt::Display,
+        sent: Instant,
+        done: Instant,
+        attempts: &Attempts,
+        outcome: Result<(), ErrorKind>,
     ) {
-        if !is_write_command(name) {
+        if !self.attempts_on.load(Ordering::Relaxed) {
+            self.write_result(sent, done, outcome);
             return;
         }
-        self.retries().failed(request_id, kind);
-        let now = Instant::now();
-        let sent = now.checked_sub(took).unwrap_or(now);
-        // The address is formatted only for a refusal, not for every
-        // failure of an outage.
-        if kind == ErrorKind::NotPrimary
-            && self
-                .state()
-                .sent_to_replaced_primary(&server.to_string(), sent)
-        {
-            return;
+        if attempts.count() >= 2 {
+            self.hidden_failures(attempts);
         }
-        self.write_result(sent, now, Err(kind));
+        let sent = match (outcome, attempts.last()) {
+            (Ok(()), Some(last)) => last.sent.max(sent),
+            _ => sent,
+        };
+        self.write_result(sent, done, outcome);
     }
 
-    /// A command sent `took` ago succeeded with `reply`.
-    fn write_succeeded(&self, name: &str, request_id: i32, took: Duration, reply: &Document) {
-        if !is_write_command(name) {
-            return;
+    /// The attempts before the last of a write the driver sent again:
+    /// each failed (see [`Failover::write_done`]). A `not_primary`
+    /// refusal by a member the driver had already replaced as primary
+    /// when the attempt was sent is not an outage: the route was picked
+    /// before the failover (the driver retries the write at the new
+    /// primary), and counted, it would start a second outage of about
+    /// 0 s after the real one.
+    fn hidden_failures(&self, attempts: &Attempts) {
+        let n = attempts.count();
+        let failed: Vec<_> = {
+            let members = self.members();
+            (0..n - 1)
+                .map(|i| {
+                    let a = attempts.get(i)?;
+                    let next = attempts.get(i + 1)?;
+                    Some((a, next.started, members.fault(&a)))
+                })
+                .collect()
+        };
+        for f in failed {
+            let Some((a, next, fault)) = f else {
+                // Beyond the attempts kept: counted, its class unknown.
+                self.count_retry(ErrorKind::Other);
+                continue;
+            };
+            self.count_retry(fault.kind);
+            if !is_outage_error(fault.kind) {
+                continue;
+            }
+            let end = fault
+                .at
+                .filter(|&at| at >= a.sent && at <= next)
+                .unwrap_or(next);
+            if fault.kind == ErrorKind::NotPrimary
+                && fault
+                    .address
+                    .as_deref()
+                    .is_some_and(|addr| self.state().sent_to_replaced_primary(addr, a.sent))
+            {
+                continue;
+            }
+            self.write_result(a.sent, end, Err(fault.kind));
         }
-        self.retries().succeeded(request_id);
-        // A write concern error is no acknowledgement at the concern asked
-        // for.
-        if reply.contains_key("writeConcernError") {
-            return;
-        }
-        let now = Instant::now();
-        self.write_result(now.checked_sub(took).unwrap_or(now), now, Ok(()));
     }
 
-    fn retries(&self) -> MutexGuard<'_, RetryBook> {
-        self.retries.lock().unwrap_or_else(PoisonError::into_inner)
+    fn count_retry(&self, kind: ErrorKind) {
+        self.families
+            .retried
+            .with_label_values(&[kind.as_str()])
+            .inc();
+    }
+
+    fn members(&self) -> MutexGuard<'_, Members> {
+        self.members.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// How many failovers the driver has seen; changes with each.
@@ -639,210 +694,4 @@ impl Failover {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use mongodb::bson::{doc, spec::BinarySubtype, Binary, Document};
-
-    #[test]
-    fn only_availability_errors_make_an_outage() {
-        assert!(is_outage_error(ErrorKind::NotPrimary));
-        assert!(is_outage_error(ErrorKind::ServerSelection));
-        assert!(!is_outage_error(ErrorKind::DuplicateKey));
-        assert!(!is_outage_error(ErrorKind::Auth));
-        let m = Failover::new().unwrap();
-        let t0 = Instant::now();
-        m.write_result(t0, t0, Err(ErrorKind::DuplicateKey));
-        assert_eq!(m.ongoing_outage(), None);
-        m.write_result(t0, t0 + Duration::from_millis(1), Err(ErrorKind::Network));
-        assert!(m.ongoing_outage().is_some());
-        m.write_result(
-            t0 + Duration::from_millis(2),
-            t0 + Duration::from_millis(500),
-            Ok(()),
-        );
-        assert_eq!(m.ongoing_outage(), None);
-        assert_eq!(m.families.outage.get_sample_count(), 1);
-        assert!(
-            (m.families.outage_last.get() - 0.499).abs() < 1e-9,
-            "{}",
-            m.families.outage_last.get()
-        );
-    }
-
-    #[test]
-    fn failovers_are_recorded_with_their_gap_and_outage() {
-        let m = Failover::new().unwrap();
-        let mut seen = m.subscribe();
-        m.on_topology(Some("a:1"), false, PrimaryLoss::Other);
-        assert!(m.recent(10).is_empty(), "the first primary is no failover");
-        assert_eq!(m.families.primary_info.with_label_values(&["a:1"]).get(), 1);
-        let t0 = Instant::now();
-        m.write_result(t0, t0, Err(ErrorKind::NotPrimary));
-        m.on_topology(None, false, PrimaryLoss::ConnectionLost);
-        m.on_topology(Some("b:1"), true, PrimaryLoss::Other);
-        assert!(seen.has_changed().unwrap());
-        let _ = seen.borrow_and_update();
-        let r = m.recent(10);
-        assert_eq!(r.len(), 1);
-        assert_eq!(
-            (r[0].from.as_deref(), r[0].to.as_str()),
-            (Some("a:1"), "b:1")
-        );
-        assert!(r[0].no_primary.is_some());
-        assert_eq!(r[0].write_outage, None);
-        // The a:1 series is gone, b:1 is primary.
-        let page = {
-            let reg = Registry::new();
-            reg.register(Box::new(m.families.primary_info.clone()))
-                .unwrap();
-            format!("{:?}", reg.gather())
-        };
-        assert!(!page.contains("a:1") && page.contains("b:1"), "{page}");
-        m.write_result(Instant::now(), Instant::now(), Ok(()));
-        let r = m.between(t0, Instant::now());
-        assert!(
-            r[0].write_outage.is_some(),
-            "the outage is attached to the failover"
-        );
-        assert_eq!(m.families.no_primary.get_sample_count(), 1);
-        assert_ne!(
-            m.primary_back.load(Ordering::Relaxed),
-            0,
-            "the primary is back"
-        );
-        // The same primary again after a gap: no failover.
-        m.on_topology(None, false, PrimaryLoss::ConnectionLost);
-        m.on_topology(Some("b:1"), false, PrimaryLoss::Other);
-        assert_eq!(m.recent(10).len(), 1);
-        assert!(!seen.has_changed().unwrap());
-    }
-
-    /// The driver delivers its events on a task of its own: under load a
-    /// write can be acknowledged by the new primary before the event
-    /// naming it reaches the handler. The outage still belongs to that
-    /// failover; after a gap that ends with the same primary it belongs to
-    /// none.
-    #[test]
-    fn an_outage_over_before_the_event_of_its_primary_is_that_failovers() {
-        let m = Failover::new().unwrap();
-        m.on_topology(Some("a:1"), false, PrimaryLoss::Other);
-        m.on_topology(None, false, PrimaryLoss::SteppedDown);
-        let t0 = Instant::now();
-        m.write_result(t0, t0, Err(ErrorKind::ServerSelection));
-        let t1 = t0 + Duration::from_millis(3);
-        m.write_result(t1, t1, Ok(()));
-        assert_eq!(m.families.outage.get_sample_count(), 1, "the outage ended");
-        assert!(m.recent(10).is_empty(), "no failover known yet");
-        m.on_topology(Some("b:1"), true, PrimaryLoss::Other);
-        let r = m.recent(10);
-        assert_eq!(r.len(), 1);
-        assert_eq!(r[0].to, "b:1");
-        let length = r[0].write_outage.expect("the outage attached");
-        assert!(length >= Duration::from_millis(3), "{length:?}");
-
-        // A dropped connection: the same primary back, no failover, and
-        // its outage goes to no later failover.
-        m.on_topology(None, false, PrimaryLoss::ConnectionLost);
-        let t2 = Instant::now();
-        m.write_result(t2, t2, Err(ErrorKind::Network));
-        m.write_result(t2, t2 + Duration::from_millis(1), Ok(()));
-        m.on_topology(Some("b:1"), false, PrimaryLoss::Other);
-        m.on_topology(None, false, PrimaryLoss::SteppedDown);
-        m.on_topology(Some("c:1"), true, PrimaryLoss::Other);
-        let r = m.recent(10);
-        assert_eq!(r.len(), 2);
-        assert_eq!(r[1].write_outage, None, "{r:?}");
-    }
-
-    /// A refusal by the old primary of a write sent after the driver
-    /// knew the new one starts no outage; the same refusal from the
-    /// current primary, or of a write sent before the new primary was
-    /// known, does.
-    #[test]
-    fn a_refusal_by_the_replaced_primary_is_no_outage() {
-        let m = Failover::new().unwrap();
-        m.on_topology(Some("a:1"), false, PrimaryLoss::Other);
-        m.on_topology(None, false, PrimaryLoss::SteppedDown);
-        let before = Instant::now();
-        std::thread::sleep(Duration::from_millis(5));
-        m.on_topology(Some("b:1"), true, PrimaryLoss::Other);
-        // Ends the outage the loss began.
-        m.write_result(Instant::now(), Instant::now(), Ok(()));
-        assert_eq!(m.families.outage.get_sample_count(), 1);
-        m.write_failed("insert", 1, Duration::ZERO, ErrorKind::NotPrimary, &"a:1");
-        assert_eq!(m.ongoing_outage(), None, "a stale route");
-        // Sent before b:1 was known: counts (the clock's own rule leaves
-        // out what was sent before the last outage ended).
-        let took = before.elapsed();
-        assert!(m.state().sent_to_replaced_primary("a:1", Instant::now()));
-        assert!(!m
-            .state()
-            .sent_to_replaced_primary("a:1", Instant::now() - took));
-        m.write_failed("insert", 2, Duration::ZERO, ErrorKind::NotPrimary, &"b:1");
-        assert!(m.ongoing_outage().is_some(), "the current primary refuses");
-    }
-
-    fn insert(lsid: u8, txn: i64) -> Document {
-        let id = Binary {
-            subtype: BinarySubtype::Uuid,
-            bytes: vec![lsid; 16],
-        };
-        doc! { "insert": "c", "lsid": { "id": id }, "txnNumber": txn }
-    }
-
-    #[test]
-    fn a_reply_with_a_write_concern_error_does_not_end_an_outage() {
-        let m = Failover::new().unwrap();
-        let ms = Duration::from_millis(1);
-        m.write_started("insert", 1, &insert(1, 1));
-        m.write_failed("insert", 1, ms, ErrorKind::Network, &"a:1");
-        assert!(m.ongoing_outage().is_some());
-        m.write_started("insert", 2, &insert(1, 1));
-        let wce = doc! {"ok": 1, "n": 1, "writeConcernError": {"code": 64, "errmsg": "waiting"}};
-        m.write_succeeded("insert", 2, Duration::ZERO, &wce);
-        assert!(
-            m.ongoing_outage().is_some(),
-            "acknowledged below the concern asked for"
-        );
-        m.write_started("insert", 3, &insert(1, 2));
-        // Sent after the failure, as an acknowledgement must be.
-        m.write_succeeded("insert", 3, Duration::ZERO, &doc! {"ok": 1, "n": 1});
-        assert_eq!(m.ongoing_outage(), None);
-    }
-
-    #[test]
-    fn the_same_session_and_txn_number_again_is_a_retry() {
-        let m = Failover::new().unwrap();
-        let ms = Duration::from_millis(1);
-        m.write_started("insert", 1, &insert(1, 5));
-        m.write_started("insert", 2, &insert(2, 5));
-        m.write_succeeded("insert", 1, ms, &doc! {"ok": 1});
-        m.write_started("insert", 3, &insert(1, 6));
-        m.write_failed("insert", 3, ms, ErrorKind::Network, &"a:1");
-        assert_eq!(m.families.retried.with_label_values(&["network"]).get(), 0);
-        assert!(
-            m.ongoing_outage().is_some(),
-            "a failed attempt starts an outage"
-        );
-        m.write_started("insert", 4, &insert(1, 6));
-        assert_eq!(m.families.retried.with_label_values(&["network"]).get(), 1);
-        m.write_succeeded("insert", 4, Duration::ZERO, &doc! {"ok": 1});
-        assert_eq!(
-            m.ongoing_outage(),
-            None,
-            "the retry's acknowledgement ends it"
-        );
-        // Statements of a transaction share a number: no retries.
-        let mut txn = insert(3, 1);
-        txn.insert("autocommit", false);
-        m.write_started("insert", 5, &txn);
-        m.write_started("insert", 6, &txn);
-        // Reads are not looked at.
-        m.write_started("find", 7, &insert(2, 5));
-        let total: u64 = ErrorKind::ALL
-            .iter()
-            .map(|k| m.families.retried.with_label_values(&[k.as_str()]).get())
-            .sum();
-        assert_eq!(total, 1);
-    }
-}
+mod tests;

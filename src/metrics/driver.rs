@@ -1,6 +1,8 @@
 //! Connection-pool and topology metrics from the driver's CMAP and SDAM
 //! events, so client-side queueing and failovers show on the dashboard
-//! without wrapping driver calls.
+//! without wrapping driver calls. The checkouts also go to the book of
+//! the write attempts of the task they run in
+//! ([`crate::mongo::attempts`]).
 //!
 //! Metrics: `mongoload_pool_connections{state="idle"|"in_use"}` (disjoint:
 //! their sum is the open connections),
@@ -262,7 +264,11 @@ impl DriverMetrics {
                     .inc();
                 self.release(&ev.address, ev.connection_id);
             }
+            CmapEvent::ConnectionCheckoutStarted(ev) => {
+                crate::mongo::attempts::checkout_started(&ev.address);
+            }
             CmapEvent::ConnectionCheckedOut(ev) => {
+                crate::mongo::attempts::checkout_ended(ev.duration, false);
                 self.f.checkout_wait.observe(ev.duration.as_secs_f64());
                 if self.book().check_out(&ev.address, ev.connection_id) {
                     self.in_use.inc();
@@ -270,6 +276,7 @@ impl DriverMetrics {
             }
             CmapEvent::ConnectionCheckedIn(ev) => self.release(&ev.address, ev.connection_id),
             CmapEvent::ConnectionCheckoutFailed(ev) => {
+                crate::mongo::attempts::checkout_ended(ev.duration, true);
                 let reason = match ev.reason {
                     ConnectionCheckoutFailedReason::Timeout => "timeout",
                     ConnectionCheckoutFailedReason::ConnectionError => "connection_error",

@@ -210,18 +210,24 @@ impl Metrics {
     }
 
     /// A CMAP event handler for `ClientOptions::cmap_event_handler`: pool
-    /// connections open and in use, checkout wait, failed checkouts, clears.
+    /// connections open and in use, checkout wait, failed checkouts, clears;
+    /// and each checkout as an attempt of the write running in the task
+    /// (the driver calls the handler inline, in the operation's task).
     pub fn cmap_handler(&self) -> mongodb::event::EventHandler<mongodb::event::cmap::CmapEvent> {
         let driver = Arc::clone(&self.driver);
         mongodb::event::EventHandler::callback(move |event| driver.on_cmap(&event))
     }
 
     /// An SDAM event handler for `ClientOptions::sdam_event_handler`: servers
-    /// by type, the primary and its changes (failovers).
+    /// by type, the primary and its changes (failovers), and each member's
+    /// faults (the class of a write attempt that failed on it).
     pub fn sdam_handler(&self) -> mongodb::event::EventHandler<mongodb::event::sdam::SdamEvent> {
         let driver = Arc::clone(&self.driver);
         let failover = Arc::clone(&self.failover);
         mongodb::event::EventHandler::callback(move |event| {
+            if let mongodb::event::sdam::SdamEvent::ServerDescriptionChanged(ev) = &event {
+                failover.on_server(ev);
+            }
             if let Some((primary, changed, loss)) = driver.on_sdam(&event) {
                 failover.on_topology(primary.as_deref(), changed, loss);
             }
@@ -253,17 +259,6 @@ impl Metrics {
                 .observe(primary.as_deref(), desc.max_election_id());
             failover.on_shard_topology(&shard, primary.as_deref(), changed);
         })
-    }
-
-    /// A command event handler for `ClientOptions::command_event_handler`:
-    /// each write attempt's outcome (so a failure the driver's retryable
-    /// writes hide still starts a write outage) and the retries. The events
-    /// of other commands return at once, on their name.
-    pub fn command_handler(
-        &self,
-    ) -> mongodb::event::EventHandler<mongodb::event::command::CommandEvent> {
-        let failover = Arc::clone(&self.failover);
-        mongodb::event::EventHandler::callback(move |event| failover.on_command(&event))
     }
 
     /// The thresholds' families.

@@ -6,6 +6,7 @@
 //! `readWrite` on the configured database. Operations of several requests
 //! are the engine's business: this layer never sees one.
 
+pub(crate) mod attempts;
 pub(crate) mod shard;
 
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -85,6 +86,8 @@ impl Deployment {
         match self.execute_unbounded(action, Some(session)).await {
             Err(e) if matches!(*e.kind, mongodb::error::ErrorKind::SessionsNotSupported) => {
                 self.sessions.store(SESSIONS_REFUSED, Ordering::Relaxed);
+                // Refused before it was sent: its checkout was no attempt.
+                attempts::forget();
                 self.execute_unbounded(spare, None).await
             }
             outcome => {
@@ -442,7 +445,6 @@ pub async fn connect(
     options.server_selection_timeout = Some(timeouts.server_selection);
     options.cmap_event_handler = handlers.cmap;
     options.sdam_event_handler = handlers.sdam;
-    options.command_event_handler = handlers.command;
     Client::with_options(options)
 }
 
@@ -482,11 +484,6 @@ pub struct Timeouts {
 pub struct Handlers {
     pub cmap: Option<mongodb::event::EventHandler<mongodb::event::cmap::CmapEvent>>,
     pub sdam: Option<mongodb::event::EventHandler<mongodb::event::sdam::SdamEvent>>,
-    /// Command monitoring: each write attempt's outcome, for the write
-    /// outage and the retried writes. The driver copies every command and
-    /// its reply into the events of this handler, whatever it reads of
-    /// them (`target.command_events` turns it off).
-    pub command: Option<mongodb::event::EventHandler<mongodb::event::command::CommandEvent>>,
 }
 
 #[cfg(test)]

@@ -954,3 +954,92 @@ async fn command_events_carry_what_the_failover_handler_reads() {
     // four reads, a started and a succeeded event each.
     assert_eq!(*reads.lock().unwrap(), 8);
 }
+
+tokio::task_local! {
+    static CHECKOUTS: std::cell::RefCell<Vec<String>>;
+}
+
+/// Runs `call` with a task-local list of the pool's checkout events.
+async fn run(call: impl std::future::Future<Output = ()>) -> Vec<String> {
+    let mut call = std::pin::pin!(CHECKOUTS.scope(Default::default(), call));
+    call.as_mut().await;
+    call.as_mut().take_value().unwrap().into_inner()
+}
+
+/// What mongoload's write attempts read (`mongo::attempts`), from the
+/// published driver's pool (CMAP) events: each attempt of an operation
+/// checks a connection out, and the events of that checkout come in the
+/// operation's own task, through the callback called inline, so a
+/// task-local set around the call sees them and nothing else's. A write
+/// the primary refuses with a state-change error is sent again: two
+/// checkouts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pool_events_carry_each_attempt_in_the_operations_task() {
+    use mongodb::event::cmap::CmapEvent;
+    use std::sync::{Arc, Mutex};
+
+    let mut set = mongoload::sim::ReplSetConfig::new("rs0", 3);
+    set.election = mongoload::sim::ElectionTime::fixed(Duration::from_secs(1));
+    let sim = mongoload::sim::start_replset(mongoload::sim::SimConfig::default(), set)
+        .await
+        .expect("the replica set starts");
+    let replset = sim.replset().unwrap().clone();
+    let outside: Arc<Mutex<usize>> = Arc::default();
+    let mut opts = mongodb::options::ClientOptions::parse(sim.uri())
+        .await
+        .unwrap();
+    let seen_outside = outside.clone();
+    opts.cmap_event_handler = Some(mongodb::event::EventHandler::callback(
+        move |ev: CmapEvent| {
+            let what = match &ev {
+                CmapEvent::ConnectionCheckoutStarted(e) => format!("started {}", e.address),
+                CmapEvent::ConnectionCheckedOut(e) => format!("checked out {}", e.address),
+                CmapEvent::ConnectionCheckoutFailed(e) => format!("failed {}", e.address),
+                _ => return,
+            };
+            if CHECKOUTS.try_with(|c| c.borrow_mut().push(what)).is_err() {
+                *seen_outside.lock().unwrap() += 1;
+            }
+        },
+    ));
+    let client = Client::with_options(opts).unwrap();
+    let coll = client.database("d").collection::<Document>("c");
+    coll.insert_one(doc! {"_id": 0}).await.unwrap();
+    let primary = replset.primary().expect("a primary");
+    let host = replset.hosts()[primary].clone();
+    // One attempt: one checkout, started then checked out, in the task.
+    let seen = run(async {
+        coll.insert_one(doc! {"_id": 1}).await.unwrap();
+    })
+    .await;
+    assert_eq!(
+        seen,
+        [format!("started {host}"), format!("checked out {host}")]
+    );
+    let seen = run(async {
+        coll.find_one(doc! {"_id": 1}).await.unwrap();
+    })
+    .await;
+    assert_eq!(seen.len(), 2, "{seen:?}");
+
+    // Refused with NotWritablePrimary: sent again, refused again.
+    replset.faults(primary).set_error(Some(ErrorFault {
+        rate: 1.0,
+        code: 10107,
+        commands: vec!["insert".into()],
+    }));
+    let seen = run(async {
+        let err = coll.insert_one(doc! {"_id": 2}).await.unwrap_err();
+        assert_eq!(code(&err), Some(10107));
+    })
+    .await;
+    replset.faults(primary).set_error(None);
+    let checkouts = seen.iter().filter(|s| s.starts_with("started")).count();
+    assert_eq!(checkouts, 2, "one checkout per attempt: {seen:?}");
+    // Checkouts outside any scope (the driver's own, and calls made
+    // without one) reach the handler with no task-local to write to.
+    let before = *outside.lock().unwrap();
+    coll.insert_one(doc! {"_id": 3}).await.unwrap();
+    assert!(*outside.lock().unwrap() > before);
+    sim.shutdown().await;
+}
