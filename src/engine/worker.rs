@@ -658,14 +658,11 @@ mod tests {
     }
 
     /// A worker waiting for its next operation holds no operation state:
-    /// `execute` is boxed while it runs (8,056 bytes per worker before, in
-    /// the debug build; 1,400 with it boxed). The boxed state is allocated
-    /// and copied for every operation: the request's call is stored once
-    /// (pinned in place, not passed by value to `bounded`: 5,992 bytes
-    /// before), and a cursor's state only where a cursor is drained. The
-    /// operations' deadline timer is the worker's (1,520 bytes idle with
-    /// it, 2,896 per operation; 1,400 and 3,000 when each operation made
-    /// its own).
+    /// `execute` is boxed while it runs, the request's call is pinned in
+    /// place (not passed by value to `bounded`, which stored it twice), and
+    /// the deadline timer is the worker's, not each operation's. The bounds
+    /// hold the idle worker (1,544 bytes in the debug build) and an
+    /// operation's boxed state.
     #[test]
     fn an_idle_worker_is_small() {
         let worker = future_size(&Worker::run);
