@@ -358,7 +358,7 @@ impl Worker {
             Within::Plain(session) => {
                 let in_session = session.get(deployment).await;
                 let outcome = at
-                    .bounded(pin!(deployment.execute(action, in_session)))
+                    .bounded(pin!(deployment.execute(action, in_session)), write)
                     .await;
                 let result = self.finish_request(at, step, sent, outcome, write, batch);
                 if let Err(f) = &result {
@@ -368,7 +368,7 @@ impl Worker {
             }
             Within::Transaction(session, acks) => {
                 let outcome = at
-                    .bounded(pin!(deployment.execute_in(action, session)))
+                    .bounded(pin!(deployment.execute_in(action, session)), write)
                     .await;
                 let result = self.finish_request(at, step, sent, outcome, write, batch);
                 (result, Some(acks))
@@ -466,7 +466,7 @@ impl Worker {
         loop {
             attempt += 1;
             let mut session = at
-                .bounded(pin!(self.run.deployment.start_transaction()))
+                .bounded(pin!(self.run.deployment.start_transaction()), true)
                 .await
                 .map_err(|error| Failed {
                     step: None,
@@ -501,7 +501,7 @@ impl Worker {
                     commits += 1;
                     let sent = Instant::now();
                     let outcome = at
-                        .bounded(pin!(self.run.deployment.commit(&mut session)))
+                        .bounded(pin!(self.run.deployment.commit(&mut session)), true)
                         .await;
                     let outcome = outcome.map(|()| 0u64);
                     match self.finish_request(at, commit_step, sent, outcome, true, batch) {
@@ -522,7 +522,7 @@ impl Worker {
                 // ignored (the server aborts an abandoned transaction by
                 // itself, and the driver aborts it when the session drops).
                 let _ = at
-                    .bounded(pin!(self.run.deployment.abort(&mut session)))
+                    .bounded(pin!(self.run.deployment.abort(&mut session)), true)
                     .await;
             }
             // Not committed: its inserts are not acknowledged.
@@ -556,14 +556,16 @@ impl OpAt<'_> {
     /// handshake fails authentication), so no request goes unbounded.
     /// `call` is pinned by the caller (`pin!`): taken by value, the call's
     /// state (some KiB) was stored twice, as the argument and in the
-    /// `select!`, and copied between the two. Its connection checkouts
-    /// (one per attempt the driver sends) are left in `attempts`, for the
-    /// failover clock (`Failover::write_done`).
+    /// `select!`, and copied between the two. A `write`'s connection
+    /// checkouts (one per attempt the driver sends) are left in
+    /// `attempts`, for the failover clock (`Failover::write_done`); a
+    /// read's are not kept.
     async fn bounded<T>(
         &mut self,
         call: impl std::future::Future<Output = Result<T, mongodb::error::Error>> + Unpin,
+        write: bool,
     ) -> Result<T, mongodb::error::Error> {
-        let mut call = pin!(attempts::watch(call));
+        let mut call = pin!(attempts::watch(call, write));
         let outcome = tokio::select! {
             biased;
             outcome = call.as_mut() => outcome,

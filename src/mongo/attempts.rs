@@ -19,7 +19,8 @@ use mongodb::options::ServerAddress;
 use tokio::task::futures::TaskLocalFuture;
 
 tokio::task_local! {
-    static ATTEMPTS: RefCell<Attempts>;
+    /// The book of the current call; `None`: its attempts are not read.
+    static ATTEMPTS: RefCell<Option<Attempts>>;
 }
 
 /// Checkouts kept per request (the newest): a retryable write is sent at
@@ -96,20 +97,24 @@ impl Attempts {
     }
 }
 
-/// Runs `request` with a book of its attempts: the checkouts it makes
-/// land in it ([`taken`] reads it back, finished or not).
-pub(crate) fn watch<F: std::future::Future>(request: F) -> TaskLocalFuture<RefCell<Attempts>, F> {
-    ATTEMPTS.scope(RefCell::new(Attempts::default()), request)
+/// Runs `request` with a book of its attempts when `on` (a write): the
+/// checkouts it makes land in it ([`taken`] reads it back, finished or
+/// not). Off, a checkout costs no clock read and no hash.
+pub(crate) fn watch<F: std::future::Future>(
+    request: F,
+    on: bool,
+) -> TaskLocalFuture<RefCell<Option<Attempts>>, F> {
+    ATTEMPTS.scope(RefCell::new(on.then(Attempts::default)), request)
 }
 
 /// The attempts of a request run by [`watch`], even one dropped at its
 /// deadline before it returned.
 pub(crate) fn taken<F: std::future::Future>(
-    request: Pin<&mut TaskLocalFuture<RefCell<Attempts>, F>>,
+    request: Pin<&mut TaskLocalFuture<RefCell<Option<Attempts>>, F>>,
 ) -> Attempts {
     request
         .take_value()
-        .map(RefCell::into_inner)
+        .and_then(RefCell::into_inner)
         .unwrap_or_default()
 }
 
@@ -117,18 +122,30 @@ pub(crate) fn taken<F: std::future::Future>(
 /// refused to send it before any attempt (a deployment without sessions),
 /// and it is sent again from the start.
 pub(crate) fn forget() {
-    let _ = ATTEMPTS.try_with(|a| *a.borrow_mut() = Attempts::default());
+    let _ = ATTEMPTS.try_with(|a| {
+        if let Some(a) = a.borrow_mut().as_mut() {
+            *a = Attempts::default();
+        }
+    });
 }
 
 /// The pool began a checkout for `address` (`ConnectionCheckoutStarted`).
 pub(crate) fn checkout_started(address: &ServerAddress) {
-    let _ = ATTEMPTS.try_with(|a| a.borrow_mut().started(member_key(address), Instant::now()));
+    let _ = ATTEMPTS.try_with(|a| {
+        if let Some(a) = a.borrow_mut().as_mut() {
+            a.started(member_key(address), Instant::now());
+        }
+    });
 }
 
 /// The checkout ended `took` after it began, with a connection or
 /// (`failed`) without (`ConnectionCheckedOut`, `ConnectionCheckoutFailed`).
 pub(crate) fn checkout_ended(took: Duration, failed: bool) {
-    let _ = ATTEMPTS.try_with(|a| a.borrow_mut().ended(took, failed));
+    let _ = ATTEMPTS.try_with(|a| {
+        if let Some(a) = a.borrow_mut().as_mut() {
+            a.ended(took, failed);
+        }
+    });
 }
 
 #[cfg(test)]
