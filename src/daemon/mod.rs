@@ -35,7 +35,7 @@ use crate::daemon::status::{ClusterStatus, Snapshot, TargetStatus, WorkloadSumma
 use crate::daemon::supervisor::{Env, ReloadError, Reloader, Supervisor};
 use crate::error_kind::ErrorKind;
 use crate::metrics::{Metrics, MetricsError};
-use crate::mongo::{self, Handlers, Timeouts};
+use crate::mongo::{self, Timeouts};
 use crate::report::writer::ReportWriter;
 
 pub use crate::daemon::status::Summary;
@@ -212,6 +212,8 @@ pub struct Running {
     /// Where `/metrics`, `/healthz`, `/readyz` and `/status` are served.
     pub http_addr: SocketAddr,
     pub metrics: Arc<Metrics>,
+    /// Failover: the primary, write outages, the failovers seen.
+    pub failover: Arc<crate::failover::Failover>,
     /// Where the control socket listens, when `[control] socket` is set.
     pub control_socket: Option<std::path::PathBuf>,
     /// The workloads' live figures (the terminal's progress reads them).

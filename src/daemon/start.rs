@@ -86,6 +86,7 @@ pub async fn start_with(
     Ok(Running {
         http_addr,
         metrics: base.metrics,
+        failover: base.failover,
         control_socket: control_path,
         slots: statuses,
         cancel: load,
@@ -164,6 +165,7 @@ fn start_engines(
         web,
         db,
         metrics: base.metrics.clone(),
+        failover: base.failover.clone(),
         control_metrics: base.control_metrics.clone(),
         cancel: load.clone(),
         reports,
@@ -200,6 +202,7 @@ fn serve_side(
 /// and, in a cluster, the coordinator.
 struct Base {
     metrics: Arc<Metrics>,
+    failover: Arc<crate::failover::Failover>,
     uri: crate::config::SecretUri,
     hosts: String,
     control_metrics: ControlMetrics,
@@ -224,8 +227,10 @@ impl Base {
             .map_err(MetricsError::from)?;
         let audit_metrics = crate::audit::AuditFamilies::register_in(metrics.registry())
             .map_err(MetricsError::from)?;
+        let failover = crate::failover::Failover::register_in(metrics.registry())
+            .map_err(MetricsError::from)?;
         let built = build_workloads(config)?;
-        let client = connect(config, &metrics, uri.expose(), &hosts).await?;
+        let client = connect(config, (&metrics, &failover), uri.expose(), &hosts).await?;
         let member = config.cluster.member();
         cluster_metrics.size.set(i64::from(member.size));
         let cluster = (!member.is_sole()).then(|| {
@@ -237,6 +242,7 @@ impl Base {
         });
         Ok(Base {
             metrics,
+            failover,
             uri,
             hosts,
             control_metrics,
@@ -262,20 +268,17 @@ fn build_workloads(config: &Config) -> Result<Vec<supervisor::Built>, StartError
     })
 }
 
-/// The driver client, its events feeding `metrics` (the write attempts
-/// read from its pool's events only when the plan writes or the config
-/// asks).
+/// The driver client, its events feeding `metrics` and `failover` (the
+/// write attempts read from its pool's events only when the plan writes
+/// or the config asks).
 async fn connect(
     config: &Config,
-    metrics: &Metrics,
+    (metrics, failover): (&Metrics, &Arc<crate::failover::Failover>),
     uri: &str,
     hosts: &str,
 ) -> Result<mongodb::Client, StartError> {
-    let handlers = Handlers {
-        cmap: Some(metrics.cmap_handler()),
-        sdam: Some(metrics.sdam_handler()),
-    };
-    metrics.failover().track_attempts(config.command_events());
+    let handlers = crate::failover::driver_events::handlers(metrics.driver(), failover);
+    failover.track_attempts(config.command_events());
     let timeouts = Timeouts {
         connect: config.target.connect_timeout,
         server_selection: config.target.server_selection_timeout,
@@ -428,13 +431,13 @@ fn spawn_shard_stats(
 fn spawn_shard_failover(tasks: &mut Tasks, config: &Config, base: &Base) {
     let uri = base.uri.expose().to_owned();
     let admin = base.client.database("admin");
-    let metrics = base.metrics.clone();
+    let failover = base.failover.clone();
     let timeouts = crate::mongo::Timeouts {
         connect: config.target.connect_timeout,
         server_selection: config.target.server_selection_timeout,
     };
     tasks.spawn(Task::ShardFailover, |stop| {
-        crate::sharding::failover::run(uri, admin, metrics, timeouts, stop)
+        crate::sharding::failover::run(uri, admin, failover, timeouts, stop)
     });
 }
 
@@ -512,7 +515,7 @@ fn http_state(
         size: member.size,
         collection: config.cluster.collection.clone(),
     });
-    let failover = metrics.failover().clone();
+    let failover = base.failover.clone();
     let status = move || {
         let snapshot = Snapshot {
             version: env!("CARGO_PKG_VERSION"),

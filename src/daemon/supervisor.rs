@@ -323,6 +323,8 @@ pub struct Env {
     pub db: mongodb::Database,
     /// The registry.
     pub metrics: Arc<Metrics>,
+    /// Failover: every engine's writes feed it.
+    pub failover: Arc<crate::failover::Failover>,
     /// `mongoload_paused` and the reload counter.
     pub control_metrics: ControlMetrics,
     /// Stops everything (SIGTERM).
@@ -556,7 +558,7 @@ impl Supervisor {
                     apply: cluster_control(slot.clone(), self.env.control_metrics.clone()),
                 }),
             stage_index: self.env.cluster_metrics.stage.with_label_values(&[&w.name]),
-            failover: self.env.metrics.failover().clone(),
+            failover: self.env.failover.clone(),
             audit,
             thresholds,
             run_cancel: self.env.cancel.clone(),
@@ -638,10 +640,7 @@ impl Supervisor {
         summary.rescheduled = rescheduled;
         // The write attempts are read from the pool's events, which the
         // driver sends whatever the config: on or off with the plan.
-        self.env
-            .metrics
-            .failover()
-            .track_attempts(new.command_events());
+        self.env.failover.track_attempts(new.command_events());
         self.config = new;
         *self
             .env

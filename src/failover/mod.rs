@@ -31,6 +31,7 @@
 
 pub(crate) mod attempts;
 pub(crate) mod clock;
+pub(crate) mod driver_events;
 mod families;
 pub(crate) mod records;
 pub(crate) mod shards;
@@ -197,9 +198,17 @@ impl Failover {
         })
     }
 
+    /// The failover state, its families registered in `registry` (the
+    /// daemon's, beside the other features').
+    pub fn register_in(registry: &Registry) -> Result<Arc<Self>, prometheus::Error> {
+        let failover = Arc::new(Self::new()?);
+        failover.register(registry)?;
+        Ok(failover)
+    }
+
     /// Registers the failover families; the ongoing-outage gauge reads
     /// this clock when the registry is gathered.
-    pub(crate) fn register(self: &Arc<Self>, registry: &Registry) -> Result<(), prometheus::Error> {
+    fn register(self: &Arc<Self>, registry: &Registry) -> Result<(), prometheus::Error> {
         let me = Arc::downgrade(self);
         self.families.ongoing.set_source(move || {
             me.upgrade()
@@ -295,6 +304,11 @@ impl Failover {
                 }
             }
         }
+    }
+
+    /// The primary the driver knows now.
+    pub(crate) fn primary(&self) -> Option<String> {
+        self.state().current.clone()
     }
 
     /// The primary of a new topology description (`changed`: a different

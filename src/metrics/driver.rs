@@ -1,8 +1,8 @@
 //! Connection-pool and topology metrics from the driver's CMAP and SDAM
 //! events, so client-side queueing and failovers show on the dashboard
-//! without wrapping driver calls. The checkouts also go to the book of
-//! the write attempts of the task they run in
-//! ([`crate::mongo::attempts`]).
+//! without wrapping driver calls. The handlers that feed them (and the
+//! failover state beside them) are built in
+//! [`crate::failover::driver_events`].
 //!
 //! Metrics: `mongoload_pool_connections{state="idle"|"in_use"}` (disjoint:
 //! their sum is the open connections),
@@ -17,9 +17,8 @@ use std::sync::{Mutex, PoisonError};
 
 use foldhash::{HashMap, HashMapExt, HashSet};
 
-use mongodb::bson::oid::ObjectId;
 use mongodb::event::cmap::{CmapEvent, ConnectionCheckoutFailedReason, ConnectionClosedReason};
-use mongodb::event::sdam::SdamEvent;
+use mongodb::event::sdam::TopologyDescription;
 use mongodb::options::ServerAddress;
 use mongodb::ServerType;
 use prometheus::{Histogram, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
@@ -139,37 +138,6 @@ impl<K: Hash + Eq + Clone> PoolBook<K> {
     }
 }
 
-/// Counts primary changes: a primary at a different address, or the same
-/// address after a new election (a higher election id), excluding the first
-/// primary seen. A period without primary is not a change by itself.
-#[derive(Debug, Default)]
-pub(crate) struct PrimaryTracker {
-    last: Option<(String, Option<ObjectId>)>,
-}
-
-impl PrimaryTracker {
-    /// Feeds the primary of a new topology description; true on a change.
-    pub(crate) fn observe(&mut self, primary: Option<&str>, election: Option<ObjectId>) -> bool {
-        let Some(addr) = primary else {
-            return false;
-        };
-        let changed = match &self.last {
-            None => false,
-            Some((last_addr, last_election)) => {
-                last_addr != addr
-                    || matches!((last_election, election), (Some(a), Some(b)) if *a != b)
-            }
-        };
-        self.last = Some((addr.to_owned(), election));
-        changed
-    }
-}
-
-struct TopologyState {
-    tracker: PrimaryTracker,
-    view: TopologyView,
-}
-
 families! {
     /// The driver's families (CMAP and SDAM events).
     pub(super) struct DriverFamilies {
@@ -213,7 +181,7 @@ pub(crate) struct DriverMetrics {
     in_use: IntGauge,
     f: DriverFamilies,
     pool: Mutex<PoolBook<ServerAddress>>,
-    topology: Mutex<TopologyState>,
+    topology: Mutex<TopologyView>,
 }
 
 impl DriverMetrics {
@@ -237,10 +205,7 @@ impl DriverMetrics {
             in_use: f.connections.with_label_values(&["in_use"]),
             f,
             pool: Mutex::new(PoolBook::new()),
-            topology: Mutex::new(TopologyState {
-                tracker: PrimaryTracker::default(),
-                view: TopologyView::default(),
-            }),
+            topology: Mutex::new(TopologyView::default()),
         })
     }
 
@@ -264,11 +229,7 @@ impl DriverMetrics {
                     .inc();
                 self.release(&ev.address, ev.connection_id);
             }
-            CmapEvent::ConnectionCheckoutStarted(ev) => {
-                crate::mongo::attempts::checkout_started(&ev.address);
-            }
             CmapEvent::ConnectionCheckedOut(ev) => {
-                crate::mongo::attempts::checkout_ended(ev.duration, false);
                 self.f.checkout_wait.observe(ev.duration.as_secs_f64());
                 if self.book().check_out(&ev.address, ev.connection_id) {
                     self.in_use.inc();
@@ -276,7 +237,6 @@ impl DriverMetrics {
             }
             CmapEvent::ConnectionCheckedIn(ev) => self.release(&ev.address, ev.connection_id),
             CmapEvent::ConnectionCheckoutFailed(ev) => {
-                crate::mongo::attempts::checkout_ended(ev.duration, true);
                 let reason = match ev.reason {
                     ConnectionCheckoutFailedReason::Timeout => "timeout",
                     ConnectionCheckoutFailedReason::ConnectionError => "connection_error",
@@ -313,22 +273,14 @@ impl DriverMetrics {
         self.pool.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Feeds an SDAM event; for a new topology description, returns its
-    /// primary, whether that is a change (see [`PrimaryTracker`]) and how
-    /// the last primary looks in it.
-    pub(crate) fn on_sdam(
-        &self,
-        event: &SdamEvent,
-    ) -> Option<(Option<String>, bool, crate::failover::PrimaryLoss)> {
-        let SdamEvent::TopologyDescriptionChanged(ev) = event else {
-            return None;
-        };
-        let desc = &ev.new_description;
-        let servers = desc.servers();
+    /// A new topology description: the servers by type, the view for
+    /// `/status`, and `mongoload_primary_changes_total` when `changed`
+    /// (whether its primary is a change is the failover's call).
+    pub(crate) fn on_topology(&self, desc: &TopologyDescription, changed: bool) {
         let mut counts = BTreeMap::new();
         let mut primary = None;
         let mut secondaries = Vec::new();
-        for (addr, info) in &servers {
+        for (addr, info) in desc.servers() {
             let label = server_type_label(info.server_type());
             *counts.entry(label).or_insert(0u64) += 1;
             match info.server_type() {
@@ -345,86 +297,30 @@ impl DriverMetrics {
                 .with_label_values(&[t])
                 .set(i64::try_from(n).unwrap_or(i64::MAX));
         }
-        let mut state = self.topology.lock().unwrap_or_else(PoisonError::into_inner);
-        let loss = state
-            .view
-            .primary
-            .as_deref()
-            .and_then(|old| servers.iter().find(|(a, _)| a.to_string() == old))
-            .map_or(crate::failover::PrimaryLoss::Other, |(_, info)| {
-                primary_loss(info.server_type(), info.error())
-            });
-        let changed = state
-            .tracker
-            .observe(primary.as_deref(), desc.max_election_id());
         if changed {
             self.f.primary_changes.inc();
         }
-        state.view = TopologyView {
+        *self.topology.lock().unwrap_or_else(PoisonError::into_inner) = TopologyView {
             topology_type: desc.topology_type().to_string(),
             servers: counts,
-            primary: primary.clone(),
+            primary,
             writable: desc.has_writable_server(),
             primary_changes: self.f.primary_changes.get(),
             secondaries,
         };
-        Some((primary, changed, loss))
     }
 
     pub(crate) fn topology(&self) -> TopologyView {
         self.topology
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .view
             .clone()
-    }
-}
-
-/// How a member that was the primary looks now: its type and the error
-/// the driver marked it unknown with.
-fn primary_loss(
-    server_type: ServerType,
-    error: Option<&mongodb::error::Error>,
-) -> crate::failover::PrimaryLoss {
-    use crate::error_kind::ErrorKind;
-    use crate::failover::PrimaryLoss;
-    match server_type {
-        ServerType::RsPrimary => PrimaryLoss::Other,
-        ServerType::Unknown => match error.map(crate::error_kind::classify) {
-            Some(ErrorKind::Timeout) => PrimaryLoss::Unreachable,
-            Some(ErrorKind::Network) => PrimaryLoss::ConnectionLost,
-            // A state-change error (NotWritablePrimary, …) it answered.
-            Some(ErrorKind::NotPrimary) => PrimaryLoss::SteppedDown,
-            _ => PrimaryLoss::Other,
-        },
-        _ => PrimaryLoss::SteppedDown,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_lost_primary_is_told_apart_by_how_it_looks_now() {
-        use crate::failover::PrimaryLoss;
-        let io = |k: std::io::ErrorKind| mongodb::error::Error::from(std::io::Error::from(k));
-        let timed_out = io(std::io::ErrorKind::TimedOut);
-        let reset = io(std::io::ErrorKind::ConnectionReset);
-        assert_eq!(
-            primary_loss(ServerType::Unknown, Some(&timed_out)),
-            PrimaryLoss::Unreachable
-        );
-        assert_eq!(
-            primary_loss(ServerType::Unknown, Some(&reset)),
-            PrimaryLoss::ConnectionLost
-        );
-        assert_eq!(
-            primary_loss(ServerType::RsSecondary, None),
-            PrimaryLoss::SteppedDown
-        );
-        assert_eq!(primary_loss(ServerType::Unknown, None), PrimaryLoss::Other);
-    }
 
     #[test]
     fn pool_book_counts_each_connection_once() {
@@ -441,29 +337,6 @@ mod tests {
         assert_eq!(book.close_pool(&b), 2);
         assert_eq!(book.close_pool(&b), 0);
         assert!(!book.release(&b, 1), "closed pool forgotten");
-    }
-
-    #[test]
-    fn primary_changes_counted_on_new_address_or_new_election() {
-        let e1 = ObjectId::from_bytes([0; 12]);
-        let e2 = ObjectId::from_bytes([1; 12]);
-        let mut t = PrimaryTracker::default();
-        assert!(!t.observe(None, None), "no primary yet");
-        assert!(
-            !t.observe(Some("a:1"), Some(e1)),
-            "first primary is no change"
-        );
-        assert!(!t.observe(Some("a:1"), Some(e1)), "same primary");
-        assert!(!t.observe(None, Some(e1)), "losing the primary alone");
-        assert!(t.observe(Some("b:1"), Some(e2)), "failover to b");
-        assert!(
-            t.observe(Some("b:1"), Some(e1)),
-            "re-election of b with another id"
-        );
-        assert!(
-            !t.observe(Some("b:1"), None),
-            "unknown election id is no evidence"
-        );
     }
 
     #[test]

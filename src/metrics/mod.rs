@@ -23,10 +23,9 @@ pub use driver::{server_type_label, TopologyView, CHECKOUT_FAILURE_REASONS, SERV
 pub use window::{LatencySummary, WindowConfig, WINDOW_QUANTILES};
 pub use workload::{OpMetrics, PrepareMetrics, RequestMetrics, WorkloadMetrics};
 
-use crate::failover::Failover;
 use crate::family::families;
 use crate::workload::OpSpec;
-use driver::DriverMetrics;
+pub(crate) use driver::DriverMetrics;
 use window::WindowCollector;
 
 /// Content type of [`Metrics::encode`]'s output (Prometheus text format 0.0.4).
@@ -79,7 +78,6 @@ pub struct Metrics {
     target_up: IntGauge,
     vecs: Vecs,
     driver: Arc<DriverMetrics>,
-    failover: Arc<Failover>,
     thresholds: ThresholdFamilies,
     run_info: IntGaugeVec,
     http_unauthorized: IntCounterVec,
@@ -122,8 +120,6 @@ impl Metrics {
         let driver = Arc::new(DriverMetrics::new()?);
         driver.register(&registry)?;
 
-        let failover = Arc::new(Failover::new()?);
-        failover.register(&registry)?;
         let thresholds = ThresholdFamilies::new()?;
         thresholds.register(&registry)?;
 
@@ -140,7 +136,6 @@ impl Metrics {
             target_up,
             vecs,
             driver,
-            failover,
             thresholds,
             run_info,
             http_unauthorized,
@@ -156,7 +151,6 @@ impl Metrics {
             ProcessFamilies::NAMES,
             Vecs::NAMES,
             driver::DriverFamilies::NAMES,
-            crate::failover::FailoverFamilies::NAMES,
             ThresholdFamilies::NAMES,
             &[window::NAME],
         ]
@@ -209,56 +203,10 @@ impl Metrics {
         WorkloadMetrics::resolve(&self.vecs, name, ops, stage)
     }
 
-    /// A CMAP event handler for `ClientOptions::cmap_event_handler`: pool
-    /// connections open and in use, checkout wait, failed checkouts, clears;
-    /// and each checkout as an attempt of the write running in the task
-    /// (the driver calls the handler inline, in the operation's task).
-    pub fn cmap_handler(&self) -> mongodb::event::EventHandler<mongodb::event::cmap::CmapEvent> {
-        let driver = Arc::clone(&self.driver);
-        mongodb::event::EventHandler::callback(move |event| driver.on_cmap(&event))
-    }
-
-    /// An SDAM event handler for `ClientOptions::sdam_event_handler`: servers
-    /// by type, the primary and its changes (failovers), and each member's
-    /// faults (the class of a write attempt that failed on it).
-    pub fn sdam_handler(&self) -> mongodb::event::EventHandler<mongodb::event::sdam::SdamEvent> {
-        let driver = Arc::clone(&self.driver);
-        let failover = Arc::clone(&self.failover);
-        mongodb::event::EventHandler::callback(move |event| {
-            if let mongodb::event::sdam::SdamEvent::ServerDescriptionChanged(ev) = &event {
-                failover.on_server(ev);
-            }
-            if let Some((primary, changed, loss)) = driver.on_sdam(&event) {
-                failover.on_topology(primary.as_deref(), changed, loss);
-            }
-        })
-    }
-
-    /// An SDAM event handler for the monitoring-only client of shard
-    /// `shard` (through a mongos): its primary and failovers, on the
-    /// shard's label ([`Failover::on_shard_topology`]).
-    pub fn shard_sdam_handler(
-        &self,
-        shard: String,
-    ) -> mongodb::event::EventHandler<mongodb::event::sdam::SdamEvent> {
-        let failover = Arc::clone(&self.failover);
-        let tracker = Mutex::new(driver::PrimaryTracker::default());
-        mongodb::event::EventHandler::callback(move |event| {
-            let mongodb::event::sdam::SdamEvent::TopologyDescriptionChanged(ev) = event else {
-                return;
-            };
-            let desc = &ev.new_description;
-            let primary = desc
-                .servers()
-                .into_iter()
-                .find(|(_, s)| s.server_type() == mongodb::ServerType::RsPrimary)
-                .map(|(a, _)| a.to_string());
-            let changed = tracker
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .observe(primary.as_deref(), desc.max_election_id());
-            failover.on_shard_topology(&shard, primary.as_deref(), changed);
-        })
+    /// The pool and topology metrics the driver's events feed (through
+    /// the handlers of [`crate::failover::driver_events`]).
+    pub(crate) fn driver(&self) -> &Arc<DriverMetrics> {
+        &self.driver
     }
 
     /// The thresholds' families.
@@ -285,11 +233,6 @@ impl Metrics {
     /// `mongoload_shard_chunk_migrations_total{workload,from,to}`.
     pub fn shard_chunk_migrations(&self) -> &prometheus::IntCounterVec {
         &self.vecs.shard_chunk_migrations
-    }
-
-    /// Failover: the primary, write outages, the failovers seen.
-    pub fn failover(&self) -> &Arc<Failover> {
-        &self.failover
     }
 
     /// What the SDAM events said last: servers by type, whether a primary is

@@ -322,42 +322,6 @@ fn invalid_window_is_an_error() {
     assert!(err.to_string().contains("slots"), "{err}");
 }
 
-/// The real driver, pointed at a loopback port nobody listens on: its SDAM
-/// events must reach the topology gauges through `sdam_handler`.
-#[tokio::test]
-async fn real_driver_events_reach_the_topology_gauges() {
-    use mongodb::options::ClientOptions;
-
-    let port = {
-        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        probe.local_addr().unwrap().port()
-    };
-    let m = Metrics::new().unwrap();
-    let mut options = ClientOptions::parse(format!(
-        "mongodb://127.0.0.1:{port}/?serverSelectionTimeoutMS=300&connectTimeoutMS=300"
-    ))
-    .await
-    .unwrap();
-    options.sdam_event_handler = Some(m.sdam_handler());
-    options.cmap_event_handler = Some(m.cmap_handler());
-    let client = mongodb::Client::with_options(options).unwrap();
-    let result = client
-        .database("mongoload")
-        .run_command(mongodb::bson::doc! { "ping": 1 })
-        .await;
-    assert!(result.is_err(), "nothing listens on {port}");
-
-    let view = m.topology();
-    assert_eq!(view.servers.get("unknown"), Some(&1), "{view:?}");
-    assert!(!view.writable);
-    assert_eq!(view.primary, None);
-    let text = m.encode().unwrap();
-    assert_has(&text, r#"mongoload_topology_servers{type="unknown"} 1"#);
-    assert_has(&text, r#"mongoload_topology_servers{type="standalone"} 0"#);
-    assert_has(&text, r#"mongoload_pool_connections{state="in_use"} 0"#);
-    client.shutdown().await;
-}
-
 #[test]
 fn service_time_is_its_own_histogram_with_the_latency_buckets() {
     let m = Metrics::new().unwrap();
@@ -454,12 +418,14 @@ fn the_contract_table_and_the_registry_name_the_same_families() {
     crate::cluster::ClusterMetrics::register_in(m.registry()).unwrap();
     crate::probe::ProbeFamilies::register_in(m.registry()).unwrap();
     crate::audit::AuditFamilies::register_in(m.registry()).unwrap();
+    crate::failover::Failover::register_in(m.registry()).unwrap();
     let declared: BTreeSet<&str> = Metrics::family_names()
         .into_iter()
         .chain(crate::control::ControlMetrics::NAMES.iter().copied())
         .chain(crate::cluster::ClusterMetrics::NAMES.iter().copied())
         .chain(crate::probe::ProbeFamilies::NAMES.iter().copied())
         .chain(crate::audit::AuditFamilies::NAMES.iter().copied())
+        .chain(crate::failover::FailoverFamilies::NAMES.iter().copied())
         .collect();
     let undocumented: Vec<_> = declared.difference(&documented).collect();
     let undeclared: Vec<_> = documented.difference(&declared).collect();

@@ -92,7 +92,7 @@ impl Progress {
         let stop = CancellationToken::new();
         let task = tokio::spawn(show(
             running.slots.clone(),
-            running.metrics.failover().clone(),
+            running.failover.clone(),
             self.every,
             stop.clone(),
         ));

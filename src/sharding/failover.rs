@@ -24,7 +24,7 @@ use mongodb::bson::{doc, Document};
 use mongodb::options::{ClientOptions, ServerAddress};
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::Metrics;
+use crate::failover::Failover;
 
 /// How long between tries of `hello` and `listShards` while the target
 /// does not answer.
@@ -150,7 +150,7 @@ async fn shards(admin: &mongodb::Database, stop: &CancellationToken) -> Option<V
 pub(crate) async fn run(
     uri: String,
     admin: mongodb::Database,
-    metrics: Arc<Metrics>,
+    failover: Arc<Failover>,
     timeouts: crate::mongo::Timeouts,
     stop: CancellationToken,
 ) {
@@ -176,7 +176,10 @@ pub(crate) async fn run(
     let mut clients = Vec::new();
     for s in &sets {
         let built = monitor_options(&target, s).and_then(|mut o| {
-            o.sdam_event_handler = Some(metrics.shard_sdam_handler(s.shard.clone()));
+            o.sdam_event_handler = Some(crate::failover::driver_events::shard_sdam_handler(
+                &failover,
+                s.shard.clone(),
+            ));
             mongodb::Client::with_options(o).map_err(|e| e.to_string())
         });
         match built {
@@ -190,7 +193,6 @@ pub(crate) async fn run(
         "shard failovers: watching each shard's replica set ({})",
         names.join(", ")
     );
-    let failover = metrics.failover().clone();
     let mut settle = tokio::time::interval(SETTLE);
     settle.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

@@ -110,7 +110,7 @@ async fn step_down_drill(closes: bool) {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs.jsonl");
     let (_file, running) = crate::common::start_daemon(&config(&seed, &log, "10s", RATE, 22)).await;
-    let metrics = running.metrics.clone();
+    let failover = running.failover.clone();
 
     let p = crate::common::wait_for("discovery and load", Duration::from_secs(30), || async {
         let p = page(&running);
@@ -143,7 +143,7 @@ async fn step_down_drill(closes: bool) {
         Duration::from_secs(20),
         || async {
             let p = page(&running);
-            let f = metrics.failover().recent(1);
+            let f = failover.recent(1);
             (sample(&p, "mongoload_write_outage_seconds_count", &[]) >= Some(1.0)
                 && f.first().is_some_and(|r| r.write_outage.is_some()))
             .then(|| (p, f[0].clone()))
@@ -271,7 +271,7 @@ async fn errors_during_an_election_are_counted_by_class() {
         "the write outage to end",
         Duration::from_secs(20),
         || async {
-            (running.metrics.failover().ongoing_outage().is_none()
+            (running.failover.ongoing_outage().is_none()
                 && sample(&page(&running), "mongoload_write_outage_seconds_count", &[])
                     >= Some(1.0))
             .then_some(())
@@ -337,14 +337,7 @@ async fn a_read_only_workload_sees_the_failover_but_no_outage() {
     crate::common::wait_for(
         "the unconfirmed outage dropped",
         Duration::from_secs(15),
-        || async {
-            running
-                .metrics
-                .failover()
-                .ongoing_outage()
-                .is_none()
-                .then_some(())
-        },
+        || async { running.failover.ongoing_outage().is_none().then_some(()) },
     )
     .await;
     running.stop();

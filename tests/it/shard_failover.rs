@@ -93,6 +93,7 @@ async fn a_shards_step_down_is_a_failover_on_that_shard() {
     let (_file, running) =
         crate::common::start_daemon(&config(&sim.uri(), "shfo", &log, RATE, 14)).await;
     let metrics = running.metrics.clone();
+    let failover = running.failover.clone();
     let addr = running.http_addr;
 
     // Each shard's primary is known, and the load runs.
@@ -130,8 +131,7 @@ async fn a_shards_step_down_is_a_failover_on_that_shard() {
         "shard1's failover and its write outage",
         Duration::from_secs(15),
         || async {
-            metrics
-                .failover()
+            failover
                 .recent(10)
                 .into_iter()
                 .find(|r| r.shard.as_deref() == Some("shard1") && r.write_outage.is_some())
@@ -221,7 +221,7 @@ async fn a_shards_step_down_is_a_failover_on_that_shard() {
         ),
         None
     );
-    let shard_failovers: Vec<_> = metrics.failover().recent(10);
+    let shard_failovers: Vec<_> = failover.recent(10);
     assert_eq!(shard_failovers.len(), 1, "{shard_failovers:?}");
 
     // /status lists it with its shard.
@@ -294,6 +294,7 @@ async fn a_refused_list_shards_leaves_shard_failovers_unknown() {
     let (_file, running) =
         crate::common::start_daemon(&config(&sim.uri(), "shfo_refused", &log, 100, 5)).await;
     let metrics = running.metrics.clone();
+    let failover = running.failover.clone();
     crate::common::wait_for("the load", Duration::from_secs(10), || async {
         let p = metrics.encode().unwrap();
         (sum(&p, "mongoload_operations_total", &[("outcome", "ok")]) > 100.0).then_some(())
@@ -313,10 +314,7 @@ async fn a_refused_list_shards_leaves_shard_failovers_unknown() {
         samples(&p, "mongoload_shard_primary_changes_total", &[]).is_empty(),
         "{p}"
     );
-    assert!(
-        metrics.failover().recent(10).is_empty(),
-        "unknown, not none"
-    );
+    assert!(failover.recent(10).is_empty(), "unknown, not none");
     assert!(sum(&p, "mongoload_operations_total", &[("outcome", "ok")]) > 300.0);
     let reports = crate::common::read_run_log(&log);
     assert!(reports.iter().all(|r| r.failovers.is_empty()));
@@ -409,6 +407,7 @@ duration = "{SECS}s"
     );
     let (_file, running) = crate::common::start_daemon(&text).await;
     let metrics = running.metrics.clone();
+    let failover = running.failover.clone();
     crate::common::wait_for("the shards' primaries", Duration::from_secs(20), || async {
         let p = metrics.encode().unwrap();
         (samples(&p, "mongoload_shard_primary_changes_total", &[]).len() == 3).then_some(())
@@ -478,7 +477,7 @@ duration = "{SECS}s"
     // watched has records, and there are no more records than elections.
     // (The timing against the simulator's record is the drill's test
     // above; on a loaded machine the monitors may see an election late.)
-    let records = metrics.failover().recent(256);
+    let records = failover.recent(256);
     let mut elections = 0;
     for i in 0..3 {
         let name = cluster.shard_name(i);
