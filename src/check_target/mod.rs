@@ -9,7 +9,6 @@
 
 pub(crate) mod plan;
 pub(crate) mod report;
-pub(crate) mod sharding;
 
 use std::future::IntoFuture;
 use std::path::Path;
@@ -165,7 +164,17 @@ pub(crate) async fn check(config: &Config, path: &Path) -> Result<Report, String
         .run(&mut report, user.as_ref(), &last_server_error)
         .await;
     if report.topology.is_some() {
-        report.sharding = probe.sharding(config, &report).await;
+        let mongos = report
+            .topology
+            .as_ref()
+            .is_some_and(|t| t.kind == "sharded");
+        report.sharding = crate::sharding::check_target::section(
+            (probe.client, probe.timeout),
+            config,
+            mongos,
+            &report.target.database,
+        )
+        .await;
     }
     let _ = tokio::time::timeout(Duration::from_secs(2), client.shutdown().immediate(true)).await;
     // An error message may quote the connection string back.
@@ -208,10 +217,7 @@ impl Probe<'_> {
         &self,
         call: impl IntoFuture<Output = Result<T, Error>>,
     ) -> Result<T, Error> {
-        match tokio::time::timeout(self.timeout, call).await {
-            Ok(r) => r,
-            Err(_) => Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into()),
-        }
+        crate::mongo::within(self.timeout, call).await
     }
 
     async fn run(
@@ -283,83 +289,6 @@ impl Probe<'_> {
                 }
             }
         }
-    }
-
-    /// The sharding section: for a plan with a `shard_key`, or on a mongos.
-    async fn sharding(&self, config: &Config, report: &Report) -> Option<sharding::Sharding> {
-        let planned = sharding::planned(config);
-        let needed = planned.iter().any(|(_, _, k)| k.is_some());
-        let mongos = report
-            .topology
-            .as_ref()
-            .is_some_and(|t| t.kind == "sharded");
-        if !needed && !mongos {
-            return None;
-        }
-        let admin = self.client.database("admin");
-        let status = self
-            .bounded(admin.run_command(sharding::connection_status()))
-            .await
-            .ok();
-        let ranged = config.workloads.iter().any(|w| {
-            matches!(
-                w.shard_plan(),
-                Ok(Some(p)) if matches!(p.presplit, crate::workload::shard::Presplit::Ranged(_))
-            )
-        });
-        let mut s = sharding::Sharding {
-            needed,
-            mongos,
-            shards: None,
-            balancer: "unknown".to_owned(),
-            actions: sharding::actions(status.as_ref(), &report.target.database),
-            unsupported: Vec::new(),
-            ranged,
-            collections: Vec::new(),
-        };
-        if !mongos {
-            return Some(s);
-        }
-        // What the server answers tells a refusal from a command it does
-        // not have, where connectionStatus cannot (a server without
-        // enableSharding lists no such action): listShards, read-only, and
-        // enableSharding on the target database where its action is not
-        // shown granted (what a run before MongoDB 6.0 does at prepare).
-        let list = self
-            .bounded(admin.run_command(doc! {"listShards": 1}))
-            .await;
-        s.answered("listShards", list.as_ref().err());
-        s.shards = list.ok().map(|r| crate::workload::shard::shard_names(&r));
-        if needed && s.granted("enableSharding") != Some(true) {
-            let db = report.target.database.clone();
-            let enable = self
-                .bounded(admin.run_command(doc! {"enableSharding": db}))
-                .await;
-            s.answered("enableSharding", enable.as_ref().err());
-        }
-        let balancer = self
-            .bounded(admin.run_command(doc! {"balancerStatus": 1}))
-            .await
-            .ok();
-        s.balancer = sharding::balancer_mode(balancer.as_ref());
-        let colls = self
-            .client
-            .database("config")
-            .collection::<Document>("collections");
-        for (workload, ns, key) in planned {
-            let (current, conflict) = match self.bounded(colls.find_one(doc! {"_id": &ns})).await {
-                Ok(found) => sharding::current(found.as_ref(), key.as_ref()),
-                Err(_) => ("unknown".to_owned(), false),
-            };
-            s.collections.push(sharding::CollectionSharding {
-                workload,
-                namespace: ns,
-                planned: key.map(|k| k.to_string()),
-                current,
-                conflict,
-            });
-        }
-        Some(s)
     }
 
     /// Creates a scratch collection in `database`, writes, reads, indexes

@@ -162,7 +162,7 @@ pub(crate) struct Report {
     /// On a mongos, or for a plan with a `shard_key`: shards, balancer,
     /// the collections' sharding and the privileges it needs.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sharding: Option<super::sharding::Sharding>,
+    pub sharding: Option<crate::sharding::check_target::Sharding>,
 }
 
 impl Report {

@@ -148,10 +148,7 @@ impl Deployment {
         &self,
         call: impl std::future::Future<Output = Result<T, mongodb::error::Error>>,
     ) -> Result<T, mongodb::error::Error> {
-        match tokio::time::timeout(self.operation_timeout, call).await {
-            Ok(outcome) => outcome,
-            Err(_) => Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into()),
-        }
+        within(self.operation_timeout, call).await
     }
 
     async fn execute_unbounded(
@@ -479,7 +476,21 @@ pub struct Timeouts {
     pub server_selection: Duration,
 }
 
-/// Driver event handlers the metrics subscribe with.
+/// `call` given at most `timeout`: running out of time is an I/O
+/// `TimedOut` error (classified `timeout`), so a call the driver would
+/// wait on forever still ends.
+pub(crate) async fn within<T>(
+    timeout: Duration,
+    call: impl std::future::IntoFuture<Output = Result<T, mongodb::error::Error>>,
+) -> Result<T, mongodb::error::Error> {
+    match tokio::time::timeout(timeout, call).await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into()),
+    }
+}
+
+/// The driver's event handlers a client is built with
+/// (`failover/driver_events.rs`).
 #[derive(Default)]
 pub struct Handlers {
     pub cmap: Option<mongodb::event::EventHandler<mongodb::event::cmap::CmapEvent>>,

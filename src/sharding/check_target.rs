@@ -5,10 +5,14 @@
 //! privilege actions sharding needs (`connectionStatus` with
 //! `showPrivileges`; "unknown" where the server does not say).
 
+use std::time::Duration;
+
 use mongodb::bson::{doc, Bson, Document};
+use mongodb::Client;
 use serde::Serialize;
 
 use crate::config::Config;
+use crate::mongo::within;
 use crate::workload::shard::same_key;
 
 /// The privilege actions sharding a workload's collections uses.
@@ -273,6 +277,81 @@ pub(crate) fn balancer_mode(reply: Option<&Document>) -> String {
 /// A `connectionStatus` command that lists the privileges.
 pub(crate) fn connection_status() -> Document {
     doc! { "connectionStatus": 1, "showPrivileges": true }
+}
+
+/// The sharding section: for a plan with a `shard_key`, or on a mongos
+/// (`mongos`: the target is one). Each command gets at most `timeout`.
+pub(crate) async fn section(
+    (client, timeout): (&Client, Duration),
+    config: &Config,
+    mongos: bool,
+    database: &str,
+) -> Option<Sharding> {
+    let planned = planned(config);
+    let needed = planned.iter().any(|(_, _, k)| k.is_some());
+    if !needed && !mongos {
+        return None;
+    }
+    let admin = client.database("admin");
+    let status = within(timeout, admin.run_command(connection_status()))
+        .await
+        .ok();
+    let ranged = config.workloads.iter().any(|w| {
+        matches!(
+            w.shard_plan(),
+            Ok(Some(p)) if matches!(p.presplit, crate::workload::shard::Presplit::Ranged(_))
+        )
+    });
+    let mut s = Sharding {
+        needed,
+        mongos,
+        shards: None,
+        balancer: "unknown".to_owned(),
+        actions: actions(status.as_ref(), database),
+        unsupported: Vec::new(),
+        ranged,
+        collections: Vec::new(),
+    };
+    if !mongos {
+        return Some(s);
+    }
+    // What the server answers tells a refusal from a command it does
+    // not have, where connectionStatus cannot (a server without
+    // enableSharding lists no such action): listShards, read-only, and
+    // enableSharding on the target database where its action is not
+    // shown granted (what a run before MongoDB 6.0 does at prepare).
+    let list = within(timeout, admin.run_command(doc! {"listShards": 1})).await;
+    s.answered("listShards", list.as_ref().err());
+    s.shards = list.ok().map(|r| crate::workload::shard::shard_names(&r));
+    if needed && s.granted("enableSharding") != Some(true) {
+        let enable = within(
+            timeout,
+            admin.run_command(doc! {"enableSharding": database}),
+        )
+        .await;
+        s.answered("enableSharding", enable.as_ref().err());
+    }
+    let balancer = within(timeout, admin.run_command(doc! {"balancerStatus": 1}))
+        .await
+        .ok();
+    s.balancer = balancer_mode(balancer.as_ref());
+    let colls = client
+        .database("config")
+        .collection::<Document>("collections");
+    for (workload, ns, key) in planned {
+        let (current, conflict) = match within(timeout, colls.find_one(doc! {"_id": &ns})).await {
+            Ok(found) => current(found.as_ref(), key.as_ref()),
+            Err(_) => ("unknown".to_owned(), false),
+        };
+        s.collections.push(CollectionSharding {
+            workload,
+            namespace: ns,
+            planned: key.map(|k| k.to_string()),
+            current,
+            conflict,
+        });
+    }
+    Some(s)
 }
 
 #[cfg(test)]
