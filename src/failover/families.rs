@@ -2,7 +2,7 @@
 //! ongoing outage's gauge reads the outage clock when the registry is
 //! gathered.
 
-use prometheus::{Gauge, Histogram, HistogramVec, IntCounterVec, IntGaugeVec};
+use prometheus::{Gauge, Histogram, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec};
 
 use crate::error_kind::ErrorKind;
 use crate::family::{families, ScrapeGauge};
@@ -26,6 +26,8 @@ families! {
         pub no_primary: Histogram = "mongoload_no_primary_seconds",
             "Periods without a known primary, as the driver's topology monitoring saw them (elections).",
             buckets OUTAGE_BUCKETS;
+        pub primary_changes: IntCounter = "mongoload_primary_changes_total",
+            "Replica set primary changes (new primary or new election) seen by the driver.";
         pub primary_info: IntGaugeVec = "mongoload_primary_info",
             "1 for the replica set member the driver knows as primary; no series while there is none.",
             labels ["primary"];

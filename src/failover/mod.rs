@@ -24,7 +24,8 @@
 //! outages), `mongoload_write_outage_ongoing_seconds` (0, or how long the
 //! current outage has lasted), `mongoload_write_outage_last_seconds`,
 //! `mongoload_no_primary_seconds` (histogram: periods the driver knew no
-//! primary), `mongoload_primary_info{primary}` (1 for the current primary),
+//! primary), `mongoload_primary_changes_total` (new primaries or new
+//! elections), `mongoload_primary_info{primary}` (1 for the current primary),
 //! `mongoload_primary_elected_timestamp_seconds`, and
 //! `mongoload_retried_writes_total{kind}` (write attempts the driver sent
 //! again, by the class of the failure it retried).
@@ -316,6 +317,9 @@ impl Failover {
     /// `loss`: how the last primary looks in this description.
     pub(crate) fn on_topology(&self, primary: Option<&str>, changed: bool, loss: PrimaryLoss) {
         let now = Instant::now();
+        if changed && primary.is_some() {
+            self.families.primary_changes.inc();
+        }
         let state = self.state();
         match primary {
             None => self.primary_lost(state, loss, now),

@@ -75,6 +75,7 @@ fn failovers_are_recorded_with_their_gap_and_outage() {
     m.on_topology(Some("b:1"), false, PrimaryLoss::Other);
     assert_eq!(m.recent(10).len(), 1);
     assert!(!seen.has_changed().unwrap());
+    assert_eq!(m.families.primary_changes.get(), 1, "b:1 only");
 }
 
 /// The driver delivers its events on a task of its own: under load a

@@ -8,8 +8,8 @@
 //! their sum is the open connections),
 //! `mongoload_pool_checkout_wait_seconds` (histogram),
 //! `mongoload_pool_checkout_failures_total{reason}`,
-//! `mongoload_pool_clears_total{cause}`, `mongoload_topology_servers{type}`,
-//! `mongoload_primary_changes_total`.
+//! `mongoload_pool_clears_total{cause}`, `mongoload_topology_servers{type}`
+//! (the primary's changes are failover's: `crate::failover::families`).
 
 use std::collections::BTreeMap;
 use std::hash::Hash;
@@ -21,7 +21,7 @@ use mongodb::event::cmap::{CmapEvent, ConnectionCheckoutFailedReason, Connection
 use mongodb::event::sdam::TopologyDescription;
 use mongodb::options::ServerAddress;
 use mongodb::ServerType;
-use prometheus::{Histogram, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
+use prometheus::{Histogram, IntCounterVec, IntGauge, IntGaugeVec, Registry};
 use serde::Serialize;
 
 use super::COARSE_BUCKETS;
@@ -159,8 +159,6 @@ families! {
         servers: IntGaugeVec = "mongoload_topology_servers",
             "Servers of the deployment by type, as the driver sees them.",
             labels ["type"];
-        primary_changes: IntCounter = "mongoload_primary_changes_total",
-            "Replica set primary changes (new primary or new election) seen by the driver.";
     }
 }
 
@@ -273,9 +271,9 @@ impl DriverMetrics {
         self.pool.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A new topology description: the servers by type, the view for
-    /// `/status`, and `mongoload_primary_changes_total` when `changed`
-    /// (whether its primary is a change is the failover's call).
+    /// A new topology description: the servers by type and the view for
+    /// `/status` (`changed`: its primary is a change, the failover's
+    /// call).
     pub(crate) fn on_topology(&self, desc: &TopologyDescription, changed: bool) {
         let mut counts = BTreeMap::new();
         let mut primary = None;
@@ -297,15 +295,14 @@ impl DriverMetrics {
                 .with_label_values(&[t])
                 .set(i64::try_from(n).unwrap_or(i64::MAX));
         }
-        if changed {
-            self.f.primary_changes.inc();
-        }
-        *self.topology.lock().unwrap_or_else(PoisonError::into_inner) = TopologyView {
+        let mut view = self.topology.lock().unwrap_or_else(PoisonError::into_inner);
+        let primary_changes = view.primary_changes + u64::from(changed);
+        *view = TopologyView {
             topology_type: desc.topology_type().to_string(),
             servers: counts,
             primary,
             writable: desc.has_writable_server(),
-            primary_changes: self.f.primary_changes.get(),
+            primary_changes,
             secondaries,
         };
     }

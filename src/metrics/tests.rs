@@ -204,7 +204,6 @@ fn gauges_and_build_info() {
         r#"mongoload_pool_connections{state="idle"} 0"#,
         r#"mongoload_pool_connections{state="in_use"} 0"#,
         r#"mongoload_topology_servers{type="rs_primary"} 0"#,
-        r#"mongoload_primary_changes_total 0"#,
         r#"mongoload_pool_checkout_wait_seconds_count 0"#,
     ] {
         assert_has(&text, line);
