@@ -43,11 +43,13 @@ impl CapacityMetrics {
             .set(i64::from(passed));
     }
 
-    /// A search ended with `capacity` at Unix time `at`.
+    /// A search ended with `capacity` at Unix time `at`. The end is set
+    /// first: the registry gathers in name order, capacity before the
+    /// end, so a scrape that shows the new capacity shows its end.
     pub fn found(&self, capacity: f64, at: f64) {
         let wl = &[&*self.workload];
-        self.capacity.with_label_values(wl).set(capacity);
         self.search_end.with_label_values(wl).set(at);
+        self.capacity.with_label_values(wl).set(capacity);
     }
 
     /// Whether a capacity search runs now.

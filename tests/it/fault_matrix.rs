@@ -203,13 +203,15 @@ fn p50_between(stage: &StageReport, op: &str, from: SystemTime, to: SystemTime) 
 }
 
 /// How much the per-second p50 latency of `op` rose from before the
-/// fault to inside it (from 0.5 s after its start: what was sent before
-/// it has finished), in seconds.
+/// fault to inside it, in seconds. A fault lasts at least [`FAULT`], 2 s,
+/// so a whole interval of the samples lies inside it wherever the fault
+/// began on the samples' 1 s grid (a busy machine delays the fault's
+/// start from the stage's); what was sent before the fault finishes in
+/// that interval's first [`LATENCY`], too few operations to move a p50.
 fn p50_rise(stage: &StageReport, op: &str, record: &FaultRecord) -> f64 {
     let start = record.started;
     let end = start + record.length();
-    p50_between(stage, op, start + Duration::from_millis(500), end)
-        - p50_between(stage, op, SystemTime::UNIX_EPOCH, start)
+    p50_between(stage, op, start, end) - p50_between(stage, op, SystemTime::UNIX_EPOCH, start)
 }
 
 const READS: &[&str] = &["find"];

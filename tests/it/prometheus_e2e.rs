@@ -1564,7 +1564,7 @@ fn a_capacity_drop_fires_the_alert_in_a_real_prometheus() {
     wait_for(
         "the first search's result in Prometheus",
         Duration::from_secs(100),
-        || value(capacity).is_some(),
+        || value(capacity).is_some() && value(ended).is_some(),
         || children.assert_running(logs),
     );
     sim.faults().set_capacity(Some(100.0));
