@@ -28,6 +28,7 @@ use crate::config::scrub;
 use crate::config::{self, uri_hosts, uri_user, Config, UriUser};
 use crate::error_kind::ErrorKind;
 use crate::error_kind::{classify, explain};
+use crate::sharding::check_target::section as sharding_section;
 use report::{
     AuthStatus, Authentication, PrivilegeStep, Privileges, Reachability, Report, Status,
     TargetInfo, Topology, WriteConcernInfo, EXIT_CONFIG,
@@ -163,18 +164,10 @@ pub(crate) async fn check(config: &Config, path: &Path) -> Result<Report, String
     probe
         .run(&mut report, user.as_ref(), &last_server_error)
         .await;
-    if report.topology.is_some() {
-        let mongos = report
-            .topology
-            .as_ref()
-            .is_some_and(|t| t.kind == "sharded");
-        report.sharding = crate::sharding::check_target::section(
-            (probe.client, probe.timeout),
-            config,
-            mongos,
-            &report.target.database,
-        )
-        .await;
+    if let Some(topology) = &report.topology {
+        let (mongos, database) = (topology.kind == "sharded", &report.target.database);
+        let client = (probe.client, probe.timeout);
+        report.sharding = sharding_section(client, config, mongos, database).await;
     }
     let _ = tokio::time::timeout(Duration::from_secs(2), client.shutdown().immediate(true)).await;
     // An error message may quote the connection string back.
